@@ -1,0 +1,48 @@
+# One entry point for people and CI. Every target sets up what it needs first.
+PYTHON ?= python3
+VENV ?= .venv
+PROXY_VENV ?= .venv-proxy
+PY := $(VENV)/bin/python
+LITELLM_PIN := litellm[proxy]==1.108.7
+export NISSE_LITELLM_BIN ?= $(abspath $(PROXY_VENV))/bin/litellm
+
+.PHONY: demo test lint unit bench bench-smoke setup proxy clean
+
+# The main job: a short agent session through a real local LiteLLM proxy.
+demo: setup proxy
+	$(PY) -m nisse_llm.testing.demo
+
+# The whole suite, as CI runs it: lint, format, types, then every test.
+test: setup proxy lint
+	$(PY) -m pytest
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy --strict nisse_llm
+
+bench: setup
+	$(PY) -m bench
+
+bench-smoke: setup
+	$(PY) -m bench --smoke
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+# The real proxy lives in its own venv: nisse_llm never imports litellm.
+proxy: $(PROXY_VENV)/.installed
+
+$(PROXY_VENV)/.installed:
+	$(PYTHON) -m venv $(PROXY_VENV)
+	$(PROXY_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(PROXY_VENV)/bin/python -m pip install --quiet '$(LITELLM_PIN)'
+	touch $@
+
+clean:
+	rm -rf $(VENV) $(PROXY_VENV) .pytest_cache .mypy_cache .ruff_cache

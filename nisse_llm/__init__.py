@@ -1,0 +1,111 @@
+"""nisse_llm: LLM access for autonomous coding agents through one LiteLLM proxy.
+
+Errors and canonical events load eagerly (they are small); configuration, renderers
+and clients load on first use, so ``import nisse_llm`` costs little more than httpx
+and pydantic themselves.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from nisse_llm.canonical import (
+    AssistantText,
+    CanonicalEvent,
+    Completion,
+    Reasoning,
+    StoredEvent,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+    Usage,
+    UserText,
+    mint_call_id,
+)
+from nisse_llm.errors import (
+    BudgetExhausted,
+    ConfigError,
+    LLMError,
+    RenderError,
+    TruncatedResponse,
+    UpstreamUnavailable,
+)
+from nisse_llm.routing import has_native_adapter
+
+if TYPE_CHECKING:
+    from nisse_llm.clients import (
+        AnthropicPassthroughClient,
+        AsyncAnthropicPassthroughClient,
+        AsyncLiteLLMClient,
+        LiteLLMClient,
+        RoleRouter,
+        select_client,
+    )
+    from nisse_llm.config import Pin, RoleMap, Settings, load_settings
+    from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
+    from nisse_llm.render.openai_chat import OpenAIChatRenderer
+
+__version__ = "0.1.0"
+
+# Public name -> module that defines it, imported on first attribute access.
+_LAZY = {
+    "load_settings": "nisse_llm.config",
+    "Settings": "nisse_llm.config",
+    "Pin": "nisse_llm.config",
+    "RoleMap": "nisse_llm.config",
+    "OpenAIChatRenderer": "nisse_llm.render.openai_chat",
+    "AnthropicMessagesRenderer": "nisse_llm.render.anthropic_messages",
+    "LiteLLMClient": "nisse_llm.clients",
+    "AnthropicPassthroughClient": "nisse_llm.clients",
+    "AsyncLiteLLMClient": "nisse_llm.clients",
+    "AsyncAnthropicPassthroughClient": "nisse_llm.clients",
+    "RoleRouter": "nisse_llm.clients",
+    "select_client": "nisse_llm.clients",
+}
+
+__all__ = [
+    "AnthropicMessagesRenderer",
+    "AnthropicPassthroughClient",
+    "AssistantText",
+    "AsyncAnthropicPassthroughClient",
+    "AsyncLiteLLMClient",
+    "BudgetExhausted",
+    "CanonicalEvent",
+    "Completion",
+    "ConfigError",
+    "LLMError",
+    "LiteLLMClient",
+    "OpenAIChatRenderer",
+    "Pin",
+    "Reasoning",
+    "RenderError",
+    "RoleMap",
+    "RoleRouter",
+    "Settings",
+    "StoredEvent",
+    "ToolCall",
+    "ToolResult",
+    "ToolSpec",
+    "TruncatedResponse",
+    "UpstreamUnavailable",
+    "Usage",
+    "UserText",
+    "has_native_adapter",
+    "load_settings",
+    "mint_call_id",
+    "select_client",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'nisse_llm' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,218 @@
+"""The provider-neutral canonical event log: frozen events, stored records, tool specs.
+
+Pure: no I/O, no environment. The only clock read is the timestamp of a new
+`StoredEvent`, and the only randomness is `mint_call_id`.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, TypeAdapter
+
+__all__ = [
+    "CALL_ID_PATTERN",
+    "TOOL_NAME_PATTERN",
+    "AssistantText",
+    "CanonicalEvent",
+    "Completion",
+    "LogLike",
+    "Reasoning",
+    "StoredEvent",
+    "ToolCall",
+    "ToolLike",
+    "ToolResult",
+    "ToolSpec",
+    "Usage",
+    "UserText",
+    "as_events",
+    "as_tool_specs",
+    "dump_jsonl",
+    "load_jsonl",
+    "mint_call_id",
+]
+
+# The strictest common rule: OpenAI caps tool-call ids at 40 characters, Anthropic
+# requires ^[a-zA-Z0-9_-]+$ ("tool_use.id: String should match pattern").
+CALL_ID_PATTERN = r"^[A-Za-z0-9_-]{1,40}$"
+TOOL_NAME_PATTERN = r"^[a-zA-Z0-9_-]{1,64}$"
+
+CallId = Annotated[str, Field(pattern=CALL_ID_PATTERN)]
+
+
+def mint_call_id() -> str:
+    """A fresh canonical tool-call id: ``call_`` and 22 URL-safe random characters."""
+    return "call_" + secrets.token_urlsafe(16)
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class UserText(_Event):
+    """Text from the user (or the agent's harness speaking as the user)."""
+
+    kind: Literal["user_text"] = "user_text"
+    text: str
+
+
+class AssistantText(_Event):
+    """Text the model wrote; ``model`` is who produced it."""
+
+    kind: Literal["assistant_text"] = "assistant_text"
+    text: str
+    model: str
+
+
+class ToolCall(_Event):
+    """A tool call the model made, keyed by a locally minted id (spec A10)."""
+
+    kind: Literal["tool_call"] = "tool_call"
+    call_id: CallId
+    tool: Annotated[str, Field(pattern=TOOL_NAME_PATTERN)]
+    arguments: dict[str, Any]
+
+
+class ToolResult(_Event):
+    """The agent's answer to a `ToolCall`; ``is_error`` marks a failed tool run."""
+
+    kind: Literal["tool_result"] = "tool_result"
+    call_id: CallId
+    output: str
+    is_error: bool = False
+
+
+class Reasoning(_Event):
+    """An opaque provider reasoning block, stored verbatim and tagged with its model.
+
+    ``model`` is the model string the request named (the stable key behind proxy
+    aliases); ``response_model`` the one the response named. ``block`` is the
+    provider's block as received: Anthropic ``thinking`` (with its ``signature``) or
+    ``redacted_thinking``; on the chat route, LiteLLM's ``thinking_blocks`` entries or,
+    failing those, ``{"type": "reasoning_content", "reasoning_content": ...}``.
+    """
+
+    kind: Literal["reasoning"] = "reasoning"
+    model: str
+    response_model: str | None = None
+    block: dict[str, Any]
+
+    @property
+    def replayable(self) -> bool:
+        """Whether the block is one Anthropic accepts back (thinking or redacted_thinking)."""
+        return self.block.get("type") in ("thinking", "redacted_thinking")
+
+
+CanonicalEvent: TypeAlias = Annotated[
+    UserText | AssistantText | ToolCall | ToolResult | Reasoning,
+    Field(discriminator="kind"),
+]
+
+
+class StoredEvent(BaseModel):
+    """One record of the task log: a sequence number, a UTC timestamp and the event."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    seq: NonNegativeInt
+    at: datetime
+    event: CanonicalEvent
+
+    @classmethod
+    def now(cls, seq: int, event: CanonicalEvent) -> StoredEvent:
+        """A record stamped with the current UTC time."""
+        return cls(seq=seq, at=datetime.now(UTC), event=event)
+
+
+LogLike: TypeAlias = Sequence[StoredEvent | UserText | AssistantText | ToolCall | ToolResult | Reasoning]
+
+_STORED = TypeAdapter(StoredEvent)
+
+
+def as_events(log: Iterable[StoredEvent | CanonicalEvent]) -> list[CanonicalEvent]:
+    """The bare events of a log that may mix `StoredEvent` records and bare events."""
+    return [item.event if isinstance(item, StoredEvent) else item for item in log]
+
+
+def dump_jsonl(records: Iterable[StoredEvent]) -> bytes:
+    """A log as JSON lines, one `StoredEvent` per line, each line ending in a newline."""
+    return b"".join(_STORED.dump_json(record) + b"\n" for record in records)
+
+
+def load_jsonl(data: bytes | str) -> list[StoredEvent]:
+    """Parse JSON lines written by `dump_jsonl` (blank lines are ignored)."""
+    raw = data.encode() if isinstance(data, str) else data
+    return [_STORED.validate_json(line) for line in raw.splitlines() if line.strip()]
+
+
+class ToolSpec(BaseModel):
+    """A tool the model may call: a name, a description and a JSON Schema for its arguments."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: Annotated[str, Field(pattern=TOOL_NAME_PATTERN)]
+    description: str = ""
+    parameters: dict[str, Any] = Field(
+        default_factory=lambda: {"type": "object", "properties": {}}
+    )
+
+
+ToolLike: TypeAlias = ToolSpec | Mapping[str, Any]
+
+
+def as_tool_specs(tools: Iterable[ToolLike] | None) -> list[ToolSpec]:
+    """Tool specs from `ToolSpec`s or plain dicts in any of the three common shapes.
+
+    Accepted dicts: ``{name, description, parameters}``; OpenAI's
+    ``{"type": "function", "function": {...}}``; Anthropic's ``{name, description,
+    input_schema}``. Anything else is a `ValueError` from validation.
+    """
+    specs: list[ToolSpec] = []
+    for tool in tools or ():
+        if isinstance(tool, ToolSpec):
+            specs.append(tool)
+            continue
+        data: Mapping[str, Any] = tool
+        if data.get("type") == "function" and isinstance(data.get("function"), Mapping):
+            data = data["function"]
+        if "input_schema" in data:
+            data = {
+                "name": data.get("name"),
+                "description": data.get("description", ""),
+                "parameters": data["input_schema"],
+            }
+        specs.append(ToolSpec.model_validate(dict(data)))
+    return specs
+
+
+class Usage(BaseModel):
+    """Tokens one call used. ``input`` counts every prompt token, cached or not."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    input: NonNegativeInt = 0
+    output: NonNegativeInt = 0
+    cache_read: NonNegativeInt = 0
+    cache_write: NonNegativeInt = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input=self.input + other.input,
+            output=self.output + other.output,
+            cache_read=self.cache_read + other.cache_read,
+            cache_write=self.cache_write + other.cache_write,
+        )
+
+
+class Completion(BaseModel):
+    """A parsed reply: its canonical events, usage, stop reason and the model it named."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    events: list[CanonicalEvent]
+    usage: Usage
+    stop_reason: str | None = None
+    response_model: str | None = None

@@ -1,0 +1,89 @@
+"""The error tree: every failure says what the caller must do about it.
+
+::
+
+    LLMError                 fail the turn: the request or the answer was wrong
+    ├── ConfigError          fix the configuration; nothing was sent
+    ├── RenderError          the canonical log is corrupt; nothing was sent
+    ├── TruncatedResponse    the model hit the output ceiling; raise it or retry the turn
+    └── UpstreamUnavailable  keep the work and resume later: not the work's fault
+        └── BudgetExhausted  keep the work; resume after the operator restores the budget
+
+Status, the server's error type and message, and any wait the server asked for ride on
+the exception so the caller's resume logic can act on them without parsing text.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BudgetExhausted",
+    "ConfigError",
+    "LLMError",
+    "RenderError",
+    "TruncatedResponse",
+    "UpstreamUnavailable",
+]
+
+
+class LLMError(RuntimeError):
+    """The request or its answer was wrong: fail the turn and clean up."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        error_type: str | None = None,
+        server_message: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        #: HTTP status of the response that caused this, when there was one.
+        self.status = status
+        #: The server's own error type (``error.type`` in either body shape), if parsed.
+        self.error_type = error_type
+        #: The server's own error message, truncated and redacted, if parsed.
+        self.server_message = server_message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class ConfigError(LLMError):
+    """The configuration is incomplete or invalid: fix it; nothing was sent."""
+
+    def __init__(self, message: str, *, problems: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        #: One line per offending key, each naming the TOML key, env variable and source.
+        self.problems = problems
+
+
+class RenderError(LLMError):
+    """The canonical log cannot be rendered (for example a result without its call)."""
+
+
+class TruncatedResponse(LLMError):
+    """The model was cut off at the output ceiling: a failed turn, never a partial success."""
+
+
+class UpstreamUnavailable(LLMError):
+    """The proxy or provider failed for reasons unrelated to the request: keep the work."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        error_type: str | None = None,
+        server_message: str | None = None,
+        retry_after_s: float | None = None,
+    ) -> None:
+        super().__init__(
+            message, status=status, error_type=error_type, server_message=server_message
+        )
+        #: The wait the server asked for, when it asked (also when it was beyond the cap).
+        self.retry_after_s = retry_after_s
+
+
+class BudgetExhausted(UpstreamUnavailable):
+    """A spend limit at the proxy is gone: keep the work, never retry, tell the operator."""

@@ -1,0 +1,44 @@
+"""Renderers: canonical log -> wire body, and wire response -> canonical events (pure).
+
+Each route module offers one renderer class with the same surface (`Renderer`):
+``render`` (a dict, the seeds' call shape), ``render_request`` (the typed request
+model), ``render_bytes`` (the hot path: the same body, encoded, byte-identical to
+``render_request(...).model_dump_json(exclude_none=True)``), and ``parse``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
+
+from nisse_llm.canonical import Completion, LogLike, ToolLike
+
+__all__ = ["Renderer"]
+
+
+class Renderer(Protocol):
+    """What the clients need of a route: render a log, parse a reply."""
+
+    def render(
+        self,
+        events: LogLike,
+        tools: Iterable[ToolLike] | None,
+        model: str,
+        system: str | None = None,
+        *,
+        max_tokens: int | None = None,
+    ) -> dict[str, Any]: ...
+
+    def render_bytes(
+        self,
+        events: LogLike,
+        tools: Iterable[ToolLike] | None,
+        model: str,
+        system: str | None = None,
+        *,
+        max_tokens: int | None = None,
+    ) -> bytes: ...
+
+    def parse(
+        self, body: bytes | str | Mapping[str, Any], *, requested_model: str
+    ) -> Completion: ...

@@ -1,0 +1,33 @@
+"""Which proxy route a model string takes: pure, shared by config (for the pin) and clients."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Literal, TypeAlias
+
+__all__ = [
+    "DEFAULT_PASSTHROUGH_PREFIXES",
+    "ROUTES",
+    "Route",
+    "has_native_adapter",
+    "route_for",
+]
+
+Route: TypeAlias = Literal["openai_chat", "anthropic_messages"]
+ROUTES: tuple[Route, ...] = ("openai_chat", "anthropic_messages")
+
+# Spec A13: delegations take the vendor-native route where one exists, because a
+# normalising middlebox is lossy exactly where long-running work lives.
+DEFAULT_PASSTHROUGH_PREFIXES: tuple[str, ...] = ("claude-", "anthropic/")
+
+
+def has_native_adapter(
+    model: str, prefixes: Iterable[str] = DEFAULT_PASSTHROUGH_PREFIXES
+) -> bool:
+    """True when the model has a vendor-native route (the Anthropic messages passthrough)."""
+    return model.startswith(tuple(prefixes))
+
+
+def route_for(model: str, prefixes: Iterable[str] = DEFAULT_PASSTHROUGH_PREFIXES) -> Route:
+    """The route a model's requests take: the passthrough where native, else chat."""
+    return "anthropic_messages" if has_native_adapter(model, prefixes) else "openai_chat"

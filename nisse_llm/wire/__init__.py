@@ -1,0 +1,1 @@
+"""Typed request and response bodies of the two proxy routes (pure: no I/O)."""

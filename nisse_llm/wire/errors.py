@@ -1,0 +1,71 @@
+"""Error bodies as the proxy sends them, in both shapes, and one tolerant reader.
+
+Chat route and auth failures: ``{"error": {"message", "type", "param", "code"}}``.
+Messages route: ``{"type": "error", "error": {"type", "message"}, "request_id"}``.
+LiteLLM may send ``type``/``param`` as the string ``"None"`` and ``code`` as a string.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+__all__ = ["AnthropicErrorBody", "ErrorDetail", "ErrorInfo", "OpenAIErrorBody", "read_error"]
+
+
+class ErrorDetail(BaseModel):
+    """The inner ``error`` object of either shape (unknown fields tolerated)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    message: Any = None
+    type: Any = None
+    param: Any = None
+    code: Any = None
+
+
+class OpenAIErrorBody(BaseModel):
+    """``{"error": {...}}``: the chat route's and LiteLLM's own error shape."""
+
+    model_config = ConfigDict(extra="allow")
+
+    error: ErrorDetail
+
+
+class AnthropicErrorBody(BaseModel):
+    """``{"type": "error", "error": {...}}``: the messages route's error shape."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str
+    error: ErrorDetail
+    request_id: str | None = None
+
+
+class ErrorInfo(BaseModel):
+    """What an error body said, normalised: ``None`` where the body did not say."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: str | None = None
+    message: str | None = None
+    code: str | None = None
+
+
+def _text(value: Any) -> str | None:
+    if value is None or value == "None":
+        return None
+    return value if isinstance(value, str) else str(value)
+
+
+def read_error(body: bytes) -> ErrorInfo | None:
+    """The error type, message and code of a JSON error body, or ``None`` if it is not one."""
+    try:
+        parsed = OpenAIErrorBody.model_validate_json(body)
+    except ValidationError:
+        return None
+    detail = parsed.error
+    return ErrorInfo(
+        type=_text(detail.type), message=_text(detail.message), code=_text(detail.code)
+    )

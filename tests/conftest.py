@@ -1,0 +1,17 @@
+"""Shared test configuration: the project's tests never read the machine's NISSE_* settings."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _clean_nisse_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Each test starts with no NISSE_* variables, so a developer's shell cannot leak in."""
+    for name in list(os.environ):
+        if name.startswith("NISSE_") and name != "NISSE_LITELLM_BIN":
+            monkeypatch.delenv(name)
+    yield
