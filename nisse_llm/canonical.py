@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, TypeAdapter
 
 __all__ = [
     "CALL_ID_PATTERN",
+    "DEFAULT_MAX_OUTPUT_TOKENS",
     "TOOL_NAME_PATTERN",
     "AssistantText",
     "CanonicalEvent",
@@ -39,6 +40,10 @@ __all__ = [
 # requires ^[a-zA-Z0-9_-]+$ ("tool_use.id: String should match pattern").
 CALL_ID_PATTERN = r"^[A-Za-z0-9_-]{1,40}$"
 TOOL_NAME_PATTERN = r"^[a-zA-Z0-9_-]{1,64}$"
+
+# Generous by default: output is billed by what is produced, not by the ceiling, and a
+# ceiling too low fails quietly (a plan observed at 4,064 tokens against a 4,096 limit).
+DEFAULT_MAX_OUTPUT_TOKENS = 16384
 
 CallId = Annotated[str, Field(pattern=CALL_ID_PATTERN)]
 

@@ -6,6 +6,7 @@
     ├── ConfigError          fix the configuration; nothing was sent
     ├── RenderError          the canonical log is corrupt; nothing was sent
     ├── TruncatedResponse    the model hit the output ceiling; raise it or retry the turn
+    ├── ModelRefusal         the model declined (refusal or content filter); a failed turn
     └── UpstreamUnavailable  keep the work and resume later: not the work's fault
         └── BudgetExhausted  keep the work; resume after the operator restores the budget
 
@@ -19,6 +20,7 @@ __all__ = [
     "BudgetExhausted",
     "ConfigError",
     "LLMError",
+    "ModelRefusal",
     "RenderError",
     "TruncatedResponse",
     "UpstreamUnavailable",
@@ -64,6 +66,10 @@ class RenderError(LLMError):
 
 class TruncatedResponse(LLMError):
     """The model was cut off at the output ceiling: a failed turn, never a partial success."""
+
+
+class ModelRefusal(LLMError):
+    """The model declined to answer (a refusal or a content filter): a failed turn."""
 
 
 class UpstreamUnavailable(LLMError):
