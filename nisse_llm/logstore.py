@@ -1,0 +1,355 @@
+"""A crash-safe JSON-lines file holding one canonical log, one `StoredEvent` per line.
+
+Guarantees (POSIX): a record is on disk once `append` returns (written in one ``write``
+on an ``O_APPEND`` descriptor, then ``fsync``; the directory is fsynced when the file is
+created); bytes already in the file are never rewritten; sequence numbers strictly
+increase. A line is complete only with its newline, so a crash mid-append leaves at most
+one torn tail, which `read` reports and never raises on. `append` refuses to write after
+a torn tail (the new line would merge into the garbage) until `repair` truncates it.
+Writers take an exclusive ``flock`` for each append and a thread lock, so several
+`LogStore` objects or processes on one file never interleave or reuse a number.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+from pydantic import TypeAdapter, ValidationError
+
+from nisse_llm.canonical import CanonicalEvent, StoredEvent
+
+__all__ = [
+    "LogCorrupt",
+    "LogRead",
+    "LogSequenceError",
+    "LogStore",
+    "LogTornTail",
+]
+
+_STORED: TypeAdapter[StoredEvent] = TypeAdapter(StoredEvent)
+_NEWLINE = b"\n"
+# Reading backwards for the last line: large enough that a typical record is one read.
+_TAIL_CHUNK = 64 * 1024
+
+
+class LogCorrupt(Exception):
+    """The log file holds a line that is not a valid record: inspect it by hand."""
+
+    def __init__(self, message: str, *, path: Path, line: int | None = None) -> None:
+        super().__init__(message)
+        #: The log file.
+        self.path = path
+        #: 1-based number of the offending line, when one line is at fault.
+        self.line = line
+
+
+class LogTornTail(LogCorrupt):
+    """The log ends in an incomplete line (a crash mid-append): `repair` it, then append."""
+
+    def __init__(self, message: str, *, path: Path, offset: int, tail: bytes) -> None:
+        super().__init__(message, path=path)
+        #: Byte offset where the torn line starts (the size of the valid prefix).
+        self.offset = offset
+        #: The torn bytes.
+        self.tail = tail
+
+
+class LogSequenceError(ValueError):
+    """A record's sequence number is not above the last one in the log: nothing was written."""
+
+
+@dataclass(frozen=True, slots=True)
+class LogRead:
+    """What a log file holds: its complete records, and a torn last line if a crash left one."""
+
+    records: list[StoredEvent]
+    #: The bytes after the last newline, when there are any.
+    torn_tail: bytes | None = None
+    #: Byte offset where ``torn_tail`` starts (None when there is no torn tail).
+    torn_offset: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Tail:
+    """What an append needs to know of the file: where it ends and its last number."""
+
+    size: int
+    mtime_ns: int
+    last_seq: int | None
+    torn_offset: int | None
+
+
+class LogStore:
+    """One canonical log in one JSON-lines file: append-only, fsynced, readable after a crash."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self._fd: int | None = None
+        # The file's state after our last append; trusted only while size and mtime match.
+        self._tail: _Tail | None = None
+
+    def __repr__(self) -> str:
+        return f"LogStore({str(self.path)!r})"
+
+    def __enter__(self) -> LogStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the write descriptor (reopened by the next append)."""
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+            self._tail = None
+
+    @property
+    def next_seq(self) -> int:
+        """The sequence number the next `append_event` will use (0 for an empty log)."""
+        with self._lock:
+            fd = self._open()
+            with _Flock(fd, fcntl.LOCK_SH):
+                tail = self._current_tail(fd)
+            return 0 if tail.last_seq is None else tail.last_seq + 1
+
+    def read(self) -> LogRead:
+        """Every complete record, in order, and the torn last line if there is one.
+
+        A missing file is an empty log. Raises `LogCorrupt`, naming the 1-based line,
+        when a complete line is not a valid record or its number does not increase.
+        """
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return LogRead(records=[])
+        try:
+            with _Flock(fd, fcntl.LOCK_SH):
+                data = _read_all(fd)
+        finally:
+            os.close(fd)
+        return _parse(data, self.path)
+
+    def append(self, records: StoredEvent | Iterable[StoredEvent]) -> None:
+        """Append one record or several, durably, in one write; refuse any out-of-order number.
+
+        Raises `LogSequenceError` when a number is not above the one before it (in the
+        file or in ``records``) and `LogTornTail` when the file ends in a torn line;
+        in both cases nothing is written.
+        """
+        batch = [records] if isinstance(records, StoredEvent) else list(records)
+        if not batch:
+            return
+        with self._lock:
+            fd = self._open()
+            with _Flock(fd, fcntl.LOCK_EX):
+                self._append_locked(fd, batch)
+
+    def append_event(self, event: CanonicalEvent) -> StoredEvent:
+        """Append an event as the next record, stamped with the current UTC time; return it."""
+        with self._lock:
+            fd = self._open()
+            with _Flock(fd, fcntl.LOCK_EX):
+                tail = self._current_tail(fd)
+                seq = 0 if tail.last_seq is None else tail.last_seq + 1
+                record = StoredEvent.now(seq, event)
+                self._append_locked(fd, [record])
+        return record
+
+    def repair(self) -> bytes | None:
+        """Truncate a torn last line left by a crash and return its bytes (None if none).
+
+        Only the bytes after the last newline go: never a complete record, and those
+        bytes were never acknowledged by an `append`. Raises `LogCorrupt` if a complete
+        line is invalid, which is not a crash's doing and needs a person.
+        """
+        with self._lock:
+            fd = self._open()
+            with _Flock(fd, fcntl.LOCK_EX):
+                self._tail = None
+                found = _parse(_read_all(fd), self.path)
+                if found.torn_offset is None:
+                    return None
+                os.ftruncate(fd, found.torn_offset)
+                os.fsync(fd)
+                return found.torn_tail
+
+    def _open(self) -> int:
+        """The write descriptor, opened on first use; a new file's directory is fsynced."""
+        if self._fd is not None:
+            return self._fd
+        # Read-write so the tail can be read back through the descriptor being written.
+        flags = os.O_RDWR | os.O_APPEND | os.O_CLOEXEC
+        try:
+            fd = os.open(self.path, flags | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            fd = os.open(self.path, flags)
+        else:
+            # The new name must survive a crash too, not only the data behind it.
+            _fsync_dir(self.path.parent)
+        self._fd = fd
+        return fd
+
+    def _current_tail(self, fd: int) -> _Tail:
+        stat = os.fstat(fd)
+        cached = self._tail
+        if cached is not None and (cached.size, cached.mtime_ns) == (
+            stat.st_size,
+            stat.st_mtime_ns,
+        ):
+            return cached
+        tail = _scan_tail(fd, self.path, stat.st_size, stat.st_mtime_ns)
+        self._tail = tail
+        return tail
+
+    def _append_locked(self, fd: int, batch: list[StoredEvent]) -> None:
+        tail = self._current_tail(fd)
+        if tail.torn_offset is not None:
+            torn = os.pread(fd, tail.size - tail.torn_offset, tail.torn_offset)
+            raise LogTornTail(
+                f"{self.path}: ends in a torn line of {tail.size - tail.torn_offset} bytes "
+                f"at offset {tail.torn_offset}; call repair() before appending",
+                path=self.path,
+                offset=tail.torn_offset,
+                tail=torn,
+            )
+        previous = tail.last_seq
+        for record in batch:
+            if previous is not None and record.seq <= previous:
+                raise LogSequenceError(
+                    f"{self.path}: sequence number {record.seq} is not above {previous}; "
+                    "nothing was written"
+                )
+            previous = record.seq
+        data = b"".join(_STORED.dump_json(record) + _NEWLINE for record in batch)
+        self._tail = None
+        _write_all(fd, data)
+        os.fsync(fd)
+        stat = os.fstat(fd)
+        self._tail = _Tail(
+            size=stat.st_size, mtime_ns=stat.st_mtime_ns, last_seq=previous, torn_offset=None
+        )
+
+
+class _Flock:
+    """Hold ``flock`` on a descriptor for a ``with`` block."""
+
+    def __init__(self, fd: int, operation: int) -> None:
+        self._fd = fd
+        self._operation = operation
+
+    def __enter__(self) -> None:
+        fcntl.flock(self._fd, self._operation)
+
+    def __exit__(self, *exc: object) -> None:
+        fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+
+def _parse(data: bytes, path: Path) -> LogRead:
+    """Split a file's bytes into records and a torn tail; raise on an invalid complete line."""
+    end = data.rfind(_NEWLINE) + 1
+    records: list[StoredEvent] = []
+    start = 0
+    number = 0
+    while start < end:
+        stop = data.index(_NEWLINE, start)
+        number += 1
+        record = _parse_line(data[start:stop], path, number)
+        if records and record.seq <= records[-1].seq:
+            raise LogCorrupt(
+                f"{path}:{number}: sequence number {record.seq} is not above "
+                f"{records[-1].seq} on the line before",
+                path=path,
+                line=number,
+            )
+        records.append(record)
+        start = stop + 1
+    if end == len(data):
+        return LogRead(records=records)
+    return LogRead(records=records, torn_tail=data[end:], torn_offset=end)
+
+
+def _parse_line(line: bytes, path: Path, number: int) -> StoredEvent:
+    try:
+        return _STORED.validate_json(line)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False, include_input=False)[0]
+        where = ".".join(str(part) for part in first["loc"])
+        detail = f"{where}: {first['msg']}" if where else first["msg"]
+        raise LogCorrupt(
+            f"{path}:{number}: not a valid log record ({detail})", path=path, line=number
+        ) from None
+
+
+def _scan_tail(fd: int, path: Path, size: int, mtime_ns: int) -> _Tail:
+    """The last complete record's number and any torn tail, reading backwards from the end."""
+    torn_offset: int | None = None
+    line_end = size
+    if size and os.pread(fd, 1, size - 1) != _NEWLINE:
+        line_end = _last_newline_before(fd, size) + 1
+        torn_offset = line_end
+    if line_end == 0:
+        return _Tail(size=size, mtime_ns=mtime_ns, last_seq=None, torn_offset=torn_offset)
+    line_start = _last_newline_before(fd, line_end - 1) + 1
+    line = os.pread(fd, line_end - 1 - line_start, line_start)
+    try:
+        record = _STORED.validate_json(line)
+    except ValidationError:
+        # Count lines only on this error path, so the message can name the line.
+        number = os.pread(fd, line_start, 0).count(_NEWLINE) + 1
+        _parse_line(line, path, number)
+        raise
+    return _Tail(size=size, mtime_ns=mtime_ns, last_seq=record.seq, torn_offset=torn_offset)
+
+
+def _last_newline_before(fd: int, end: int) -> int:
+    """Offset of the last newline in ``[0, end)``, or -1 if there is none."""
+    while end > 0:
+        start = max(0, end - _TAIL_CHUNK)
+        found = os.pread(fd, end - start, start).rfind(_NEWLINE)
+        if found >= 0:
+            return start + found
+        end = start
+    return -1
+
+
+def _read_all(fd: int) -> bytes:
+    size = os.fstat(fd).st_size
+    chunks: list[bytes] = []
+    offset = 0
+    while True:
+        chunk = os.pread(fd, max(size - offset, _TAIL_CHUNK), offset)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        offset += len(chunk)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    # One write covers the whole record on a regular file; the loop only finishes a short
+    # write (a full disk or a signal), which leaves the same torn tail a crash would.
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
