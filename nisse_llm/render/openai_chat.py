@@ -1,0 +1,506 @@
+"""Canonical log <-> OpenAI chat-completions bodies (``POST {base}/chat/completions``).
+
+Render rules, in the order a body is built:
+
+- The system prompt, when not blank, is the first message.
+- A turn is a run of `AssistantText`/`ToolCall`/`Reasoning` events ended by a `UserText`
+  or `ToolResult`; it becomes one assistant message with its texts (joined by
+  `ASSISTANT_TEXT_SEPARATOR`) and all its calls (arguments as a JSON string).
+- Each call of the turn is answered right after that message, in call order, by a
+  ``tool`` message: its result is moved up from wherever it sits in the log, so user text
+  that arrived while tools ran follows the tool messages.
+- A call with no result gets `INTERRUPTED_RESULT`. A result with no earlier call, a
+  second result for one call, or a call id used twice is a corrupt log: `RenderError`.
+- A failed tool run's output starts with `TOOL_ERROR_PREFIX` (the route has no error flag).
+- Blank (empty or whitespace) text is left out, and so is an assistant message left with
+  no text and no calls. `Reasoning` is never sent on this route.
+- A log with nothing left to send is a `RenderError`.
+- Tools passed are declared as function tools. With none passed but calls in the log,
+  each tool name the log used is declared as a stub (`STUB_TOOL_DESCRIPTION`, parameters
+  ``{"type": "object"}``) and ``tool_choice`` is ``"none"``: the history stays valid for
+  servers that check it and the model cannot call them.
+- ``max_tokens`` is sent when given.
+
+Dump convention: the body is ``render_request(...).model_dump_json(exclude_none=True)``.
+`render_bytes` builds the same bytes by joining per-event fragments memoised in
+``_MEMO``, so an event already sent is never encoded again.
+
+Parse rules: ``choices[0]`` is the answer (others are ignored); ``finish_reason``
+``"length"`` raises `TruncatedResponse`; a non-empty ``refusal`` or ``finish_reason``
+``"content_filter"`` raises `ModelRefusal`; provider call ids are replaced by minted ids;
+LiteLLM's ``thinking_blocks`` (else ``reasoning_content``) become `Reasoning` events.
+Anything else malformed is an `LLMError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeAlias, assert_never, cast
+
+import pydantic_core
+from pydantic import BaseModel, ValidationError
+
+from nisse_llm.canonical import (
+    AssistantText,
+    CanonicalEvent,
+    Completion,
+    LogLike,
+    Reasoning,
+    ToolCall,
+    ToolLike,
+    ToolResult,
+    ToolSpec,
+    Usage,
+    UserText,
+    as_events,
+    as_tool_specs,
+    mint_call_id,
+)
+from nisse_llm.errors import LLMError, ModelRefusal, RenderError, TruncatedResponse
+from nisse_llm.render._memo import FragmentMemo
+from nisse_llm.wire.errors import OpenAIErrorBody
+from nisse_llm.wire.openai_chat import (
+    OpenAIChatAssistantMessage,
+    OpenAIChatFunction,
+    OpenAIChatFunctionCall,
+    OpenAIChatMessage,
+    OpenAIChatRequest,
+    OpenAIChatResponse,
+    OpenAIChatResponseMessage,
+    OpenAIChatResponseToolCall,
+    OpenAIChatSystemMessage,
+    OpenAIChatTool,
+    OpenAIChatToolCall,
+    OpenAIChatToolMessage,
+    OpenAIChatUsage,
+    OpenAIChatUserMessage,
+)
+
+__all__ = [
+    "ASSISTANT_TEXT_SEPARATOR",
+    "INTERRUPTED_RESULT",
+    "STUB_TOOL_DESCRIPTION",
+    "TOOL_ERROR_PREFIX",
+    "OpenAIChatRenderer",
+]
+
+#: Starts the output of a failed tool run: the chat API has no error flag.
+TOOL_ERROR_PREFIX = "[tool error] "
+#: The content of the synthetic result that answers a call the log never answered.
+INTERRUPTED_RESULT = (
+    TOOL_ERROR_PREFIX + "interrupted: this call was cut off before it returned a result; "
+    "its outcome is unknown."
+)
+#: The description of a stub declared for a tool the log used but the request does not offer.
+STUB_TOOL_DESCRIPTION = "Not offered now: this tool was used earlier in the conversation."
+#: Joins the texts of one assistant turn into one message.
+ASSISTANT_TEXT_SEPARATOR = "\n\n"
+
+_STUB_PARAMETERS: dict[str, Any] = {"type": "object"}
+_SEPARATOR_JSON = pydantic_core.to_json(ASSISTANT_TEXT_SEPARATOR)[1:-1]
+
+#: One memo for the route: event or tool spec -> its encoded fragment (see `_map_fragment`).
+_MEMO: FragmentMemo[object, Any] = FragmentMemo()
+
+
+@dataclass(frozen=True, slots=True)
+class _Turn:
+    """One assistant message to send: its non-blank texts and all its calls."""
+
+    texts: list[AssistantText]
+    calls: list[ToolCall]
+
+
+# What the body holds, in order: a user message, an assistant turn, a tool message for a
+# result, or (a bare ToolCall) the synthetic tool message of an unanswered call.
+_Slot: TypeAlias = UserText | _Turn | ToolResult | ToolCall
+
+
+def _plan(events: list[CanonicalEvent]) -> tuple[list[_Slot], list[str]]:
+    """The messages to send, in order, and the tool names the log's calls use."""
+    results: dict[str, ToolResult] = {}
+    call_ids: set[str] = set()
+    used_tools: dict[str, None] = {}
+    for event in events:
+        if isinstance(event, ToolCall):
+            if event.call_id in call_ids:
+                raise RenderError(f"tool call id {event.call_id!r} is used twice in the log")
+            call_ids.add(event.call_id)
+            used_tools.setdefault(event.tool, None)
+        elif isinstance(event, ToolResult):
+            if event.call_id not in call_ids:
+                raise RenderError(
+                    f"tool result for {event.call_id!r} has no earlier tool call in the log"
+                )
+            if event.call_id in results:
+                raise RenderError(f"tool call {event.call_id!r} has two results in the log")
+            results[event.call_id] = event
+
+    slots: list[_Slot] = []
+    texts: list[AssistantText] = []
+    calls: list[ToolCall] = []
+
+    def close_turn() -> None:
+        if texts or calls:
+            slots.append(_Turn(list(texts), list(calls)))
+            slots.extend(results.get(call.call_id, call) for call in calls)
+            texts.clear()
+            calls.clear()
+
+    for event in events:
+        if isinstance(event, AssistantText):
+            if event.text.strip():
+                texts.append(event)
+        elif isinstance(event, ToolCall):
+            calls.append(event)
+        elif isinstance(event, Reasoning):
+            continue
+        elif isinstance(event, UserText):
+            close_turn()
+            if event.text.strip():
+                slots.append(event)
+        elif isinstance(event, ToolResult):
+            close_turn()
+        else:
+            assert_never(event)
+    close_turn()
+    if not slots:
+        raise RenderError(
+            "the log has nothing to send: no non-blank text and no tool call "
+            "(reasoning is not sent on the chat route)"
+        )
+    return slots, list(used_tools)
+
+
+def _result_content(result: ToolResult) -> str:
+    return TOOL_ERROR_PREFIX + result.output if result.is_error else result.output
+
+
+def _arguments_json(call: ToolCall) -> str:
+    return pydantic_core.to_json(call.arguments).decode()
+
+
+def _map_tool_call(call: ToolCall) -> OpenAIChatToolCall:
+    return OpenAIChatToolCall(
+        id=call.call_id,
+        function=OpenAIChatFunctionCall(name=call.tool, arguments=_arguments_json(call)),
+    )
+
+
+def _map_tool_message(slot: ToolResult | ToolCall) -> OpenAIChatToolMessage:
+    if isinstance(slot, ToolResult):
+        return OpenAIChatToolMessage(tool_call_id=slot.call_id, content=_result_content(slot))
+    return OpenAIChatToolMessage(tool_call_id=slot.call_id, content=INTERRUPTED_RESULT)
+
+
+def _map_message(slot: _Slot) -> OpenAIChatMessage:
+    if isinstance(slot, UserText):
+        return OpenAIChatUserMessage(content=slot.text)
+    if isinstance(slot, _Turn):
+        return OpenAIChatAssistantMessage(
+            content=ASSISTANT_TEXT_SEPARATOR.join(text.text for text in slot.texts)
+            if slot.texts
+            else None,
+            tool_calls=[_map_tool_call(call) for call in slot.calls] if slot.calls else None,
+        )
+    if isinstance(slot, ToolResult | ToolCall):
+        return _map_tool_message(slot)
+    assert_never(slot)
+
+
+def _map_tool(spec: ToolSpec) -> OpenAIChatTool:
+    return OpenAIChatTool(
+        function=OpenAIChatFunction(
+            name=spec.name, description=spec.description or None, parameters=spec.parameters
+        )
+    )
+
+
+def _map_stub_tool(name: str) -> OpenAIChatTool:
+    return OpenAIChatTool(
+        function=OpenAIChatFunction(
+            name=name, description=STUB_TOOL_DESCRIPTION, parameters=_STUB_PARAMETERS
+        )
+    )
+
+
+def _encode(model: BaseModel) -> bytes:
+    """A wire model as JSON bytes, by the route's dump convention."""
+    return model.__pydantic_serializer__.to_json(model, exclude_none=True)
+
+
+def _map_fragment(item: object) -> Any:
+    """The encoded form of one event or tool spec, computed once per object (``_MEMO``).
+
+    UserText: its user message; AssistantText: its text as a JSON string; ToolCall: its
+    tool_call object and the synthetic tool message of its interruption; ToolResult: its
+    tool message; ToolSpec: its tool definition.
+    """
+    if isinstance(item, UserText):
+        return _encode(OpenAIChatUserMessage(content=item.text))
+    if isinstance(item, AssistantText):
+        return pydantic_core.to_json(item.text)
+    if isinstance(item, ToolCall):
+        return (_encode(_map_tool_call(item)), _encode(_map_tool_message(item)))
+    if isinstance(item, ToolResult):
+        return _encode(_map_tool_message(item))
+    if isinstance(item, ToolSpec):
+        return _encode(_map_tool(item))
+    raise TypeError(f"no chat fragment for {type(item).__name__}")
+
+
+def _fragment(item: object) -> Any:
+    return _MEMO.get(item, _map_fragment)
+
+
+def _encode_turn(turn: _Turn) -> bytes:
+    parts = [b'{"role":"assistant"']
+    if turn.texts:
+        if len(turn.texts) == 1:
+            parts.append(b',"content":' + cast(bytes, _fragment(turn.texts[0])))
+        else:
+            inner = _SEPARATOR_JSON.join(cast(bytes, _fragment(t))[1:-1] for t in turn.texts)
+            parts.append(b',"content":"' + inner + b'"')
+    if turn.calls:
+        calls = b",".join(cast(tuple[bytes, bytes], _fragment(c))[0] for c in turn.calls)
+        parts.append(b',"tool_calls":[' + calls + b"]")
+    parts.append(b"}")
+    return b"".join(parts)
+
+
+def _encode_slot(slot: _Slot) -> bytes:
+    if isinstance(slot, UserText | ToolResult):
+        return cast(bytes, _fragment(slot))
+    if isinstance(slot, _Turn):
+        return _encode_turn(slot)
+    if isinstance(slot, ToolCall):
+        return cast(tuple[bytes, bytes], _fragment(slot))[1]
+    assert_never(slot)
+
+
+def _check_max_tokens(max_tokens: int | None) -> None:
+    if max_tokens is not None and max_tokens < 1:
+        raise RenderError(f"max_tokens must be at least 1, got {max_tokens}")
+
+
+class OpenAIChatRenderer:
+    """Renders canonical logs as chat-completions requests and parses the replies."""
+
+    def render_request(
+        self,
+        events: LogLike,
+        tools: Iterable[ToolLike] | None,
+        model: str,
+        system: str | None = None,
+        *,
+        max_tokens: int | None = None,
+    ) -> OpenAIChatRequest:
+        """The typed request body for ``events`` (see the module docstring for the rules)."""
+        _check_max_tokens(max_tokens)
+        slots, used_tools = _plan(as_events(events))
+        specs = as_tool_specs(tools)
+        messages: list[OpenAIChatMessage] = []
+        if system is not None and system.strip():
+            messages.append(OpenAIChatSystemMessage(content=system))
+        messages.extend(_map_message(slot) for slot in slots)
+        declared: list[OpenAIChatTool] | None = None
+        if specs:
+            declared = [_map_tool(spec) for spec in specs]
+        elif used_tools:
+            declared = [_map_stub_tool(name) for name in used_tools]
+        return OpenAIChatRequest(
+            model=model,
+            messages=messages,
+            tools=declared,
+            tool_choice="none" if declared and not specs else None,
+            max_tokens=max_tokens,
+        )
+
+    def render_bytes(
+        self,
+        events: LogLike,
+        tools: Iterable[ToolLike] | None,
+        model: str,
+        system: str | None = None,
+        *,
+        max_tokens: int | None = None,
+    ) -> bytes:
+        """The encoded body, byte-identical to the typed request's dump, from memoised fragments."""
+        _check_max_tokens(max_tokens)
+        slots, used_tools = _plan(as_events(events))
+        specs = as_tool_specs(tools)
+        messages = [_encode_slot(slot) for slot in slots]
+        if system is not None and system.strip():
+            messages.insert(0, _encode(OpenAIChatSystemMessage(content=system)))
+        body = [b'{"model":', pydantic_core.to_json(model), b',"messages":[']
+        body.append(b",".join(messages))
+        body.append(b"]")
+        if specs:
+            body.append(b',"tools":[')
+            body.append(b",".join(cast(bytes, _fragment(spec)) for spec in specs))
+            body.append(b"]")
+        elif used_tools:
+            body.append(b',"tools":[')
+            body.append(b",".join(_encode(_map_stub_tool(name)) for name in used_tools))
+            body.append(b'],"tool_choice":"none"')
+        if max_tokens is not None:
+            body.append(b',"max_tokens":' + str(max_tokens).encode())
+        body.append(b"}")
+        return b"".join(body)
+
+    def render(
+        self,
+        events: LogLike,
+        tools: Iterable[ToolLike] | None,
+        model: str,
+        system: str | None = None,
+        *,
+        max_tokens: int | None = None,
+    ) -> dict[str, Any]:
+        """The body as a fresh dict (decoded from `render_bytes`, so it is the same body)."""
+        body = self.render_bytes(events, tools, model, system, max_tokens=max_tokens)
+        return cast(dict[str, Any], pydantic_core.from_json(body))
+
+    def parse(
+        self,
+        body: bytes | str | Mapping[str, Any],
+        *,
+        requested_model: str,
+        max_tokens: int | None = None,
+    ) -> Completion:
+        """A reply body as canonical events, usage and stop reason; errors per the module rules."""
+        response = _map_response(body)
+        if not response.choices:
+            raise LLMError("malformed chat completion: it has no choices")
+        choice = response.choices[0]
+        message = choice.message
+        produced_by = response.model or requested_model
+        if choice.finish_reason == "length":
+            ceiling = f" of {max_tokens} tokens" if max_tokens is not None else ""
+            raise TruncatedResponse(
+                f"{produced_by} hit its output ceiling{ceiling} mid-answer; "
+                "raise max_tokens or retry the turn"
+            )
+        if message.refusal or choice.finish_reason == "content_filter":
+            reason = message.refusal or "the provider's content filter stopped the answer"
+            raise ModelRefusal(f"{produced_by} refused: {reason}", server_message=reason)
+        events: list[CanonicalEvent] = []
+        events.extend(_map_reasoning(message, requested_model, response.model))
+        text = _map_text(message)
+        if text:
+            events.append(AssistantText(text=text, model=produced_by))
+        events.extend(_map_call(call) for call in message.tool_calls or ())
+        return Completion(
+            events=events,
+            usage=_map_usage(response.usage),
+            stop_reason=choice.finish_reason,
+            response_model=response.model,
+        )
+
+
+def _map_response(body: bytes | str | Mapping[str, Any]) -> OpenAIChatResponse:
+    try:
+        if isinstance(body, bytes | str):
+            return OpenAIChatResponse.model_validate_json(body)
+        if isinstance(body, Mapping):
+            return OpenAIChatResponse.model_validate(dict(body))
+    except ValueError as exc:  # ValidationError, or a str that cannot be encoded
+        raise _map_bad_body(body, exc) from None
+    raise LLMError(f"a chat completion must be bytes, str or a mapping, not {type(body).__name__}")
+
+
+def _map_bad_body(body: bytes | str | Mapping[str, Any], exc: ValueError) -> LLMError:
+    try:
+        error = (
+            OpenAIErrorBody.model_validate(dict(body))
+            if isinstance(body, Mapping)
+            else OpenAIErrorBody.model_validate_json(body)
+        )
+    except ValueError:
+        error = None
+    if error is not None:
+        detail = error.error
+        kind = None if detail.type in (None, "None") else str(detail.type)
+        said = None if detail.message is None else str(detail.message)[:500]
+        return LLMError(
+            f"the reply was an error, not a chat completion: {kind}: {said}",
+            error_type=kind,
+            server_message=said,
+        )
+    if isinstance(exc, ValidationError) and exc.errors():
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "body"
+        return LLMError(f"malformed chat completion: {where}: {first['msg']}")
+    return LLMError(f"malformed chat completion: {exc}")
+
+
+def _map_text(message: OpenAIChatResponseMessage) -> str:
+    content = message.content
+    if content is None or isinstance(content, str):
+        return content or ""
+    return "".join(part.text for part in content if part.text)
+
+
+def _map_reasoning(
+    message: OpenAIChatResponseMessage, requested_model: str, response_model: str | None
+) -> list[Reasoning]:
+    if message.thinking_blocks:
+        return [
+            Reasoning(model=requested_model, response_model=response_model, block=block)
+            for block in message.thinking_blocks
+        ]
+    if message.reasoning_content:
+        block = {"type": "reasoning_content", "reasoning_content": message.reasoning_content}
+        return [Reasoning(model=requested_model, response_model=response_model, block=block)]
+    return []
+
+
+def _map_call(call: OpenAIChatResponseToolCall) -> ToolCall:
+    name = call.function.name
+    raw = call.function.arguments
+    if isinstance(raw, dict):
+        arguments: object = raw
+    elif not raw:
+        arguments = {}
+    else:
+        try:
+            arguments = pydantic_core.from_json(raw, allow_inf_nan=False)
+        except ValueError as exc:
+            raise LLMError(f"tool call {name!r} had non-JSON arguments: {raw[:200]!r}") from exc
+    if not isinstance(arguments, dict):
+        raise LLMError(
+            f"tool call {name!r} arguments were {type(arguments).__name__}, expected an object"
+        )
+    try:
+        return ToolCall(call_id=mint_call_id(), tool=name, arguments=arguments)
+    except ValidationError:
+        raise LLMError(
+            f"tool call {name[:80]!r} names no valid tool (names match ^[a-zA-Z0-9_-]{{1,64}}$)"
+        ) from None
+
+
+def _map_usage(usage: OpenAIChatUsage | None) -> Usage:
+    if usage is None:
+        return Usage()
+    prompt = usage.prompt_tokens_details
+    cache_read = (
+        (prompt.cached_tokens if prompt else None)
+        or usage.cache_read_input_tokens
+        or usage.prompt_cache_hit_tokens
+        or 0
+    )
+    cache_write = (
+        usage.cache_creation_input_tokens
+        or (prompt.cache_creation_tokens or prompt.cache_write_tokens if prompt else None)
+        or 0
+    )
+    try:
+        return Usage(
+            input=usage.prompt_tokens or 0,
+            output=usage.completion_tokens or 0,
+            cache_read=cache_read,
+            cache_write=cache_write,
+        )
+    except ValidationError:
+        raise LLMError(f"malformed chat completion: negative token counts in {usage}") from None

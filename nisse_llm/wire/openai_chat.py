@@ -1,0 +1,250 @@
+"""Typed bodies of the OpenAI chat-completions route: the request we send, the reply we read.
+
+Request models forbid unknown fields and are dumped with
+``model_dump_json(exclude_none=True)``: every optional field is ``None`` when unset, so
+it is left out of the body. Response models ignore fields they do not know and accept
+an explicit ``null`` wherever a field is optional (LiteLLM sends ``"tool_calls": null``,
+gateways add ``x_groq``, ``reasoning_details``, ``extra_content`` and more).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "OpenAIChatAssistantMessage",
+    "OpenAIChatChoice",
+    "OpenAIChatCompletionTokensDetails",
+    "OpenAIChatContentPart",
+    "OpenAIChatFunction",
+    "OpenAIChatFunctionCall",
+    "OpenAIChatMessage",
+    "OpenAIChatNamedToolChoice",
+    "OpenAIChatNamedToolChoiceFunction",
+    "OpenAIChatPromptTokensDetails",
+    "OpenAIChatRequest",
+    "OpenAIChatResponse",
+    "OpenAIChatResponseFunction",
+    "OpenAIChatResponseMessage",
+    "OpenAIChatResponseToolCall",
+    "OpenAIChatStreamOptions",
+    "OpenAIChatSystemMessage",
+    "OpenAIChatTool",
+    "OpenAIChatToolCall",
+    "OpenAIChatToolChoice",
+    "OpenAIChatToolMessage",
+    "OpenAIChatUsage",
+    "OpenAIChatUserMessage",
+]
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class _Response(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+# --- request ---------------------------------------------------------------------------
+
+
+class OpenAIChatSystemMessage(_Request):
+    """The system prompt, sent as the first message."""
+
+    role: Literal["system"] = "system"
+    content: str
+
+
+class OpenAIChatUserMessage(_Request):
+    """Text from the user."""
+
+    role: Literal["user"] = "user"
+    content: str
+
+
+class OpenAIChatFunctionCall(_Request):
+    """The function a tool call names; ``arguments`` is a JSON object encoded as a string."""
+
+    name: str
+    arguments: str
+
+
+class OpenAIChatToolCall(_Request):
+    """One tool call inside an assistant message."""
+
+    id: str
+    type: Literal["function"] = "function"
+    function: OpenAIChatFunctionCall
+
+
+class OpenAIChatAssistantMessage(_Request):
+    """What the model said: text, tool calls, or both."""
+
+    role: Literal["assistant"] = "assistant"
+    content: str | None = None
+    tool_calls: list[OpenAIChatToolCall] | None = None
+
+
+class OpenAIChatToolMessage(_Request):
+    """The result of one tool call, answering the call with the same id."""
+
+    role: Literal["tool"] = "tool"
+    tool_call_id: str
+    content: str
+
+
+OpenAIChatMessage: TypeAlias = Annotated[
+    OpenAIChatSystemMessage
+    | OpenAIChatUserMessage
+    | OpenAIChatAssistantMessage
+    | OpenAIChatToolMessage,
+    Field(discriminator="role"),
+]
+
+
+class OpenAIChatFunction(_Request):
+    """A function the model may call: its name, description and JSON Schema."""
+
+    name: str
+    description: str | None = None
+    parameters: dict[str, Any]
+
+
+class OpenAIChatTool(_Request):
+    """A tool definition (the route knows only function tools)."""
+
+    type: Literal["function"] = "function"
+    function: OpenAIChatFunction
+
+
+class OpenAIChatNamedToolChoiceFunction(_Request):
+    """The function a named tool choice forces."""
+
+    name: str
+
+
+class OpenAIChatNamedToolChoice(_Request):
+    """Force one named function."""
+
+    type: Literal["function"] = "function"
+    function: OpenAIChatNamedToolChoiceFunction
+
+
+OpenAIChatToolChoice: TypeAlias = Literal["none", "auto", "required"] | OpenAIChatNamedToolChoice
+
+
+class OpenAIChatStreamOptions(_Request):
+    """Streaming options: ask for a final chunk with usage."""
+
+    include_usage: bool | None = None
+
+
+class OpenAIChatRequest(_Request):
+    """``POST /chat/completions`` request body."""
+
+    model: str
+    messages: list[OpenAIChatMessage]
+    tools: list[OpenAIChatTool] | None = None
+    tool_choice: OpenAIChatToolChoice | None = None
+    max_tokens: int | None = None
+    stream: bool | None = None
+    stream_options: OpenAIChatStreamOptions | None = None
+
+
+# --- response --------------------------------------------------------------------------
+
+
+class OpenAIChatResponseFunction(_Response):
+    """The function a returned tool call names.
+
+    ``arguments`` should be a JSON string; some compatible servers send the object itself.
+    """
+
+    name: str
+    arguments: str | dict[str, Any] | None = None
+
+
+class OpenAIChatResponseToolCall(_Response):
+    """A tool call as returned; its ``id`` is the provider's and is dropped on parsing."""
+
+    id: str | None = None
+    type: str | None = None
+    function: OpenAIChatResponseFunction
+
+
+class OpenAIChatContentPart(_Response):
+    """One part of a list-shaped ``content`` (some compatible servers send one)."""
+
+    type: str | None = None
+    text: str | None = None
+
+
+class OpenAIChatResponseMessage(_Response):
+    """The assistant message of one choice, with LiteLLM's reasoning fields."""
+
+    role: str | None = None
+    content: str | list[OpenAIChatContentPart] | None = None
+    refusal: str | None = None
+    tool_calls: list[OpenAIChatResponseToolCall] | None = None
+    #: LiteLLM: a reasoning model's thinking as plain text.
+    reasoning_content: str | None = None
+    #: LiteLLM: Anthropic thinking / redacted_thinking blocks, verbatim.
+    thinking_blocks: list[dict[str, Any]] | None = None
+
+
+class OpenAIChatChoice(_Response):
+    """One choice of a completion."""
+
+    index: int | None = None
+    message: OpenAIChatResponseMessage
+    finish_reason: str | None = None
+
+
+class OpenAIChatPromptTokensDetails(_Response):
+    """Breakdown of prompt tokens; ``cached_tokens`` were read from the prompt cache."""
+
+    cached_tokens: int | None = None
+    #: LiteLLM's name for tokens written to the prompt cache.
+    cache_creation_tokens: int | None = None
+    #: OpenAI's and OpenRouter's name for the same.
+    cache_write_tokens: int | None = None
+    audio_tokens: int | None = None
+
+
+class OpenAIChatCompletionTokensDetails(_Response):
+    """Breakdown of completion tokens."""
+
+    reasoning_tokens: int | None = None
+    audio_tokens: int | None = None
+    accepted_prediction_tokens: int | None = None
+    rejected_prediction_tokens: int | None = None
+
+
+class OpenAIChatUsage(_Response):
+    """Token usage; ``prompt_tokens`` counts every prompt token, cached or not."""
+
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    total_tokens: int | None = None
+    prompt_tokens_details: OpenAIChatPromptTokensDetails | None = None
+    completion_tokens_details: OpenAIChatCompletionTokensDetails | None = None
+    #: LiteLLM, translating an Anthropic reply: tokens written to / read from the cache.
+    cache_creation_input_tokens: int | None = None
+    cache_read_input_tokens: int | None = None
+    #: DeepSeek's name for cache reads.
+    prompt_cache_hit_tokens: int | None = None
+
+
+class OpenAIChatResponse(_Response):
+    """``POST /chat/completions`` response body (non-streaming)."""
+
+    id: str | None = None
+    object: str | None = None
+    created: int | None = None
+    model: str | None = None
+    choices: list[OpenAIChatChoice]
+    usage: OpenAIChatUsage | None = None
+    system_fingerprint: str | None = None
