@@ -1,0 +1,84 @@
+"""Test doubles for code built on nisse_llm: a scripted upstream and a scripted client.
+
+Script what the model answers, then run your agent against it three ways:
+
+- `ScriptedClient`: the client protocol itself, no HTTP (unit tests of agent logic);
+- `ScriptedTransport`: an httpx transport for the real clients, in process (tests of
+  what goes on the wire);
+- `ScriptedServer`: a loopback HTTP server speaking ``/chat/completions`` and
+  ``/v1/messages``, the upstream behind a real LiteLLM proxy
+  (`nisse_llm.testing.proxy.LiteLLMProxy`, imported separately).
+
+Nothing here imports pytest; ``import nisse_llm`` does not import this package.
+"""
+
+from __future__ import annotations
+
+from nisse_llm.testing.bodies import (
+    Part,
+    RedactedThinking,
+    Text,
+    Thinking,
+    Tokens,
+    ToolUse,
+    anthropic_error_body,
+    anthropic_message_body,
+    openai_chat_body,
+    openai_error_body,
+)
+from nisse_llm.testing.client import (
+    AsyncScriptedClient,
+    ClientTurn,
+    ScriptedCall,
+    ScriptedClient,
+    ScriptExhausted,
+)
+from nisse_llm.testing.script import RecordedRequest, Script, ScriptedAnswer, route_of_path
+from nisse_llm.testing.server import ScriptedServer
+from nisse_llm.testing.transport import ScriptedTransport
+from nisse_llm.testing.turns import (
+    Disconnect,
+    Failure,
+    Reply,
+    Turn,
+    anthropic_failure,
+    failure,
+    openai_failure,
+    reply,
+    slow,
+    truncated,
+)
+
+__all__ = [
+    "AsyncScriptedClient",
+    "ClientTurn",
+    "Disconnect",
+    "Failure",
+    "Part",
+    "RecordedRequest",
+    "RedactedThinking",
+    "Reply",
+    "Script",
+    "ScriptExhausted",
+    "ScriptedAnswer",
+    "ScriptedCall",
+    "ScriptedClient",
+    "ScriptedServer",
+    "ScriptedTransport",
+    "Text",
+    "Thinking",
+    "Tokens",
+    "ToolUse",
+    "Turn",
+    "anthropic_error_body",
+    "anthropic_failure",
+    "anthropic_message_body",
+    "failure",
+    "openai_chat_body",
+    "openai_error_body",
+    "openai_failure",
+    "reply",
+    "route_of_path",
+    "slow",
+    "truncated",
+]

@@ -1,0 +1,224 @@
+"""Realistic provider bodies: OpenAI chat completions, Anthropic messages, both error shapes.
+
+The shapes follow recorded provider responses (usage detail objects, ``refusal: null``,
+``stop_sequence: null``), so a parser tested against them meets no surprise upstream.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias, assert_never
+
+__all__ = [
+    "Part",
+    "RedactedThinking",
+    "Text",
+    "Thinking",
+    "Tokens",
+    "ToolUse",
+    "anthropic_error_body",
+    "anthropic_message_body",
+    "estimate_tokens",
+    "openai_chat_body",
+    "openai_error_body",
+]
+
+# A fixed clock keeps scripted bodies reproducible; providers send seconds since 1970.
+_CREATED = 1_767_225_600
+
+
+@dataclass(frozen=True)
+class Text:
+    """Assistant text."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolUse:
+    """A tool call; ``raw_arguments`` replaces the JSON arguments string on the chat route.
+
+    ``raw_arguments`` lets a script send what weak models send (``'{"path": '``);
+    Anthropic's ``input`` is always an object, so that route sends ``arguments``.
+    """
+
+    name: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    raw_arguments: str | None = None
+    #: The provider's call id; a deterministic one is made when ``None``.
+    id: str | None = None
+
+
+@dataclass(frozen=True)
+class Thinking:
+    """An Anthropic extended-thinking block with its signature.
+
+    On the chat route it becomes ``message.reasoning_content`` (no signature there).
+    """
+
+    thinking: str
+    signature: str
+
+
+@dataclass(frozen=True)
+class RedactedThinking:
+    """An Anthropic ``redacted_thinking`` block (opaque data); absent on the chat route."""
+
+    data: str
+
+
+Part: TypeAlias = Text | ToolUse | Thinking | RedactedThinking
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """Token counts to report. ``input`` counts every prompt token, cached or not."""
+
+    input: int
+    output: int
+    cache_read: int = 0
+    cache_write: int = 0
+
+
+def estimate_tokens(request_body: bytes, parts: Sequence[Part]) -> Tokens:
+    """Plausible counts (about four bytes a token) for a reply that names none."""
+    produced = 0
+    for part in parts:
+        if isinstance(part, Text):
+            produced += len(part.text)
+        elif isinstance(part, ToolUse):
+            produced += len(part.name) + len(json.dumps(dict(part.arguments)))
+        elif isinstance(part, Thinking):
+            produced += len(part.thinking)
+        elif isinstance(part, RedactedThinking):
+            produced += len(part.data)
+        else:
+            assert_never(part)
+    return Tokens(input=max(1, len(request_body) // 4), output=max(1, produced // 4))
+
+
+def _call_id(part: ToolUse, prefix: str, serial: int, index: int) -> str:
+    return part.id or f"{prefix}{serial:04d}{index:02d}"
+
+
+def openai_chat_body(
+    parts: Sequence[Part],
+    *,
+    model: str,
+    usage: Tokens,
+    truncated: bool = False,
+    serial: int = 1,
+) -> dict[str, Any]:
+    """A chat completion as an OpenAI-compatible provider returns it."""
+    texts: list[str] = []
+    reasoning: list[str] = []
+    calls: list[dict[str, Any]] = []
+    for index, part in enumerate(parts):
+        if isinstance(part, Text):
+            texts.append(part.text)
+        elif isinstance(part, ToolUse):
+            arguments = part.raw_arguments
+            if arguments is None:
+                arguments = json.dumps(dict(part.arguments))
+            calls.append(
+                {
+                    "id": _call_id(part, "call_scripted_", serial, index),
+                    "type": "function",
+                    "function": {"name": part.name, "arguments": arguments},
+                }
+            )
+        elif isinstance(part, Thinking):
+            reasoning.append(part.thinking)
+        elif isinstance(part, RedactedThinking):
+            pass  # no chat-completions form exists for an opaque block
+        else:
+            assert_never(part)
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": "".join(texts) if texts else None,
+        "refusal": None,
+    }
+    if calls:
+        message["tool_calls"] = calls
+    if reasoning:
+        message["reasoning_content"] = "".join(reasoning)
+    finish = "length" if truncated else ("tool_calls" if calls else "stop")
+    return {
+        "id": f"chatcmpl-scripted-{serial:04d}",
+        "object": "chat.completion",
+        "created": _CREATED + serial,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
+        "usage": {
+            "prompt_tokens": usage.input,
+            "completion_tokens": usage.output,
+            "total_tokens": usage.input + usage.output,
+            "prompt_tokens_details": {"cached_tokens": usage.cache_read, "audio_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0},
+        },
+        "system_fingerprint": None,
+    }
+
+
+def _map_anthropic_block(part: Part, serial: int, index: int) -> dict[str, Any]:
+    if isinstance(part, Text):
+        return {"type": "text", "text": part.text}
+    if isinstance(part, ToolUse):
+        return {
+            "type": "tool_use",
+            "id": _call_id(part, "toolu_scripted_", serial, index),
+            "name": part.name,
+            "input": dict(part.arguments),
+        }
+    if isinstance(part, Thinking):
+        return {"type": "thinking", "thinking": part.thinking, "signature": part.signature}
+    if isinstance(part, RedactedThinking):
+        return {"type": "redacted_thinking", "data": part.data}
+    assert_never(part)
+
+
+def anthropic_message_body(
+    parts: Sequence[Part],
+    *,
+    model: str,
+    usage: Tokens,
+    truncated: bool = False,
+    serial: int = 1,
+) -> dict[str, Any]:
+    """A message as the Anthropic API returns it (``input_tokens`` excludes cached ones)."""
+    content = [_map_anthropic_block(part, serial, i) for i, part in enumerate(parts)]
+    has_call = any(block["type"] == "tool_use" for block in content)
+    stop = "max_tokens" if truncated else ("tool_use" if has_call else "end_turn")
+    return {
+        "id": f"msg_scripted_{serial:04d}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": {
+            "input_tokens": max(0, usage.input - usage.cache_read - usage.cache_write),
+            "output_tokens": usage.output,
+            "cache_creation_input_tokens": usage.cache_write,
+            "cache_read_input_tokens": usage.cache_read,
+        },
+    }
+
+
+def openai_error_body(
+    message: str,
+    *,
+    type: str = "invalid_request_error",
+    code: str | None = None,
+    param: str | None = None,
+) -> dict[str, Any]:
+    """``{"error": {"message", "type", "param", "code"}}``."""
+    return {"error": {"message": message, "type": type, "param": param, "code": code}}
+
+
+def anthropic_error_body(type: str, message: str) -> dict[str, Any]:
+    """``{"type": "error", "error": {"type", "message"}}``."""
+    return {"type": "error", "error": {"type": type, "message": message}}

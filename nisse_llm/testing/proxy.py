@@ -1,0 +1,379 @@
+"""A real LiteLLM proxy as a test component: config written, process started, health awaited, stopped.
+
+The proxy runs from its own venv (``litellm[proxy]==1.108.7``; ``make proxy``), named
+by ``NISSE_LITELLM_BIN``: nisse_llm never imports litellm. It needs no database:
+one token checked by a small ``custom_auth`` hook (real 401s), deployment rate limits
+and budgets kept in memory. The written config is JSON, which YAML loaders read as is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+import httpx
+
+__all__ = [
+    "LITELLM_BIN_ENV",
+    "LITELLM_PIN",
+    "LiteLLMProxy",
+    "ProxyError",
+    "ProxyModel",
+    "ProxyNotInstalled",
+    "ProxyStartError",
+    "free_port",
+    "litellm_executable",
+    "scripted_models",
+]
+
+LITELLM_BIN_ENV = "NISSE_LITELLM_BIN"
+LITELLM_PIN = "litellm[proxy]==1.108.7"
+
+# Measured here: /health/liveliness answers 5 to 7 s after launch; a loaded CI box is slower.
+DEFAULT_STARTUP_TIMEOUT_S = 60.0
+# SIGTERM stops it in about 3.5 s; past this, SIGKILL.
+STOP_GRACE_S = 10.0
+
+_AUTH_MODULE = "nisse_proxy_auth"
+_TOKEN_ENV = "NISSE_PROXY_TOKEN"
+# A custom_auth hook answering 401 for any other token; without a database LiteLLM
+# answers a wrong master key with 400 "No connected db." instead.
+_AUTH_HOOK = f'''"""One-token auth for a test proxy: 401 for any other token, no database needed."""
+
+import os
+
+from fastapi import HTTPException, Request
+from litellm.proxy._types import UserAPIKeyAuth
+
+
+async def user_api_key_auth(request: Request, api_key: str) -> UserAPIKeyAuth:
+    expected = os.environ["{_TOKEN_ENV}"]
+    if api_key in (expected, "Bearer " + expected):
+        return UserAPIKeyAuth(api_key=expected)
+    raise HTTPException(status_code=401, detail={{"error": "invalid proxy token"}})
+'''
+
+
+class ProxyError(RuntimeError):
+    """The test proxy could not be used."""
+
+
+class ProxyNotInstalled(ProxyError):
+    """No LiteLLM executable was named (``NISSE_LITELLM_BIN``) or it does not exist."""
+
+
+class ProxyStartError(ProxyError):
+    """The proxy process died or never became healthy; the message carries its output."""
+
+
+def litellm_executable(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """The LiteLLM executable: ``explicit``, else ``$NISSE_LITELLM_BIN``; checked to exist."""
+    raw = os.fspath(explicit) if explicit is not None else os.environ.get(LITELLM_BIN_ENV, "")
+    if not raw:
+        raise ProxyNotInstalled(
+            f"no LiteLLM proxy executable: run `make proxy` (installs {LITELLM_PIN} into "
+            f".venv-proxy and exports {LITELLM_BIN_ENV}), or set {LITELLM_BIN_ENV} to a "
+            "litellm executable"
+        )
+    path = Path(raw).expanduser()
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        raise ProxyNotInstalled(
+            f"{LITELLM_BIN_ENV}={raw} is not an executable file: run `make proxy` "
+            f"(installs {LITELLM_PIN}) or point {LITELLM_BIN_ENV} at a litellm executable"
+        )
+    return path
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port nothing listens on right now (bound, read, released)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass(frozen=True)
+class ProxyModel:
+    """One model entry (deployment) of the proxy config.
+
+    ``name`` is what clients send; ``upstream_model`` (default: ``name``) what the
+    upstream receives; ``api_base`` (default: the proxy's upstream) where it goes.
+    """
+
+    name: str
+    provider: Literal["openai", "anthropic"]
+    upstream_model: str | None = None
+    api_base: str | None = None
+    #: Requests per minute, enforced by the proxy (``enforce_model_rate_limits``).
+    rpm: int | None = None
+    #: Spend limit in USD per ``budget_duration``; needs the per-token costs to bite.
+    max_budget: float | None = None
+    budget_duration: str = "1d"
+    input_cost_per_token: float | None = None
+    output_cost_per_token: float | None = None
+    extra_params: Mapping[str, Any] = field(default_factory=dict)
+
+    def entry(self, upstream_base: str) -> dict[str, Any]:
+        """The ``model_list`` entry for this model."""
+        params: dict[str, Any] = {
+            "model": f"{self.provider}/{self.upstream_model or self.name}",
+            "api_base": self.api_base or upstream_base,
+            "api_key": "scripted-upstream-key",
+        }
+        if self.rpm is not None:
+            params["rpm"] = self.rpm
+        if self.max_budget is not None:
+            params["max_budget"] = self.max_budget
+            params["budget_duration"] = self.budget_duration
+        if self.input_cost_per_token is not None:
+            params["input_cost_per_token"] = self.input_cost_per_token
+        if self.output_cost_per_token is not None:
+            params["output_cost_per_token"] = self.output_cost_per_token
+        params.update(self.extra_params)
+        return {"model_name": self.name, "litellm_params": params}
+
+
+def scripted_models(dead_base: str) -> list[ProxyModel]:
+    """The entries the integration suite uses, two of each kind (an ``openai/`` and an ``anthropic/``).
+
+    ``*-scripted``: plain; ``*-rpm1``: one request a minute; ``*-budget``: a budget the
+    first call crosses; ``*-down``: an upstream nobody listens on (``dead_base``).
+    """
+    # Any real call costs more than this budget, so the proxy refuses the *next* call.
+    budget, cost = 1e-6, 1e-3
+    families: tuple[tuple[str, Literal["openai", "anthropic"]], ...] = (
+        ("gpt", "openai"),
+        ("claude", "anthropic"),
+    )
+    models: list[ProxyModel] = []
+    for family, provider in families:
+        models += [
+            ProxyModel(f"{family}-scripted", provider),
+            ProxyModel(f"{family}-rpm1", provider, rpm=1),
+            ProxyModel(
+                f"{family}-budget",
+                provider,
+                max_budget=budget,
+                input_cost_per_token=cost,
+                output_cost_per_token=cost,
+            ),
+            ProxyModel(f"{family}-down", provider, api_base=dead_base),
+        ]
+    return models
+
+
+class LiteLLMProxy:
+    """A LiteLLM proxy process on a free loopback port, in front of ``upstream_base``.
+
+    Use as a context manager, or `start` / `stop`. ``base_url`` and ``token`` are
+    what a nisse_llm client needs. Every deployment reaches the upstream once per
+    call: ``num_retries: 0``; a slower upstream gets 408 after ``request_timeout_s``.
+    """
+
+    def __init__(
+        self,
+        upstream_base: str,
+        *,
+        models: Sequence[ProxyModel] | None = None,
+        executable: str | os.PathLike[str] | None = None,
+        token: str | None = None,
+        request_timeout_s: float = 3.0,
+        startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S,
+        host: str = "127.0.0.1",
+    ) -> None:
+        self.upstream_base = upstream_base.rstrip("/")
+        self.executable = litellm_executable(executable)
+        #: The one token the proxy accepts (``Authorization: Bearer`` or ``x-api-key``).
+        self.token = token or "sk-nisse-" + secrets.token_hex(12)
+        self.request_timeout_s = request_timeout_s
+        self.startup_timeout_s = startup_timeout_s
+        self.host = host
+        self.models = (
+            list(models)
+            if models is not None
+            else scripted_models(f"http://{host}:{free_port(host)}")
+        )
+        self._process: subprocess.Popen[bytes] | None = None
+        self._workdir: Path | None = None
+        self._port: int | None = None
+        self._finalizer: weakref.finalize[Any, Any] | None = None
+        #: Seconds from launch to a healthy answer, after `start`.
+        self.startup_s: float | None = None
+
+    # -- what clients need -------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:<port>`` of the running proxy."""
+        if self._port is None:
+            raise ProxyError("the proxy is not running; call start() first")
+        return f"http://{self.host}:{self._port}"
+
+    @property
+    def pid(self) -> int | None:
+        """The proxy's process id while it runs."""
+        return self._process.pid if self._process is not None else None
+
+    @property
+    def config_path(self) -> Path:
+        """Where the config was written (inside a private temporary directory)."""
+        if self._workdir is None:
+            raise ProxyError("the proxy is not running; call start() first")
+        return self._workdir / "litellm.yaml"
+
+    def config(self) -> dict[str, Any]:
+        """The proxy config as written: model entries, settings, auth."""
+        return {
+            "model_list": [model.entry(self.upstream_base) for model in self.models],
+            "litellm_settings": {
+                "num_retries": 0,
+                "request_timeout": self.request_timeout_s,
+                # Without it /v1/messages to an openai/ model goes to the Responses API.
+                "use_chat_completions_url_for_anthropic_messages": True,
+            },
+            "router_settings": {
+                "num_retries": 0,
+                "optional_pre_call_checks": ["enforce_model_rate_limits"],
+            },
+            "general_settings": {
+                "master_key": f"os.environ/{_TOKEN_ENV}",
+                "custom_auth": f"{_AUTH_MODULE}.user_api_key_auth",
+            },
+        }
+
+    def output(self, *, tail: int = 12_000) -> str:
+        """The process's combined stdout and stderr so far (the last ``tail`` characters)."""
+        if self._workdir is None:
+            return ""
+        log = self._workdir / "proxy.log"
+        try:
+            text = log.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+        return text[-tail:]
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def start(self) -> LiteLLMProxy:
+        """Write the config, launch the proxy and wait until it is healthy."""
+        if self._process is not None:
+            return self
+        for attempt in (1, 2, 3):
+            try:
+                self._launch()
+                self._wait_healthy()
+                return self
+            except ProxyStartError as exc:
+                in_use = "address already in use" in str(exc).lower()
+                self.stop()
+                if not in_use or attempt == 3:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _launch(self) -> None:
+        self._workdir = Path(tempfile.mkdtemp(prefix="nisse-litellm-"))
+        (self._workdir / f"{_AUTH_MODULE}.py").write_text(_AUTH_HOOK)
+        self.config_path.write_text(json.dumps(self.config(), indent=2))
+        self._port = free_port(self.host)
+        env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL",)}
+        env.update(
+            {
+                # Else it downloads its price map at start (no network here, nor in CI).
+                "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+                _TOKEN_ENV: self.token,
+                "PYTHONUNBUFFERED": "1",
+            }
+        )
+        argv = [
+            str(self.executable),
+            "--config",
+            str(self.config_path),
+            "--host",
+            self.host,
+            "--port",
+            str(self._port),
+        ]
+        with (self._workdir / "proxy.log").open("wb") as log:
+            self._process = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=self._workdir,
+                env=env,
+                start_new_session=True,
+            )
+        self._finalizer = weakref.finalize(self, _terminate, self._process)
+        self._launched_at = time.monotonic()
+
+    def _wait_healthy(self) -> None:
+        process = self._process
+        assert process is not None
+        deadline = self._launched_at + self.startup_timeout_s
+        url = f"{self.base_url}/health/liveliness"
+        with httpx.Client(timeout=1.0) as http:
+            while True:
+                code = process.poll()
+                if code is not None:
+                    raise ProxyStartError(
+                        f"LiteLLM proxy exited with code {code} before becoming healthy "
+                        f"(config {self.config_path}); its output:\n{self.output()}"
+                    )
+                with contextlib.suppress(httpx.TransportError):
+                    if http.get(url).status_code == 200:
+                        self.startup_s = time.monotonic() - self._launched_at
+                        return
+                if time.monotonic() > deadline:
+                    raise ProxyStartError(
+                        f"LiteLLM proxy not healthy after {self.startup_timeout_s:.0f} s at "
+                        f"{url}; its output:\n{self.output()}"
+                    )
+                time.sleep(0.1)
+
+    def stop(self) -> None:
+        """Stop the proxy by its PID (SIGTERM, then SIGKILL after a grace) and clean up."""
+        process, self._process = self._process, None
+        if self._finalizer is not None:
+            self._finalizer.detach()
+            self._finalizer = None
+        if process is not None:
+            _terminate(process)
+        if self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+            self._workdir = None
+        self._port = None
+
+    def __enter__(self) -> LiteLLMProxy:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def _terminate(process: subprocess.Popen[bytes], grace_s: float = STOP_GRACE_S) -> None:
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=grace_s)

@@ -1,0 +1,220 @@
+"""The scripting core: turns an upstream will answer, per route, and a record of every request.
+
+No I/O: `Script.respond` maps one request (method, path, headers, body bytes) to a
+`ScriptedAnswer`; the transports (`ScriptedTransport`, `ScriptedServer`) carry it. A
+script is shared by threads (the loopback server answers on several), so it locks.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from nisse_llm.routing import ROUTES, Route
+from nisse_llm.testing.bodies import (
+    anthropic_error_body,
+    anthropic_message_body,
+    estimate_tokens,
+    openai_chat_body,
+    openai_error_body,
+)
+from nisse_llm.testing.turns import (
+    Disconnect,
+    Failure,
+    Reply,
+    Turn,
+)
+
+__all__ = [
+    "RecordedRequest",
+    "Script",
+    "ScriptedAnswer",
+    "route_of_path",
+]
+
+_JSON = (("content-type", "application/json"),)
+
+
+def route_of_path(path: str) -> Route | None:
+    """The upstream route a request path speaks, or ``None`` for any other path.
+
+    Matched on the path's end, so a base URL with a prefix (``/v1``, ``/api``) works.
+    """
+    bare = path.split("?", 1)[0].rstrip("/")
+    if bare.endswith("/chat/completions"):
+        return "openai_chat"
+    if bare.endswith("/v1/messages"):
+        return "anthropic_messages"
+    return None
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request as the scripted upstream received it."""
+
+    method: str
+    path: str
+    #: Header names lower-cased; a repeated header keeps its last value.
+    headers: Mapping[str, str]
+    body: bytes
+    route: Route | None
+
+    @property
+    def json(self) -> Any:
+        """The body parsed as JSON, or ``None`` when it is empty or not JSON."""
+        try:
+            return json.loads(self.body) if self.body else None
+        except ValueError:
+            return None
+
+
+@dataclass(frozen=True)
+class ScriptedAnswer:
+    """What a transport sends back: status, headers, body, after ``delay_s`` seconds."""
+
+    status: int
+    headers: tuple[tuple[str, str], ...]
+    body: bytes
+    delay_s: float = 0.0
+    #: Close the connection without answering (status, headers and body unused).
+    disconnect: bool = False
+
+
+@dataclass
+class _State:
+    queues: dict[Route, deque[Turn]] = field(
+        default_factory=lambda: {route: deque() for route in ROUTES}
+    )
+    requests: list[RecordedRequest] = field(default_factory=list)
+    unscripted: list[RecordedRequest] = field(default_factory=list)
+    answered: int = 0
+
+
+class Script:
+    """Turns to answer with, one queue per upstream route, and every request received.
+
+    Each request to a route takes the next turn of that route's queue. A request to a
+    route whose queue is empty gets a 500 naming the route, and is listed in
+    `unscripted`, so a test that under-scripts fails loudly rather than hanging.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._state = _State()
+
+    def add(self, route: Route, *turns: Turn) -> Script:
+        """Append turns to a route's queue; returns the script for chaining."""
+        if route not in ROUTES:
+            raise ValueError(f"unknown route {route!r}; expected one of {ROUTES}")
+        for turn in turns:
+            if not isinstance(turn, Reply | Failure | Disconnect):
+                raise TypeError(f"not a turn: {turn!r}")
+        with self._lock:
+            self._state.queues[route].extend(turns)
+        return self
+
+    def chat(self, *turns: Turn) -> Script:
+        """Append turns answered on ``/chat/completions`` (the OpenAI-compatible upstream)."""
+        return self.add("openai_chat", *turns)
+
+    def messages(self, *turns: Turn) -> Script:
+        """Append turns answered on ``/v1/messages`` (the Anthropic upstream)."""
+        return self.add("anthropic_messages", *turns)
+
+    def reset(self) -> None:
+        """Forget every queued turn and every recorded request."""
+        with self._lock:
+            self._state = _State()
+
+    def pending(self, route: Route | None = None) -> int:
+        """How many turns are still queued (on one route, or on all)."""
+        with self._lock:
+            queues = self._state.queues
+            return sum(len(queues[r]) for r in ([route] if route else ROUTES))
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """Every request received since the last reset, oldest first (a copy)."""
+        with self._lock:
+            return list(self._state.requests)
+
+    @property
+    def unscripted(self) -> list[RecordedRequest]:
+        """Requests that found no turn queued (or hit an unknown path)."""
+        with self._lock:
+            return list(self._state.unscripted)
+
+    def requests_to(self, route: Route) -> list[RecordedRequest]:
+        """The requests received on one route, oldest first."""
+        return [r for r in self.requests if r.route == route]
+
+    def respond(
+        self,
+        method: str,
+        path: str,
+        headers: Iterable[tuple[str, str]] | Mapping[str, str],
+        body: bytes,
+    ) -> ScriptedAnswer:
+        """Record one request and answer it with the next turn of its route."""
+        pairs = headers.items() if isinstance(headers, Mapping) else headers
+        route = route_of_path(path) if method.upper() == "POST" else None
+        request = RecordedRequest(
+            method=method.upper(),
+            path=path,
+            headers={name.lower(): value for name, value in pairs},
+            body=body,
+            route=route,
+        )
+        with self._lock:
+            state = self._state
+            state.requests.append(request)
+            queue = state.queues[route] if route else None
+            turn = queue.popleft() if queue else None
+            if turn is None:
+                state.unscripted.append(request)
+            state.answered += 1
+            serial = state.answered
+        if route is None:
+            return _error(404, "openai_chat", f"scripted upstream: no route for {method} {path}")
+        if turn is None:
+            return _error(500, route, f"scripted upstream: no turn left for {route}")
+        return _answer(turn, route, request, serial)
+
+
+def _error(status: int, route: Route, message: str) -> ScriptedAnswer:
+    body = (
+        anthropic_error_body("api_error", message)
+        if route == "anthropic_messages"
+        else openai_error_body(message, type="server_error")
+    )
+    return ScriptedAnswer(status=status, headers=_JSON, body=json.dumps(body).encode())
+
+
+def _answer(turn: Turn, route: Route, request: RecordedRequest, serial: int) -> ScriptedAnswer:
+    if isinstance(turn, Disconnect):
+        return ScriptedAnswer(status=0, headers=(), body=b"", delay_s=turn.delay_s, disconnect=True)
+    if isinstance(turn, Failure):
+        return ScriptedAnswer(
+            status=turn.status,
+            headers=turn.headers,
+            body=turn.body,
+            delay_s=turn.delay_s,
+        )
+    sent = request.json
+    if isinstance(sent, dict) and sent.get("stream") is True:
+        # The scripted upstream answers whole bodies only; say so rather than mis-answer.
+        return _error(400, route, "scripted upstream: streaming is not supported")
+    model = turn.model or (sent.get("model") if isinstance(sent, dict) else None) or "scripted"
+    usage = turn.usage or estimate_tokens(request.body, turn.parts)
+    build = anthropic_message_body if route == "anthropic_messages" else openai_chat_body
+    body = build(turn.parts, model=str(model), usage=usage, truncated=turn.truncated, serial=serial)
+    return ScriptedAnswer(
+        status=200,
+        headers=_JSON + turn.headers,
+        body=json.dumps(body).encode(),
+        delay_s=turn.delay_s,
+    )

@@ -1,0 +1,145 @@
+"""What a scripted upstream can answer: replies built from parts, failures, disconnects.
+
+Turns are frozen and route-neutral: the same `Reply` becomes an OpenAI chat
+completion on ``/chat/completions`` and an Anthropic message on ``/v1/messages``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, TypeAlias, TypeVar
+
+from nisse_llm.testing.bodies import (
+    Part,
+    RedactedThinking,
+    Text,
+    Thinking,
+    Tokens,
+    ToolUse,
+    anthropic_error_body,
+    openai_error_body,
+)
+
+__all__ = [
+    "Disconnect",
+    "Failure",
+    "Part",
+    "RedactedThinking",
+    "Reply",
+    "Text",
+    "Thinking",
+    "Tokens",
+    "ToolUse",
+    "Turn",
+    "anthropic_failure",
+    "failure",
+    "openai_failure",
+    "reply",
+    "slow",
+    "truncated",
+]
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A successful model turn: its parts in order, and how it ended."""
+
+    parts: tuple[Part, ...]
+    #: Cut off at the output ceiling: ``finish_reason: "length"`` / ``stop_reason: "max_tokens"``.
+    truncated: bool = False
+    #: Token counts to report; estimated from the request and the parts when ``None``.
+    usage: Tokens | None = None
+    #: The model the response names; the request's model when ``None``.
+    model: str | None = None
+    #: Seconds to wait before answering (to outlast a timeout, for instance).
+    delay_s: float = 0.0
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Failure:
+    """An error answer: a status, a raw body and headers, sent as given."""
+
+    status: int
+    body: bytes
+    headers: tuple[tuple[str, str], ...] = (("content-type", "application/json"),)
+    delay_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class Disconnect:
+    """Close the connection without answering (after ``delay_s`` seconds)."""
+
+    delay_s: float = 0.0
+
+
+Turn: TypeAlias = Reply | Failure | Disconnect
+
+_T = TypeVar("_T", Reply, Failure, Disconnect)
+
+
+def reply(
+    *parts: Part | str,
+    usage: Tokens | None = None,
+    model: str | None = None,
+    truncated: bool = False,
+) -> Reply:
+    """A reply from parts; a plain string is a `Text` part."""
+    return Reply(
+        parts=tuple(Text(p) if isinstance(p, str) else p for p in parts),
+        usage=usage,
+        model=model,
+        truncated=truncated,
+    )
+
+
+def truncated(*parts: Part | str, usage: Tokens | None = None) -> Reply:
+    """A reply cut off at the output ceiling."""
+    return reply(*parts, usage=usage, truncated=True)
+
+
+def slow(turn: _T, seconds: float) -> _T:
+    """The same turn, answered only after ``seconds``."""
+    return dataclasses.replace(turn, delay_s=seconds)
+
+
+def failure(
+    status: int,
+    body: bytes | str | Mapping[str, Any],
+    *,
+    headers: Mapping[str, str] | None = None,
+) -> Failure:
+    """An error answer with any body: bytes and text are sent as given, a mapping as JSON."""
+    if isinstance(body, Mapping):
+        raw = json.dumps(body).encode()
+    else:
+        raw = body.encode() if isinstance(body, str) else body
+    pairs = dict(headers or {})
+    pairs.setdefault("content-type", "application/json")
+    return Failure(status=status, body=raw, headers=tuple(pairs.items()))
+
+
+def openai_failure(
+    status: int,
+    message: str,
+    *,
+    type: str = "invalid_request_error",
+    code: str | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> Failure:
+    """An error as an OpenAI-compatible provider sends it."""
+    return failure(status, openai_error_body(message, type=type, code=code), headers=headers)
+
+
+def anthropic_failure(
+    status: int,
+    type: str,
+    message: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+) -> Failure:
+    """An error as Anthropic sends it (``overloaded_error`` with 529, for instance)."""
+    return failure(status, anthropic_error_body(type, message), headers=headers)
