@@ -1,0 +1,176 @@
+"""The ``nisse-llm`` command: check and show the configuration, export the JSON Schemas.
+
+Each subcommand is a registrar adding a subparser whose handler takes the parsed
+arguments and returns an exit code; `exit_code` maps errors to codes for all of them.
+User mistakes print plain words on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from collections.abc import Callable, Sequence
+from typing import TextIO
+
+from nisse_llm.config import Settings, load_settings
+from nisse_llm.errors import BudgetExhausted, ConfigError, LLMError, UpstreamUnavailable
+from nisse_llm.schema import check_schemas, write_schemas
+
+__all__ = [
+    "EXIT_BUDGET",
+    "EXIT_ERROR",
+    "EXIT_OK",
+    "EXIT_UPSTREAM",
+    "EXIT_USAGE",
+    "REGISTRARS",
+    "build_parser",
+    "exit_code",
+    "main",
+]
+
+EXIT_OK = 0
+EXIT_ERROR = 1  # any other LLMError, or stale schema files under --check
+EXIT_USAGE = 2  # a configuration or usage error
+EXIT_UPSTREAM = 3  # UpstreamUnavailable: keep the work, resume later
+EXIT_BUDGET = 4  # BudgetExhausted: keep the work, tell the operator
+
+Handler = Callable[[argparse.Namespace], int]
+Registrar = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
+
+
+def exit_code(exc: LLMError) -> int:
+    """The exit code for an error that ends a command."""
+    if isinstance(exc, BudgetExhausted):
+        return EXIT_BUDGET
+    if isinstance(exc, UpstreamUnavailable):
+        return EXIT_UPSTREAM
+    if isinstance(exc, ConfigError):
+        return EXIT_USAGE
+    return EXIT_ERROR
+
+
+def _load(args: argparse.Namespace) -> Settings:
+    """Settings for ``--config``, with warnings (a readable token file) printed plainly."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        settings = load_settings(args.config)
+    for warning in caught:
+        print(f"warning: {warning.message}", file=sys.stderr)
+    return settings
+
+
+def _config_check(args: argparse.Namespace) -> int:
+    settings = _load(args)
+    pin = settings.pin()
+    source = settings.config_file or "environment only (no file: --config or NISSE_CONFIG)"
+    print(f"configuration OK: {source}")
+    print(f"proxy: {pin.base_url}")
+    rows = [(role, model, pin.route(role)) for role, model in pin.roles.pinned().items()]
+    _table(sys.stdout, [("role", "model", "route"), *rows])
+    return EXIT_OK
+
+
+def _config_show(args: argparse.Namespace) -> int:
+    record = _load(args).pin().record()
+    if args.json:
+        print(json.dumps(record, indent=2, sort_keys=True))
+        return EXIT_OK
+    for key, value in record.items():
+        if key == "roles":
+            continue
+        shown = ", ".join(value) if isinstance(value, list) else value
+        print(f"{key}: {shown}")
+    print("roles:")
+    _table(
+        sys.stdout,
+        [(f"  {role}", entry["model"], entry["route"]) for role, entry in record["roles"].items()],
+    )
+    return EXIT_OK
+
+
+def _register_config(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    config = commands.add_parser("config", help="check or show the configuration")
+    actions = config.add_subparsers(dest="action", required=True, metavar="{check,show}")
+    for name, handler, summary in (
+        ("check", _config_check, "validate and print each role's model and route"),
+        ("show", _config_show, "print the pinned record (the token is never shown)"),
+    ):
+        action = actions.add_parser(name, help=summary, description=summary)
+        action.add_argument(
+            "--config", metavar="PATH", help="TOML file (default: $NISSE_CONFIG, else none)"
+        )
+        if name == "show":
+            action.add_argument("--json", action="store_true", help="print the record as JSON")
+        action.set_defaults(handler=handler)
+
+
+def _schema(args: argparse.Namespace) -> int:
+    if args.check:
+        stale = check_schemas(args.dir)
+        for name in stale:
+            print(f"stale: {args.dir}/{name}", file=sys.stderr)
+        if stale:
+            print("run `nisse-llm schema` to regenerate", file=sys.stderr)
+            return EXIT_ERROR
+        print(f"schemas in {args.dir} are current")
+        return EXIT_OK
+    changed = write_schemas(args.dir)
+    for name in changed:
+        print(f"wrote {args.dir}/{name}")
+    if not changed:
+        print(f"schemas in {args.dir} are current")
+    return EXIT_OK
+
+
+def _register_schema(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    summary = "write the JSON Schema files, or check that they are current"
+    schema = commands.add_parser("schema", help=summary, description=summary)
+    schema.add_argument("--check", action="store_true", help="exit 1 when a file is stale")
+    schema.add_argument("--dir", default="schemas", help="schema folder (default: schemas)")
+    schema.set_defaults(handler=_schema)
+
+
+#: One registrar per subcommand; a new subcommand appends its own.
+REGISTRARS: list[Registrar] = [_register_config, _register_schema]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every registered subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="nisse-llm", description="LLM access for coding agents through one LiteLLM proxy."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for register in REGISTRARS:
+        register(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; returns its exit code (see `exit_code`)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits on --help (0) and on usage errors (2)
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    handler: Handler = args.handler
+    try:
+        return handler(args)
+    except LLMError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exit_code(exc)
+    except OSError as exc:  # e.g. an unwritable schema folder
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _table(out: TextIO, rows: Sequence[tuple[str, ...]]) -> None:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        out.write("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+        out.write("\n")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

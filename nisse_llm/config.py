@@ -1,0 +1,675 @@
+"""Configuration: typed settings from arguments, environment, a TOML file and defaults.
+
+Precedence, highest first: explicit arguments, environment, TOML file, defaults
+(`Settings.settings_customise_sources`). The environment names are a compatibility
+contract with the seeds and follow no single prefix, so `ENV_VARS` maps each TOML key to
+its variable explicitly. Every failure is one `ConfigError` naming each offending key as
+TOML key and environment variable, with where its value came from; the token is never
+echoed. `Settings.pin()` freezes what a task runs with (spec A11).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import difflib
+import hashlib
+import json
+import os
+import re
+import tomllib
+import warnings
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, ClassVar, Literal, TypeAlias
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import ErrorDetails, PydanticCustomError
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from nisse_llm.canonical import DEFAULT_MAX_OUTPUT_TOKENS
+from nisse_llm.errors import ConfigError, LLMError
+from nisse_llm.routing import DEFAULT_PASSTHROUGH_PREFIXES, Route, route_for
+
+__all__ = [
+    "CONFIG_ENV",
+    "ENV_VARS",
+    "RECORD_FORMAT",
+    "InsecureConfigFileWarning",
+    "LLMSettings",
+    "Pin",
+    "RoleMap",
+    "Settings",
+    "load_settings",
+]
+
+#: The environment variable naming the TOML file when no path is passed.
+CONFIG_ENV = "NISSE_CONFIG"
+
+#: TOML key -> environment variable, for every key the file may hold.
+ENV_VARS: Mapping[str, str] = {
+    "llm.base_url": "NISSE_LLM_BASE_URL",
+    "llm.token": "NISSE_LLM_TOKEN",
+    "llm.max_output_tokens": "NISSE_MAX_OUTPUT_TOKENS",
+    "llm.timeout_s": "NISSE_TIMEOUT_S",
+    "llm.passthrough_timeout_s": "NISSE_PASSTHROUGH_TIMEOUT_S",
+    "llm.connect_timeout_s": "NISSE_CONNECT_TIMEOUT_S",
+    "llm.stream_idle_timeout_s": "NISSE_STREAM_IDLE_TIMEOUT_S",
+    "llm.rate_limit_retries": "NISSE_RATE_LIMIT_RETRIES",
+    "llm.rate_limit_wait_s": "NISSE_RATE_LIMIT_WAIT_S",
+    "llm.rate_limit_wait_cap_s": "NISSE_RATE_LIMIT_WAIT_CAP_S",
+    "llm.passthrough_prefixes": "NISSE_PASSTHROUGH_PREFIXES",
+    "llm.prompt_cache": "NISSE_PROMPT_CACHE",
+    "llm.prompt_cache_ttl": "NISSE_PROMPT_CACHE_TTL",
+    "roles.executor": "NISSE_ROLE_EXECUTOR",
+    "roles.planner": "NISSE_ROLE_PLANNER",
+    "roles.delegate": "NISSE_ROLE_DELEGATE",
+    "roles.consultant": "NISSE_ROLE_CONSULTANT",
+}
+
+#: Version of the `Pin.record` layout; a record of another format is refused.
+RECORD_FORMAT = 1
+
+BASE_URL_PATTERN = r"^https?://[^\s/?#]+[^\s?#]*$"
+# Printable ASCII without spaces: anything else cannot travel in an HTTP header.
+_TOKEN_PATTERN = re.compile(r"[\x21-\x7e]+")
+# Longest wait, timeout or retry wait accepted: beyond an hour a value is a typo.
+_MAX_SECONDS = 3600.0
+# Tokens shorter than this are not searched for in messages: the search would mangle text.
+_MIN_REDACTED_LEN = 6
+_REDACTED = "[redacted]"
+
+Seconds: TypeAlias = Annotated[float, Field(gt=0, le=_MAX_SECONDS, allow_inf_nan=False)]
+WaitSeconds: TypeAlias = Annotated[float, Field(ge=0, le=_MAX_SECONDS, allow_inf_nan=False)]
+ModelName: TypeAlias = Annotated[str, Field(min_length=1, max_length=256, pattern=r"^\S+$")]
+Prefix: TypeAlias = Annotated[str, Field(min_length=1, max_length=256, pattern=r"^\S+$")]
+
+
+class InsecureConfigFileWarning(UserWarning):
+    """A TOML file holding the proxy token can be read by group or others."""
+
+
+class LLMSettings(BaseModel):
+    """The ``[llm]`` table: where the proxy is, how to authenticate, and the request knobs."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True, title="llm table")
+
+    base_url: str = Field(
+        description="Base URL of the LiteLLM proxy, http:// or https://; required, from the file or the environment. "
+        "Requests go to {base_url}/chat/completions and {base_url}/v1/messages.",
+        json_schema_extra={"pattern": BASE_URL_PATTERN},
+    )
+    token: SecretStr = Field(
+        min_length=1,
+        description="Proxy token (a LiteLLM virtual key), a secret; required, from the file or the environment. Prefer the "
+        "environment variable; a file holding it should be readable by its owner only.",
+    )
+    max_output_tokens: int = Field(
+        DEFAULT_MAX_OUTPUT_TOKENS,
+        gt=0,
+        le=1_000_000,
+        description="Output ceiling per request, in tokens; a reply cut off at it raises "
+        "TruncatedResponse.",
+    )
+    timeout_s: Seconds = Field(
+        120.0, description="Read timeout in seconds for one request on the chat completions route."
+    )
+    passthrough_timeout_s: Seconds = Field(
+        300.0,
+        description="Read timeout in seconds for one request on the Anthropic messages "
+        "passthrough (longer: delegations run long turns).",
+    )
+    connect_timeout_s: Seconds = Field(
+        10.0, description="Seconds to wait for a connection to the proxy."
+    )
+    stream_idle_timeout_s: Seconds = Field(
+        120.0,
+        description="Seconds a streamed reply may stay silent between chunks before the "
+        "request counts as failed (UpstreamUnavailable).",
+    )
+    rate_limit_retries: int = Field(
+        1, ge=0, le=10, description="How many times a 429 is retried after a wait; 0 never retries."
+    )
+    rate_limit_wait_s: WaitSeconds = Field(
+        20.0,
+        description="Seconds to wait before retrying a 429 that names no Retry-After.",
+    )
+    rate_limit_wait_cap_s: WaitSeconds = Field(
+        60.0,
+        description="Longest server-requested wait (Retry-After) honoured; a longer one raises "
+        "UpstreamUnavailable at once, carrying the wait.",
+    )
+    passthrough_prefixes: tuple[Prefix, ...] = Field(
+        DEFAULT_PASSTHROUGH_PREFIXES,
+        strict=False,
+        description="Model-string prefixes that take the Anthropic messages passthrough; "
+        "every other model takes chat completions. In the environment: comma-separated.",
+    )
+    prompt_cache: bool = Field(
+        True, description="Mark each request's stable prefix for provider prompt caching."
+    )
+    prompt_cache_ttl: Literal["5m", "1h"] = Field(
+        "5m",
+        description="Lifetime of prompt cache entries: 5m or 1h (1h cache writes cost more).",
+    )
+
+    @field_validator("base_url")
+    @classmethod
+    def _check_base_url(cls, value: str) -> str:
+        if not re.fullmatch(BASE_URL_PATTERN, value):
+            raise PydanticCustomError(
+                "base_url", "must be an http:// or https:// URL with a host and no query"
+            )
+        return value.rstrip("/")
+
+    @field_validator("token")
+    @classmethod
+    def _check_token(cls, value: SecretStr) -> SecretStr:
+        if not _TOKEN_PATTERN.fullmatch(value.get_secret_value()):
+            raise PydanticCustomError("token", "must be printable ASCII without spaces")
+        return value
+
+    @model_validator(mode="after")
+    def _check_waits(self) -> LLMSettings:
+        if self.rate_limit_wait_s > self.rate_limit_wait_cap_s:
+            raise PydanticCustomError(
+                "wait_order",
+                "the wait {wait} exceeds the cap {cap}; the wait must lie within the cap",
+                {
+                    "wait": self.rate_limit_wait_s,
+                    "cap": self.rate_limit_wait_cap_s,
+                    "keys": ("rate_limit_wait_s", "rate_limit_wait_cap_s"),
+                },
+            )
+        return self
+
+
+class RoleMap(BaseModel):
+    """The ``[roles]`` table: the model string each role resolves to (spec A11)."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True, title="roles table")
+
+    ROLES: ClassVar[tuple[str, ...]] = ("executor", "planner", "delegate", "consultant")
+
+    executor: ModelName = Field(
+        description="Model that runs the agent's own turns; required, from the file or the environment."
+    )
+    planner: ModelName = Field(
+        description="Model that writes plans; required, from the file or the environment."
+    )
+    delegate: ModelName = Field(
+        description="Model that runs delegated work; required, from the file or the environment."
+    )
+    consultant: ModelName = Field(
+        description="Model asked for a second opinion; required, from the file or the environment."
+    )
+
+    def resolve(self, role: str) -> str:
+        """The model string for ``role``; `LLMError` when no such role exists."""
+        if role not in self.ROLES:
+            raise LLMError(f"unknown role {role!r}; the roles are {', '.join(self.ROLES)}")
+        return str(getattr(self, role))
+
+    def pinned(self) -> dict[str, str]:
+        """The whole mapping, role -> model, to record at task start."""
+        return {role: self.resolve(role) for role in self.ROLES}
+
+
+class Pin(LLMSettings):
+    """A frozen snapshot of the configuration one task runs with: knobs, token and roles.
+
+    Built by `Settings.pin()` or rebuilt by `Pin.from_record`; the TOML file is never
+    read again, so an edit made mid-task cannot reach it.
+    """
+
+    model_config = ConfigDict(title="pin")
+
+    roles: RoleMap
+
+    def model_for(self, role: str) -> str:
+        """The model string pinned for ``role``."""
+        return self.roles.resolve(role)
+
+    def route(self, role: str) -> Route:
+        """The proxy route ``role``'s requests take."""
+        return route_for(self.roles.resolve(role), self.passthrough_prefixes)
+
+    def record(self) -> dict[str, Any]:
+        """A JSON-able record for the task log, with a fingerprint and without the token."""
+        body = self._record_body()
+        return {**body, "fingerprint": _fingerprint(body)}
+
+    @property
+    def fingerprint(self) -> str:
+        """``sha256:`` and the hash of the canonical JSON of the record (token excluded)."""
+        return _fingerprint(self._record_body())
+
+    def _record_body(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"format": RECORD_FORMAT}
+        body.update(self.model_dump(mode="json", exclude={"token", "roles"}))
+        body["roles"] = {
+            role: {"model": model, "route": route_for(model, self.passthrough_prefixes)}
+            for role, model in self.roles.pinned().items()
+        }
+        return body
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any], token: str | SecretStr) -> Pin:
+        """The pin a record was made from, given the token; `ConfigError` if it is not one."""
+        if not isinstance(record, Mapping):
+            raise ConfigError(f"a pin record must be a mapping, got {type(record).__name__}")
+        body = dict(record)
+        stated = body.pop("fingerprint", None)
+        if body.get("format") != RECORD_FORMAT:
+            raise ConfigError(
+                f"not a pin record of format {RECORD_FORMAT} (format is {body.get('format')!r})"
+            )
+        try:
+            actual = _fingerprint(body)
+        except (TypeError, ValueError):
+            actual = None
+        if stated != actual:
+            raise ConfigError(
+                "pin record fingerprint does not match its content: the record was edited "
+                "or damaged"
+            )
+        roles = body.pop("roles", None)
+        body.pop("format")
+        if not isinstance(roles, Mapping) or not all(
+            isinstance(v, Mapping) for v in roles.values()
+        ):
+            raise ConfigError("malformed pin record: roles must map each role to {model, route}")
+        try:
+            pin = cls.model_validate(
+                {**body, "token": token, "roles": {r: v.get("model") for r, v in roles.items()}}
+            )
+        except ValidationError as exc:
+            problems = tuple(
+                f"{'.'.join(str(p) for p in err['loc'])}: {_lower_first(err['msg'])}"
+                for err in exc.errors(include_url=False, include_input=False)
+            )
+        else:
+            if pin._record_body()["roles"] != roles:
+                raise ConfigError("malformed pin record: a role's route does not match its model")
+            return pin
+        raise ConfigError(
+            "malformed pin record:\n" + "\n".join(f"  - {p}" for p in problems),
+            problems=problems,
+        )
+
+
+def _fingerprint(body: Mapping[str, Any]) -> str:
+    canonical = json.dumps(
+        body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+    return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+
+
+# --- loading ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Load:
+    """What one load saw, kept to say where each offending value came from."""
+
+    path: Path | None
+    path_named_by: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    environment: dict[str, Any] = field(default_factory=dict)
+    file: dict[str, Any] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+
+_LOAD: contextvars.ContextVar[_Load] = contextvars.ContextVar("nisse_llm_config_load")
+
+
+class _EnvSource(PydanticBaseSettingsSource):
+    """The environment variables in `ENV_VARS`; an empty variable counts as unset."""
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False  # unused: __call__ reads every variable itself
+
+    def __call__(self) -> dict[str, Any]:
+        load = _LOAD.get()
+        data: dict[str, Any] = {}
+        for key, env in ENV_VARS.items():
+            raw = os.environ.get(env, "").strip()
+            if raw:
+                table, name = key.split(".")
+                data.setdefault(table, {})[name] = _decode_env(table, name, raw)
+        load.environment = data
+        return _copy(data)
+
+
+class _TomlSource(PydanticBaseSettingsSource):
+    """The TOML file named by the path argument or `NISSE_CONFIG`, if any."""
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False  # unused: __call__ reads the whole file
+
+    def __call__(self) -> dict[str, Any]:
+        load = _LOAD.get()
+        if load.path is None:
+            return {}
+        data = _read_toml(load.path, load.path_named_by)
+        for table in ("llm", "roles"):
+            if table in data and not isinstance(data[table], dict):
+                load.problems.append(
+                    f"{table}: must be a table ([{table}]), got {_toml_type(data.pop(table))}; "
+                    f"from file {load.path}"
+                )
+        llm = data.get("llm")
+        if isinstance(llm, dict) and "token" in llm:
+            _warn_if_exposed(load.path)
+        load.file = data
+        return _copy(data)
+
+
+class Settings(BaseSettings):
+    """The whole configuration: the ``[llm]`` and ``[roles]`` tables.
+
+    Build it with `load_settings`; ``Settings(config_file, llm=..., roles=...)`` does the
+    same. Every failure is a `ConfigError`.
+    """
+
+    model_config = SettingsConfigDict(
+        extra="forbid", frozen=True, case_sensitive=True, title="nisse-llm configuration"
+    )
+
+    llm: LLMSettings = Field(description="The proxy and the request knobs.")
+    roles: RoleMap = Field(description="The model string each role resolves to.")
+
+    _config_file: Path | None = PrivateAttr(default=None)
+
+    def __init__(self, config_file: str | os.PathLike[str] | None = None, **tables: Any) -> None:
+        load = _start_load(config_file, tables)
+        reset = _LOAD.set(load)
+        try:
+            super().__init__(**load.arguments)
+        except ValidationError as exc:
+            errors = exc.errors(include_url=False)
+        else:
+            errors = []
+        finally:
+            _LOAD.reset(reset)
+        # Raised outside the handler so the error carries no context holding input values.
+        if errors or load.problems:
+            raise _config_error(load, errors)
+        self._config_file = load.path
+
+    @property
+    def config_file(self) -> Path | None:
+        """The TOML file this was loaded from, if any."""
+        return self._config_file
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Arguments over environment over TOML file (defaults come last by themselves)."""
+        return init_settings, _EnvSource(settings_cls), _TomlSource(settings_cls)
+
+    def pin(self) -> Pin:
+        """A frozen snapshot for one task: later edits of the file or environment miss it."""
+        return Pin.model_validate({**dict(self.llm), "roles": self.roles})
+
+
+def load_settings(path: str | os.PathLike[str] | None = None, **overrides: Any) -> Settings:
+    """Settings from ``overrides`` (tables: ``llm={...}``, ``roles={...}``), the environment,
+    the TOML file at ``path`` (else `NISSE_CONFIG`) and defaults, in that precedence.
+
+    A ``None`` value inside an override table counts as not given.
+    """
+    return Settings(path, **overrides)
+
+
+def _start_load(config_file: str | os.PathLike[str] | None, tables: Mapping[str, Any]) -> _Load:
+    if config_file is not None:
+        load = _Load(path=Path(config_file).expanduser(), path_named_by="the config path argument")
+    elif env_path := os.environ.get(CONFIG_ENV, "").strip():
+        load = _Load(path=Path(env_path).expanduser(), path_named_by=CONFIG_ENV)
+    else:
+        load = _Load(path=None, path_named_by="")
+    for name, table in tables.items():
+        if isinstance(table, Mapping):
+            load.arguments[name] = {k: v for k, v in table.items() if v is not None}
+        elif table is not None:
+            load.problems.append(
+                f"{name}: the argument {name}= must be a table (a dict), got {type(table).__name__}"
+            )
+    return load
+
+
+def _decode_env(table: str, name: str, raw: str) -> Any:
+    """An environment string as the field's type, or unchanged so validation reports it."""
+    if (table, name) == ("llm", "passthrough_prefixes"):
+        return [part.strip() for part in raw.split(",")]
+    model = LLMSettings if table == "llm" else RoleMap
+    annotation = model.model_fields[name].annotation
+    if annotation in (int, float, bool):
+        try:
+            return TypeAdapter(annotation).validate_python(raw)
+        except ValidationError:
+            return raw
+    return raw
+
+
+def _read_toml(path: Path, named_by: str) -> dict[str, Any]:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} (named by {named_by}) does not exist") from None
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read config file {path} (named by {named_by}): {exc.strerror or exc}"
+        ) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {path} is not UTF-8 text (byte {exc.start})") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        line, column, reason = _syntax_position(str(exc), text)
+    raise ConfigError(f"{path}, line {line}, column {column}: invalid TOML: {reason}")
+
+
+def _syntax_position(message: str, text: str) -> tuple[int, int, str]:
+    """Line, column and reason of a tomllib error (its position is only in the text)."""
+    found = re.search(r"\s*\(at line (\d+), column (\d+)\)$", message)
+    if found:
+        return int(found[1]), int(found[2]), message[: found.start()]
+    found = re.search(r"\s*\(at end of document\)$", message)
+    lines = text.split("\n")
+    reason = message[: found.start()] if found else message
+    return len(lines), len(lines[-1]) + 1, reason
+
+
+def _warn_if_exposed(path: Path) -> None:
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return
+    if os.name == "posix" and mode & 0o077:
+        warnings.warn(
+            InsecureConfigFileWarning(
+                f"{path} holds llm.token and is readable by group or others "
+                f"(mode {mode & 0o777:04o}); run chmod 600 {path}, or set NISSE_LLM_TOKEN instead"
+            ),
+            stacklevel=2,
+        )
+
+
+# --- error messages --------------------------------------------------------------------
+
+
+def _config_error(load: _Load, errors: list[ErrorDetails]) -> ConfigError:
+    problems = list(load.problems)
+    for err in errors:
+        problems.extend(_describe(load, err))
+    secrets = _known_tokens(load)
+    problems = [_redact(p, secrets) for p in dict.fromkeys(problems)]
+    where = f" (file {load.path})" if load.path is not None else ""
+    noun = "problem" if len(problems) == 1 else "problems"
+    message = f"invalid configuration{where}, {len(problems)} {noun}:\n" + "\n".join(
+        f"  - {p}" for p in problems
+    )
+    return ConfigError(message, problems=tuple(problems))
+
+
+def _describe(load: _Load, err: ErrorDetails) -> Iterator[str]:
+    loc = tuple(str(part) for part in err["loc"])
+    kind = err["type"]
+    if kind == "missing":
+        if len(loc) == 1 and loc[0] in _TABLES:
+            yield from (_missing(load, key) for key in _required_keys(loc[0]))
+        else:
+            yield _missing(load, ".".join(loc[:2]))
+    elif kind == "extra_forbidden":
+        yield _unknown(load, loc)
+    elif len(loc) == 1 and loc[0] in _TABLES:
+        keys = err.get("ctx", {}).get("keys")
+        if keys:
+            yield _explain(load, tuple(f"{loc[0]}.{k}" for k in keys), err["msg"])
+        else:
+            origin = _origin(load, loc) or "an unknown source"
+            yield f"{loc[0]}: must be a table ([{loc[0]}]); from {origin}"
+    else:
+        key = ".".join(loc[:2])
+        item = f" (item {loc[2]})" if len(loc) > 2 else ""
+        reason = _PLAIN.get(err["type"]) or _lower_first(err["msg"])
+        if key != "llm.token":
+            reason += f", got {_show(err.get('input'))}"
+        yield _explain(load, (key,), reason + item)
+
+
+_TABLES: Mapping[str, type[BaseModel]] = {"llm": LLMSettings, "roles": RoleMap}
+
+# Pydantic's wording where it speaks of regexes rather than of what the operator wrote.
+_PLAIN: Mapping[str, str] = {
+    "string_pattern_mismatch": "must be one word: no spaces",
+    "string_too_short": "must not be empty",
+}
+
+
+def _required_keys(table: str) -> list[str]:
+    model = _TABLES[table]
+    return [f"{table}.{name}" for name, info in model.model_fields.items() if info.is_required()]
+
+
+def _missing(load: _Load, key: str) -> str:
+    env = ENV_VARS[key]
+    if load.path is not None:
+        return f"{key} (env {env}): missing; set it in {load.path} or set {env}"
+    return (
+        f"{key} (env {env}): missing; set {env}, or set {key} in a TOML file "
+        f"(named by --config or {CONFIG_ENV})"
+    )
+
+
+def _unknown(load: _Load, loc: tuple[str, ...]) -> str:
+    origin = _origin(load, loc) or "an unknown source"
+    if len(loc) == 1:
+        known = list(_TABLES)
+        tables = ", ".join(f"[{t}]" for t in known)
+        if isinstance((load.arguments | load.file).get(loc[0]), Mapping):
+            hint = _did_you_mean(loc[0], known, template="[{}]")
+            return f"[{loc[0]}]: unknown table in {origin}{hint}; the tables are {tables}"
+        return f"{loc[0]}: unknown top-level key in {origin}; keys live in the tables {tables}"
+    table, name = loc[0], loc[1]
+    known = list(_TABLES[table].model_fields) if table in _TABLES else []
+    hint = _did_you_mean(name, known, template=table + ".{}")
+    return f"{table}.{name}: unknown key in {origin}{hint}; [{table}] holds " + ", ".join(known)
+
+
+def _did_you_mean(name: str, known: list[str], *, template: str) -> str:
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    return f" (did you mean {template.format(close[0])}?)" if close else ""
+
+
+def _explain(load: _Load, keys: tuple[str, ...], reason: str) -> str:
+    names = ", ".join(f"{key} (env {ENV_VARS[key]})" for key in keys)
+    origins = [_origin(load, tuple(key.split("."))) for key in keys]
+    if len(keys) == 1:
+        return f"{names}: {reason}; from {origins[0] or 'the default'}"
+    froms = ", ".join(
+        f"{key} from {origin or 'the default'}" for key, origin in zip(keys, origins, strict=True)
+    )
+    return f"{names}: {reason}; {froms}"
+
+
+def _origin(load: _Load, loc: tuple[str, ...]) -> str | None:
+    """Where the value at ``loc`` came from: the highest-precedence layer holding it."""
+    if _holds(load.arguments, loc):
+        return f"the argument {loc[0]}="
+    if _holds(load.environment, loc):
+        return f"environment variable {ENV_VARS['.'.join(loc[:2])]}"
+    if _holds(load.file, loc):
+        return f"file {load.path}"
+    return None
+
+
+def _holds(data: Mapping[str, Any], loc: tuple[str, ...]) -> bool:
+    node: Any = data
+    for part in loc[:2]:
+        if not isinstance(node, Mapping) or part not in node:
+            return False
+        node = node[part]
+    return True
+
+
+def _known_tokens(load: _Load) -> set[str]:
+    found: set[str] = set()
+    for layer in (load.arguments, load.environment, load.file):
+        table = layer.get("llm")
+        value = table.get("token") if isinstance(table, Mapping) else None
+        if isinstance(value, SecretStr):
+            value = value.get_secret_value()
+        if isinstance(value, str) and len(value.strip()) >= _MIN_REDACTED_LEN:
+            found.add(value.strip())
+    return found
+
+
+def _redact(text: str, secrets: set[str]) -> str:
+    for secret in sorted(secrets, key=len, reverse=True):
+        text = text.replace(secret, _REDACTED)
+    return text
+
+
+def _show(value: Any) -> str:
+    shown = repr(value)
+    return shown if len(shown) <= 80 else shown[:77] + "..."
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:]
+
+
+def _toml_type(value: Any) -> str:
+    names = {
+        bool: "a boolean",
+        int: "an integer",
+        float: "a float",
+        str: "a string",
+        list: "an array",
+    }
+    return names.get(type(value), type(value).__name__)
+
+
+def _copy(data: dict[str, Any]) -> dict[str, Any]:
+    return {k: dict(v) if isinstance(v, dict) else v for k, v in data.items()}
