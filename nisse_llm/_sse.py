@@ -1,0 +1,137 @@
+"""Incremental server-sent events decoder (sans-I/O): byte chunks in, complete events out.
+
+Follows the WHATWG "event stream interpretation" rules: lines end in CRLF, LF or CR (a
+CRLF may be split across chunks); a leading BOM is dropped; ``:`` lines are comments;
+``data`` lines join with newlines; ``id`` persists across events (ignored if it holds a
+NUL); an event with no data is not dispatched; an unterminated event at end of stream
+is discarded. Lines are split as bytes (CR and LF never occur inside a UTF-8 sequence),
+so a chunk boundary inside a character costs nothing; invalid UTF-8 becomes U+FFFD.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["SSEDecoder", "ServerSentEvent"]
+
+_BOM = b"\xef\xbb\xbf"
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSentEvent:
+    """One dispatched event: its type (``message`` when unnamed), data and last event id."""
+
+    data: str
+    event: str = "message"
+    id: str | None = None
+
+
+class SSEDecoder:
+    """Feed byte chunks split anywhere; get back each event as soon as its blank line arrives."""
+
+    __slots__ = (
+        "_data",
+        "_event",
+        "_last_id",
+        "_partial",
+        "_skip_lf",
+        "_started",
+        "retry_ms",
+    )
+
+    def __init__(self) -> None:
+        self._partial: list[bytes] = []  # bytes of a line whose end has not arrived yet
+        self._skip_lf = False  # the last chunk ended in CR: a leading LF completes a CRLF
+        self._started = False  # past the (optional) BOM
+        self._data: list[str] = []
+        self._event = ""
+        self._last_id: str | None = None
+        #: The reconnection time the server last asked for, if it did.
+        self.retry_ms: int | None = None
+
+    @property
+    def pending(self) -> bool:
+        """Whether part of an event (or of a line) has arrived but not been dispatched."""
+        return bool(self._partial or self._data or self._event)
+
+    def feed(self, chunk: bytes) -> list[ServerSentEvent]:
+        """The events completed by this chunk, in order (often none, sometimes several)."""
+        if not chunk:
+            return []
+        if self._skip_lf:
+            self._skip_lf = False
+            if chunk[:1] == b"\n":
+                chunk = chunk[1:]
+                if not chunk:
+                    return []
+        if b"\n" not in chunk and b"\r" not in chunk:
+            # No line ends here: park it (joined once, not per chunk, so a long line
+            # arriving in tiny chunks stays linear).
+            self._partial.append(chunk)
+            if not self._started:
+                self._strip_bom()
+            return []
+        if self._partial:
+            self._partial.append(chunk)
+            chunk = b"".join(self._partial)
+            self._partial = []
+        if not self._started:
+            self._started = True
+            if chunk.startswith(_BOM):
+                chunk = chunk[3:]
+        lines = chunk.splitlines(keepends=True)
+        last = lines[-1]
+        if last.endswith(b"\r"):
+            self._skip_lf = True
+        elif not last.endswith(b"\n"):
+            self._partial.append(lines.pop())
+        events: list[ServerSentEvent] = []
+        for raw in lines:
+            line = raw.rstrip(b"\r\n")
+            if line:
+                self._field(line)
+                continue
+            event = self._dispatch()
+            if event is not None:
+                events.append(event)
+        return events
+
+    def close(self) -> None:
+        """End of stream: any undispatched event is discarded, as the standard requires."""
+        self._partial = []
+        self._data = []
+        self._event = ""
+        self._skip_lf = False
+
+    def _strip_bom(self) -> None:
+        # A BOM may itself arrive split; decide only once three bytes are known.
+        head = b"".join(self._partial)
+        if len(head) < 3 and _BOM.startswith(head):
+            return
+        self._started = True
+        if head.startswith(_BOM):
+            self._partial = [head[3:]] if len(head) > 3 else []
+
+    def _field(self, line: bytes) -> None:
+        if line[:1] == b":":
+            return
+        name, colon, value = line.partition(b":")
+        if colon and value[:1] == b" ":
+            value = value[1:]
+        if name == b"data":
+            self._data.append(value.decode("utf-8", "replace"))
+        elif name == b"event":
+            self._event = value.decode("utf-8", "replace")
+        elif name == b"id":
+            if b"\x00" not in value:
+                self._last_id = value.decode("utf-8", "replace")
+        elif name == b"retry" and value.isdigit():
+            self.retry_ms = int(value)
+        # Any other field is ignored, as the standard requires.
+
+    def _dispatch(self) -> ServerSentEvent | None:
+        data, event = self._data, self._event
+        self._data, self._event = [], ""
+        if not data:
+            return None
+        return ServerSentEvent(data="\n".join(data), event=event or "message", id=self._last_id)

@@ -1,0 +1,842 @@
+"""Streaming replies (sans-I/O): SSE bytes in, typed deltas out, and at the end a `Completion`.
+
+Each route's accumulator rebuilds, from the stream, the body the route's non-streaming
+API would have returned for the same reply, and hands it to that route's ``parse``: the
+final events, usage and failures (`TruncatedResponse`, `ModelRefusal`, bad tool
+arguments) are then those of ``complete()`` by construction. A stream that breaks
+before its final event, or carries an ``error`` event, raises `StreamInterrupted` (an
+`UpstreamUnavailable`) with what arrived attached. Driving it::
+
+    acc = accumulator_for(route, requested_model=model, parse=renderer.parse)
+    try:
+        for chunk in response.iter_bytes():
+            for delta in acc.feed(chunk):
+                ...  # show it
+    except httpx.HTTPError as exc:
+        raise acc.interrupted(f"connection lost: {exc}") from exc
+    completion = acc.finish()
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeAlias
+
+from pydantic_core import from_json
+
+from nisse_llm._sse import ServerSentEvent, SSEDecoder
+from nisse_llm.canonical import Completion
+from nisse_llm.errors import LLMError, UpstreamUnavailable
+from nisse_llm.routing import Route
+
+__all__ = [
+    "AnthropicStreamAccumulator",
+    "OpenAIChatStreamAccumulator",
+    "ParseFn",
+    "PartialReply",
+    "PartialToolCall",
+    "ReasoningDelta",
+    "RefusalDelta",
+    "SSEDecoder",
+    "ServerSentEvent",
+    "StreamAccumulator",
+    "StreamDelta",
+    "StreamInterrupted",
+    "TextDelta",
+    "ToolArgumentsDelta",
+    "ToolCallStarted",
+    "accumulator_for",
+]
+
+
+class ParseFn(Protocol):
+    """A route's parser (the renderer's ``parse``): a non-streaming body in, a reply out."""
+
+    def __call__(
+        self,
+        body: Mapping[str, Any],
+        *,
+        requested_model: str,
+        max_tokens: int | None = None,
+    ) -> Completion: ...
+
+
+_EXCERPT = 200
+
+
+# --- deltas ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """Reply text arrived; ``text_so_far`` is the current text block (a future `AssistantText`)."""
+
+    text: str
+    text_so_far: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    """Reasoning text arrived; ``text_so_far`` is the current reasoning block's text."""
+
+    text: str
+    text_so_far: str
+
+
+@dataclass(frozen=True, slots=True)
+class RefusalDelta:
+    """Refusal text arrived (chat route); the reply will end in `ModelRefusal`."""
+
+    text: str
+    text_so_far: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallStarted:
+    """The model began calling ``tool``; ``index`` is the call's position in the reply."""
+
+    index: int
+    tool: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolArgumentsDelta:
+    """A fragment of call ``index``'s JSON arguments (whole only once the call ends)."""
+
+    index: int
+    partial_json: str
+
+
+StreamDelta: TypeAlias = (
+    TextDelta | ReasoningDelta | RefusalDelta | ToolCallStarted | ToolArgumentsDelta
+)
+
+
+# --- failure -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PartialToolCall:
+    """A tool call as far as it arrived: its name (if it came) and raw argument JSON."""
+
+    index: int
+    tool: str | None
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class PartialReply:
+    """What a broken stream delivered, for diagnosis; never a result to act on.
+
+    ``body`` is the reply so far in the route's non-streaming shape (tool arguments
+    that did not finish are kept as raw strings).
+    """
+
+    text: str
+    reasoning: str
+    tool_calls: tuple[PartialToolCall, ...]
+    events: int
+    body: dict[str, Any] = field(repr=False)
+
+
+class StreamInterrupted(UpstreamUnavailable):
+    """The stream broke before its final event (or sent an error): keep the work, resume later."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        partial: PartialReply,
+        error_type: str | None = None,
+        server_message: str | None = None,
+    ) -> None:
+        super().__init__(message, error_type=error_type, server_message=server_message)
+        #: Everything that arrived before the break.
+        self.partial = partial
+
+
+def _malformed(what: str, data: object) -> LLMError:
+    return LLMError(f"malformed stream: {what}: {str(data)[:_EXCERPT]!r}")
+
+
+def _as_dict(value: object, what: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _malformed(f"{what} is not an object", value)
+    return value
+
+
+def _as_index(value: object, what: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise _malformed(f"{what} has no valid index", value)
+    return value
+
+
+def _merge_value(target: dict[str, Any], key: str, value: Any) -> None:
+    # Fields a route streams that the accumulator does not know: strings arrive in
+    # fragments (joined), lists in batches (extended), anything else whole.
+    if value is None:
+        target.setdefault(key, None)
+        return
+    current = target.get(key)
+    if isinstance(current, str) and isinstance(value, str):
+        target[key] = current + value
+    elif isinstance(current, list) and isinstance(value, list):
+        current.extend(value)
+    else:
+        target[key] = value
+
+
+def _server_error(data: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    error = data.get("error")
+    if not isinstance(error, dict):
+        return None, str(data)[:_EXCERPT]
+    kind, message = error.get("type"), error.get("message")
+    return (
+        kind if isinstance(kind, str) and kind != "None" else None,
+        message[:_EXCERPT] if isinstance(message, str) else None,
+    )
+
+
+# --- the shared driver -------------------------------------------------------------------
+
+
+class StreamAccumulator:
+    """Bytes in, deltas out; at the end the route's non-streaming body, parsed."""
+
+    route: Route
+
+    def __init__(
+        self, *, requested_model: str, parse: ParseFn, max_tokens: int | None = None
+    ) -> None:
+        self.requested_model = requested_model
+        #: The output ceiling the request sent, named in a truncation error.
+        self.max_tokens = max_tokens
+        self._parse = parse
+        self._decoder = SSEDecoder()
+        self._events = 0
+        self._done = False
+
+    @property
+    def done(self) -> bool:
+        """Whether the route's final event arrived (later bytes are ignored)."""
+        return self._done
+
+    def feed(self, chunk: bytes) -> list[StreamDelta]:
+        """The deltas this chunk completes; raises `StreamInterrupted` on an error event."""
+        if self._done:
+            return []
+        out: list[StreamDelta] = []
+        for event in self._decoder.feed(chunk):
+            out.extend(self.feed_event(event))
+            if self._done:
+                break
+        return out
+
+    def feed_event(self, event: ServerSentEvent) -> list[StreamDelta]:
+        """The deltas one decoded event yields."""
+        if self._done:
+            return []
+        self._events += 1
+        return self._on_event(event)
+
+    def finish(self) -> Completion:
+        """End of stream: the reply exactly as ``complete()`` would have parsed it.
+
+        Raises `StreamInterrupted` if the final event never came, and whatever the
+        route's parser raises for the rebuilt body (`TruncatedResponse`, `LLMError`).
+        """
+        self._decoder.close()
+        missing = self._missing_end()
+        if missing is not None:
+            raise self.interrupted(f"the stream ended {missing}")
+        return self._parse(
+            self.response_body(), requested_model=self.requested_model, max_tokens=self.max_tokens
+        )
+
+    def interrupted(
+        self,
+        reason: str,
+        *,
+        error_type: str | None = None,
+        server_message: str | None = None,
+    ) -> StreamInterrupted:
+        """The exception for a stream that broke now (cut, stalled, error), with what arrived."""
+        partial = self.partial()
+        return StreamInterrupted(
+            f"{self.route} stream for {self.requested_model} interrupted: {reason} "
+            f"(after {partial.events} events, {len(partial.text)} characters of text)",
+            partial=partial,
+            error_type=error_type,
+            server_message=server_message,
+        )
+
+    def response_body(self) -> dict[str, Any]:
+        """The body the route's non-streaming API would have returned for this reply."""
+        return self._body(partial=False)
+
+    def partial(self) -> PartialReply:
+        """What has arrived so far."""
+        raise NotImplementedError
+
+    def _on_event(self, event: ServerSentEvent) -> list[StreamDelta]:
+        raise NotImplementedError
+
+    def _missing_end(self) -> str | None:
+        raise NotImplementedError
+
+    def _body(self, *, partial: bool) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _load(self, event: ServerSentEvent) -> dict[str, Any]:
+        try:
+            data = from_json(event.data)
+        except ValueError as exc:
+            raise _malformed("an event is not JSON", event.data) from exc
+        return _as_dict(data, "an event")
+
+    def _fail(self, data: Mapping[str, Any]) -> StreamInterrupted:
+        error_type, message = _server_error(data)
+        return self.interrupted(
+            f"the server sent an error ({error_type or 'untyped'}: {message})",
+            error_type=error_type,
+            server_message=message,
+        )
+
+
+# --- OpenAI chat completions -------------------------------------------------------------
+
+
+class _ToolCallState:
+    __slots__ = ("arguments", "extra", "id", "name", "type")
+
+    def __init__(self) -> None:
+        self.id: str | None = None
+        self.type: str | None = None
+        self.name: str | None = None
+        self.arguments = ""
+        self.extra: dict[str, Any] = {}
+
+
+class _ChoiceState:
+    __slots__ = (
+        "content",
+        "extra",
+        "finish_reason",
+        "reasoning",
+        "refusal",
+        "role",
+        "thinking",
+        "thinking_at",
+        "tool_calls",
+    )
+
+    def __init__(self) -> None:
+        self.role: str | None = None
+        # None: the field never came; a list: it came as content parts.
+        self.content: str | list[Any] | None = None
+        self.refusal: str | None = None
+        self.reasoning: str | None = None
+        self.thinking: list[dict[str, Any]] = []
+        self.thinking_at: dict[int, dict[str, Any]] = {}
+        self.tool_calls: dict[int, _ToolCallState] = {}
+        self.finish_reason: str | None = None
+        self.extra: dict[str, Any] = {}
+
+
+# Known delta fields with their own rules; `provider_specific_fields` is LiteLLM's
+# duplicate of thinking_blocks and citations, already carried by the fields themselves.
+_OPENAI_KNOWN = frozenset(
+    {
+        "role",
+        "content",
+        "refusal",
+        "reasoning_content",
+        "thinking_blocks",
+        "tool_calls",
+        "provider_specific_fields",
+    }
+)
+_OPENAI_NOT_TOP = frozenset({"choices", "usage", "object"})
+
+
+class OpenAIChatStreamAccumulator(StreamAccumulator):
+    """``chat.completion.chunk`` events -> deltas -> the ``chat.completion`` body.
+
+    Tool calls are assembled by ``index`` (id and name may come only on a call's first
+    delta; calls may interleave); usage comes from the final chunk with empty
+    ``choices`` (requests send ``stream_options.include_usage``); LiteLLM's
+    ``reasoning_content`` and ``thinking_blocks`` fragments are joined. Deltas are
+    yielded for choice 0, the one a reply is parsed from.
+    """
+
+    route: Route = "openai_chat"
+
+    def __init__(
+        self, *, requested_model: str, parse: ParseFn, max_tokens: int | None = None
+    ) -> None:
+        super().__init__(requested_model=requested_model, parse=parse, max_tokens=max_tokens)
+        self._top: dict[str, Any] = {}
+        self._choices: dict[int, _ChoiceState] = {}
+        self._usage: Any = None
+
+    def _on_event(self, event: ServerSentEvent) -> list[StreamDelta]:
+        if event.data.strip() == "[DONE]":
+            self._done = True
+            return []
+        chunk = self._load(event)
+        if event.event == "error" or chunk.get("error") is not None:
+            # LiteLLM reports a failure after the first byte as a chunk {"error": {...}}.
+            raise self._fail(chunk)
+        for key, value in chunk.items():
+            if key not in _OPENAI_NOT_TOP and self._top.get(key) is None:
+                self._top[key] = value
+        usage = chunk.get("usage")
+        if usage is not None:
+            self._usage = usage
+        choices = chunk.get("choices")
+        if choices is None:
+            return []
+        if not isinstance(choices, list):
+            raise _malformed("choices is not a list", choices)
+        out: list[StreamDelta] = []
+        for raw in choices:
+            choice = _as_dict(raw, "a choice")
+            index = _as_index(choice.get("index", 0), "a choice")
+            state = self._choices.get(index)
+            if state is None:
+                state = self._choices[index] = _ChoiceState()
+            delta = choice.get("delta")
+            if delta is not None:
+                self._apply(state, _as_dict(delta, "a delta"), out if index == 0 else None)
+            finish = choice.get("finish_reason")
+            if finish is not None:
+                state.finish_reason = finish
+        return out
+
+    def _apply(
+        self, state: _ChoiceState, delta: dict[str, Any], out: list[StreamDelta] | None
+    ) -> None:
+        role = delta.get("role")
+        if isinstance(role, str) and state.role is None:
+            state.role = role
+        if "content" in delta:
+            self._apply_content(state, delta["content"], out)
+        if "refusal" in delta:
+            text = delta["refusal"]
+            if isinstance(text, str):
+                state.refusal = (state.refusal or "") + text
+                if out is not None and text:
+                    out.append(RefusalDelta(text, state.refusal))
+            elif text is not None:
+                raise _malformed("refusal is not a string", text)
+        if "reasoning_content" in delta:
+            text = delta["reasoning_content"]
+            if isinstance(text, str):
+                state.reasoning = (state.reasoning or "") + text
+                if out is not None and text:
+                    out.append(ReasoningDelta(text, state.reasoning))
+            elif text is not None:
+                raise _malformed("reasoning_content is not a string", text)
+        blocks = delta.get("thinking_blocks")
+        if blocks is not None:
+            if not isinstance(blocks, list):
+                raise _malformed("thinking_blocks is not a list", blocks)
+            for block in blocks:
+                _merge_thinking(state, _as_dict(block, "a thinking block"))
+        calls = delta.get("tool_calls")
+        if calls is not None:
+            if not isinstance(calls, list):
+                raise _malformed("tool_calls is not a list", calls)
+            for call in calls:
+                self._apply_tool_call(state, _as_dict(call, "a tool call delta"), out)
+        for key, value in delta.items():
+            if key not in _OPENAI_KNOWN:
+                _merge_value(state.extra, key, value)
+
+    @staticmethod
+    def _apply_content(state: _ChoiceState, text: Any, out: list[StreamDelta] | None) -> None:
+        if isinstance(text, str):
+            if isinstance(state.content, list):
+                raise _malformed("content mixes parts and text", text)
+            state.content = (state.content or "") + text
+            if out is not None and text:
+                out.append(TextDelta(text, state.content))
+        elif isinstance(text, list):
+            if isinstance(state.content, str) and state.content:
+                raise _malformed("content mixes text and parts", text)
+            state.content = [*(state.content or []), *text]
+        elif text is not None:
+            raise _malformed("content is not a string", text)
+
+    @staticmethod
+    def _apply_tool_call(
+        state: _ChoiceState, call: dict[str, Any], out: list[StreamDelta] | None
+    ) -> None:
+        raw_index = call.get("index")
+        function = call.get("function")
+        if function is None:
+            function = {}
+        function = _as_dict(function, "a tool call's function")
+        name = function.get("name")
+        if raw_index is None:
+            # Some compatible servers omit the index: a name starts a call, else continue.
+            count = len(state.tool_calls)
+            raw_index = count if (name or count == 0) else max(state.tool_calls)
+        index = _as_index(raw_index, "a tool call delta")
+        tool = state.tool_calls.get(index)
+        if tool is None:
+            tool = state.tool_calls[index] = _ToolCallState()
+        call_id, kind = call.get("id"), call.get("type")
+        if isinstance(call_id, str) and call_id and not tool.id:
+            tool.id = call_id
+        if isinstance(kind, str) and kind and tool.type is None:
+            tool.type = kind
+        if isinstance(name, str) and name and not tool.name:
+            tool.name = name
+            if out is not None:
+                out.append(ToolCallStarted(index, name))
+        arguments = function.get("arguments")
+        if isinstance(arguments, str):
+            if arguments:
+                tool.arguments += arguments
+                if out is not None:
+                    out.append(ToolArgumentsDelta(index, arguments))
+        elif isinstance(arguments, dict):
+            # A compatible server may send the arguments object whole.
+            text = json.dumps(arguments)
+            tool.arguments += text
+            if out is not None:
+                out.append(ToolArgumentsDelta(index, text))
+        elif arguments is not None:
+            raise _malformed("tool call arguments are not a string", arguments)
+        for key, value in call.items():
+            if key not in ("index", "id", "type", "function"):
+                _merge_value(tool.extra, key, value)
+
+    def _missing_end(self) -> str | None:
+        if not self._done:
+            return "before [DONE]"
+        if not self._choices:
+            return "with no choices"
+        unfinished = [i for i, c in sorted(self._choices.items()) if c.finish_reason is None]
+        if unfinished:
+            return f"without a finish_reason for choice {unfinished[0]}"
+        return None
+
+    def _body(self, *, partial: bool) -> dict[str, Any]:
+        body: dict[str, Any] = dict(self._top)
+        body["object"] = "chat.completion"
+        body["choices"] = [
+            {
+                "index": index,
+                "message": _openai_message(state),
+                "finish_reason": state.finish_reason,
+                "logprobs": None,
+            }
+            for index, state in sorted(self._choices.items())
+        ]
+        if self._usage is not None:
+            body["usage"] = self._usage
+        return body
+
+    def partial(self) -> PartialReply:
+        state = self._choices.get(0) or _ChoiceState()
+        return PartialReply(
+            text=state.content if isinstance(state.content, str) else "",
+            reasoning=state.reasoning or "",
+            tool_calls=tuple(
+                PartialToolCall(index, call.name, call.arguments)
+                for index, call in sorted(state.tool_calls.items())
+            ),
+            events=self._events,
+            body=self._body(partial=True),
+        )
+
+
+def _merge_thinking(state: _ChoiceState, fragment: dict[str, Any]) -> None:
+    # LiteLLM streams each Anthropic thinking block as fragments tagged with the block's
+    # index: its text in pieces, then one with empty text and the signature. The
+    # non-streaming message carries the blocks whole and untagged.
+    at = fragment.get("index")
+    block: dict[str, Any] | None
+    if isinstance(at, int):
+        block = state.thinking_at.get(at)
+    else:
+        last = state.thinking[-1] if state.thinking else None
+        joinable = (
+            last is not None
+            and last.get("type") == "thinking" == fragment.get("type")
+            and not last.get("signature")
+        )
+        block = last if joinable else None
+    if block is None:
+        block = {}
+        state.thinking.append(block)
+        if isinstance(at, int):
+            state.thinking_at[at] = block
+    for key, value in fragment.items():
+        if key == "index":
+            continue
+        current = block.get(key)
+        if key in ("thinking", "signature", "data") and isinstance(value, str):
+            block[key] = (current or "") + value if isinstance(current, str | None) else value
+        elif value is not None or key not in block:
+            block[key] = value
+
+
+def _openai_message(state: _ChoiceState) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": state.role or "assistant", "content": state.content}
+    message.update(state.extra)
+    if state.refusal is not None:
+        message["refusal"] = state.refusal
+    if state.reasoning is not None:
+        message["reasoning_content"] = state.reasoning
+    if state.thinking:
+        message["thinking_blocks"] = [dict(block) for block in state.thinking]
+    if state.tool_calls:
+        message["tool_calls"] = [
+            {
+                **call.extra,
+                "id": call.id or "",
+                "type": call.type or "function",
+                "function": {"name": call.name or "", "arguments": call.arguments},
+            }
+            for _, call in sorted(state.tool_calls.items())
+        ]
+    return message
+
+
+# --- Anthropic messages ------------------------------------------------------------------
+
+
+class _BlockState:
+    __slots__ = ("block", "json_parts", "tool_index")
+
+    def __init__(self, block: dict[str, Any], tool_index: int | None) -> None:
+        self.block = block
+        self.json_parts: list[str] = []
+        #: The block's position among the reply's client tool calls, if it is one.
+        self.tool_index = tool_index
+
+
+# Blocks whose input streams as input_json_delta; only tool_use is the client's to run.
+_INPUT_BLOCKS = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
+
+
+class AnthropicStreamAccumulator(StreamAccumulator):
+    """Messages-route events -> deltas -> the ``message`` body.
+
+    ``message_start`` opens the message; ``content_block_start/delta/stop`` build its
+    blocks (``text_delta``, ``input_json_delta``, ``thinking_delta``,
+    ``signature_delta``, ``citations_delta``; redacted thinking arrives whole);
+    ``message_delta`` sets the stop reason and updates usage (its counts are
+    cumulative); ``message_stop`` ends it. ``ping`` and event types this version does
+    not know are ignored, as Anthropic's versioning policy asks of clients.
+    """
+
+    route: Route = "anthropic_messages"
+
+    def __init__(
+        self, *, requested_model: str, parse: ParseFn, max_tokens: int | None = None
+    ) -> None:
+        super().__init__(requested_model=requested_model, parse=parse, max_tokens=max_tokens)
+        self._message: dict[str, Any] | None = None
+        self._blocks: dict[int, _BlockState] = {}
+        self._tools = 0
+
+    def _on_event(self, event: ServerSentEvent) -> list[StreamDelta]:
+        data = self._load(event)
+        kind = data.get("type", event.event)
+        if kind == "error" or event.event == "error":
+            raise self._fail(data)
+        if kind == "ping":
+            return []
+        if kind == "message_start":
+            if self._message is not None:
+                raise _malformed("a second message_start", data)
+            started = dict(_as_dict(data.get("message"), "message_start's message"))
+            started["content"] = []
+            self._message = started
+            return []
+        message = self._message
+        if message is None:
+            if kind in _ANTHROPIC_EVENTS:
+                raise _malformed(f"{kind} before message_start", data)
+            return []
+        if kind == "content_block_start":
+            return self._start_block(data)
+        if kind == "content_block_delta":
+            return self._delta(data)
+        if kind == "content_block_stop":
+            self._block(data)
+            return []
+        if kind == "message_delta":
+            _merge_message_delta(message, data)
+            return []
+        if kind == "message_stop":
+            self._done = True
+        return []
+
+    def _block(self, data: dict[str, Any]) -> _BlockState:
+        index = _as_index(data.get("index"), str(data.get("type")))
+        state = self._blocks.get(index)
+        if state is None:
+            raise _malformed(f"{data.get('type')} for a block that never started", data)
+        return state
+
+    def _start_block(self, data: dict[str, Any]) -> list[StreamDelta]:
+        index = _as_index(data.get("index"), "content_block_start")
+        if index in self._blocks:
+            raise _malformed("a block started twice", data)
+        block = dict(_as_dict(data.get("content_block"), "content_block_start's block"))
+        kind = block.get("type")
+        tool_index = None
+        out: list[StreamDelta] = []
+        if kind == "tool_use":
+            tool_index = self._tools
+            self._tools += 1
+            name = block.get("name")
+            out.append(ToolCallStarted(tool_index, name if isinstance(name, str) else ""))
+        elif kind == "text" and isinstance(block.get("text"), str) and block["text"]:
+            out.append(TextDelta(block["text"], block["text"]))
+        elif kind == "thinking" and isinstance(block.get("thinking"), str) and block["thinking"]:
+            out.append(ReasoningDelta(block["thinking"], block["thinking"]))
+        self._blocks[index] = _BlockState(block, tool_index)
+        return out
+
+    def _delta(self, data: dict[str, Any]) -> list[StreamDelta]:
+        state = self._block(data)
+        delta = _as_dict(data.get("delta"), "content_block_delta's delta")
+        block = state.block
+        kind = delta.get("type")
+        if kind == "text_delta":
+            text = _fragment(delta, "text")
+            block["text"] = _text_of(block, "text") + text
+            return [TextDelta(text, block["text"])] if text else []
+        if kind == "input_json_delta":
+            text = _fragment(delta, "partial_json")
+            state.json_parts.append(text)
+            if state.tool_index is None or not text:
+                return []
+            return [ToolArgumentsDelta(state.tool_index, text)]
+        if kind == "thinking_delta":
+            text = _fragment(delta, "thinking")
+            block["thinking"] = _text_of(block, "thinking") + text
+            return [ReasoningDelta(text, block["thinking"])] if text else []
+        if kind == "signature_delta":
+            block["signature"] = _text_of(block, "signature") + _fragment(delta, "signature")
+            return []
+        if kind == "citations_delta":
+            citations = block.get("citations")
+            if not isinstance(citations, list):
+                citations = block["citations"] = []
+            citations.append(delta.get("citation"))
+        return []
+
+    def _missing_end(self) -> str | None:
+        if self._message is None:
+            return "before message_start"
+        if not self._done:
+            return "before message_stop"
+        return None
+
+    def _body(self, *, partial: bool) -> dict[str, Any]:
+        body = dict(self._message or {})
+        body["content"] = [
+            self._finish_block(state, partial=partial) for _, state in sorted(self._blocks.items())
+        ]
+        return body
+
+    def _finish_block(self, state: _BlockState, *, partial: bool) -> dict[str, Any]:
+        block = dict(state.block)
+        if block.get("type") not in _INPUT_BLOCKS or not state.json_parts:
+            return block
+        raw = "".join(state.json_parts)
+        if not raw.strip():
+            return block
+        try:
+            arguments = from_json(raw)
+        except ValueError:
+            arguments = None
+        if isinstance(arguments, dict):
+            block["input"] = arguments
+            return block
+        if partial or (self._message or {}).get("stop_reason") == "max_tokens":
+            # Cut off mid-arguments: the parser raises TruncatedResponse for the reply,
+            # as it does for the same reply unstreamed; keep the raw text for diagnosis.
+            block["partial_json"] = raw
+            return block
+        name = block.get("name")
+        shape = "not JSON" if arguments is None else f"{type(arguments).__name__}, not an object"
+        raise LLMError(f"tool call {name!r} had arguments that are {shape}: {raw[:_EXCERPT]!r}")
+
+    def partial(self) -> PartialReply:
+        blocks = [state for _, state in sorted(self._blocks.items())]
+        return PartialReply(
+            text="".join(
+                _text_of(s.block, "text") for s in blocks if s.block.get("type") == "text"
+            ),
+            reasoning="".join(
+                _text_of(s.block, "thinking") for s in blocks if s.block.get("type") == "thinking"
+            ),
+            tool_calls=tuple(
+                PartialToolCall(
+                    s.tool_index,
+                    s.block.get("name") if isinstance(s.block.get("name"), str) else None,
+                    "".join(s.json_parts),
+                )
+                for s in blocks
+                if s.tool_index is not None
+            ),
+            events=self._events,
+            body=self._body(partial=True),
+        )
+
+
+_ANTHROPIC_EVENTS = frozenset(
+    {
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+    }
+)
+
+
+def _fragment(delta: dict[str, Any], key: str) -> str:
+    value = delta.get(key)
+    if not isinstance(value, str):
+        raise _malformed(f"{delta.get('type')} has no {key} string", delta)
+    return value
+
+
+def _text_of(block: dict[str, Any], key: str) -> str:
+    value = block.get(key)
+    return value if isinstance(value, str) else ""
+
+
+def _merge_message_delta(message: dict[str, Any], data: dict[str, Any]) -> None:
+    delta = data.get("delta")
+    if delta is not None:
+        message.update(_as_dict(delta, "message_delta's delta"))
+    usage = data.get("usage")
+    if usage is not None:
+        merged = dict(message.get("usage") or {})
+        # Counts in message_delta are cumulative; absent or null ones keep message_start's.
+        merged.update(
+            (k, v) for k, v in _as_dict(usage, "message_delta's usage").items() if v is not None
+        )
+        message["usage"] = merged
+
+
+def accumulator_for(
+    route: Route, *, requested_model: str, parse: ParseFn, max_tokens: int | None = None
+) -> StreamAccumulator:
+    """A fresh accumulator for one streamed reply on ``route``."""
+    cls: type[StreamAccumulator] = (
+        OpenAIChatStreamAccumulator if route == "openai_chat" else AnthropicStreamAccumulator
+    )
+    return cls(requested_model=requested_model, parse=parse, max_tokens=max_tokens)
