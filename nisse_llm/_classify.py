@@ -1,0 +1,170 @@
+"""Classify a non-2xx proxy reply: retry it, or raise which error (pure: no I/O, no httpx).
+
+Order matters: a budget refusal is recognised first, at any status, so it is never
+retried; then a 429 is retried (or not); then 5xx/408 are the upstream's fault and
+every other status is the request's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from typing import TypedDict
+
+from nisse_llm.errors import BudgetExhausted, LLMError, UpstreamUnavailable
+from nisse_llm.wire.errors import ErrorInfo, read_error
+
+__all__ = [
+    "BODY_LIMIT",
+    "REDACTED",
+    "RateLimitPolicy",
+    "Retry",
+    "classify_failure",
+    "is_budget_refusal",
+    "redact",
+    "requested_wait_s",
+]
+
+REDACTED = "[redacted]"
+#: How much of a server's body an exception carries.
+BODY_LIMIT = 500
+
+# LiteLLM's budget refusals are templates, not a documented interface (litellm 1.108:
+# router "No deployments available - crossed budget", BudgetExceededError "Budget has
+# been exceeded!", auth "ExceededBudget: ...", model_max_budget_limiter "LiteLLM User:
+# ..., exceeded budget for model=", max_budget_per_session "Session budget exceeded").
+# Anchored at the message's start (after up to three "label: " or "label, " prefixes such
+# as "Authentication Error, "), so a prompt quoted inside another error never matches.
+_BUDGET_REFUSAL = re.compile(
+    r"^(?:[\w.]+(?: [\w.]+)?[:,] +){0,3}"
+    r"(?:no deployments available - crossed budget|budget has been exceeded|exceededbudget"
+    r"|session budget exceeded|litellm (?:virtual key|user|end user|team|team member): "
+    r".*?, exceeded budget for model=)",
+    re.IGNORECASE,
+)
+_BUDGET_TYPES = frozenset({"budget_exceeded"})
+
+
+@dataclass(frozen=True, slots=True)
+class RateLimitPolicy:
+    """How a 429 is retried: how often, the default wait, and the longest wait accepted."""
+
+    retries: int = 1
+    wait_s: float = 20.0
+    wait_cap_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.retries < 0 or self.wait_s < 0 or self.wait_cap_s < 0:
+            raise ValueError("rate-limit retries and waits must not be negative")
+
+
+class _Details(TypedDict):
+    status: int
+    error_type: str | None
+    server_message: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """Send the request again after ``wait_s`` seconds."""
+
+    wait_s: float
+
+
+def redact(text: str, token: str) -> str:
+    """``text`` with every occurrence of the token replaced by ``[redacted]``."""
+    return text.replace(token, REDACTED) if token else text
+
+
+def is_budget_refusal(info: ErrorInfo | None, body: bytes) -> bool:
+    """Whether a reply is the proxy refusing on budget grounds.
+
+    A JSON error body is judged by its ``type`` and ``message`` alone; a body that is
+    not a JSON error (a bare text reply) by its text.
+    """
+    if info is not None:
+        if info.type in _BUDGET_TYPES:
+            return True
+        return info.message is not None and _BUDGET_REFUSAL.match(info.message) is not None
+    return _BUDGET_REFUSAL.match(body.decode("utf-8", "replace").lstrip()) is not None
+
+
+def requested_wait_s(headers: Mapping[str, str], *, now: datetime) -> float | None:
+    """The wait the server asked for: ``retry-after-ms``, else ``Retry-After`` (seconds or date).
+
+    ``headers`` must be case-insensitive (as httpx's are). Unparseable values count as absent.
+    """
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        try:
+            return max(float(millis) / 1000.0, 0.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max((when - now).total_seconds(), 0.0)
+
+
+def _snippet(text: str | None, token: str) -> str | None:
+    return None if text is None else redact(text, token)[:BODY_LIMIT]
+
+
+def classify_failure(
+    status: int,
+    headers: Mapping[str, str],
+    body: bytes,
+    *,
+    where: str,
+    token: str,
+    policy: RateLimitPolicy,
+    retries_done: int,
+    now: datetime,
+) -> Retry | LLMError:
+    """What to do about a non-2xx reply: a `Retry`, or the error to raise.
+
+    ``where`` names the request in messages (``POST /v1/messages``); ``token`` is
+    redacted from everything the error carries.
+    """
+    info = read_error(body)
+    error_type = info.type if info is not None else None
+    server_message = _snippet(info.message if info is not None else None, token)
+    text = _snippet(body.decode("utf-8", "replace"), token) or ""
+    said = server_message if server_message is not None else text
+    details = _Details(status=status, error_type=error_type, server_message=server_message)
+    if is_budget_refusal(info, body):
+        return BudgetExhausted(
+            f"{where}: the proxy refused on budget grounds ({status}): {said}", **details
+        )
+    if status == 429:
+        asked = requested_wait_s(headers, now=now)
+        if retries_done >= policy.retries:
+            return UpstreamUnavailable(
+                f"{where}: rate limited ({status}) after {retries_done} retries: {said}",
+                retry_after_s=asked,
+                **details,
+            )
+        if asked is not None and asked > policy.wait_cap_s:
+            return UpstreamUnavailable(
+                f"{where}: rate limited ({status}); the server asked for a {asked:g} s wait, "
+                f"beyond the {policy.wait_cap_s:g} s cap: {said}",
+                retry_after_s=asked,
+                **details,
+            )
+        return Retry(policy.wait_s if asked is None else asked)
+    if status >= 500 or status == 408:
+        return UpstreamUnavailable(f"{where}: upstream unavailable ({status}): {text}", **details)
+    return LLMError(f"{where}: request rejected ({status}): {text}", **details)

@@ -1,0 +1,312 @@
+"""The exchange every client shares: render, send, classify, retry, parse, meter, log.
+
+A `Call` holds one request's state and does everything but the I/O; sync and async
+clients drive it the same way and differ only in how they send and how they sleep::
+
+    call = core.begin(events, tools, model, system)
+    while True:
+        with call.sending():
+            response = http.post(core.url, content=call.body)   # or await
+        wait = call.received(response)
+        if wait is None:
+            return call.finish(response)
+        sleep(wait)                                             # or await
+        call.slept(wait)
+
+httpx's exceptions are translated in `Call.sending` and nowhere else.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import ssl
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import NoReturn
+
+import httpx
+from pydantic import SecretStr
+
+from nisse_llm._classify import RateLimitPolicy, Retry, classify_failure, redact
+from nisse_llm.canonical import (
+    DEFAULT_MAX_OUTPUT_TOKENS,
+    CanonicalEvent,
+    LogLike,
+    ToolLike,
+    Usage,
+)
+from nisse_llm.errors import LLMError, UpstreamUnavailable
+from nisse_llm.render import Renderer
+from nisse_llm.routing import Route
+
+__all__ = [
+    "HTTPX_ERRORS",
+    "Call",
+    "Core",
+    "RouteSpec",
+    "UsageCallback",
+    "logger",
+    "shared_ssl_context",
+]
+
+logger = logging.getLogger("nisse_llm")
+
+#: Called once per successful call with its usage and the model the request named.
+UsageCallback = Callable[[Usage, str], None]
+
+# The roots of every exception httpx raises (HTTPError covers transport errors and
+# timeouts; the other three are not HTTPError subclasses).
+HTTPX_ERRORS: tuple[type[Exception], ...] = (
+    httpx.HTTPError,
+    httpx.InvalidURL,
+    httpx.CookieConflict,
+    httpx.StreamError,
+)
+
+_DEBUG_LIMIT = 2000
+# A parser that breaks its contract on a malformed body still yields an LLMError here.
+_PARSE_BUGS = (ValueError, TypeError, KeyError, IndexError, AttributeError)
+
+
+@dataclass(frozen=True, slots=True)
+class RouteSpec:
+    """One proxy route: its name, path, default timeout, renderer and auth headers."""
+
+    name: Route
+    path: str
+    default_timeout_s: float
+    renderer: Callable[[], Renderer]
+    auth_headers: Callable[[str], dict[str, str]]
+
+
+@functools.cache
+def shared_ssl_context() -> ssl.SSLContext:
+    """One verifying TLS context for every client: loading the CA bundle costs ~100 ms each."""
+    return httpx.create_ssl_context()
+
+
+def _debug_text(data: bytes, token: str) -> str:
+    # Cut past the limit before redacting so a token straddling it is still removed.
+    head = data[: _DEBUG_LIMIT + len(token)].decode("utf-8", "replace")
+    return redact(head, token)[:_DEBUG_LIMIT]
+
+
+class Core:
+    """What one client holds for its route: endpoint, headers, renderer, policy, metering."""
+
+    __slots__ = (
+        "_token",
+        "headers",
+        "last_usage",
+        "max_tokens",
+        "on_usage",
+        "policy",
+        "renderer",
+        "route",
+        "timeout_s",
+        "url",
+        "where",
+    )
+
+    def __init__(
+        self,
+        route: RouteSpec,
+        base_url: str,
+        token: str | SecretStr,
+        *,
+        timeout_s: float | None,
+        max_tokens: int | None,
+        policy: RateLimitPolicy,
+        on_usage: UsageCallback | None,
+    ) -> None:
+        self._token = token if isinstance(token, SecretStr) else SecretStr(token)
+        self.route = route
+        self.url = base_url.rstrip("/") + route.path
+        self.where = f"POST {route.path}"
+        self.timeout_s = route.default_timeout_s if timeout_s is None else timeout_s
+        self.max_tokens = max_tokens or DEFAULT_MAX_OUTPUT_TOKENS
+        self.policy = policy
+        self.on_usage = on_usage
+        self.renderer = route.renderer()
+        # Built once: the body goes out as pre-encoded bytes, so the type is ours to set.
+        self.headers = {
+            **route.auth_headers(self._token.get_secret_value()),
+            "content-type": "application/json",
+            "accept": "application/json",
+        }
+        #: Usage of the most recent successful call on this client (any thread or task).
+        self.last_usage: Usage | None = None
+
+    @property
+    def token(self) -> str:
+        """The proxy token, for redaction only."""
+        return self._token.get_secret_value()
+
+    def describe(self, cls: type) -> str:
+        """A repr for a client: route, endpoint and timeout, never the token."""
+        return f"{cls.__name__}(url={self.url!r}, timeout_s={self.timeout_s!r})"
+
+    def begin(
+        self,
+        events: LogLike,
+        tools: Iterable[ToolLike] | None,
+        model: str,
+        system: str | None,
+    ) -> Call:
+        """Render a request and start its call (a render failure is logged and raised)."""
+        call = Call(self, model)
+        try:
+            call.body = self.renderer.render_bytes(
+                events, tools, model, system, max_tokens=self.max_tokens
+            )
+        except LLMError as exc:
+            call.fail(exc)
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug("request %s %s: %s", self.where, model, _debug_text(call.body, self.token))
+        return call
+
+
+class Call:
+    """One request's state across its attempts; see the module docstring for the loop."""
+
+    __slots__ = ("attempts", "body", "core", "model", "started", "status", "waited_s")
+
+    def __init__(self, core: Core, model: str) -> None:
+        self.core = core
+        self.model = model
+        self.body = b""
+        self.attempts = 0
+        self.waited_s = 0.0
+        self.status: int | None = None
+        self.started = time.perf_counter()
+
+    @contextmanager
+    def sending(self) -> Iterator[None]:
+        """Count an attempt; any httpx exception inside becomes `UpstreamUnavailable`."""
+        self.attempts += 1
+        try:
+            yield
+        except HTTPX_ERRORS as exc:
+            detail = redact(str(exc), self.core.token) or "no detail"
+            self.fail(
+                UpstreamUnavailable(
+                    f"{self.core.where}: could not complete the exchange: "
+                    f"{type(exc).__name__}: {detail}"
+                ),
+                cause=exc,
+            )
+
+    def received(self, response: httpx.Response) -> float | None:
+        """``None`` for a 2xx reply, the wait before retrying a 429, else raise its error."""
+        status = self.status = response.status_code
+        if 200 <= status < 300:
+            return None
+        core = self.core
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug(
+                "response %s %s %d: %s",
+                core.where,
+                self.model,
+                status,
+                _debug_text(response.content, core.token),
+            )
+        verdict = classify_failure(
+            status,
+            response.headers,
+            response.content,
+            where=core.where,
+            token=core.token,
+            policy=core.policy,
+            retries_done=self.attempts - 1,
+            now=datetime.now(UTC),
+        )
+        if isinstance(verdict, Retry):
+            return verdict.wait_s
+        self.fail(verdict)
+
+    def slept(self, wait_s: float) -> None:
+        """Record a wait taken before the next attempt."""
+        self.waited_s += wait_s
+
+    def finish(self, response: httpx.Response) -> list[CanonicalEvent]:
+        """Parse a 2xx reply, record and report its usage, log the call, return the events."""
+        core = self.core
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug(
+                "response %s %s %d: %s",
+                core.where,
+                self.model,
+                self.status,
+                _debug_text(response.content, core.token),
+            )
+        try:
+            completion = core.renderer.parse(response.content, requested_model=self.model)
+        except LLMError as exc:
+            self.fail(exc)
+        except _PARSE_BUGS as exc:
+            self.fail(
+                LLMError(f"{core.where}: unreadable {self.status} response: {exc}"), cause=exc
+            )
+        usage = completion.usage
+        core.last_usage = usage
+        self._log(logging.INFO, usage, None)
+        if core.on_usage is not None:
+            core.on_usage(usage, self.model)
+        return completion.events
+
+    def fail(self, exc: LLMError, *, cause: BaseException | None = None) -> NoReturn:
+        """Redact, stamp the status on, log once, and raise ``exc``."""
+        token = self.core.token
+        if exc.status is None:
+            exc.status = self.status
+        if token:
+            exc.message = redact(exc.message, token)
+            exc.args = tuple(redact(a, token) if isinstance(a, str) else a for a in exc.args)
+            if exc.server_message is not None:
+                exc.server_message = redact(exc.server_message, token)
+        self._log(logging.WARNING, None, exc)
+        if cause is not None:
+            raise exc from cause
+        raise exc
+
+    def _log(self, level: int, usage: Usage | None, error: LLMError | None) -> None:
+        if not logger.isEnabledFor(level):
+            return
+        core = self.core
+        latency_s = time.perf_counter() - self.started
+        extra = {
+            "route": core.route.name,
+            "model": self.model,
+            "status": self.status,
+            "attempts": self.attempts,
+            "waited_s": self.waited_s,
+            "latency_s": latency_s,
+            "usage": None if usage is None else usage.model_dump(),
+            "error": None if error is None else type(error).__name__,
+        }
+        if error is None:
+            logger.log(
+                level,
+                "%s %s: %s after %d attempt(s) in %.3f s",
+                core.where,
+                self.model,
+                self.status,
+                self.attempts,
+                latency_s,
+                extra=extra,
+            )
+        else:
+            logger.log(
+                level,
+                "%s %s failed after %d attempt(s): %s: %s",
+                core.where,
+                self.model,
+                self.attempts,
+                type(error).__name__,
+                error.message,
+                extra=extra,
+            )
