@@ -1,0 +1,34 @@
+"""The published surface of nisse_llm.testing and its distance from the runtime package."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import nisse_llm.testing
+
+PUBLIC = {
+    "AsyncScriptedClient", "ClientTurn", "Disconnect", "Failure", "Part", "RecordedRequest",
+    "RedactedThinking", "Reply", "Script", "ScriptExhausted", "ScriptedAnswer", "ScriptedCall",
+    "ScriptedClient", "ScriptedServer", "ScriptedTransport", "Text", "Thinking", "Tokens",
+    "ToolUse", "Turn", "anthropic_error_body", "anthropic_failure", "anthropic_message_body",
+    "failure", "openai_chat_body", "openai_error_body", "openai_failure", "reply",
+    "route_of_path", "slow", "truncated",
+}  # fmt: skip
+
+
+def test_all_lists_exactly_the_public_names() -> None:
+    """``__all__`` is the documented surface, and every name in it resolves."""
+    assert set(nisse_llm.testing.__all__) == PUBLIC
+    for name in PUBLIC:
+        assert getattr(nisse_llm.testing, name) is not None
+
+
+def test_importing_nisse_llm_does_not_import_the_testing_package_or_pytest() -> None:
+    """``import nisse_llm`` stays lean, and the testing package never needs pytest."""
+    code = (
+        "import sys, nisse_llm; assert 'nisse_llm.testing' not in sys.modules;"
+        "import nisse_llm.testing; bad = {'pytest', 'nisse_llm.testing.proxy'} & set(sys.modules);"
+        "assert not bad, bad"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
