@@ -1,0 +1,273 @@
+"""Typed bodies of the Anthropic messages route (``POST {base}/v1/messages``).
+
+Requests forbid unknown fields, so a typo cannot reach the wire. Their field order is
+the wire order: ``model``, ``max_tokens`` and ``system`` come before ``messages`` and
+everything else after it (the renderer's byte path splices ``messages`` in there).
+Responses tolerate unknown fields, nulls and block types the SDK never asks for; the
+parser decides what those mean.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, NonNegativeInt, Tag
+
+__all__ = [
+    "AnthropicCacheControl",
+    "AnthropicMessage",
+    "AnthropicMessagesRequest",
+    "AnthropicMessagesResponse",
+    "AnthropicMetadata",
+    "AnthropicRedactedThinkingBlock",
+    "AnthropicRequestBlock",
+    "AnthropicResponseBlock",
+    "AnthropicResponseOtherBlock",
+    "AnthropicResponseRedactedThinkingBlock",
+    "AnthropicResponseTextBlock",
+    "AnthropicResponseThinkingBlock",
+    "AnthropicResponseToolUseBlock",
+    "AnthropicTextBlock",
+    "AnthropicThinkingBlock",
+    "AnthropicThinkingConfig",
+    "AnthropicTool",
+    "AnthropicToolChoice",
+    "AnthropicToolChoiceAny",
+    "AnthropicToolChoiceAuto",
+    "AnthropicToolChoiceNone",
+    "AnthropicToolChoiceTool",
+    "AnthropicToolResultBlock",
+    "AnthropicToolUseBlock",
+    "AnthropicUsage",
+]
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _Response(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class AnthropicCacheControl(_Request):
+    """A prompt-cache breakpoint on the block (or tool) that carries it."""
+
+    type: Literal["ephemeral"] = "ephemeral"
+    ttl: Literal["5m", "1h"] | None = None
+
+
+class AnthropicTextBlock(_Request):
+    """Text in a message, a system prompt or a tool result (never empty: the API rejects it)."""
+
+    type: Literal["text"] = "text"
+    text: str
+    cache_control: AnthropicCacheControl | None = None
+
+
+class AnthropicToolUseBlock(_Request):
+    """A tool call the assistant made; ``id`` must match ``^[a-zA-Z0-9_-]+$``."""
+
+    type: Literal["tool_use"] = "tool_use"
+    id: str
+    name: str
+    input: dict[str, Any]
+    cache_control: AnthropicCacheControl | None = None
+
+
+class AnthropicToolResultBlock(_Request):
+    """The answer to a ``tool_use``; must open the next user message."""
+
+    type: Literal["tool_result"] = "tool_result"
+    tool_use_id: str
+    content: str | list[AnthropicTextBlock] | None = None
+    is_error: bool | None = None
+    cache_control: AnthropicCacheControl | None = None
+
+
+# Thinking blocks carry no cache_control: the API's own param types leave it out
+# (thinking cannot be marked as a cache breakpoint; it is cached with its turn).
+class AnthropicThinkingBlock(_Request):
+    """A thinking block replayed verbatim; the signature proves it came from the model."""
+
+    type: Literal["thinking"] = "thinking"
+    thinking: str
+    signature: str
+
+
+class AnthropicRedactedThinkingBlock(_Request):
+    """An encrypted thinking block replayed verbatim."""
+
+    type: Literal["redacted_thinking"] = "redacted_thinking"
+    data: str
+
+
+AnthropicRequestBlock: TypeAlias = Annotated[
+    AnthropicTextBlock
+    | AnthropicToolUseBlock
+    | AnthropicToolResultBlock
+    | AnthropicThinkingBlock
+    | AnthropicRedactedThinkingBlock,
+    Field(discriminator="type"),
+]
+
+
+class AnthropicMessage(_Request):
+    """One turn: ``user`` or ``assistant``, its content a string or a list of blocks."""
+
+    role: Literal["user", "assistant"]
+    content: str | list[AnthropicRequestBlock]
+
+
+class AnthropicTool(_Request):
+    """A client tool: a name, a description and a JSON Schema (``type: object``) for its input."""
+
+    name: str
+    description: str | None = None
+    input_schema: dict[str, Any]
+    cache_control: AnthropicCacheControl | None = None
+
+
+class AnthropicToolChoiceAuto(_Request):
+    """The model decides whether to call a tool (the API default)."""
+
+    type: Literal["auto"] = "auto"
+    disable_parallel_tool_use: bool | None = None
+
+
+class AnthropicToolChoiceAny(_Request):
+    """The model must call some tool."""
+
+    type: Literal["any"] = "any"
+    disable_parallel_tool_use: bool | None = None
+
+
+class AnthropicToolChoiceTool(_Request):
+    """The model must call the named tool."""
+
+    type: Literal["tool"] = "tool"
+    name: str
+    disable_parallel_tool_use: bool | None = None
+
+
+class AnthropicToolChoiceNone(_Request):
+    """The model may not call any tool."""
+
+    type: Literal["none"] = "none"
+
+
+AnthropicToolChoice: TypeAlias = Annotated[
+    AnthropicToolChoiceAuto
+    | AnthropicToolChoiceAny
+    | AnthropicToolChoiceTool
+    | AnthropicToolChoiceNone,
+    Field(discriminator="type"),
+]
+
+
+class AnthropicMetadata(_Request):
+    """Request metadata: an opaque end-user id for abuse detection."""
+
+    user_id: str | None = None
+
+
+class AnthropicThinkingConfig(_Request):
+    """Extended thinking: ``enabled`` with a token budget, or ``disabled``."""
+
+    type: Literal["enabled", "disabled"]
+    budget_tokens: Annotated[int, Field(ge=1024)] | None = None
+
+
+class AnthropicMessagesRequest(_Request):
+    """A messages request body. Field order is wire order (see the module docstring)."""
+
+    model: str
+    max_tokens: NonNegativeInt
+    system: str | list[AnthropicTextBlock] | None = None
+    messages: list[AnthropicMessage]
+    tools: list[AnthropicTool] | None = None
+    tool_choice: AnthropicToolChoice | None = None
+    thinking: AnthropicThinkingConfig | None = None
+    metadata: AnthropicMetadata | None = None
+    stop_sequences: list[str] | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: NonNegativeInt | None = None
+    stream: bool | None = None
+
+
+class AnthropicResponseTextBlock(_Response):
+    """Text the model wrote (``citations`` and the like tolerated)."""
+
+    type: Literal["text"]
+    text: str | None = None
+
+
+class AnthropicResponseToolUseBlock(_Response):
+    """A client tool call; ``input`` is checked by the parser (it must be an object)."""
+
+    type: Literal["tool_use"]
+    id: str | None = None
+    name: str
+    input: Any = None
+
+
+class AnthropicResponseThinkingBlock(_Response):
+    """A thinking block with its signature, kept verbatim for replay."""
+
+    type: Literal["thinking"]
+    thinking: str
+    signature: str | None = None
+
+
+class AnthropicResponseRedactedThinkingBlock(_Response):
+    """An encrypted thinking block, kept verbatim for replay."""
+
+    type: Literal["redacted_thinking"]
+    data: str
+
+
+class AnthropicResponseOtherBlock(_Response):
+    """Any other block type (server tools, their results, future kinds): kept, not read."""
+
+    type: str
+
+
+_KNOWN_BLOCK_TYPES = frozenset({"text", "tool_use", "thinking", "redacted_thinking"})
+
+
+def _block_tag(value: Any) -> str:
+    kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+    return kind if isinstance(kind, str) and kind in _KNOWN_BLOCK_TYPES else "other"
+
+
+AnthropicResponseBlock: TypeAlias = Annotated[
+    Annotated[AnthropicResponseTextBlock, Tag("text")]
+    | Annotated[AnthropicResponseToolUseBlock, Tag("tool_use")]
+    | Annotated[AnthropicResponseThinkingBlock, Tag("thinking")]
+    | Annotated[AnthropicResponseRedactedThinkingBlock, Tag("redacted_thinking")]
+    | Annotated[AnthropicResponseOtherBlock, Tag("other")],
+    Discriminator(_block_tag),
+]
+
+
+class AnthropicUsage(_Response):
+    """Token counts; ``input_tokens`` excludes the cached (read or written) prompt tokens."""
+
+    input_tokens: NonNegativeInt | None = None
+    output_tokens: NonNegativeInt | None = None
+    cache_creation_input_tokens: NonNegativeInt | None = None
+    cache_read_input_tokens: NonNegativeInt | None = None
+
+
+class AnthropicMessagesResponse(_Response):
+    """A messages response body; everything but the content may be missing or null."""
+
+    id: str | None = None
+    type: str | None = None
+    role: str | None = None
+    model: str | None = None
+    content: list[AnthropicResponseBlock] | None = None
+    stop_reason: str | None = None
+    stop_sequence: str | None = None
+    usage: AnthropicUsage | None = None
