@@ -1,0 +1,168 @@
+"""The pure classification rules: budget wording, server waits, the cap, redaction."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from nisse_llm._classify import (
+    RateLimitPolicy,
+    Retry,
+    classify_failure,
+    is_budget_refusal,
+    redact,
+    requested_wait_s,
+)
+from nisse_llm.errors import BudgetExhausted, LLMError, UpstreamUnavailable
+from nisse_llm.wire.errors import read_error
+from tests.clients.loopback import error_body, fixture_body
+
+NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+POLICY = RateLimitPolicy()
+
+
+def _classify(
+    status: int, body: bytes, *, headers: dict[str, str] | None = None, retries_done: int = 0
+) -> Retry | LLMError:
+    return classify_failure(
+        status,
+        headers or {},
+        body,
+        where="POST /chat/completions",
+        token="sk-secret",
+        policy=POLICY,
+        retries_done=retries_done,
+        now=NOW,
+    )
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "No deployments available - crossed budget: Exceeded budget for deployment gpt-4o",
+        "litellm.RateLimitError: No deployments available - crossed budget: Exceeded budget",
+        "Budget has been exceeded! Current cost: 2.61, Max budget: 2.5",
+        "litellm.BudgetExceededError: Budget has been exceeded! Current cost: 3, Max budget: 2",
+        "Authentication Error, ExceededBudget: User=u1 over budget. Spend=3.2, Budget=3.0",
+        "ExceededBudget: Key over 1d budget. Spend=5.01, Budget=5.0",
+        "LiteLLM Virtual Key: 88dc28d0, key_alias: None, exceeded budget for model=gpt-4o",
+        "LiteLLM Team Member: user=u1, team=t1, exceeded budget for model=gpt-4o",
+        "Session budget exceeded for session s-42. Current spend: $1.0100",
+    ],
+)
+def test_each_litellm_budget_wording_is_a_budget_refusal(message: str) -> None:
+    """Every budget template LiteLLM sends is recognised from the parsed message."""
+    body = error_body(message)
+    assert is_budget_refusal(read_error(body), body)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Invalid value for 'messages[0].content': 'Budget has been exceeded! help' is too long",
+        "prompt is too long: my ExceededBudget: tool failed",
+        "LiteLLM Rate Limit Handler for rate limit type = key. Crossed TPM / RPM limit",
+        "budget",
+    ],
+)
+def test_budget_words_inside_another_error_are_not_a_budget_refusal(message: str) -> None:
+    """A budget phrase quoted inside an unrelated message (a prompt echo) does not count."""
+    body = error_body(message, type_="invalid_request_error")
+    assert not is_budget_refusal(read_error(body), body)
+
+
+def test_budget_type_alone_is_a_budget_refusal() -> None:
+    """LiteLLM's newer ``error.type: budget_exceeded`` counts whatever the message says."""
+    body = fixture_body("litellm_error_429_budget_exceeded.json")
+    assert isinstance(_classify(429, body), BudgetExhausted)
+
+
+def test_plain_text_budget_refusal_is_recognised() -> None:
+    """A budget refusal in a body that is not JSON is judged by its text."""
+    body = b"Budget has been exceeded! Current cost: 3, Max budget: 2"
+    assert is_budget_refusal(read_error(body), body)
+
+
+def test_budget_refusal_wins_over_retry_at_429() -> None:
+    """A 429 budget refusal is raised at once, never turned into a retry."""
+    verdict = _classify(
+        429, error_body("Budget has been exceeded! Max budget: 1"), headers={"retry-after": "1"}
+    )
+    assert type(verdict) is BudgetExhausted
+    assert verdict.status == 429
+
+
+def test_retry_after_http_date_is_seconds_from_now() -> None:
+    """``Retry-After`` as an HTTP date is the seconds between now and that date."""
+    assert requested_wait_s({"retry-after": "Thu, 01 Jan 2026 12:00:45 GMT"}, now=NOW) == 45.0
+
+
+def test_retry_after_in_the_past_is_no_wait() -> None:
+    """A date already past asks for no wait at all."""
+    assert requested_wait_s({"retry-after": "Thu, 01 Jan 2026 11:00:00 GMT"}, now=NOW) == 0.0
+
+
+def test_retry_after_ms_takes_precedence() -> None:
+    """``retry-after-ms`` is the more precise and wins over ``Retry-After``."""
+    assert requested_wait_s({"retry-after-ms": "250", "retry-after": "9"}, now=NOW) == 0.25
+
+
+def test_unparseable_retry_after_counts_as_absent() -> None:
+    """A garbage header falls back to the configured wait."""
+    assert requested_wait_s({"retry-after": "soon"}, now=NOW) is None
+    assert _classify(429, b"{}", headers={"retry-after": "soon"}) == Retry(20.0)
+
+
+def test_date_beyond_cap_raises_with_the_servers_wait() -> None:
+    """A requested wait beyond the cap raises at once and carries the wait for resume logic."""
+    verdict = _classify(429, b"{}", headers={"retry-after": "Thu, 01 Jan 2026 13:00:00 GMT"})
+    assert type(verdict) is UpstreamUnavailable
+    assert verdict.retry_after_s == 3600.0
+    assert "beyond the 60 s cap" in verdict.message
+
+
+def test_exhausted_retries_carry_the_servers_wait() -> None:
+    """The last 429 is unavailable, still carrying the wait the server asked for."""
+    verdict = _classify(429, b"{}", headers={"retry-after": "5"}, retries_done=1)
+    assert type(verdict) is UpstreamUnavailable
+    assert verdict.retry_after_s == 5.0
+
+
+def test_other_statuses_split_by_fault() -> None:
+    """5xx and 408 are the upstream's fault; other non-2xx statuses the request's."""
+    for status in (500, 502, 503, 504, 529, 408):
+        assert type(_classify(status, b"")) is UpstreamUnavailable
+    for status in (301, 400, 401, 403, 404, 413, 422):
+        assert type(_classify(status, b"")) is LLMError
+
+
+def test_error_fields_come_from_the_parsed_body() -> None:
+    """Status, error type and server message ride on the exception, the message redacted."""
+    verdict = _classify(401, error_body("bad key sk-secret", type_="auth_error", code="401"))
+    assert isinstance(verdict, LLMError)
+    assert (verdict.status, verdict.error_type, verdict.server_message) == (
+        401,
+        "auth_error",
+        "bad key [redacted]",
+    )
+
+
+def test_body_in_message_is_truncated() -> None:
+    """A huge error body is cut to 500 characters in the exception."""
+    verdict = _classify(400, b"x" * 10_000)
+    assert isinstance(verdict, LLMError)
+    assert verdict.message.endswith("x" * 500)
+    assert "x" * 501 not in verdict.message
+
+
+def test_redact_replaces_every_occurrence_and_ignores_an_empty_token() -> None:
+    """Redaction removes each copy of the token, and an empty token changes nothing."""
+    assert redact("a tok b tok", "tok") == "a [redacted] b [redacted]"
+    assert redact("abc", "") == "abc"
+
+
+def test_negative_policy_is_rejected() -> None:
+    """A negative retry count or wait is a programming error, refused at construction."""
+    with pytest.raises(ValueError, match="must not be negative"):
+        RateLimitPolicy(retries=-1)

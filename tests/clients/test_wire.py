@@ -1,0 +1,169 @@
+"""What each route puts on the wire: path, headers, the renderer's exact bytes; and what it keeps secret."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from pydantic import SecretStr
+
+from nisse_llm.canonical import DEFAULT_MAX_OUTPUT_TOKENS, AssistantText, UserText
+from nisse_llm.clients import (
+    AnthropicPassthroughClient,
+    AsyncAnthropicPassthroughClient,
+    AsyncLiteLLMClient,
+    LiteLLMClient,
+)
+from nisse_llm.errors import UpstreamUnavailable
+from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
+from nisse_llm.render.openai_chat import OpenAIChatRenderer
+from nisse_llm.routing import Route
+from tests.clients.harness import (
+    MODEL,
+    MODES,
+    ROUTES,
+    TOKEN,
+    Mode,
+    assert_no_token,
+    close,
+    complete,
+    make_client,
+)
+from tests.clients.loopback import LoopbackServer, SleepLog
+from tests.corpus import TOOLS, long_log
+
+RENDERERS = {"openai_chat": OpenAIChatRenderer, "anthropic_messages": AnthropicMessagesRenderer}
+LOG = [*long_log(3), UserText(text="Now summarise what changed.")]
+SYSTEM = "You are a careful refactoring agent."
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("route", ROUTES)
+async def test_request_on_the_wire(route: Route, mode: Mode, server: LoopbackServer) -> None:
+    """Each route posts to its path with its auth headers, and the body is the renderer's bytes."""
+    client = make_client(route, mode, server.base_url + "/", sleep=SleepLog(), max_tokens=2048)
+    try:
+        events = await complete(client, LOG, TOOLS, MODEL[route], system=SYSTEM)
+    finally:
+        await close(client)
+    (seen,) = server.requests
+    expected_body = RENDERERS[route]().render_bytes(
+        LOG, TOOLS, MODEL[route], SYSTEM, max_tokens=2048
+    )
+    assert seen.body == expected_body
+    assert seen.headers["authorization"] == f"Bearer {TOKEN}"
+    assert seen.headers["content-type"] == "application/json"
+    if route == "openai_chat":
+        assert seen.path == "/chat/completions"
+        assert "x-api-key" not in seen.headers
+        assert "anthropic-version" not in seen.headers
+    else:
+        assert seen.path == "/v1/messages"
+        assert seen.headers["x-api-key"] == TOKEN
+        assert seen.headers["anthropic-version"] == "2023-06-01"
+    assert events == [AssistantText(text="echo: Now summarise what changed.", model=MODEL[route])]
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_base_url_path_prefix_is_kept(route: Route, server: LoopbackServer) -> None:
+    """A base URL with a path (a proxy mounted under /litellm) keeps it before the route."""
+    client = make_client(route, "sync", server.base_url + "/litellm/", sleep=SleepLog())
+    with client:
+        client.complete([UserText(text="hi")], None, MODEL[route])
+    suffix = "/chat/completions" if route == "openai_chat" else "/v1/messages"
+    assert server.requests[0].path == "/litellm" + suffix
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_default_ceiling_is_always_sent(route: Route, server: LoopbackServer) -> None:
+    """Without a configured ceiling the default output ceiling goes on the wire, on both routes."""
+    with make_client(route, "sync", server.base_url, sleep=SleepLog()) as client:
+        client.complete([UserText(text="hi")], None, MODEL[route])
+    body = server.requests[0].json()
+    assert body.get("max_tokens", body.get("max_completion_tokens")) == DEFAULT_MAX_OUTPUT_TOKENS
+
+
+@pytest.mark.parametrize(
+    "cls",
+    [
+        LiteLLMClient,
+        AnthropicPassthroughClient,
+        AsyncLiteLLMClient,
+        AsyncAnthropicPassthroughClient,
+    ],
+)
+async def test_token_never_in_repr(cls: type[LiteLLMClient]) -> None:
+    """A client's repr names its endpoint and timeout, never the token, given as str or SecretStr."""
+    for token in (TOKEN, SecretStr(TOKEN)):
+        client = cls("http://127.0.0.1:9", token)
+        try:
+            text = repr(client)
+            assert TOKEN not in text
+            assert text.startswith(f"{cls.__name__}(url='http://127.0.0.1:9/")
+            assert TOKEN not in repr(vars(client))
+        finally:
+            await close(client)
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_secretstr_token_is_sent(route: Route, server: LoopbackServer) -> None:
+    """A token given as a SecretStr is unwrapped for the Authorization header."""
+    cls = LiteLLMClient if route == "openai_chat" else AnthropicPassthroughClient
+    with cls(server.base_url, SecretStr(TOKEN)) as client:
+        client.complete([UserText(text="hi")], None, MODEL[route])
+    assert server.requests[0].headers["authorization"] == f"Bearer {TOKEN}"
+
+
+def _httpx_exceptions() -> list[Exception]:
+    request = httpx.Request("POST", "http://127.0.0.1:9/chat/completions")
+    response = httpx.Response(500, request=request)
+    made: list[Exception] = []
+    for name in httpx.__all__:
+        cls = getattr(httpx, name)
+        if not (isinstance(cls, type) and issubclass(cls, Exception)):
+            continue
+        if issubclass(cls, httpx.HTTPStatusError):
+            made.append(cls(f"boom {TOKEN}", request=request, response=response))
+        elif issubclass(cls, httpx.RequestError):
+            made.append(cls(f"boom {TOKEN}", request=request))
+        elif cls in (
+            httpx.StreamConsumed,
+            httpx.StreamClosed,
+            httpx.RequestNotRead,
+            httpx.ResponseNotRead,
+        ):
+            made.append(cls())
+        else:
+            made.append(cls(f"boom {TOKEN}"))
+    return made
+
+
+HTTPX_EXCEPTIONS = _httpx_exceptions()
+
+
+@pytest.mark.parametrize("exc", HTTPX_EXCEPTIONS, ids=lambda e: type(e).__name__)
+@pytest.mark.parametrize("mode", MODES)
+async def test_every_httpx_exception_is_upstream_unavailable(exc: Exception, mode: Mode) -> None:
+    """Whatever httpx raises becomes UpstreamUnavailable, chained from it, the token redacted."""
+
+    def fail(request: httpx.Request) -> httpx.Response:
+        raise exc
+
+    transport = httpx.MockTransport(fail)
+    cls = LiteLLMClient if mode == "sync" else AsyncLiteLLMClient
+    client = cls("http://127.0.0.1:9", TOKEN, transport=transport)  # type: ignore[arg-type]
+    with pytest.raises(UpstreamUnavailable) as caught:
+        await complete(client, [UserText(text="hi")], None, "gpt-4o-mini")
+    await close(client)
+    assert type(caught.value) is UpstreamUnavailable
+    assert caught.value.__cause__ is exc
+    assert type(exc).__name__ in str(caught.value)
+    assert_no_token(caught.value)
+
+
+def test_all_httpx_exception_roots_are_covered() -> None:
+    """The mapping table covers every exception class httpx exports (a new one fails here)."""
+    from nisse_llm._transport import HTTPX_ERRORS
+
+    exported = {type(e) for e in HTTPX_EXCEPTIONS}
+    assert len(exported) > 25
+    assert all(issubclass(cls, HTTPX_ERRORS) for cls in exported)
