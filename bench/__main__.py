@@ -1,0 +1,172 @@
+"""``python -m bench [--smoke] [--out PATH]``: run the benchmark and write the report.
+
+The full run writes bench/RESULTS.md with the targets judged; ``--smoke`` runs tiny
+sizes in seconds with no thresholds (peers that are not installed are listed as skipped)
+and prints the report unless ``--out`` is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench import harness, procs, report
+from bench.workload import Workload
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How much of everything to run."""
+
+    sizes: tuple[tuple[int, int], ...]  # (turns, timed rounds)
+    warmup: int
+    grow: tuple[int, int]
+    import_rounds: int
+    import_labels: tuple[str, ...]
+    memory_turns: int
+    memory_calls: int
+    memory_keys: tuple[str, ...] | None  # None: every contender that ran
+    longrun_calls: int
+    longrun_every: int
+    profiles: tuple[tuple[int, int], ...]  # (turns, profiled calls)
+    render_rounds: int
+    smoke: bool = False
+
+
+FULL = Plan(
+    sizes=((10, 200), (100, 60), (1000, 15)),
+    warmup=3,
+    grow=(100, 1000),
+    import_rounds=10,
+    import_labels=tuple(procs.IMPORTS),
+    memory_turns=100,
+    memory_calls=500,
+    memory_keys=None,
+    longrun_calls=10_000,
+    longrun_every=1_000,
+    profiles=((100, 300), (1000, 40)),
+    render_rounds=30,
+)
+
+SMOKE = Plan(
+    sizes=((2, 3),),
+    warmup=1,
+    grow=(2, 5),
+    import_rounds=1,
+    import_labels=("nisse_llm", "httpx, pydantic"),
+    memory_turns=2,
+    memory_calls=20,
+    memory_keys=("floor-chat", "nisse-chat", "nisse-messages"),
+    longrun_calls=40,
+    longrun_every=10,
+    profiles=((2, 3),),
+    render_rounds=3,
+    smoke=True,
+)
+
+LONGRUN_KEYS = ("floor-chat", "floor-messages", "nisse-chat", "nisse-messages")
+GROW_KEYS = (
+    "floor-chat",
+    "nisse-chat",
+    "httpx-orjson-chat",
+    "floor-messages",
+    "nisse-messages",
+    "httpx-orjson-messages",
+)
+
+
+def _pin_self() -> tuple[int | None, str]:
+    """Pin this process to CPU 0 and the stub to the last CPU, when there are two or more."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        return None, "not pinned (one CPU)"
+    os.sched_setaffinity(0, {cpus[0]})
+    return cpus[-1], f"client pinned to CPU {cpus[0]}, stub to CPU {cpus[-1]}"
+
+
+def run(plan: Plan, *, log: bool) -> report.Results:
+    """Run every section of ``plan``; the results the report is written from."""
+
+    def say(msg: str) -> None:
+        if log:
+            print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    res = report.Results(smoke=plan.smoke)
+    stub_cpu, res.pinning = _pin_self()
+    with harness.stub_server(cpu=stub_cpu) as base_url:
+        contenders, res.skipped = harness.build_all(harness.catalogue_keys(), base_url)
+        say(f"built {[c.key for c in contenders]}; skipped {sorted(res.skipped)}")
+        contenders, failed = harness.check_all(contenders, Workload.of(plan.sizes[0][0]), base_url)
+        res.skipped.update({k: f"failed its check: {v}" for k, v in failed.items()})
+        res.ran = [c.key for c in contenders]
+        for turns, rounds in plan.sizes:
+            wl = Workload.of(turns)
+            res.shapes[turns] = report.shape(wl)
+            say(f"{turns} turns: {rounds} rounds x {len(contenders)} contenders")
+            res.fixed[turns] = harness.interleave(contenders, wl, rounds=rounds, warmup=plan.warmup)
+            res.renders[turns] = harness.render_costs(wl, rounds=plan.render_rounds)
+        res.parse = {r: harness.parse_cost(r, rounds=200) for r in ("chat", "messages")}
+
+        growers = [c for c in contenders if c.key in GROW_KEYS]
+        say(f"growing log {plan.grow[0]} -> {plan.grow[1]} turns")
+        res.growth = harness.grow(growers, start=plan.grow[0], end=plan.grow[1])
+        res.grow_range = plan.grow
+
+        for turns, calls in plan.profiles:
+            for c in contenders:
+                if c.group == "nisse":
+                    say(f"profiling {c.key} at {turns} turns")
+                    res.profiles.append(harness.profile(c, Workload.of(turns), calls=calls))
+        for c in contenders:
+            c.close()
+
+        say("import times")
+        res.imports = procs.import_times(list(plan.import_labels), rounds=plan.import_rounds)
+        res.import_rounds = plan.import_rounds
+
+        keys = plan.memory_keys or tuple(res.ran)
+        for key in keys:
+            if key in res.ran:
+                say(f"memory: {key}")
+                res.memory[key] = procs.memory(
+                    key, base_url, turns=plan.memory_turns, calls=plan.memory_calls
+                )
+        res.memory_plan = (plan.memory_turns, plan.memory_calls)
+        for key in LONGRUN_KEYS:
+            if key in res.ran:
+                say(f"{plan.longrun_calls} calls: {key}")
+                res.longrun[key] = procs.memory(
+                    key,
+                    base_url,
+                    turns=plan.memory_turns,
+                    calls=plan.longrun_calls,
+                    every=plan.longrun_every,
+                )
+    return res
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, no thresholds")
+    parser.add_argument("--out", help="report path (default: bench/RESULTS.md; smoke: stdout)")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    args = parser.parse_args(argv)
+    plan = SMOKE if args.smoke else FULL
+    command = "python -m bench" + (" --smoke" if args.smoke else "")
+    text = report.render(run(plan, log=not args.quiet), command=command)
+    out = args.out or (None if args.smoke else str(Path(__file__).parent / "RESULTS.md"))
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        Path(out).write_text(text)
+        print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

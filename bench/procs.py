@@ -1,0 +1,89 @@
+"""Measurements that need fresh processes: import time and resident memory."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+from typing import Any
+
+# label -> import statement; the first two are the import target's numerator and base.
+IMPORTS: dict[str, str] = {
+    "nisse_llm": "import nisse_llm",
+    "httpx, pydantic": "import httpx, pydantic",
+    "nisse_llm + both clients": "from nisse_llm import LiteLLMClient, AnthropicPassthroughClient",
+    "httpx": "import httpx",
+    "pydantic_settings": "import pydantic_settings",
+    "openai": "import openai",
+    "anthropic": "import anthropic",
+    "litellm": "import litellm",
+}
+
+_TIMER = "import time\nt = time.perf_counter()\n{stmt}\nprint(time.perf_counter() - t)\n"
+
+
+def _env() -> dict[str, str]:
+    # LiteLLM otherwise fetches its price map over the network at import.
+    return {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+
+
+def _import_once(stmt: str) -> float | None:
+    proc = subprocess.run(
+        [sys.executable, "-c", _TIMER.format(stmt=stmt)],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        check=False,
+    )
+    if proc.returncode != 0:
+        return None
+    return float(proc.stdout.strip().splitlines()[-1])
+
+
+def import_times(labels: list[str], *, rounds: int) -> dict[str, float | None]:
+    """Median seconds per import statement, fresh processes interleaved round by round.
+
+    A first round (discarded) warms the bytecode caches; an import that fails once is
+    reported as None (not installed).
+    """
+    samples: dict[str, list[float]] = {label: [] for label in labels}
+    missing: set[str] = set()
+    for r in range(rounds + 1):
+        shift = r % len(labels)
+        for label in labels[shift:] + labels[:shift]:
+            if label in missing:
+                continue
+            seconds = _import_once(IMPORTS[label])
+            if seconds is None:
+                missing.add(label)
+            elif r > 0:
+                samples[label].append(seconds)
+    return {
+        label: None if label in missing else statistics.median(samples[label]) for label in labels
+    }
+
+
+def memory(key: str, base_url: str, *, turns: int, calls: int, every: int = 0) -> dict[str, Any]:
+    """Run `bench.memory` for one contender in a fresh process; its JSON, or an error."""
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench.memory",
+            key,
+            base_url,
+            f"--turns={turns}",
+            f"--calls={calls}",
+            f"--every={every}",
+        ],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        check=False,
+    )
+    if proc.returncode != 0:
+        return {"key": key, "error": proc.stderr.strip().splitlines()[-1:] or ["failed"]}
+    data: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return data
