@@ -481,7 +481,10 @@ def _read_toml(path: Path, named_by: str) -> dict[str, Any]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"config file {path} is not UTF-8 text (byte {exc.start})") from None
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(
+            f"config file {path} is not UTF-8 text (line {line}, byte {exc.start})"
+        ) from None
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -640,8 +643,10 @@ def _known_tokens(load: _Load) -> set[str]:
         value = table.get("token") if isinstance(table, Mapping) else None
         if isinstance(value, SecretStr):
             value = value.get_secret_value()
-        if isinstance(value, str) and len(value.strip()) >= _MIN_REDACTED_LEN:
-            found.add(value.strip())
+        if isinstance(value, str):
+            # An invalid token (say, with a stray space) still holds the real one in a piece.
+            pieces = {value.strip(), *value.split()}
+            found.update(p for p in pieces if len(p) >= _MIN_REDACTED_LEN)
     return found
 
 
