@@ -14,6 +14,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
+from nisse_llm.cli_complete import register as _register_complete
 from nisse_llm.config import Settings, load_settings
 from nisse_llm.errors import BudgetExhausted, ConfigError, LLMError, UpstreamUnavailable
 from nisse_llm.schema import check_schemas, write_schemas
@@ -133,7 +134,7 @@ def _register_schema(commands: argparse._SubParsersAction[argparse.ArgumentParse
 
 
 #: One registrar per subcommand; a new subcommand appends its own.
-REGISTRARS: list[Registrar] = [_register_config, _register_schema]
+REGISTRARS: list[Registrar] = [_register_config, _register_schema, _register_complete]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -11,7 +11,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, Self, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
 
 import httpx
 from pydantic import SecretStr
@@ -19,9 +19,11 @@ from pydantic import SecretStr
 from nisse_llm._classify import RateLimitPolicy
 from nisse_llm._transport import Core, RouteSpec, UsageCallback, shared_ssl_context
 from nisse_llm.canonical import CanonicalEvent, LogLike, ToolLike, Usage
-from nisse_llm.errors import LLMError
 from nisse_llm.render import Renderer
 from nisse_llm.routing import DEFAULT_PASSTHROUGH_PREFIXES, Route, has_native_adapter, route_for
+
+if TYPE_CHECKING:
+    from nisse_llm.config import Pin, Settings
 
 __all__ = [
     "AnthropicPassthroughClient",
@@ -75,40 +77,20 @@ ROUTE_SPECS: Mapping[Route, RouteSpec] = {
 }
 
 
-class _PinLike(Protocol):
-    """What the clients read from a pinned configuration."""
-
-    @property
-    def base_url(self) -> str: ...
-    @property
-    def token(self) -> SecretStr: ...
-    @property
-    def max_output_tokens(self) -> int: ...
-    @property
-    def passthrough_prefixes(self) -> tuple[str, ...]: ...
-    @property
-    def rate_limit_retries(self) -> int: ...
-    @property
-    def rate_limit_wait_s(self) -> float: ...
-    @property
-    def rate_limit_wait_cap_s(self) -> float: ...
-    def timeout_for(self, route: Route) -> float: ...
-    def model_for(self, role: str) -> str: ...
-    def role_models(self) -> dict[str, str]: ...
-
-
-class _SettingsLike(Protocol):
-    def pin(self) -> Any: ...
-
-
-def _pin_options(pin: _PinLike, route: RouteSpec) -> dict[str, Any]:
+def _pin_options(pin: Pin, route: RouteSpec) -> dict[str, Any]:
+    read_s = pin.timeout_s if route.name == "openai_chat" else pin.passthrough_timeout_s
     return {
-        "timeout_s": pin.timeout_for(route.name),
+        "timeout_s": read_s,
+        "connect_timeout_s": pin.connect_timeout_s,
         "max_tokens": pin.max_output_tokens,
         "rate_limit_retries": pin.rate_limit_retries,
         "rate_limit_wait_s": pin.rate_limit_wait_s,
         "rate_limit_wait_cap_s": pin.rate_limit_wait_cap_s,
     }
+
+
+def _timeout(read_s: float, connect_s: float | None) -> httpx.Timeout:
+    return httpx.Timeout(read_s, connect=read_s if connect_s is None else connect_s)
 
 
 class _ClientBase:
@@ -158,13 +140,13 @@ class _ClientBase:
         return self._core.describe(type(self))
 
     @classmethod
-    def from_pin(cls, pin: _PinLike, **options: Any) -> Self:
+    def from_pin(cls, pin: Pin, **options: Any) -> Self:
         """A client configured by a pin; ``options`` (transport, sleep, on_usage...) win."""
         merged = {**_pin_options(pin, cls.ROUTE), **options}
         return cls(pin.base_url, pin.token, **merged)
 
     @classmethod
-    def from_settings(cls, settings: _SettingsLike, **options: Any) -> Self:
+    def from_settings(cls, settings: Settings, **options: Any) -> Self:
         """A client configured by settings (pinned on the spot)."""
         return cls.from_pin(settings.pin(), **options)
 
@@ -180,6 +162,7 @@ class _SyncClient(_ClientBase):
         token: str | SecretStr,
         *,
         timeout_s: float | None = None,
+        connect_timeout_s: float | None = None,
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], object] = time.sleep,
         max_tokens: int | None = None,
@@ -201,7 +184,7 @@ class _SyncClient(_ClientBase):
         self._sleep = sleep
         self._http = httpx.Client(
             headers=core.headers,
-            timeout=core.timeout_s,
+            timeout=_timeout(core.timeout_s, connect_timeout_s),
             transport=transport,
             verify=shared_ssl_context(),
         )
@@ -248,6 +231,7 @@ class _AsyncClient(_ClientBase):
         token: str | SecretStr,
         *,
         timeout_s: float | None = None,
+        connect_timeout_s: float | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
         max_tokens: int | None = None,
@@ -269,7 +253,7 @@ class _AsyncClient(_ClientBase):
         self._sleep = sleep
         self._http = httpx.AsyncClient(
             headers=core.headers,
-            timeout=core.timeout_s,
+            timeout=_timeout(core.timeout_s, connect_timeout_s),
             transport=transport,
             verify=shared_ssl_context(),
         )
@@ -363,52 +347,43 @@ K = TypeVar("K", bound=_ClientBase)
 
 
 class _RouterBase(Generic[K]):
-    """Role -> model (from the pin alone) -> route -> one client per route."""
+    """Role -> model by the pin alone, model -> route by the pin's prefixes, one client per route."""
 
-    def __init__(self, models: Mapping[str, str], clients: Mapping[str, K]) -> None:
-        self._models = dict(models)
+    def __init__(self, pin: Pin, clients: Mapping[Route, K]) -> None:
+        self._pin = pin
         self._clients = dict(clients)
 
-    @classmethod
-    def _build(
-        cls, pin: _PinLike, kinds: Mapping[Route, type[K]], options: Mapping[str, Any]
-    ) -> tuple[dict[str, str], dict[str, K]]:
-        models = pin.role_models()
-        prefixes = pin.passthrough_prefixes
-        wanted = {role: route_for(model, prefixes) for role, model in models.items()}
-        by_route = {
-            route: kinds[route].from_pin(pin, **options) for route in sorted(set(wanted.values()))
-        }
-        return models, {role: by_route[route] for role, route in wanted.items()}
+    @staticmethod
+    def _clients_for(
+        pin: Pin, kinds: Mapping[Route, type[K]], options: Mapping[str, Any]
+    ) -> dict[Route, K]:
+        routes = {route_for(m, pin.passthrough_prefixes) for m in pin.roles.pinned().values()}
+        return {route: kinds[route].from_pin(pin, **options) for route in sorted(routes)}
 
-    def model_for(self, role: str) -> str:
-        """The pinned model for ``role`` (`LLMError` for an unknown role)."""
-        if role not in self._models:
-            raise LLMError(f"unknown role: {role!r}; known roles: {', '.join(self._models)}")
-        return self._models[role]
+    @property
+    def pin(self) -> Pin:
+        """The pin this router completes by."""
+        return self._pin
 
-    def route_for(self, role: str) -> Route:
-        """The route ``role``'s calls take."""
-        return self._client(role).route
+    def _resolve(self, role: str) -> tuple[str, K]:
+        model = self._pin.model_for(role)
+        return model, self._clients[route_for(model, self._pin.passthrough_prefixes)]
 
-    def _client(self, role: str) -> K:
-        self.model_for(role)
-        return self._clients[role]
-
-    def _distinct(self) -> list[K]:
-        return list({id(c): c for c in self._clients.values()}.values())
+    def client_for(self, role: str) -> K:
+        """The client ``role``'s calls go through (`LLMError` for an unknown role)."""
+        return self._resolve(role)[1]
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self._models!r})"
+        return f"{type(self).__name__}({self._pin.roles.pinned()!r})"
 
 
 class RoleRouter(_RouterBase[_SyncClient]):
     """Complete by role through a pin's mapping; one connection pool per route used."""
 
     @classmethod
-    def from_pin(cls, pin: _PinLike, **options: Any) -> Self:
+    def from_pin(cls, pin: Pin, **options: Any) -> Self:
         """A router over ``pin``; ``options`` (transport, sleep, on_usage...) go to each client."""
-        return cls(*cls._build(pin, _SYNC_CLIENTS, options))
+        return cls(pin, cls._clients_for(pin, _SYNC_CLIENTS, options))
 
     def complete(
         self,
@@ -418,11 +393,12 @@ class RoleRouter(_RouterBase[_SyncClient]):
         system: str | None = None,
     ) -> list[CanonicalEvent]:
         """Send the log to ``role``'s pinned model down that model's route."""
-        return self._client(role).complete(events, tools, self._models[role], system)
+        model, client = self._resolve(role)
+        return client.complete(events, tools, model, system)
 
     def close(self) -> None:
         """Close every client's pool."""
-        for client in self._distinct():
+        for client in self._clients.values():
             client.close()
 
     def __enter__(self) -> Self:
@@ -441,9 +417,9 @@ class AsyncRoleRouter(_RouterBase[_AsyncClient]):
     """`RoleRouter` for asyncio."""
 
     @classmethod
-    def from_pin(cls, pin: _PinLike, **options: Any) -> Self:
+    def from_pin(cls, pin: Pin, **options: Any) -> Self:
         """A router over ``pin``; ``options`` (transport, sleep, on_usage...) go to each client."""
-        return cls(*cls._build(pin, _ASYNC_CLIENTS, options))
+        return cls(pin, cls._clients_for(pin, _ASYNC_CLIENTS, options))
 
     async def complete(
         self,
@@ -453,11 +429,12 @@ class AsyncRoleRouter(_RouterBase[_AsyncClient]):
         system: str | None = None,
     ) -> list[CanonicalEvent]:
         """Send the log to ``role``'s pinned model down that model's route."""
-        return await self._client(role).complete(events, tools, self._models[role], system)
+        model, client = self._resolve(role)
+        return await client.complete(events, tools, model, system)
 
     async def aclose(self) -> None:
         """Close every client's pool."""
-        for client in self._distinct():
+        for client in self._clients.values():
             await client.aclose()
 
     async def __aenter__(self) -> Self:

@@ -1,0 +1,83 @@
+"""The ``nisse-llm complete`` subcommand: one prompt to a role's pinned model, the reply printed.
+
+The reply goes to stdout (text, then one line per tool call; or the canonical events as
+JSON lines with ``--json``), usage to stderr. Errors propagate to the CLI's exit-code
+mapping: 1 a failed call, 2 configuration or usage, 3 upstream unavailable, 4 budget.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import assert_never
+
+from pydantic import TypeAdapter
+
+from nisse_llm.canonical import (
+    AssistantText,
+    CanonicalEvent,
+    Reasoning,
+    ToolCall,
+    ToolResult,
+    UserText,
+)
+from nisse_llm.config import RoleMap
+
+__all__ = ["register"]
+
+_EVENT = TypeAdapter[CanonicalEvent](CanonicalEvent)
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``complete`` to the CLI's subcommands."""
+    summary = "send one prompt to a role's model through the proxy and print the reply"
+    parser = commands.add_parser("complete", help=summary, description=summary)
+    parser.add_argument("--role", required=True, choices=RoleMap.ROLES, help="the role to ask")
+    parser.add_argument(
+        "--config", metavar="PATH", help="TOML file (default: $NISSE_CONFIG, else none)"
+    )
+    parser.add_argument("--system", metavar="TEXT", help="a system prompt")
+    parser.add_argument(
+        "--json", action="store_true", help="print the reply's canonical events as JSON lines"
+    )
+    parser.add_argument("prompt", metavar="PROMPT", help="the user message")
+    parser.set_defaults(handler=_complete)
+
+
+def _complete(args: argparse.Namespace) -> int:
+    # Deferred: the CLI imports this module to register it, and `config check` should not
+    # pay for httpx and the renderers.
+    from nisse_llm.cli import _load
+    from nisse_llm.clients import RoleRouter
+
+    pin = _load(args).pin()
+    with RoleRouter.from_pin(pin) as router:
+        events = router.complete(args.role, [UserText(text=args.prompt)], None, args.system)
+        usage = router.client_for(args.role).last_usage
+    for event in events:
+        if args.json:
+            sys.stdout.write(_EVENT.dump_json(event).decode() + "\n")
+        else:
+            _print_event(event)
+    if usage is not None:
+        print(
+            f"usage: model={pin.model_for(args.role)} input={usage.input} output={usage.output} "
+            f"cache_read={usage.cache_read} cache_write={usage.cache_write}",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def _print_event(event: CanonicalEvent) -> None:
+    if isinstance(event, AssistantText):
+        print(event.text)
+    elif isinstance(event, ToolCall):
+        print(f"tool call {event.tool} {json.dumps(event.arguments, ensure_ascii=False)}")
+    elif isinstance(event, Reasoning):
+        print(f"[reasoning block: {event.block.get('type', 'unknown')}]", file=sys.stderr)
+    elif isinstance(event, UserText | ToolResult):
+        # A reply never holds these; shown rather than dropped if a parser ever yields one.
+        print(f"[{event.kind}] {event}", file=sys.stderr)
+    else:
+        assert_never(event)
