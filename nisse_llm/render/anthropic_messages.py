@@ -38,6 +38,7 @@ whose input is not an object; any malformed body raises `LLMError`.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias, assert_never, cast
@@ -58,6 +59,7 @@ from nisse_llm.canonical import (
     ToolSpec,
     Usage,
     UserText,
+    as_events,
     as_tool_specs,
     mint_call_id,
 )
@@ -108,23 +110,185 @@ _SNIPPET = 300
 
 #: Each event's encoded block, computed once per event object (events are frozen).
 _FRAGMENTS: FragmentMemo[CanonicalEvent, bytes] = FragmentMemo()
+#: The encoded interrupted-result block answering each call that has no result.
+_INTERRUPTED: FragmentMemo[ToolCall, bytes] = FragmentMemo()
 #: Each tool spec's wire tool, built (and its schema validated) once per spec object.
 _TOOLS: FragmentMemo[ToolSpec, AnthropicTool] = FragmentMemo()
 
-_Synthetic: TypeAlias = AnthropicTextBlock | AnthropicToolResultBlock
-_Source: TypeAlias = UserText | AssistantText | ToolCall | ToolResult | Reasoning | _Synthetic
+# A ToolCall inside a user turn is a hole: the place its result goes once it arrives
+# (an interrupted result if it never does).
+_Source: TypeAlias = (
+    UserText | AssistantText | ToolCall | ToolResult | Reasoning | AnthropicTextBlock
+)
 _Role: TypeAlias = Literal["user", "assistant"]
+_MESSAGE_OPEN: dict[_Role, bytes] = {
+    "user": b'{"role":"user","content":[',
+    "assistant": b'{"role":"assistant","content":[',
+}
 
 
 @dataclass(slots=True)
 class _Turn:
-    """One message being planned: its role, its block sources, the calls it makes."""
+    """One message: its role and block sources; ``encoded`` once it has been encoded.
+
+    A turn reachable from a cached `_Progress` is never mutated (a progress copies a turn
+    before changing it), so its encoding, once made, stays true.
+    """
 
     role: _Role
     sources: list[_Source] = field(default_factory=list)
+    #: Assistant turns: the calls made, answered at the head of the next user turn.
     calls: list[ToolCall] = field(default_factory=list)
-    #: Assistant turns: whether a text or call is present (reasoning may only lead).
-    visible: bool = False
+    encoded: bytes | None = None
+
+    def copy(self) -> _Turn:
+        return _Turn(self.role, list(self.sources), list(self.calls))
+
+
+_LEADING = _Turn("user", [AnthropicTextBlock(text=LEADING_PLACEHOLDER)])
+_TRAILING = _Turn("user", [AnthropicTextBlock(text=TRAILING_PLACEHOLDER)])
+
+
+@dataclass(slots=True)
+class _Progress:
+    """The planned turns after a prefix of a log, for one request model.
+
+    A cached progress is never mutated: a longer log copies it and consumes only its new
+    events, so re-sending a grown log costs the new events, not the whole history.
+    """
+
+    model: str
+    prefix: list[CanonicalEvent] = field(default_factory=list)
+    turns: list[_Turn] = field(default_factory=list)
+    #: Indexes of the turns this progress made or copied, so may change.
+    owned: set[int] = field(default_factory=set)
+    #: Each unanswered call's hole: (turn index, block index).
+    holes: dict[str, tuple[int, int]] = field(default_factory=dict)
+    call_ids: set[str] = field(default_factory=set)
+    called: dict[str, None] = field(default_factory=dict)
+    #: Replayable reasoning waiting for the assistant text or call it leads.
+    reasoning: list[Reasoning] = field(default_factory=list)
+
+    def copy(self) -> _Progress:
+        return _Progress(
+            self.model,
+            list(self.prefix),
+            list(self.turns),
+            set(),
+            dict(self.holes),
+            set(self.call_ids),
+            dict(self.called),
+            list(self.reasoning),
+        )
+
+    def _own(self, index: int) -> _Turn:
+        if index not in self.owned:
+            self.turns[index] = self.turns[index].copy()
+            self.owned.add(index)
+        return self.turns[index]
+
+    def _open(self, turn: _Turn) -> _Turn:
+        self.turns.append(turn)
+        self.owned.add(len(self.turns) - 1)
+        return turn
+
+    def consume(self, events: list[CanonicalEvent]) -> None:
+        """Plan ``events`` after the prefix (the hot loop: kinds compared as strings,
+        since isinstance on pydantic models runs ABC checks, about 3x slower)."""
+        turns = self.turns
+        for event in events:
+            if event.kind == "user_text" or event.kind == "tool_result":
+                self.reasoning = []  # reasoning that led no assistant content is left out
+                if turns and turns[-1].calls:  # only assistant turns make calls
+                    self._answer()
+                if event.kind == "tool_result":
+                    self._fill(event)
+                elif event.text.strip():
+                    if not turns or turns[-1].role != "user":
+                        self._open(_Turn("user"))
+                    self._own(len(turns) - 1).sources.append(event)
+            elif event.kind == "reasoning":
+                if (
+                    event.model == self.model
+                    and _replayable(event.block)
+                    and (not turns or turns[-1].role != "assistant")
+                ):
+                    self.reasoning.append(event)
+            elif event.kind == "assistant_text" or event.kind == "tool_call":
+                if event.kind == "assistant_text" and not event.text.strip():
+                    continue
+                if not turns or turns[-1].role != "assistant":
+                    self._open(_Turn("assistant", [*self.reasoning]))
+                    self.reasoning = []
+                turn = self._own(len(turns) - 1)
+                turn.sources.append(event)
+                if event.kind == "tool_call":
+                    if event.call_id in self.call_ids:
+                        raise RenderError(
+                            f"corrupt log: two tool calls share the id {event.call_id!r}"
+                        )
+                    self.call_ids.add(event.call_id)
+                    self.called[event.tool] = None
+                    turn.calls.append(event)
+            else:
+                assert_never(event)
+        self.prefix.extend(events)
+
+    def _answer(self) -> None:
+        calls = self.turns[-1].calls
+        index = len(self.turns)
+        for slot, call in enumerate(calls):
+            self.holes[call.call_id] = (index, slot)
+        self._open(_Turn("user", list(calls)))
+
+    def _fill(self, result: ToolResult) -> None:
+        hole = self.holes.pop(result.call_id, None)
+        if hole is None:
+            if result.call_id in self.call_ids:
+                raise RenderError(f"corrupt log: two tool results answer {result.call_id!r}")
+            raise RenderError(
+                f"corrupt log: the tool result for {result.call_id!r} has no earlier tool call"
+            )
+        self._own(hole[0]).sources[hole[1]] = result
+
+    def finish(self) -> list[_Turn]:
+        """The turns to send: open calls answered, placeholders where roles need them."""
+        turns = list(self.turns)
+        if not turns:
+            raise RenderError("nothing to send: every event in the log is blank or left out")
+        if turns[-1].calls:
+            turns.append(_Turn("user", list(turns[-1].calls)))
+        if turns[0].role == "assistant":
+            turns.insert(0, _LEADING)
+        if turns[-1].role == "assistant":
+            turns.append(_TRAILING)
+        return turns
+
+
+# Progress of recent logs by (model, id of the last event consumed); each holds its
+# prefix, so those ids stay unique while cached. An agent re-sends its log grown by a
+# few events: the walk back from the end finds the previous progress in a few steps.
+_PROGRESS: dict[tuple[str, int], _Progress] = {}
+_PROGRESS_SLOTS = 16
+_PROGRESS_LOCK = threading.Lock()
+
+
+def _progress_for(log: list[CanonicalEvent], model: str) -> _Progress:
+    for end in range(len(log), 0, -1):
+        cached = _PROGRESS.get((model, id(log[end - 1])))
+        if cached is not None and len(cached.prefix) == end and cached.prefix == log[:end]:
+            if end == len(log):
+                return cached
+            progress = cached.copy()
+            break
+    else:
+        progress = _Progress(model)
+    progress.consume(log[len(progress.prefix) :])
+    with _PROGRESS_LOCK:
+        _PROGRESS[(model, id(log[-1]))] = progress
+        while len(_PROGRESS) > _PROGRESS_SLOTS:
+            del _PROGRESS[next(iter(_PROGRESS))]
+    return progress
 
 
 @dataclass(slots=True)
@@ -163,11 +327,7 @@ class AnthropicMessagesRenderer:
     ) -> AnthropicMessagesRequest:
         """The request body as its typed model."""
         plan = _plan(events, tools, model)
-        messages = [
-            AnthropicMessage(role=turn.role, content=[_map_source(s) for s in turn.sources])
-            for turn in plan.turns
-        ]
-        return _envelope(model, system, max_tokens, plan, messages)
+        return _envelope(model, system, max_tokens, plan, [_map_turn(t) for t in plan.turns])
 
     def render_bytes(
         self,
@@ -188,12 +348,11 @@ class AnthropicMessagesRenderer:
         tail = serializer.to_json(
             envelope, exclude={"model", "max_tokens", "system", "messages"}, exclude_none=True
         )
-        body = b",".join(
-            _MESSAGE_OPEN[turn.role] + b",".join(map(_fragment, turn.sources)) + b"]}"
-            for turn in plan.turns
-        )
-        closing = b"]}" if tail == b"{}" else b"]," + tail[1:]
-        return head[:-1] + b',"messages":[' + body + closing
+        messages = [_encode_turn(turn) for turn in plan.turns]
+        # One join makes the body: concatenating megabyte bytes objects copies each time.
+        messages[0] = head[:-1] + b',"messages":[' + messages[0]
+        messages[-1] += b"]}" if tail == b"{}" else b"]," + tail[1:]
+        return b",".join(messages)
 
     def parse(
         self,
@@ -232,121 +391,33 @@ class AnthropicMessagesRenderer:
         )
 
 
-_MESSAGE_OPEN: dict[_Role, bytes] = {
-    "user": b'{"role":"user","content":[',
-    "assistant": b'{"role":"assistant","content":[',
-}
-
-
 def _plan(events: LogLike, tools: Iterable[ToolLike] | None, model: str) -> _Plan:
     if not model:
         raise RenderError("cannot render a request without a model name")
-    log, results = _index(events)
+    log = _bare_events(events)
     if not log:
         raise RenderError("cannot render an empty log: the API needs at least one message")
-    turns: list[_Turn] = []
-    last: _Turn | None = None  # always turns[-1]
-    called: dict[str, None] = {}
-    # The hot loop of every call, kept flat: kinds are compared as strings, since
-    # isinstance on pydantic models goes through ABC checks (about 3x slower).
-    for event in log:
-        if event.kind == "user_text" or event.kind == "tool_result":
-            if last is not None and last.calls:  # only assistant turns make calls
-                last = _answers(last, results)
-                turns.append(last)
-            if event.kind == "user_text" and event.text.strip():
-                if last is None or last.role != "user":
-                    last = _Turn("user")
-                    turns.append(last)
-                last.sources.append(event)
-            continue
-        if event.kind == "reasoning" and (event.model != model or not _replayable(event.block)):
-            continue
-        if event.kind == "assistant_text" and not event.text.strip():
-            continue
-        if last is None or last.role != "assistant":
-            last = _Turn("assistant")
-            turns.append(last)
-        if event.kind == "reasoning":
-            if not last.visible:
-                last.sources.append(event)
-        elif event.kind == "assistant_text":
-            last.sources.append(event)
-            last.visible = True
-        elif event.kind == "tool_call":
-            last.sources.append(event)
-            last.calls.append(event)
-            last.visible = True
-            called[event.tool] = None
-        else:
-            assert_never(event)
-    if last is not None and last.calls:
-        turns.append(_answers(last, results))
-    turns = _drop_reasoning_only(turns)
-    if not turns:
-        raise RenderError("nothing to send: every event in the log is blank or left out")
-    if turns[0].role == "assistant":
-        turns.insert(0, _Turn("user", [AnthropicTextBlock(text=LEADING_PLACEHOLDER)]))
-    if turns[-1].role == "assistant":
-        turns.append(_Turn("user", [AnthropicTextBlock(text=TRAILING_PLACEHOLDER)]))
+    progress = _progress_for(log, model)
+    turns = progress.finish()
     specs = as_tool_specs(tools)
     if specs:
         return _Plan(turns, _map_tools(specs), stubbed=False)
-    if called:
-        return _Plan(turns, [_stub_tool(name) for name in called], stubbed=True)
+    if progress.called:
+        return _Plan(turns, [_stub_tool(name) for name in progress.called], stubbed=True)
     return _Plan(turns, None, stubbed=False)
 
 
-def _index(events: LogLike) -> tuple[list[CanonicalEvent], dict[str, ToolResult]]:
-    """The bare events, and each call's result, checking that every result follows its call."""
-    log: list[CanonicalEvent] = []
-    calls: set[str] = set()
-    results: dict[str, ToolResult] = {}
-    for item in events:
-        cls = type(item)
-        # isinstance on a pydantic model that fails runs ABC checks: test the exact types first.
-        stored = cls is StoredEvent or (cls not in _EVENT_TYPES and isinstance(item, StoredEvent))
-        event = cast(StoredEvent, item).event if stored else cast(CanonicalEvent, item)
-        log.append(event)
-        if event.kind == "tool_call":
-            if event.call_id in calls:
-                raise RenderError(f"corrupt log: two tool calls share the id {event.call_id!r}")
-            calls.add(event.call_id)
-        elif event.kind == "tool_result":
-            if event.call_id not in calls:
-                raise RenderError(
-                    f"corrupt log: the tool result for {event.call_id!r} has no earlier tool call"
-                )
-            if event.call_id in results:
-                raise RenderError(f"corrupt log: two tool results answer {event.call_id!r}")
-            results[event.call_id] = event
-    return log, results
-
-
-def _answers(turn: _Turn, results: dict[str, ToolResult]) -> _Turn:
-    """The user turn after an assistant turn that made calls: their results, in call order."""
-    answers: list[_Source] = []
-    for call in turn.calls:
-        result = results.get(call.call_id)
-        answers.append(result if result is not None else _interrupted(call))
-    return _Turn("user", answers)
-
-
-def _drop_reasoning_only(turns: list[_Turn]) -> list[_Turn]:
-    """Remove assistant turns holding only reasoning, merging the user turns around them."""
-    if all(turn.visible or turn.role == "user" for turn in turns):
-        return turns
-    kept: list[_Turn] = []
-    for turn in turns:
-        if turn.role == "assistant" and not turn.visible:
-            continue
-        if kept and kept[-1].role == turn.role:
-            # Only user turns meet here, and the later one holds text only (its assistant
-            # turn made no calls), so results stay first.
-            kept[-1].sources.extend(turn.sources)
-        else:
-            kept.append(turn)
-    return kept
+def _bare_events(log: LogLike) -> list[CanonicalEvent]:
+    """`as_events`, testing exact types first: a failing isinstance on a pydantic model is slow."""
+    events = [
+        item.event
+        if type(item) is StoredEvent
+        else item
+        if type(item) in _EVENT_TYPES
+        else as_events((item,))[0]
+        for item in log
+    ]
+    return cast(list[CanonicalEvent], events)
 
 
 def _replayable(block: Mapping[str, Any]) -> bool:
@@ -361,12 +432,6 @@ def _replayable(block: Mapping[str, Any]) -> bool:
     if kind == "redacted_thinking":
         return block.keys() == {"type", "data"} and isinstance(block["data"], str)
     return False
-
-
-def _interrupted(call: ToolCall) -> AnthropicToolResultBlock:
-    return AnthropicToolResultBlock(
-        tool_use_id=call.call_id, content=INTERRUPTED_RESULT, is_error=True
-    )
 
 
 def _map_tools(specs: list[ToolSpec]) -> list[AnthropicTool]:
@@ -409,9 +474,17 @@ def _envelope(
     )
 
 
-def _map_source(source: _Source) -> AnthropicRequestBlock:
-    if isinstance(source, AnthropicTextBlock | AnthropicToolResultBlock):
+def _map_turn(turn: _Turn) -> AnthropicMessage:
+    return AnthropicMessage(
+        role=turn.role, content=[_map_source(s, turn.role) for s in turn.sources]
+    )
+
+
+def _map_source(source: _Source, role: _Role) -> AnthropicRequestBlock:
+    if isinstance(source, AnthropicTextBlock):
         return source
+    if role == "user" and isinstance(source, ToolCall):
+        return _interrupted(source)
     return _map_event(source)
 
 
@@ -438,6 +511,12 @@ def _map_result(result: ToolResult) -> AnthropicToolResultBlock:
     )
 
 
+def _interrupted(call: ToolCall) -> AnthropicToolResultBlock:
+    return AnthropicToolResultBlock(
+        tool_use_id=call.call_id, content=INTERRUPTED_RESULT, is_error=True
+    )
+
+
 def _encode(block: BaseModel) -> bytes:
     return block.__pydantic_serializer__.to_json(block, exclude_none=True)
 
@@ -446,10 +525,24 @@ def _encode_event(event: CanonicalEvent) -> bytes:
     return _encode(_map_event(event))
 
 
-def _fragment(source: _Source) -> bytes:
-    if type(source) in _EVENT_TYPES:
-        return _FRAGMENTS.get(cast(CanonicalEvent, source), _encode_event)
-    return _encode(cast(_Synthetic, source))
+def _encode_interrupted(call: ToolCall) -> bytes:
+    return _encode(_interrupted(call))
+
+
+def _encode_turn(turn: _Turn) -> bytes:
+    """A message's bytes, from memoised block fragments; kept on the (unchanging) turn."""
+    if turn.encoded is not None:
+        return turn.encoded
+    fragments: list[bytes] = []
+    for source in turn.sources:
+        if type(source) is AnthropicTextBlock:
+            fragments.append(_encode(source))
+        elif turn.role == "user" and type(source) is ToolCall:
+            fragments.append(_INTERRUPTED.get(source, _encode_interrupted))
+        else:
+            fragments.append(_FRAGMENTS.get(cast(CanonicalEvent, source), _encode_event))
+    turn.encoded = _MESSAGE_OPEN[turn.role] + b",".join(fragments) + b"]}"
+    return turn.encoded
 
 
 def _validate(body: bytes | str | Mapping[str, Any]) -> AnthropicMessagesResponse:
