@@ -324,6 +324,7 @@ class _ChoiceState:
         "content",
         "extra",
         "finish_reason",
+        "nulls",
         "reasoning",
         "refusal",
         "role",
@@ -343,6 +344,8 @@ class _ChoiceState:
         self.tool_calls: dict[int, _ToolCallState] = {}
         self.finish_reason: str | None = None
         self.extra: dict[str, Any] = {}
+        #: Known fields that came only as null (kept, so the rebuilt body has them too).
+        self.nulls: set[str] = set()
 
 
 # Known delta fields with their own rules; `provider_specific_fields` is LiteLLM's
@@ -358,7 +361,9 @@ _OPENAI_KNOWN = frozenset(
         "provider_specific_fields",
     }
 )
-_OPENAI_NOT_TOP = frozenset({"choices", "usage", "object"})
+# Chunk fields that are not the completion's: OpenAI pads each chunk with random
+# `obfuscation` characters against length side channels.
+_OPENAI_NOT_TOP = frozenset({"choices", "usage", "object", "obfuscation"})
 
 
 class OpenAIChatStreamAccumulator(StreamAccumulator):
@@ -454,6 +459,8 @@ class OpenAIChatStreamAccumulator(StreamAccumulator):
         for key, value in delta.items():
             if key not in _OPENAI_KNOWN:
                 _merge_value(state.extra, key, value)
+            elif value is None:
+                state.nulls.add(key)
 
     @staticmethod
     def _apply_content(state: _ChoiceState, text: Any, out: list[StreamDelta] | None) -> None:
@@ -587,8 +594,11 @@ def _merge_thinking(state: _ChoiceState, fragment: dict[str, Any]) -> None:
 
 
 def _openai_message(state: _ChoiceState) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": state.role or "assistant", "content": state.content}
+    message: dict[str, Any] = {"role": state.role or "assistant"}
+    # Fields that came only as null first, so that any value that came later wins.
+    message.update((key, None) for key in state.nulls if key != "provider_specific_fields")
     message.update(state.extra)
+    message["content"] = state.content
     if state.refusal is not None:
         message["refusal"] = state.refusal
     if state.reasoning is not None:
@@ -808,6 +818,8 @@ _ANTHROPIC_EVENTS = frozenset(
 
 def _fragment(delta: dict[str, Any], key: str) -> str:
     value = delta.get(key)
+    if value is None:
+        return ""
     if not isinstance(value, str):
         raise _malformed(f"{delta.get('type')} has no {key} string", delta)
     return value
