@@ -503,7 +503,7 @@ class OpenAIChatRenderer:
         message = choice.message
         produced_by = response.model or requested_model
         if choice.finish_reason == "length":
-            ceiling = f" of {max_tokens} tokens" if max_tokens is not None else ""
+            ceiling = f" (max_tokens={max_tokens})" if max_tokens is not None else ""
             raise TruncatedResponse(
                 f"{produced_by} hit its output ceiling{ceiling} mid-answer; "
                 "raise max_tokens or retry the turn"
