@@ -246,6 +246,8 @@ class Call:
         try:
             completion = core.renderer.parse(response.content, requested_model=self.model)
         except LLMError as exc:
+            exc.message = f"{core.where}: {self.status} reply: {exc.message}"
+            exc.args = (exc.message, *exc.args[1:])
             self.fail(exc)
         except _PARSE_BUGS as exc:
             self.fail(

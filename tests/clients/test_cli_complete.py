@@ -1,0 +1,135 @@
+"""``nisse-llm complete`` against the loopback server, configured by a TOML file."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nisse_llm.cli import main
+from tests.clients.harness import TOKEN
+from tests.clients.loopback import TOKEN_MARK, LoopbackServer, Reply, error_body, fixture_body
+from tests.config.helpers import write_config
+
+ROLES = {
+    "executor": "gpt-4o-mini",
+    "planner": "claude-sonnet-4-5",
+    "delegate": "claude-opus-4-1",
+    "consultant": "openai/gpt-5",
+}
+
+
+@pytest.fixture
+def config(tmp_path: Path, server: LoopbackServer) -> str:
+    """A complete TOML config pointing at the loopback server, without retry waits."""
+    path = write_config(
+        tmp_path / "nisse.toml",
+        {
+            "llm": {"base_url": server.base_url, "token": TOKEN, "rate_limit_retries": 0},
+            "roles": ROLES,
+        },
+    )
+    return str(path)
+
+
+def test_prints_reply_and_usage(
+    config: str, server: LoopbackServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The reply text goes to stdout and the usage to stderr; the system prompt is sent."""
+    code = main(
+        ["complete", "--role", "planner", "--config", config, "--system", "Be brief.", "hi"]
+    )
+    out, err = capsys.readouterr()
+    assert code == 0
+    assert out == "echo: hi\n"
+    assert err == ("usage: model=claude-sonnet-4-5 input=11 output=2 cache_read=0 cache_write=0\n")
+    (seen,) = server.requests
+    assert seen.path == "/v1/messages"
+    assert seen.json()["system"] == "Be brief."
+
+
+def test_prints_tool_calls(
+    config: str, server: LoopbackServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A tool call in the reply is printed as its name and JSON arguments."""
+    server.plan(Reply(200, fixture_body("oai_tool_call_single.json")))
+    code = main(["complete", "--role", "executor", "--config", config, "weather?"])
+    out, _ = capsys.readouterr()
+    assert code == 0
+    assert out == 'tool call GetWeatherArgs {"city": "Edinburgh", "country": "UK", "units": "c"}\n'
+
+
+def test_json_prints_canonical_events(
+    config: str, server: LoopbackServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With --json each reply event is one JSON line in the canonical form."""
+    code = main(["complete", "--role", "consultant", "--config", config, "--json", "hi"])
+    out, _ = capsys.readouterr()
+    assert code == 0
+    assert [json.loads(line) for line in out.splitlines()] == [
+        {"kind": "assistant_text", "text": "echo: hi", "model": "openai/gpt-5"}
+    ]
+
+
+@pytest.mark.parametrize(
+    ("reply", "code"),
+    [
+        (Reply(503, error_body(f"down {TOKEN_MARK}", code="503")), 3),
+        (Reply(429, error_body(f"slow down {TOKEN_MARK}", code="429")), 3),
+        (Reply(429, error_body(f"Budget has been exceeded! Key={TOKEN_MARK}", code="429")), 4),
+        (Reply(400, error_body(f"bad request {TOKEN_MARK}", code="400")), 1),
+        (Reply(401, error_body(f"Invalid key {TOKEN_MARK}", type_="auth_error", code="401")), 1),
+        (Reply(200, b"<html>oops</html>", content_type="text/html"), 1),
+    ],
+    ids=["503", "429", "budget", "400", "401", "200-html"],
+)
+def test_exit_codes_by_failure(
+    reply: Reply, code: int, config: str, server: LoopbackServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Failures exit 3 (upstream), 4 (budget) or 1 (other), saying why on stderr without the token."""
+    server.plan(reply)
+    assert main(["complete", "--role", "executor", "--config", config, "hi"]) == code
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith("error: POST /chat/completions")
+    assert TOKEN not in err
+
+
+def test_connection_refused_exits_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A proxy that cannot be reached exits 3: keep the work, resume later."""
+    path = write_config(
+        tmp_path / "nisse.toml",
+        {"llm": {"base_url": "http://127.0.0.1:9", "token": TOKEN}, "roles": ROLES},
+    )
+    assert main(["complete", "--role", "executor", "--config", str(path), "hi"]) == 3
+    assert "ConnectError" in capsys.readouterr().err
+
+
+def test_configuration_and_usage_errors_exit_2(
+    tmp_path: Path, config: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A config missing its roles, or an unknown role, exits 2 and sends nothing."""
+    incomplete = write_config(
+        tmp_path / "bad.toml", {"llm": {"base_url": "http://127.0.0.1:9", "token": TOKEN}}
+    )
+    assert main(["complete", "--role", "executor", "--config", str(incomplete), "hi"]) == 2
+    assert "roles.executor" in capsys.readouterr().err
+    assert main(["complete", "--role", "reviewer", "--config", config, "hi"]) == 2
+    assert "invalid choice: 'reviewer'" in capsys.readouterr().err
+
+
+def test_console_script_runs(config: str, server: LoopbackServer) -> None:
+    """The installed ``nisse-llm`` entry point runs ``complete`` end to end."""
+    script = Path(sys.executable).with_name("nisse-llm")
+    done = subprocess.run(
+        [str(script), "complete", "--role", "delegate", "--config", config, "hello"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (done.returncode, done.stdout) == (0, "echo: hello\n")
+    assert "model=claude-opus-4-1" in done.stderr
