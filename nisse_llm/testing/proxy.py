@@ -64,7 +64,11 @@ async def user_api_key_auth(request: Request, api_key: str) -> UserAPIKeyAuth:
     expected = os.environ["{_TOKEN_ENV}"]
     if api_key in (expected, "Bearer " + expected):
         return UserAPIKeyAuth(api_key=expected)
-    raise HTTPException(status_code=401, detail={{"error": "invalid proxy token"}})
+    # Echo the key as LiteLLM's own auth errors do, so clients must redact it.
+    raise HTTPException(
+        status_code=401,
+        detail=f"Authentication Error: invalid proxy token. Received API Key = {{api_key}}",
+    )
 '''
 
 
