@@ -364,7 +364,7 @@ class AnthropicMessagesRenderer:
         """Canonical events, usage and stop reason of a 200 reply; `LLMError` if it is not one."""
         response = _validate(body)
         if response.type is not None and response.type != "message":
-            raise LLMError(f"messages response has type {response.type!r}, not 'message'")
+            raise _not_a_message(response)
         produced_by = response.model or requested_model
         stop = response.stop_reason
         if stop == "refusal":
@@ -625,6 +625,19 @@ def _refusal(response: AnthropicMessagesResponse, requested_model: str) -> Model
     if said:
         message += f"; it said: {said[:_SNIPPET]!r}"
     return ModelRefusal(message, error_type="refusal")
+
+
+def _not_a_message(response: AnthropicMessagesResponse) -> LLMError:
+    """An error body (or anything else) where a message belongs, with what it said."""
+    detail = (response.model_extra or {}).get("error")
+    error_type = message = None
+    if isinstance(detail, dict):
+        error_type = detail.get("type") if isinstance(detail.get("type"), str) else None
+        message = detail.get("message") if isinstance(detail.get("message"), str) else None
+    text = f"messages response has type {response.type!r}, not 'message'"
+    if error_type or message:
+        text += f": {error_type or 'error'}: {(message or '')[:_SNIPPET]}"
+    return LLMError(text, error_type=error_type, server_message=message and message[:_SNIPPET])
 
 
 def _truncation_message(stop: str, model: str, max_tokens: int | None) -> str:

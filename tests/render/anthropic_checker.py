@@ -9,7 +9,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["anthropic_violations"]
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+
+__all__ = ["anthropic_log_violations", "anthropic_violations", "official_violations"]
 
 _ID = re.compile(r"^[a-zA-Z0-9_-]+$")
 _THINKING = ("thinking", "redacted_thinking")
@@ -144,3 +146,120 @@ def anthropic_violations(body: dict[str, Any]) -> list[str]:
     if len(names) != len(set(names)):
         problems.append("tools: tool names must be unique")
     return problems
+
+
+def anthropic_log_violations(body: dict[str, Any], events: list[Any], model: str) -> list[str]:
+    """What of the log ``body`` lost, reordered or leaked (the renderer may drop only blank
+    text and reasoning it must not replay)."""
+    from nisse_llm.canonical import AssistantText, Reasoning, ToolCall, ToolResult, UserText
+    from nisse_llm.render.anthropic_messages import (
+        EMPTY_ERROR_OUTPUT,
+        INTERRUPTED_RESULT,
+        LEADING_PLACEHOLDER,
+        TRAILING_PLACEHOLDER,
+    )
+
+    problems: list[str] = []
+    placeholders = {LEADING_PLACEHOLDER, TRAILING_PLACEHOLDER}
+    user_texts: list[str] = []
+    assistant_items: list[tuple[str, Any]] = []
+    results: dict[str, dict[str, Any]] = {}
+    thinking: list[dict[str, Any]] = []
+    for message in body["messages"]:
+        for block in _blocks(message):
+            kind = block["type"]
+            if kind == "text" and message["role"] == "user":
+                user_texts.append(block["text"])
+            elif kind == "text":
+                assistant_items.append(("text", block["text"]))
+            elif kind == "tool_use":
+                assistant_items.append(("call", (block["id"], block["name"], block["input"])))
+            elif kind == "tool_result":
+                results[block["tool_use_id"]] = block
+            elif kind in _THINKING:
+                thinking.append(block)
+    if user_texts[:1] == [LEADING_PLACEHOLDER] or user_texts[-1:] == [TRAILING_PLACEHOLDER]:
+        user_texts = [text for text in user_texts if text not in placeholders]
+    expected_user = [e.text for e in events if isinstance(e, UserText) and e.text.strip()]
+    if user_texts != expected_user:
+        problems.append("user texts lost, added or reordered")
+    expected_assistant: list[tuple[str, Any]] = []
+    for event in events:
+        if isinstance(event, AssistantText) and event.text.strip():
+            expected_assistant.append(("text", event.text))
+        elif isinstance(event, ToolCall):
+            expected_assistant.append(("call", (event.call_id, event.tool, event.arguments)))
+    if assistant_items != expected_assistant:
+        problems.append("assistant texts or calls lost, added or reordered")
+    answered = {e.call_id: e for e in events if isinstance(e, ToolResult)}
+    for event in events:
+        if not isinstance(event, ToolCall):
+            continue
+        block = results.get(event.call_id)
+        result = answered.get(event.call_id)
+        if block is None:
+            problems.append(f"call {event.call_id!r} has no tool_result")
+        elif result is None:
+            if block.get("content") != INTERRUPTED_RESULT or block.get("is_error") is not True:
+                problems.append(f"interrupted call {event.call_id!r} lacks the interrupted result")
+        else:
+            want = result.output if result.output.strip() else None
+            if want is None and result.is_error:
+                want = EMPTY_ERROR_OUTPUT
+            if block.get("content") != want or block.get("is_error") is not result.is_error:
+                problems.append(f"result of {event.call_id!r} changed")
+    allowed = [
+        e.block for e in events if isinstance(e, Reasoning) and e.model == model and e.replayable
+    ]
+    for block in thinking:
+        if block not in allowed:
+            problems.append(f"reasoning replayed that the request model did not make: {block}")
+    return problems
+
+
+def official_violations(body: dict[str, Any]) -> list[str]:
+    """Why the official SDK's request type rejects ``body`` (unknown keys forbidden everywhere)."""
+    try:
+        _force(_strict_params().validate_python(body))
+    except ValidationError as exc:
+        return [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]
+    except _LooseMatch as exc:
+        return [str(exc)]
+    return []
+
+
+class _LooseMatch(Exception):
+    """A block matched only a response model of the SDK, which tolerates unknown keys."""
+
+
+def _strict_params() -> Any:
+    """``MessageCreateParamsNonStreaming`` with ``extra="forbid"``, which nested TypedDicts
+    inherit (pydantic applies the outermost TypedDict config to TypedDicts without their own)."""
+    global _STRICT
+    if _STRICT is None:
+        from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
+
+        class StrictParams(MessageCreateParamsNonStreaming):
+            pass
+
+        StrictParams.__pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[attr-defined]
+        _STRICT = TypeAdapter(StrictParams)
+    return _STRICT
+
+
+_STRICT: Any = None
+
+
+def _force(value: Any) -> Any:
+    """Validate lazily typed parts: the SDK types use ``Iterable``, which pydantic checks only
+    when iterated; and a block the param types refused may still match a tolerant response
+    model, which would hide an unknown key."""
+    if isinstance(value, BaseModel):
+        raise _LooseMatch(
+            f"{type(value).__name__} matched only a tolerant response model: {value!r}"[:300]
+        )
+    if isinstance(value, dict):
+        return {key: _force(item) for key, item in value.items()}
+    if isinstance(value, list | tuple) or type(value).__name__ == "ValidatorIterator":
+        return [_force(item) for item in value]
+    return value
