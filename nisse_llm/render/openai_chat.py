@@ -34,6 +34,7 @@ Anything else malformed is an `LLMError`.
 
 from __future__ import annotations
 
+import operator
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -281,7 +282,7 @@ class _Progress:
     until a user text or a result closes it.
     """
 
-    prefix: list[CanonicalEvent]
+    prefix: list[StoredEvent | CanonicalEvent]
     messages: list[bytes]
     holes: dict[str, tuple[int, ToolCall]]
     call_ids: set[str]
@@ -339,7 +340,6 @@ class _Progress:
                 self.messages[hole[0]] = cast(bytes, _fragment(event))
             else:
                 assert_never(event)
-        self.prefix.extend(events)
 
     def finish(self) -> list[bytes]:
         """The messages to send: the open turn closed, every unanswered call answered."""
@@ -366,21 +366,32 @@ _PROGRESS_SLOTS = 16
 _PROGRESS_LOCK = threading.Lock()
 
 
-def _progress_for(events: list[CanonicalEvent]) -> _Progress:
-    """The byte path's state after all of ``events``, resumed from the longest cached prefix."""
-    for end in range(len(events), 0, -1):
-        cached = _PROGRESS.get(id(events[end - 1]))
-        if cached is not None and len(cached.prefix) == end and cached.prefix == events[:end]:
-            if end == len(events):
+def _progress_for(log: LogLike) -> _Progress:
+    """The byte path's state after all of ``log``, resumed from the longest cached prefix.
+
+    Keyed by the log's own items (records or bare events), so only new items are unwrapped.
+    """
+    items = log if isinstance(log, list | tuple) else list(log)
+    for end in range(len(items), 0, -1):
+        cached = _PROGRESS.get(id(items[end - 1]))
+        # Identity, not equality: {"a": 1} == {"a": 1.0}, yet they encode differently.
+        if (
+            cached is not None
+            and len(cached.prefix) == end
+            and all(map(operator.is_, cached.prefix, items))
+        ):
+            if end == len(items):
                 return cached
             progress = cached.copy()
             break
     else:
         progress = _Progress([], [], {}, set(), {}, [], [])
-    progress.consume(events[len(progress.prefix) :])
-    if events:
+    new = items[len(progress.prefix) :]
+    progress.consume(_fast_events(new))
+    progress.prefix.extend(new)
+    if items:
         with _PROGRESS_LOCK:
-            _PROGRESS[id(events[-1])] = progress
+            _PROGRESS[id(items[-1])] = progress
             while len(_PROGRESS) > _PROGRESS_SLOTS:
                 del _PROGRESS[next(iter(_PROGRESS))]
     return progress
@@ -451,7 +462,7 @@ class OpenAIChatRenderer:
     ) -> bytes:
         """The encoded body, byte-identical to the typed request's dump, from memoised fragments."""
         _check_max_tokens(max_tokens)
-        progress = _progress_for(_fast_events(events))
+        progress = _progress_for(events)
         messages = progress.finish()
         if not messages:
             raise RenderError(_NOTHING_TO_SEND)

@@ -421,3 +421,21 @@ def test_a_grown_log_encodes_only_its_new_events(
         CHAT.render_request(grown, TOOLS, MODEL).model_dump_json(exclude_none=True).encode()
     )
     assert encoded == turn
+
+
+def test_a_cached_prefix_is_matched_by_identity_not_equality(fresh_progress: None) -> None:
+    """Two logs sharing a last event but holding equal-yet-different arguments render apart."""
+    last = ToolResult(call_id="c", output="done")
+    ints: list[CanonicalEvent] = [
+        UserText(text="go"),
+        ToolCall(call_id="c", tool="t", arguments={"n": 1}),
+        last,
+    ]
+    floats: list[CanonicalEvent] = [
+        ints[0],
+        ToolCall(call_id="c", tool="t", arguments={"n": 1.0}),
+        last,
+    ]
+    assert ints[1] == floats[1]
+    assert b'"{\\"n\\":1}"' in CHAT.render_bytes(ints, None, MODEL)
+    assert b'"{\\"n\\":1.0}"' in CHAT.render_bytes(floats, None, MODEL)
