@@ -11,6 +11,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
+from nisse_llm.canonical import AssistantText, Reasoning, ToolCall, ToolResult, UserText
+from nisse_llm.render.anthropic_messages import (
+    EMPTY_ERROR_OUTPUT,
+    INTERRUPTED_RESULT,
+    LEADING_PLACEHOLDER,
+    TRAILING_PLACEHOLDER,
+)
+
 __all__ = ["anthropic_log_violations", "anthropic_violations", "official_violations"]
 
 _ID = re.compile(r"^[a-zA-Z0-9_-]+$")
@@ -151,14 +159,6 @@ def anthropic_violations(body: dict[str, Any]) -> list[str]:
 def anthropic_log_violations(body: dict[str, Any], events: list[Any], model: str) -> list[str]:
     """What of the log ``body`` lost, reordered or leaked (the renderer may drop only blank
     text and reasoning it must not replay)."""
-    from nisse_llm.canonical import AssistantText, Reasoning, ToolCall, ToolResult, UserText
-    from nisse_llm.render.anthropic_messages import (
-        EMPTY_ERROR_OUTPUT,
-        INTERRUPTED_RESULT,
-        LEADING_PLACEHOLDER,
-        TRAILING_PLACEHOLDER,
-    )
-
     problems: list[str] = []
     placeholders = {LEADING_PLACEHOLDER, TRAILING_PLACEHOLDER}
     user_texts: list[str] = []
