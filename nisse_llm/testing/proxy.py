@@ -151,10 +151,11 @@ class ProxyModel:
 
 
 def scripted_models(dead_base: str) -> list[ProxyModel]:
-    """The entries the integration suite uses, two of each kind (an ``openai/`` and an ``anthropic/``).
+    """The entries the integration suite uses, for an ``openai/`` and an ``anthropic/`` model.
 
-    ``*-scripted``: plain; ``*-rpm1``: one request a minute; ``*-budget``: a budget the
-    first call crosses; ``*-down``: an upstream nobody listens on (``dead_base``).
+    ``*-scripted`` and ``*-alt``: plain (two, for per-model rules); ``*-rpm1``: one
+    request a minute; ``*-budget``: a budget the first call crosses; ``*-down``: an
+    upstream nobody listens on (``dead_base``).
     """
     # Any real call costs more than this budget, so the proxy refuses the *next* call.
     budget, cost = 1e-6, 1e-3
@@ -166,6 +167,7 @@ def scripted_models(dead_base: str) -> list[ProxyModel]:
     for family, provider in families:
         models += [
             ProxyModel(f"{family}-scripted", provider),
+            ProxyModel(f"{family}-alt", provider),
             ProxyModel(f"{family}-rpm1", provider, rpm=1),
             ProxyModel(
                 f"{family}-budget",
