@@ -15,7 +15,8 @@ Render rules, in the order a body is built:
 - Blank (empty or whitespace) text is left out, and so is an assistant message left with
   no text and no calls. `Reasoning` is never sent on this route.
 - A log with nothing left to send is a `RenderError`.
-- Tools passed are declared as function tools. With none passed but calls in the log,
+- Tools passed are declared as function tools (two with one name are a `RenderError`; a
+  schema without ``type`` gets ``"type": "object"``). With none passed but calls in the log,
   each tool name the log used is declared as a stub (`STUB_TOOL_DESCRIPTION`, parameters
   ``{"type": "object"}``) and ``tool_choice`` is ``"none"``: the history stays valid for
   servers that check it and the model cannot call them.
@@ -92,11 +93,13 @@ __all__ = [
 TOOL_ERROR_PREFIX = "[tool error] "
 #: The content of the synthetic result that answers a call the log never answered.
 INTERRUPTED_RESULT = (
-    TOOL_ERROR_PREFIX + "interrupted: this call was cut off before it returned a result; "
-    "its outcome is unknown."
+    TOOL_ERROR_PREFIX + "Interrupted: this tool call never returned a result "
+    "(the run was interrupted), so its outcome is unknown."
 )
 #: The description of a stub declared for a tool the log used but the request does not offer.
-STUB_TOOL_DESCRIPTION = "Not offered now: this tool was used earlier in the conversation."
+STUB_TOOL_DESCRIPTION = (
+    "Not offered in this request; declared only because earlier turns called it."
+)
 #: Joins the texts of one assistant turn into one message.
 ASSISTANT_TEXT_SEPARATOR = "\n\n"
 
@@ -214,11 +217,22 @@ def _map_message(slot: _Slot) -> OpenAIChatMessage:
 
 
 def _map_tool(spec: ToolSpec) -> OpenAIChatTool:
+    # OpenAI: "Invalid schema for function 'f': schema must be a JSON Schema of 'type: "object"'".
+    schema = spec.parameters if "type" in spec.parameters else {"type": "object", **spec.parameters}
     return OpenAIChatTool(
         function=OpenAIChatFunction(
-            name=spec.name, description=spec.description or None, parameters=spec.parameters
+            name=spec.name, description=spec.description or None, parameters=schema
         )
     )
+
+
+def _tool_specs(tools: Iterable[ToolLike] | None) -> list[ToolSpec]:
+    specs = as_tool_specs(tools)
+    if len({spec.name for spec in specs}) != len(specs):
+        names = [spec.name for spec in specs]
+        twice = next(name for name in names if names.count(name) > 1)
+        raise RenderError(f"two tools are named {twice!r}; the API needs unique names")
+    return specs
 
 
 def _map_stub_tool(name: str) -> OpenAIChatTool:
@@ -433,7 +447,7 @@ class OpenAIChatRenderer:
         """The typed request body for ``events`` (see the module docstring for the rules)."""
         _check_max_tokens(max_tokens)
         slots, used_tools = _plan(as_events(events))
-        specs = as_tool_specs(tools)
+        specs = _tool_specs(tools)
         messages: list[OpenAIChatMessage] = []
         if system is not None and system.strip():
             messages.append(OpenAIChatSystemMessage(content=system))
@@ -467,7 +481,7 @@ class OpenAIChatRenderer:
         if not messages:
             raise RenderError(_NOTHING_TO_SEND)
         used_tools = progress.used_tools
-        specs = as_tool_specs(tools)
+        specs = _tool_specs(tools)
         if system is not None and system.strip():
             messages = [_encode(OpenAIChatSystemMessage(content=system)), *messages]
         body = [b'{"model":', pydantic_core.to_json(model), b',"messages":[']

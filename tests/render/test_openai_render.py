@@ -439,3 +439,24 @@ def test_a_cached_prefix_is_matched_by_identity_not_equality(fresh_progress: Non
     assert ints[1] == floats[1]
     assert b'"{\\"n\\":1}"' in CHAT.render_bytes(ints, None, MODEL)
     assert b'"{\\"n\\":1.0}"' in CHAT.render_bytes(floats, None, MODEL)
+
+
+def test_tools_with_one_name_are_a_render_error() -> None:
+    """Two tools sharing a name cannot be declared."""
+    with pytest.raises(RenderError, match="two tools are named 'read_file'"):
+        CHAT.render_bytes([UserText(text="hi")], [READ_FILE, READ_FILE], MODEL)
+    with pytest.raises(RenderError, match="two tools are named 'read_file'"):
+        CHAT.render_request([UserText(text="hi")], [READ_FILE, READ_FILE], MODEL)
+
+
+def test_a_schema_without_type_is_declared_as_an_object() -> None:
+    """A parameters schema with no ``type`` is sent with ``"type": "object"`` added."""
+    spec = {"name": "ping", "parameters": {"properties": {"host": {"type": "string"}}}}
+    (tool,) = CHAT.render([UserText(text="hi")], [spec], MODEL)["tools"]
+    assert tool == {
+        "type": "function",
+        "function": {
+            "name": "ping",
+            "parameters": {"type": "object", "properties": {"host": {"type": "string"}}},
+        },
+    }
