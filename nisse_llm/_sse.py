@@ -79,21 +79,38 @@ class SSEDecoder:
             self._started = True
             if chunk.startswith(_BOM):
                 chunk = chunk[3:]
-        lines = chunk.splitlines(keepends=True)
-        last = lines[-1]
-        if last.endswith(b"\r"):
-            self._skip_lf = True
-        elif not last.endswith(b"\n"):
-            self._partial.append(lines.pop())
+        if b"\r" in chunk:
+            ends = chunk.splitlines(keepends=True)
+            last = ends[-1]
+            if last.endswith(b"\r"):
+                self._skip_lf = True
+            elif not last.endswith(b"\n"):
+                self._partial.append(ends.pop())
+            lines = [line.rstrip(b"\r\n") for line in ends]
+        else:
+            lines = chunk.split(b"\n")
+            tail = lines.pop()  # empty when the chunk ends with its line
+            if tail:
+                self._partial.append(tail)
         events: list[ServerSentEvent] = []
-        for raw in lines:
-            line = raw.rstrip(b"\r\n")
-            if line:
+        data = self._data
+        for line in lines:
+            # The hot path first: nearly every line of a reply is "data: {...}".
+            if line[:6] == b"data: ":
+                data.append(line[6:].decode("utf-8", "replace"))
+            elif line:
                 self._field(line)
-                continue
-            event = self._dispatch()
-            if event is not None:
-                events.append(event)
+            else:
+                if data:
+                    events.append(
+                        ServerSentEvent(
+                            data=data[0] if len(data) == 1 else "\n".join(data),
+                            event=self._event or "message",
+                            id=self._last_id,
+                        )
+                    )
+                    data = self._data = []
+                self._event = ""
         return events
 
     def close(self) -> None:
@@ -128,10 +145,3 @@ class SSEDecoder:
         elif name == b"retry" and value.isdigit():
             self.retry_ms = int(value)
         # Any other field is ignored, as the standard requires.
-
-    def _dispatch(self) -> ServerSentEvent | None:
-        data, event = self._data, self._event
-        self._data, self._event = [], ""
-        if not data:
-            return None
-        return ServerSentEvent(data="\n".join(data), event=event or "message", id=self._last_id)

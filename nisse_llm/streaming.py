@@ -188,6 +188,12 @@ def _merge_value(target: dict[str, Any], key: str, value: Any) -> None:
         target[key] = value
 
 
+def _join(text: str | None, fragment: Any, key: str) -> str:
+    if not isinstance(fragment, str):
+        raise _malformed(f"{key} is not a string", fragment)
+    return fragment if text is None else text + fragment
+
+
 def _server_error(data: Mapping[str, Any]) -> tuple[str | None, str | None]:
     error = data.get("error")
     if not isinstance(error, dict):
@@ -383,20 +389,25 @@ class OpenAIChatStreamAccumulator(StreamAccumulator):
     ) -> None:
         super().__init__(requested_model=requested_model, parse=parse, max_tokens=max_tokens)
         self._top: dict[str, Any] = {}
+        # Top-level fields already known (non-null), checked as a set before a slower walk.
+        self._top_known: set[str] = set(_OPENAI_NOT_TOP)
         self._choices: dict[int, _ChoiceState] = {}
         self._usage: Any = None
 
     def _on_event(self, event: ServerSentEvent) -> list[StreamDelta]:
-        if event.data.strip() == "[DONE]":
+        if event.data[:1] != "{" and event.data.strip() == "[DONE]":
             self._done = True
             return []
         chunk = self._load(event)
         if event.event == "error" or chunk.get("error") is not None:
             # LiteLLM reports a failure after the first byte as a chunk {"error": {...}}.
             raise self._fail(chunk)
-        for key, value in chunk.items():
-            if key not in _OPENAI_NOT_TOP and self._top.get(key) is None:
-                self._top[key] = value
+        if not chunk.keys() <= self._top_known:
+            for key, value in chunk.items():
+                if key not in self._top_known:
+                    self._top[key] = value
+                    if value is not None:
+                        self._top_known.add(key)
         usage = chunk.get("usage")
         if usage is not None:
             self._usage = usage
@@ -423,44 +434,37 @@ class OpenAIChatStreamAccumulator(StreamAccumulator):
     def _apply(
         self, state: _ChoiceState, delta: dict[str, Any], out: list[StreamDelta] | None
     ) -> None:
-        role = delta.get("role")
-        if isinstance(role, str) and state.role is None:
-            state.role = role
-        if "content" in delta:
-            self._apply_content(state, delta["content"], out)
-        if "refusal" in delta:
-            text = delta["refusal"]
-            if isinstance(text, str):
-                state.refusal = (state.refusal or "") + text
-                if out is not None and text:
-                    out.append(RefusalDelta(text, state.refusal))
-            elif text is not None:
-                raise _malformed("refusal is not a string", text)
-        if "reasoning_content" in delta:
-            text = delta["reasoning_content"]
-            if isinstance(text, str):
-                state.reasoning = (state.reasoning or "") + text
-                if out is not None and text:
-                    out.append(ReasoningDelta(text, state.reasoning))
-            elif text is not None:
-                raise _malformed("reasoning_content is not a string", text)
-        blocks = delta.get("thinking_blocks")
-        if blocks is not None:
-            if not isinstance(blocks, list):
-                raise _malformed("thinking_blocks is not a list", blocks)
-            for block in blocks:
-                _merge_thinking(state, _as_dict(block, "a thinking block"))
-        calls = delta.get("tool_calls")
-        if calls is not None:
-            if not isinstance(calls, list):
-                raise _malformed("tool_calls is not a list", calls)
-            for call in calls:
-                self._apply_tool_call(state, _as_dict(call, "a tool call delta"), out)
         for key, value in delta.items():
-            if key not in _OPENAI_KNOWN:
+            if value is None:
+                if key in _OPENAI_KNOWN:
+                    state.nulls.add(key)
+                else:
+                    _merge_value(state.extra, key, None)
+            elif key == "content":
+                self._apply_content(state, value, out)
+            elif key == "tool_calls":
+                if not isinstance(value, list):
+                    raise _malformed("tool_calls is not a list", value)
+                for call in value:
+                    self._apply_tool_call(state, _as_dict(call, "a tool call delta"), out)
+            elif key == "role":
+                if state.role is None and isinstance(value, str):
+                    state.role = value
+            elif key == "refusal":
+                state.refusal = _join(state.refusal, value, key)
+                if out is not None and value:
+                    out.append(RefusalDelta(value, state.refusal))
+            elif key == "reasoning_content":
+                state.reasoning = _join(state.reasoning, value, key)
+                if out is not None and value:
+                    out.append(ReasoningDelta(value, state.reasoning))
+            elif key == "thinking_blocks":
+                if not isinstance(value, list):
+                    raise _malformed("thinking_blocks is not a list", value)
+                for block in value:
+                    _merge_thinking(state, _as_dict(block, "a thinking block"))
+            elif key != "provider_specific_fields":
                 _merge_value(state.extra, key, value)
-            elif value is None:
-                state.nulls.add(key)
 
     @staticmethod
     def _apply_content(state: _ChoiceState, text: Any, out: list[StreamDelta] | None) -> None:
