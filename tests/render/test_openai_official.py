@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-import jsonschema
+import jsonschema  # type: ignore[import-untyped]  # no stubs in the dev extras
 import pytest
 from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
 from pydantic import BaseModel, ConfigDict, ValidationError

@@ -37,7 +37,7 @@ CHAT = OpenAIChatRenderer()
 
 
 def _raw(name: str) -> bytes:
-    return (RESPONSES / MANIFEST[name]["file"]).read_bytes()
+    return (RESPONSES / str(MANIFEST[name]["file"])).read_bytes()
 
 
 def _completion(**message: Any) -> dict[str, Any]:
