@@ -154,14 +154,26 @@ def test_with_error_event_ends_the_stream_as_the_route_does(
     assert (caught.value.error_type, caught.value.server_message) == (error_type, "Overloaded")
 
 
-def test_a_stream_cut_anywhere_never_passes_for_a_reply() -> None:
+@pytest.mark.parametrize(
+    ("route", "name", "stop_reason"),
+    [
+        ("openai_chat", "oai_tool_call_single", "tool_calls"),
+        ("anthropic_messages", "ant_tool_use_single", "tool_use"),
+    ],
+)
+def test_a_stream_cut_anywhere_never_passes_for_a_reply(
+    route: Any, name: str, stop_reason: str
+) -> None:
     """Every proper prefix of a stream fails as interrupted; only the whole stream is a reply."""
-    stream = sse_stream("anthropic_messages", load_body("ant_text_and_tool_use"), chunk_size=20)
-    for at in range(0, len(stream), 11):
-        acc = accumulator("anthropic_messages")
+    stream = sse_stream(route, load_body(name), chunk_size=20)
+    # Every event boundary (and a byte either side of it), plus a stride through the rest.
+    ends = [i for i in range(len(stream)) if stream.startswith(b"\n\n", i)]
+    cuts = {at + shift for at in ends for shift in (0, 1, 2)} | set(range(0, len(stream), 7))
+    for at in sorted(point for point in cuts if point < len(stream)):
+        acc = accumulator(route)
         feed_all(acc, [cut(stream, at=at)])
         with pytest.raises(StreamInterrupted):
             acc.finish()
-    acc = accumulator("anthropic_messages")
+    acc = accumulator(route)
     feed_all(acc, [stream])
-    assert acc.finish().stop_reason == "tool_use"
+    assert acc.finish().stop_reason == stop_reason
