@@ -24,7 +24,9 @@ Render rules, in the order a body is built:
 
 Dump convention: the body is ``render_request(...).model_dump_json(exclude_none=True)``.
 `render_bytes` builds the same bytes by joining per-event fragments memoised in
-``_MEMO``, so an event already sent is never encoded again.
+``_MEMO``, resuming from the progress cached for the longest already-rendered prefix of
+the log (``_PROGRESS``: the 16 latest logs, held strongly): an event already sent is
+never encoded again, and a re-sent log costs its new events plus one join.
 
 Parse rules: ``choices[0]`` is the answer (others are ignored); ``finish_reason``
 ``"length"`` raises `TruncatedResponse`; a non-empty ``refusal`` or ``finish_reason``
