@@ -287,6 +287,10 @@ class LiteLLMProxy:
                 self.stop()
                 if not in_use or attempt == 3:
                     raise
+            except BaseException:
+                # Ctrl-C or SIGTERM while starting: the caller's `with` never took it.
+                self.stop()
+                raise
         raise AssertionError("unreachable")
 
     def _launch(self) -> None:
