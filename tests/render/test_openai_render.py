@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
@@ -460,3 +461,18 @@ def test_a_schema_without_type_is_declared_as_an_object() -> None:
             "parameters": {"type": "object", "properties": {"host": {"type": "string"}}},
         },
     }
+
+
+def test_threads_rendering_one_growing_log_all_get_the_right_bodies(fresh_progress: None) -> None:
+    """Concurrent renders of prefixes of one log share the caches without corrupting a body."""
+    events = long_log(40)
+    ends = [end for end in range(1, len(events) + 1) for _ in range(3)]
+    expected = {
+        end: CHAT.render_request(events[:end], TOOLS, MODEL)
+        .model_dump_json(exclude_none=True)
+        .encode()
+        for end in set(ends)
+    }
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        got = list(pool.map(lambda end: (end, CHAT.render_bytes(events[:end], TOOLS, MODEL)), ends))
+    assert all(body == expected[end] for end, body in got)
