@@ -160,7 +160,6 @@ def anthropic_log_violations(body: dict[str, Any], events: list[Any], model: str
     """What of the log ``body`` lost, reordered or leaked (the renderer may drop only blank
     text and reasoning it must not replay)."""
     problems: list[str] = []
-    placeholders = {LEADING_PLACEHOLDER, TRAILING_PLACEHOLDER}
     user_texts: list[str] = []
     assistant_items: list[tuple[str, Any]] = []
     results: dict[str, dict[str, Any]] = {}
@@ -178,10 +177,17 @@ def anthropic_log_violations(body: dict[str, Any], events: list[Any], model: str
                 results[block["tool_use_id"]] = block
             elif kind in _THINKING:
                 thinking.append(block)
-    if user_texts[:1] == [LEADING_PLACEHOLDER] or user_texts[-1:] == [TRAILING_PLACEHOLDER]:
-        user_texts = [text for text in user_texts if text not in placeholders]
+    # A placeholder may be the renderer's or the user's own words: either reading may hold.
+    messages = body["messages"]
+    bare = list(user_texts)
+    if messages[0]["content"] == [{"type": "text", "text": LEADING_PLACEHOLDER}]:
+        bare = bare[1:]
+    if len(messages) > 1 and messages[-1]["content"] == [
+        {"type": "text", "text": TRAILING_PLACEHOLDER}
+    ]:
+        bare = bare[:-1]
     expected_user = [e.text for e in events if isinstance(e, UserText) and e.text.strip()]
-    if user_texts != expected_user:
+    if expected_user not in (user_texts, bare):
         problems.append("user texts lost, added or reordered")
     expected_assistant: list[tuple[str, Any]] = []
     for event in events:
