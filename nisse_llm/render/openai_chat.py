@@ -245,9 +245,18 @@ def _map_stub_tool(name: str) -> OpenAIChatTool:
     )
 
 
+_json = pydantic_core.to_json
+
+
 def _encode(model: BaseModel) -> bytes:
     """A wire model as JSON bytes, by the route's dump convention."""
     return model.__pydantic_serializer__.to_json(model, exclude_none=True)
+
+
+def _tool_message_bytes(call_id: str, content: str) -> bytes:
+    return (
+        b'{"role":"tool","tool_call_id":' + _json(call_id) + b',"content":' + _json(content) + b"}"
+    )
 
 
 def _map_fragment(item: object) -> Any:
@@ -255,16 +264,27 @@ def _map_fragment(item: object) -> Any:
 
     UserText: its user message; AssistantText: its text as a JSON string; ToolCall: its
     tool_call object and the synthetic tool message of its interruption; ToolResult: its
-    tool message; ToolSpec: its tool definition.
+    tool message; ToolSpec: its tool definition. Messages are spelled out around
+    pydantic-core's encoding of each value, in the wire models' field order, which is
+    2-3x cheaper than building the models; tests hold them byte-identical to the dump.
     """
     if isinstance(item, UserText):
-        return _encode(OpenAIChatUserMessage(content=item.text))
+        return b'{"role":"user","content":' + _json(item.text) + b"}"
     if isinstance(item, AssistantText):
-        return pydantic_core.to_json(item.text)
+        return _json(item.text)
     if isinstance(item, ToolCall):
-        return (_encode(_map_tool_call(item)), _encode(_map_tool_message(item)))
+        call = (
+            b'{"id":'
+            + _json(item.call_id)
+            + b',"type":"function","function":{"name":'
+            + _json(item.tool)
+            + b',"arguments":'
+            + _json(_arguments_json(item))
+            + b"}}"
+        )
+        return (call, _tool_message_bytes(item.call_id, INTERRUPTED_RESULT))
     if isinstance(item, ToolResult):
-        return _encode(_map_tool_message(item))
+        return _tool_message_bytes(item.call_id, _result_content(item))
     if isinstance(item, ToolSpec):
         return _encode(_map_tool(item))
     raise TypeError(f"no chat fragment for {type(item).__name__}")
