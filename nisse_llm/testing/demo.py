@@ -154,6 +154,19 @@ def _describe(event: CanonicalEvent) -> str:
 
 
 @contextlib.contextmanager
+def _env(name: str, value: str) -> Iterator[None]:
+    previous = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if previous is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = previous
+
+
+@contextlib.contextmanager
 def _sdk_log_shown(out: TextIO) -> Iterator[None]:
     # nisse_llm logs each failed call once; show those lines in place, not on stderr.
     handler = logging.StreamHandler(out)
@@ -201,8 +214,8 @@ def _session(proxy: LiteLLMProxy, script: Script, config: Path, say: _Printer) -
     from nisse_llm.clients import RoleRouter
     from nisse_llm.config import load_settings
 
-    os.environ["NISSE_LLM_TOKEN"] = proxy.token
-    pin = load_settings(config).pin()
+    with _env("NISSE_LLM_TOKEN", proxy.token):
+        pin = load_settings(config).pin()
     say.step(3, f"config loaded from {config} and pinned for this task")
     say(config.read_text().rstrip(), indent=6)
     say("token: from NISSE_LLM_TOKEN (never in the file, the pin record or this output)", indent=4)
