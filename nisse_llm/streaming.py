@@ -20,6 +20,7 @@ before its final event, or carries an ``error`` event, raises `StreamInterrupted
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias
@@ -208,7 +209,7 @@ def _server_error(data: Mapping[str, Any]) -> tuple[str | None, str | None]:
 # --- the shared driver -------------------------------------------------------------------
 
 
-class StreamAccumulator:
+class StreamAccumulator(ABC):
     """Bytes in, deltas out; at the end the route's non-streaming body, parsed."""
 
     route: Route
@@ -282,18 +283,21 @@ class StreamAccumulator:
         """The body the route's non-streaming API would have returned for this reply."""
         return self._body(partial=False)
 
+    @abstractmethod
     def partial(self) -> PartialReply:
         """What has arrived so far."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _on_event(self, event: ServerSentEvent) -> list[StreamDelta]:
-        raise NotImplementedError
+        """The deltas of one event; sets ``_done`` at the route's final event."""
 
+    @abstractmethod
     def _missing_end(self) -> str | None:
-        raise NotImplementedError
+        """Why the stream is not complete (``ended ...``), or ``None`` if it is."""
 
+    @abstractmethod
     def _body(self, *, partial: bool) -> dict[str, Any]:
-        raise NotImplementedError
+        """The non-streaming body so far; ``partial`` keeps unfinished arguments raw."""
 
     def _load(self, event: ServerSentEvent) -> dict[str, Any]:
         try:
@@ -369,7 +373,7 @@ _OPENAI_KNOWN = frozenset(
 )
 # Chunk fields that are not the completion's: OpenAI pads each chunk with random
 # `obfuscation` characters against length side channels.
-_OPENAI_NOT_TOP = frozenset({"choices", "usage", "object", "obfuscation"})
+_OPENAI_NOT_TOP = frozenset({"choices", "usage", "object", "obfuscation", "error"})
 
 
 class OpenAIChatStreamAccumulator(StreamAccumulator):

@@ -10,7 +10,9 @@ import pytest
 
 from nisse_llm.canonical import AssistantText, Reasoning, ToolCall, Usage
 from nisse_llm.errors import LLMError, ModelRefusal, TruncatedResponse, UpstreamUnavailable
+from nisse_llm.render.openai_chat import OpenAIChatRenderer
 from nisse_llm.streaming import (
+    OpenAIChatStreamAccumulator,
     PartialToolCall,
     ReasoningDelta,
     RefusalDelta,
@@ -18,6 +20,7 @@ from nisse_llm.streaming import (
     TextDelta,
     ToolArgumentsDelta,
     ToolCallStarted,
+    accumulator_for,
 )
 from nisse_llm.testing.sse import split_bytes
 from tests.streaming._support import MODEL, feed_all, normalise, openai_accumulator, parse_body
@@ -333,6 +336,20 @@ def test_truncation_raises_truncated_response_at_the_end() -> None:
     )
     assert deltas == [TextDelta('{"', '{"')]
     with pytest.raises(TruncatedResponse, match="hit its output ceiling"):
+        acc.finish()
+
+
+def test_the_ceiling_reaches_the_parser_for_the_truncation_message() -> None:
+    """``max_tokens`` given to the accumulator is named in the error, as complete() names it."""
+    acc = accumulator_for(
+        "openai_chat",
+        requested_model=MODEL,
+        parse=OpenAIChatRenderer().parse,
+        max_tokens=4096,
+    )
+    assert isinstance(acc, OpenAIChatStreamAccumulator)
+    feed_all(acc, [ROLE, chunk({"content": "{"}), chunk(finish="length"), DONE])
+    with pytest.raises(TruncatedResponse, match=r"output ceiling.*4096"):
         acc.finish()
 
 
