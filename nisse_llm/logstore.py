@@ -147,8 +147,9 @@ class LogStore:
         """Append one record or several, durably, in one write; refuse any out-of-order number.
 
         Raises `LogSequenceError` when a number is not above the one before it (in the
-        file or in ``records``) and `LogTornTail` when the file ends in a torn line;
-        in both cases nothing is written.
+        file or in ``records``), `LogTornTail` when the file ends in a torn line, and
+        pydantic-core's ``PydanticSerializationError`` for a record it cannot encode
+        (nesting past its limit of 254 levels); in each case nothing is written.
         """
         batch = [records] if isinstance(records, StoredEvent) else list(records)
         if not batch:

@@ -12,13 +12,16 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from pydantic_core import PydanticSerializationError
 
 from nisse_llm.canonical import (
     CanonicalEvent,
     StoredEvent,
+    ToolCall,
     ToolResult,
     UserText,
     dump_jsonl,
@@ -32,6 +35,7 @@ from nisse_llm.logstore import (
     LogTornTail,
 )
 from tests.corpus import corpus
+from tests.reliability import figures
 from tests.reliability._crash_writer import MAX_BATCH, payload
 from tests.strategies import logs
 
@@ -334,6 +338,23 @@ def test_batch_out_of_order_is_refused_whole(tmp_path: Path) -> None:
     assert path.read_bytes() == before
 
 
+def test_unencodable_record_is_refused_before_writing(tmp_path: Path) -> None:
+    """Arguments nested 10,000 deep (past pydantic-core's encoder limit) fail and write nothing."""
+    path = tmp_path / "log.jsonl"
+    store = LogStore(path)
+    store.append_event(UserText(text="a"))
+    before = path.read_bytes()
+    deep: dict[str, Any] = {"a": 1}
+    for _ in range(9_999):
+        deep = {"a": deep}
+
+    with pytest.raises(PydanticSerializationError, match="Maximum serialization depth exceeded"):
+        store.append_event(ToolCall(call_id="call_deep", tool="deep", arguments=deep))
+
+    assert path.read_bytes() == before
+    assert store.append_event(UserText(text="b")).seq == 1
+
+
 def test_threads_share_one_store_without_losing_or_reusing_numbers(tmp_path: Path) -> None:
     """Eight threads appending through one store produce 400 records numbered 0..399."""
     store = LogStore(tmp_path / "log.jsonl")
@@ -410,13 +431,13 @@ def _kill_writer_repeatedly(directory: Path, kills: int, *, budget_s: float) -> 
     """
     seed = int.from_bytes(os.urandom(4), "big")
     rng = random.Random(seed)
-    figures = _CrashFigures()
+    tally = _CrashFigures()
     previous: list[StoredEvent] = []
     start = time.monotonic()
-    while figures.kills < kills and time.monotonic() - start < budget_s:
-        where = f"seed {seed}, kill {figures.kills + 1}"
-        path = directory / f"log-{figures.kills // 10}.jsonl"
-        if figures.kills % 10 == 0:
+    while tally.kills < kills and time.monotonic() - start < budget_s:
+        where = f"seed {seed}, kill {tally.kills + 1}"
+        path = directory / f"log-{tally.kills // 10}.jsonl"
+        if tally.kills % 10 == 0:
             previous = []
         writer = subprocess.Popen(
             [sys.executable, "-m", "tests.reliability._crash_writer", str(path)],
@@ -435,7 +456,7 @@ def _kill_writer_repeatedly(directory: Path, kills: int, *, budget_s: float) -> 
         writer.send_signal(signal.SIGKILL)
         out, err = writer.communicate(timeout=30)
         assert writer.returncode == -signal.SIGKILL, (where, err.decode()[-2000:])
-        figures.kills += 1
+        tally.kills += 1
 
         # Only whole lines count: a seq cut mid-print was never reported.
         printed = [int(line) for line in out.split(b"\n")[:-1] if line not in (b"ready", b"")]
@@ -452,40 +473,40 @@ def _kill_writer_repeatedly(directory: Path, kills: int, *, budget_s: float) -> 
         for record in records[len(previous) :]:
             assert record.event == UserText(text=payload(record.seq)), where
         if found.torn_tail is not None:
-            figures.torn_tails += 1
+            tally.torn_tails += 1
             assert found.torn_offset == path.stat().st_size - len(found.torn_tail), where
             expected = b'{"seq":%d,"at":"' % len(records)
             assert found.torn_tail[: len(expected)] == expected[: len(found.torn_tail)], where
         previous = records
-        if figures.kills % 10 == 0:
-            figures.records += len(records)
-            figures.bytes += path.stat().st_size
-    figures.seconds = time.monotonic() - start
-    return figures
+        if tally.kills % 10 == 0:
+            tally.records += len(records)
+            tally.bytes += path.stat().st_size
+    tally.seconds = time.monotonic() - start
+    return tally
 
 
-def _report(figures: _CrashFigures) -> None:
-    print(
-        f"\nlog store crash test: {figures.kills} SIGKILLs, {figures.torn_tails} torn tails, "
-        f"{figures.records} records ({figures.bytes / 2**20:.1f} MiB) intact, "
-        f"{figures.seconds:.1f} s"
+def _report(tally: _CrashFigures) -> None:
+    figures.record(
+        f"log store crash test: {tally.kills} SIGKILLs, {tally.torn_tails} torn tails, "
+        f"{tally.records} records ({tally.bytes / 2**20:.1f} MiB) intact, "
+        f"{tally.seconds:.1f} s"
     )
 
 
 def test_sigkill_mid_append_never_loses_a_reported_record(tmp_path: Path) -> None:
     """After each of 50 SIGKILLs every reported record reads back intact, in order, once."""
-    figures = _kill_writer_repeatedly(tmp_path, 50, budget_s=120)
-    _report(figures)
+    tally = _kill_writer_repeatedly(tmp_path, 50, budget_s=120)
+    _report(tally)
 
-    assert figures.kills == 50
-    assert figures.records > 0
+    assert tally.kills == 50
+    assert tally.records > 0
 
 
 @pytest.mark.slow
 def test_sigkill_mid_append_full_run(tmp_path: Path) -> None:
     """The full run: after each of 500 SIGKILLs every reported record reads back intact."""
-    figures = _kill_writer_repeatedly(tmp_path, 500, budget_s=1200)
-    _report(figures)
+    tally = _kill_writer_repeatedly(tmp_path, 500, budget_s=1200)
+    _report(tally)
 
-    assert figures.kills == 500
-    assert figures.torn_tails > 0
+    assert tally.kills == 500
+    assert tally.torn_tails > 0
