@@ -324,8 +324,9 @@ def test_a_refusal_streams_as_refusal_deltas_and_ends_in_model_refusal() -> None
         ],
     )
     assert deltas == [RefusalDelta("I can't", "I can't"), RefusalDelta(" help.", "I can't help.")]
-    with pytest.raises(ModelRefusal, match=re.escape("refused: I can't help.")):
+    with pytest.raises(ModelRefusal) as caught:
         acc.finish()
+    assert caught.value.server_message == "I can't help."
 
 
 def test_truncation_raises_truncated_response_at_the_end() -> None:
@@ -335,7 +336,7 @@ def test_truncation_raises_truncated_response_at_the_end() -> None:
         acc, [ROLE, chunk({"content": '{"'}), chunk(finish="length"), usage_chunk(), DONE]
     )
     assert deltas == [TextDelta('{"', '{"')]
-    with pytest.raises(TruncatedResponse, match="hit its output ceiling"):
+    with pytest.raises(TruncatedResponse):
         acc.finish()
 
 
@@ -349,18 +350,16 @@ def test_the_ceiling_reaches_the_parser_for_the_truncation_message() -> None:
     )
     assert isinstance(acc, OpenAIChatStreamAccumulator)
     feed_all(acc, [ROLE, chunk({"content": "{"}), chunk(finish="length"), DONE])
-    with pytest.raises(TruncatedResponse, match=r"output ceiling.*4096"):
+    with pytest.raises(TruncatedResponse, match="4096"):
         acc.finish()
 
 
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        (
-            '{"path": "a.py"',
-            r"tool call 'read_file' had non-JSON arguments: '\{\"path\": \"a.py\"'",
-        ),
-        ('["a.py"]', "tool call 'read_file' arguments were list, expected an object"),
+        # The parser words it; the call's name and what was wrong must be in it.
+        ('{"path": "a.py"', "'read_file'.*non-JSON"),
+        ('["a.py"]', "'read_file'.*list"),
     ],
 )
 def test_arguments_that_are_not_a_json_object_are_a_failed_turn(
