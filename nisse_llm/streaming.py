@@ -197,6 +197,8 @@ def _join(text: str | None, fragment: Any, key: str) -> str:
 
 def _server_error(data: Mapping[str, Any]) -> tuple[str | None, str | None]:
     error = data.get("error")
+    if isinstance(error, str):
+        return None, error[:_EXCERPT]
     if not isinstance(error, dict):
         return None, str(data)[:_EXCERPT]
     kind, message = error.get("type"), error.get("message")
@@ -246,6 +248,8 @@ class StreamAccumulator(ABC):
         if self._done:
             return []
         self._events += 1
+        if event.event == "error":
+            raise self._fail(event)
         return self._on_event(event)
 
     def finish(self) -> Completion:
@@ -306,8 +310,15 @@ class StreamAccumulator(ABC):
             raise _malformed("an event is not JSON", event.data) from exc
         return _as_dict(data, "an event")
 
-    def _fail(self, data: Mapping[str, Any]) -> StreamInterrupted:
-        error_type, message = _server_error(data)
+    def _fail(self, event: ServerSentEvent) -> StreamInterrupted:
+        try:
+            data = from_json(event.data)
+        except ValueError:
+            data = None  # an error event need not be JSON to end the stream
+        if isinstance(data, dict):
+            error_type, message = _server_error(data)
+        else:
+            error_type, message = None, event.data[:_EXCERPT]
         return self.interrupted(
             f"the server sent an error ({error_type or 'untyped'}: {message})",
             error_type=error_type,
@@ -403,9 +414,9 @@ class OpenAIChatStreamAccumulator(StreamAccumulator):
             self._done = True
             return []
         chunk = self._load(event)
-        if event.event == "error" or chunk.get("error") is not None:
+        if chunk.get("error") is not None:
             # LiteLLM reports a failure after the first byte as a chunk {"error": {...}}.
-            raise self._fail(chunk)
+            raise self._fail(event)
         if not chunk.keys() <= self._top_known:
             for key, value in chunk.items():
                 if key not in self._top_known:
@@ -667,8 +678,8 @@ class AnthropicStreamAccumulator(StreamAccumulator):
     def _on_event(self, event: ServerSentEvent) -> list[StreamDelta]:
         data = self._load(event)
         kind = data.get("type", event.event)
-        if kind == "error" or event.event == "error":
-            raise self._fail(data)
+        if kind == "error":
+            raise self._fail(event)
         if kind == "ping":
             return []
         if kind == "message_start":

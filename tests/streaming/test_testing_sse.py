@@ -177,3 +177,15 @@ def test_a_stream_cut_anywhere_never_passes_for_a_reply(
     acc = accumulator(route)
     feed_all(acc, [stream])
     assert acc.finish().stop_reason == stop_reason
+
+
+@pytest.mark.parametrize("route", ["openai_chat", "anthropic_messages"])
+def test_an_error_event_that_is_not_json_still_ends_the_stream(route: Any) -> None:
+    """``event: error`` with plain-text data is an upstream failure carrying the text."""
+    acc = accumulator(route)
+    with pytest.raises(StreamInterrupted) as caught:
+        feed_all(acc, [b"event: error\ndata: Internal Server Error\n\n"])
+    assert (caught.value.error_type, caught.value.server_message) == (
+        None,
+        "Internal Server Error",
+    )
