@@ -188,6 +188,7 @@ class Call:
     def sending(self) -> Iterator[None]:
         """Count an attempt; any httpx exception inside becomes `UpstreamUnavailable`."""
         self.attempts += 1
+        self.status = None
         try:
             yield
         except HTTPX_ERRORS as exc:

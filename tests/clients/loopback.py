@@ -137,6 +137,8 @@ def echo_completion(path: str, request: Any) -> bytes:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in two writes; with Nagle on, each reply waits on a delayed ACK.
+    disable_nagle_algorithm = True
     server: LoopbackServer
 
     def log_message(self, format: str, *args: Any) -> None:

@@ -9,6 +9,7 @@ import pytest
 from nisse_llm.errors import (
     BudgetExhausted,
     LLMError,
+    RenderError,
     TruncatedResponse,
     UpstreamUnavailable,
 )
@@ -341,3 +342,34 @@ async def test_failure_table(name: str, route: Route, mode: Mode, server: Loopba
         await close(client)
     assert len(server.requests) == row.requests
     assert tuple(sleep.waits) == row.waits
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_transport_failure_after_a_429_has_no_status(
+    mode: Mode, server: LoopbackServer
+) -> None:
+    """A reset on the retry is reported with no status, not the earlier attempt's 429."""
+    server.plan(Reply(429, error_body("slow down", code="429")), Reset())
+    sleep = SleepLog()
+    client = make_client("openai_chat", mode, server.base_url, sleep=sleep)
+    try:
+        with pytest.raises(UpstreamUnavailable) as caught:
+            await complete(client, EVENTS, None, MODEL["openai_chat"])
+    finally:
+        await close(client)
+    assert type(caught.value) is UpstreamUnavailable
+    assert caught.value.status is None
+    assert sleep.waits == [20.0]
+    assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_unrenderable_log_sends_nothing(mode: Mode, server: LoopbackServer) -> None:
+    """A log no route can send (empty) raises RenderError before any request."""
+    client = make_client("anthropic_messages", mode, server.base_url, sleep=SleepLog())
+    try:
+        with pytest.raises(RenderError):
+            await complete(client, [], None, MODEL["anthropic_messages"])
+    finally:
+        await close(client)
+    assert server.requests == []

@@ -132,3 +132,13 @@ def test_from_pin_takes_the_pins_knobs(tmp_path: Path, server: LoopbackServer) -
         chat.complete([UserText(text="hi")], None, "gpt-4o-mini")
     assert sleep.waits == []
     assert server.requests[0].json()["max_tokens"] == 777
+
+
+def test_from_settings_pins_and_builds(tmp_path: Path, server: LoopbackServer) -> None:
+    """A client built from settings posts to the configured proxy with the configured token."""
+    path, _ = _pin(tmp_path, server, max_output_tokens=123)
+    with LiteLLMClient.from_settings(load_settings(path)) as client:
+        client.complete([UserText(text="hi")], None, "gpt-4o-mini")
+    (seen,) = server.requests
+    assert seen.headers["authorization"] == f"Bearer {TOKEN}"
+    assert seen.json()["max_tokens"] == 123
