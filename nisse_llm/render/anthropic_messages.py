@@ -26,8 +26,9 @@ Render rules (each answers something the API rejects):
 - An empty log, or one with nothing left to send, is a `RenderError`.
 
 `render_bytes` is byte-identical to ``render_request(...).model_dump_json(exclude_none=True)``
-(UTF-8): each event's block is encoded once, memoised per event, and the body is joined
-from bytes, so re-sending a growing log does not re-encode its history.
+(UTF-8): each event's block is encoded once (memoised per event), a log that extends one
+rendered before resumes that log's plan, finished messages keep their bytes, and the
+body is one join; re-sending a grown log costs its new events, not its history.
 
 Parse rules: provider ids are dropped and calls get minted ids; ``max_tokens`` and
 ``model_context_window_exceeded`` raise `TruncatedResponse`, ``refusal`` raises
