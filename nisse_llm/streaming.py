@@ -53,15 +53,13 @@ __all__ = [
 
 
 class ParseFn(Protocol):
-    """A route's parser (the renderer's ``parse``): a non-streaming body in, a reply out."""
+    """A route's parser, called exactly as ``complete()`` calls it (`Renderer.parse`).
 
-    def __call__(
-        self,
-        body: Mapping[str, Any],
-        *,
-        requested_model: str,
-        max_tokens: int | None = None,
-    ) -> Completion: ...
+    To pass more (a ceiling to name in truncation errors), bind it:
+    ``functools.partial(renderer.parse, max_tokens=n)``.
+    """
+
+    def __call__(self, body: Mapping[str, Any], *, requested_model: str) -> Completion: ...
 
 
 _EXCERPT = 200
@@ -216,12 +214,8 @@ class StreamAccumulator(ABC):
 
     route: Route
 
-    def __init__(
-        self, *, requested_model: str, parse: ParseFn, max_tokens: int | None = None
-    ) -> None:
+    def __init__(self, *, requested_model: str, parse: ParseFn) -> None:
         self.requested_model = requested_model
-        #: The output ceiling the request sent, named in a truncation error.
-        self.max_tokens = max_tokens
         self._parse = parse
         self._decoder = SSEDecoder()
         self._events = 0
@@ -262,9 +256,7 @@ class StreamAccumulator(ABC):
         missing = self._missing_end()
         if missing is not None:
             raise self.interrupted(f"the stream ended {missing}")
-        return self._parse(
-            self.response_body(), requested_model=self.requested_model, max_tokens=self.max_tokens
-        )
+        return self._parse(self.response_body(), requested_model=self.requested_model)
 
     def interrupted(
         self,
@@ -399,10 +391,8 @@ class OpenAIChatStreamAccumulator(StreamAccumulator):
 
     route: Route = "openai_chat"
 
-    def __init__(
-        self, *, requested_model: str, parse: ParseFn, max_tokens: int | None = None
-    ) -> None:
-        super().__init__(requested_model=requested_model, parse=parse, max_tokens=max_tokens)
+    def __init__(self, *, requested_model: str, parse: ParseFn) -> None:
+        super().__init__(requested_model=requested_model, parse=parse)
         self._top: dict[str, Any] = {}
         # Top-level fields already known (non-null), checked as a set before a slower walk.
         self._top_known: set[str] = set(_OPENAI_NOT_TOP)
@@ -667,10 +657,8 @@ class AnthropicStreamAccumulator(StreamAccumulator):
 
     route: Route = "anthropic_messages"
 
-    def __init__(
-        self, *, requested_model: str, parse: ParseFn, max_tokens: int | None = None
-    ) -> None:
-        super().__init__(requested_model=requested_model, parse=parse, max_tokens=max_tokens)
+    def __init__(self, *, requested_model: str, parse: ParseFn) -> None:
+        super().__init__(requested_model=requested_model, parse=parse)
         self._message: dict[str, Any] | None = None
         self._blocks: dict[int, _BlockState] = {}
         self._tools = 0
@@ -863,11 +851,9 @@ def _merge_message_delta(message: dict[str, Any], data: dict[str, Any]) -> None:
         message["usage"] = merged
 
 
-def accumulator_for(
-    route: Route, *, requested_model: str, parse: ParseFn, max_tokens: int | None = None
-) -> StreamAccumulator:
+def accumulator_for(route: Route, *, requested_model: str, parse: ParseFn) -> StreamAccumulator:
     """A fresh accumulator for one streamed reply on ``route``."""
     cls: type[StreamAccumulator] = (
         OpenAIChatStreamAccumulator if route == "openai_chat" else AnthropicStreamAccumulator
     )
-    return cls(requested_model=requested_model, parse=parse, max_tokens=max_tokens)
+    return cls(requested_model=requested_model, parse=parse)

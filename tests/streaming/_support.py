@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from nisse_llm.canonical import Completion
+from nisse_llm.render import Renderer
 from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
 from nisse_llm.render.openai_chat import OpenAIChatRenderer
 from nisse_llm.routing import Route
@@ -42,12 +43,12 @@ def route_of(entry: dict[str, Any]) -> Route:
     return "anthropic_messages" if entry["provider"] == "anthropic" else "openai_chat"
 
 
-def accumulator(route: Route, *, max_tokens: int | None = None) -> StreamAccumulator:
+def accumulator(route: Route) -> StreamAccumulator:
     """A fresh accumulator for ``route`` wired to the route's real parser."""
-    renderer = OpenAIChatRenderer() if route == "openai_chat" else AnthropicMessagesRenderer()
-    return accumulator_for(
-        route, requested_model=MODEL, parse=renderer.parse, max_tokens=max_tokens
+    renderer: Renderer = (
+        OpenAIChatRenderer() if route == "openai_chat" else AnthropicMessagesRenderer()
     )
+    return accumulator_for(route, requested_model=MODEL, parse=renderer.parse)
 
 
 def openai_accumulator() -> OpenAIChatStreamAccumulator:
@@ -62,10 +63,10 @@ def anthropic_accumulator() -> AnthropicStreamAccumulator:
     )
 
 
-def parse_body(route: Route, body: dict[str, Any], *, max_tokens: int | None = None) -> Completion:
+def parse_body(route: Route, body: dict[str, Any]) -> Completion:
     """What ``complete()`` makes of ``body``: the route's parser, called as the client calls it."""
     renderer = OpenAIChatRenderer() if route == "openai_chat" else AnthropicMessagesRenderer()
-    return renderer.parse(json.dumps(body).encode(), requested_model=MODEL, max_tokens=max_tokens)
+    return renderer.parse(json.dumps(body).encode(), requested_model=MODEL)
 
 
 def feed_all(acc: StreamAccumulator, chunks: Iterable[bytes]) -> list[StreamDelta]:

@@ -31,7 +31,7 @@ def event(data: dict[str, Any]) -> bytes:
 
 def start(usage: dict[str, Any] | None = None) -> bytes:
     """``message_start`` with an empty message and the input-side usage."""
-    message = {
+    message: dict[str, Any] = {
         "id": "msg_1",
         "type": "message",
         "role": "assistant",

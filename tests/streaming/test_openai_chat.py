@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any
@@ -341,12 +342,11 @@ def test_truncation_raises_truncated_response_at_the_end() -> None:
 
 
 def test_the_ceiling_reaches_the_parser_for_the_truncation_message() -> None:
-    """``max_tokens`` given to the accumulator is named in the error, as complete() names it."""
+    """A parser bound to the request's ceiling names it in the error, as complete() would."""
     acc = accumulator_for(
         "openai_chat",
         requested_model=MODEL,
-        parse=OpenAIChatRenderer().parse,
-        max_tokens=4096,
+        parse=functools.partial(OpenAIChatRenderer().parse, max_tokens=4096),
     )
     assert isinstance(acc, OpenAIChatStreamAccumulator)
     feed_all(acc, [ROLE, chunk({"content": "{"}), chunk(finish="length"), DONE])
