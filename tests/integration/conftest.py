@@ -29,19 +29,21 @@ def litellm_bin() -> Path:
     try:
         return litellm_executable()
     except ProxyNotInstalled as exc:
-        if os.environ.get("CI"):
-            pytest.fail(
-                f"CI must run the proxy integration suite, but {exc}. The CI entry point "
-                f"(make test) runs `make proxy` first; check that it exported {LITELLM_BIN_ENV}.",
-                pytrace=False,
-            )
+        problem = str(exc)
+    if os.environ.get("CI"):
         pytest.fail(
-            f"\n{'!' * 72}\nThe proxy integration tests need a real LiteLLM proxy: {exc}.\n"
-            f"  make proxy    # installs {LITELLM_PIN} into .venv-proxy\n"
-            f"  export {LITELLM_BIN_ENV}=$PWD/.venv-proxy/bin/litellm\n"
-            f"(`make test` does both.)\n{'!' * 72}",
+            f"CI must run the proxy integration suite, but {problem}. The CI entry point "
+            f"(make test) runs `make proxy` first; check that it exported {LITELLM_BIN_ENV}.",
             pytrace=False,
         )
+    pytest.fail(
+        f"\n{'!' * 72}\nThe proxy integration tests need a real LiteLLM proxy, and found none:\n"
+        f"{problem}.\n"
+        f"  make proxy    # installs {LITELLM_PIN} into .venv-proxy\n"
+        f"  export {LITELLM_BIN_ENV}=$PWD/.venv-proxy/bin/litellm\n"
+        f"(`make test` does both.)\n{'!' * 72}",
+        pytrace=False,
+    )
 
 
 @pytest.fixture(scope="session")
@@ -62,7 +64,10 @@ def proxy(upstream: ScriptedServer, litellm_bin: Path) -> Iterator[LiteLLMProxy]
 
 @pytest.fixture
 def script(upstream: ScriptedServer, proxy: LiteLLMProxy) -> Iterator[Script]:
-    """The upstream's script, empty at the start and the end of each test."""
+    """The upstream's script, empty at each test's start; any unscripted request fails the test."""
     upstream.script.reset()
     yield upstream.script
+    unscripted = upstream.script.unscripted
     upstream.script.reset()
+    if unscripted:
+        pytest.fail(f"requests reached the upstream with no turn scripted: {unscripted}")
