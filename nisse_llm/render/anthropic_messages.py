@@ -595,7 +595,10 @@ def _map_tool_use(block: AnthropicResponseToolUseBlock) -> ToolCall:
         # Provider ids are dropped at the boundary; the log owns identity (spec A10).
         return ToolCall(call_id=mint_call_id(), tool=block.name, arguments=block.input)
     except ValidationError as exc:
-        raise LLMError(f"the model called an invalid tool name {block.name[:80]!r}") from exc
+        raise LLMError(
+            f"the model's call of {block.name[:80]!r} is not a valid tool call: "
+            f"{_first_problem(exc)}"
+        ) from exc
 
 
 def _map_usage(response: AnthropicMessagesResponse) -> Usage:

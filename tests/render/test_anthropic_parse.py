@@ -191,10 +191,13 @@ def test_tool_input_that_is_not_an_object_names_the_tool() -> None:
 
 
 def test_invalid_tool_name_is_an_llm_error() -> None:
-    """A tool name outside the canonical pattern is a failed turn, not a validation crash."""
+    """A tool name or argument keys the canonical model refuses are a failed turn, not a crash."""
     body = _message({"type": "tool_use", "id": "t", "name": "bad name!", "input": {}})
-    with pytest.raises(LLMError, match="invalid tool name 'bad name!'"):
+    with pytest.raises(LLMError, match=r"call of 'bad name!' is not a valid tool call: tool"):
         _parse(body)
+    odd_keys = {"content": [{"type": "tool_use", "name": "t", "input": {1: 2}}]}
+    with pytest.raises(LLMError, match="call of 't' is not a valid tool call: arguments"):
+        _parse(odd_keys)
 
 
 def test_bytes_str_and_dict_bodies_parse_alike() -> None:
