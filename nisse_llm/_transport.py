@@ -54,6 +54,9 @@ __all__ = [
 ]
 
 logger = logging.getLogger("nisse_llm")
+# A library leaves output to the application: without this, Python's last-resort handler
+# prints every WARNING record to stderr when no logging is configured.
+logger.addHandler(logging.NullHandler())
 
 #: Called once per successful call with its usage and the model the request named.
 UsageCallback = Callable[[Usage, str], None]

@@ -122,14 +122,24 @@ def test_configuration_and_usage_errors_exit_2(
 
 
 def test_console_script_runs(config: str, server: LoopbackServer) -> None:
-    """The installed ``nisse-llm`` entry point runs ``complete`` end to end."""
+    """The installed ``nisse-llm`` entry point runs ``complete`` end to end, and a failure
+    prints one error line (the library's log records stay silent without logging setup)."""
     script = Path(sys.executable).with_name("nisse-llm")
-    done = subprocess.run(
-        [str(script), "complete", "--role", "delegate", "--config", config, "hello"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert (done.returncode, done.stdout) == (0, "echo: hello\n")
-    assert "model=claude-opus-4-1" in done.stderr
+    server.plan(Reply(), Reply(503, error_body("down", code="503")))
+    runs = [
+        subprocess.run(
+            [str(script), "complete", "--role", "delegate", "--config", config, "hello"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        for _ in range(2)
+    ]
+    assert (runs[0].returncode, runs[0].stdout) == (0, "echo: hello\n")
+    assert "model=claude-opus-4-1" in runs[0].stderr
+    assert (runs[1].returncode, runs[1].stdout) == (3, "")
+    assert runs[1].stderr.splitlines() == [
+        'error: POST /v1/messages: upstream unavailable (503): {"error": {"message": "down", '
+        '"type": "None", "param": "None", "code": "503"}}'
+    ]
