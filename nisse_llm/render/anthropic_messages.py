@@ -315,7 +315,10 @@ class AnthropicMessagesRenderer:
     ) -> dict[str, Any]:
         """The request body as a JSON-ready dict (the seeds' call shape)."""
         request = self.render_request(events, tools, model, system, max_tokens=max_tokens)
-        return request.model_dump(mode="json", exclude_none=True)
+        try:
+            return request.model_dump(mode="json", exclude_none=True)
+        except ValueError as exc:
+            raise _unencodable(exc) from exc
 
     def render_request(
         self,
@@ -343,12 +346,15 @@ class AnthropicMessagesRenderer:
         plan = _plan(events, tools, model)
         envelope = _envelope(model, system, max_tokens, plan, [])
         serializer = AnthropicMessagesRequest.__pydantic_serializer__
-        head = serializer.to_json(
-            envelope, include={"model", "max_tokens", "system"}, exclude_none=True
-        )
-        tail = serializer.to_json(
-            envelope, exclude={"model", "max_tokens", "system", "messages"}, exclude_none=True
-        )
+        try:
+            head = serializer.to_json(
+                envelope, include={"model", "max_tokens", "system"}, exclude_none=True
+            )
+            tail = serializer.to_json(
+                envelope, exclude={"model", "max_tokens", "system", "messages"}, exclude_none=True
+            )
+        except ValueError as exc:
+            raise _unencodable(exc) from exc
         messages = [_encode_turn(turn) for turn in plan.turns]
         # One join makes the body: concatenating megabyte bytes objects copies each time.
         messages[0] = head[:-1] + b',"messages":[' + messages[0]
@@ -519,7 +525,16 @@ def _interrupted(call: ToolCall) -> AnthropicToolResultBlock:
 
 
 def _encode(block: BaseModel) -> bytes:
-    return block.__pydantic_serializer__.to_json(block, exclude_none=True)
+    try:
+        return block.__pydantic_serializer__.to_json(block, exclude_none=True)
+    except ValueError as exc:
+        raise _unencodable(exc) from exc
+
+
+def _unencodable(exc: ValueError) -> RenderError:
+    # pydantic-core refuses values nested past ~254 levels and circular ones, raising
+    # PydanticSerializationError or a bare ValueError ("Maximum serialization depth").
+    return RenderError(f"the log holds a value that cannot be encoded as JSON: {exc}")
 
 
 def _encode_event(event: CanonicalEvent) -> bytes:

@@ -521,3 +521,25 @@ def test_cached_prefix_plans_are_not_changed_by_longer_logs(fresh_caches: None) 
     assert INTERRUPTED_RESULT.encode() not in after
     ant._PROGRESS.clear()
     assert ANT.render_bytes(grown, TOOLS, MODEL) == after
+
+
+def _nested(depth: int) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+def test_arguments_too_deep_to_encode_are_a_render_error() -> None:
+    """Arguments nested past the encoder's limit, or circular, fail as RenderError on every path."""
+    circular: dict[str, Any] = {}
+    circular["self"] = circular
+    for arguments in (_nested(1000), circular):
+        log = [UserText(text="go"), ToolCall(call_id="deep", tool="t", arguments=arguments)]
+        with pytest.raises(RenderError, match="cannot be encoded as JSON"):
+            ANT.render_bytes(log, None, MODEL)
+        with pytest.raises(RenderError, match="cannot be encoded as JSON"):
+            ANT.render(log, None, MODEL)
+    deep_schema = ToolSpec(name="t", parameters={"type": "object", "x": _nested(1000)})
+    with pytest.raises(RenderError, match="cannot be encoded as JSON"):
+        ANT.render_bytes([UserText(text="go")], [deep_schema], MODEL)
