@@ -58,7 +58,8 @@ logger = logging.getLogger("nisse_llm")
 # prints every WARNING record to stderr when no logging is configured.
 logger.addHandler(logging.NullHandler())
 
-#: Called once per successful call with its usage and the model the request named.
+#: Called once per successful call with its usage and the model the request named, on the
+#: caller's thread or task; an exception it raises reaches the caller.
 UsageCallback = Callable[[Usage, str], None]
 
 # The roots of every exception httpx raises (HTTPError covers transport errors and

@@ -13,7 +13,7 @@ from nisse_llm.clients import (
     AsyncLiteLLMClient,
     LiteLLMClient,
 )
-from nisse_llm.errors import UpstreamUnavailable
+from nisse_llm.errors import LLMError, UpstreamUnavailable
 from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
 from nisse_llm.render.openai_chat import OpenAIChatRenderer
 from nisse_llm.routing import Route
@@ -167,3 +167,20 @@ def test_all_httpx_exception_roots_are_covered() -> None:
     exported = {type(e) for e in HTTPX_EXCEPTIONS}
     assert len(exported) > 25
     assert all(issubclass(cls, HTTPX_ERRORS) for cls in exported)
+
+
+def test_parser_contract_breach_is_still_an_llm_error(
+    server: LoopbackServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Should a parser ever raise a bare KeyError on a malformed body, the caller still gets LLMError."""
+
+    def broken(body: bytes, *, requested_model: str) -> None:
+        raise KeyError("choices")
+
+    with LiteLLMClient(server.base_url, TOKEN) as client:
+        monkeypatch.setattr(client._core.renderer, "parse", broken)
+        with pytest.raises(LLMError) as caught:
+            client.complete([UserText(text="hi")], None, "gpt-4o-mini")
+    assert type(caught.value) is LLMError
+    assert caught.value.status == 200
+    assert isinstance(caught.value.__cause__, KeyError)
