@@ -7,6 +7,7 @@ every other status is the request's.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -92,24 +93,29 @@ def is_budget_refusal(info: ErrorInfo | None, body: bytes) -> bool:
     return _BUDGET_REFUSAL.match(body.decode("utf-8", "replace").lstrip()) is not None
 
 
+def _seconds(value: str | None) -> float | None:
+    # "nan" and "inf" parse as floats; neither is a wait anyone can take.
+    try:
+        number = float(value) if value is not None else math.nan
+    except ValueError:
+        return None
+    return max(number, 0.0) if math.isfinite(number) else None
+
+
 def requested_wait_s(headers: Mapping[str, str], *, now: datetime) -> float | None:
     """The wait the server asked for: ``retry-after-ms``, else ``Retry-After`` (seconds or date).
 
     ``headers`` must be case-insensitive (as httpx's are). Unparseable values count as absent.
     """
-    millis = headers.get("retry-after-ms")
+    millis = _seconds(headers.get("retry-after-ms"))
     if millis is not None:
-        try:
-            return max(float(millis) / 1000.0, 0.0)
-        except ValueError:
-            pass
+        return millis / 1000.0
     value = headers.get("retry-after")
     if value is None:
         return None
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
+    seconds = _seconds(value)
+    if seconds is not None:
+        return seconds
     try:
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError):

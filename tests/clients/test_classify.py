@@ -166,3 +166,10 @@ def test_negative_policy_is_rejected() -> None:
     """A negative retry count or wait is a programming error, refused at construction."""
     with pytest.raises(ValueError, match="must not be negative"):
         RateLimitPolicy(retries=-1)
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e999"])
+def test_non_finite_waits_count_as_absent(value: str) -> None:
+    """A wait of nan or infinity is ignored (time.sleep would reject it), in either header."""
+    assert requested_wait_s({"retry-after": value}, now=NOW) is None
+    assert requested_wait_s({"retry-after-ms": value, "retry-after": "3"}, now=NOW) == 3.0
