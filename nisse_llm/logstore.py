@@ -4,7 +4,8 @@ Guarantees (POSIX): a record is on disk once `append` returns (written in one ``
 on an ``O_APPEND`` descriptor, then ``fsync``; the directory is fsynced when the file is
 created); bytes already in the file are never rewritten; sequence numbers strictly
 increase. A line is complete only with its newline, so a crash mid-append leaves at most
-one torn tail, which `read` reports and never raises on. `append` refuses to write after
+one torn tail, which `read` reports and never raises on (a crash inside a batch may keep
+the batch's first records: each is whole and in order). `append` refuses to write after
 a torn tail (the new line would merge into the garbage) until `repair` truncates it.
 Writers take an exclusive ``flock`` for each append and a thread lock, so several
 `LogStore` objects or processes on one file never interleave or reuse a number.
@@ -121,6 +122,8 @@ class LogStore:
     def next_seq(self) -> int:
         """The sequence number the next `append_event` will use (0 for an empty log)."""
         with self._lock:
+            if self._fd is None and not self.path.exists():
+                return 0
             fd = self._open()
             with _Flock(fd, fcntl.LOCK_SH):
                 tail = self._current_tail(fd)

@@ -85,10 +85,11 @@ def test_round_trip_of_generated_logs(tmp_path: Path, events: list[CanonicalEven
 
 
 def test_missing_file_is_an_empty_log(tmp_path: Path) -> None:
-    """Reading a log that was never written gives no records and creates no file."""
+    """Reading a log that was never written gives no records, next seq 0, and creates no file."""
     store = LogStore(tmp_path / "absent.jsonl")
 
     assert store.read() == LogRead(records=[])
+    assert store.next_seq == 0
     assert not (tmp_path / "absent.jsonl").exists()
 
 
