@@ -39,11 +39,19 @@ if TYPE_CHECKING:
         AnthropicPassthroughClient,
         AsyncAnthropicPassthroughClient,
         AsyncLiteLLMClient,
+        AsyncRoleRouter,
         LiteLLMClient,
         RoleRouter,
         select_client,
     )
-    from nisse_llm.config import Pin, RoleMap, Settings, load_settings
+    from nisse_llm.config import (
+        InsecureConfigFileWarning,
+        Pin,
+        RoleMap,
+        Settings,
+        load_settings,
+    )
+    from nisse_llm.logstore import LogStore
     from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
     from nisse_llm.render.openai_chat import OpenAIChatRenderer
 
@@ -55,6 +63,8 @@ _LAZY = {
     "Settings": "nisse_llm.config",
     "Pin": "nisse_llm.config",
     "RoleMap": "nisse_llm.config",
+    "InsecureConfigFileWarning": "nisse_llm.config",
+    "LogStore": "nisse_llm.logstore",
     "OpenAIChatRenderer": "nisse_llm.render.openai_chat",
     "AnthropicMessagesRenderer": "nisse_llm.render.anthropic_messages",
     "LiteLLMClient": "nisse_llm.clients",
@@ -62,6 +72,7 @@ _LAZY = {
     "AsyncLiteLLMClient": "nisse_llm.clients",
     "AsyncAnthropicPassthroughClient": "nisse_llm.clients",
     "RoleRouter": "nisse_llm.clients",
+    "AsyncRoleRouter": "nisse_llm.clients",
     "select_client": "nisse_llm.clients",
 }
 
@@ -71,12 +82,15 @@ __all__ = [
     "AssistantText",
     "AsyncAnthropicPassthroughClient",
     "AsyncLiteLLMClient",
+    "AsyncRoleRouter",
     "BudgetExhausted",
     "CanonicalEvent",
     "Completion",
     "ConfigError",
+    "InsecureConfigFileWarning",
     "LLMError",
     "LiteLLMClient",
+    "LogStore",
     "ModelRefusal",
     "OpenAIChatRenderer",
     "Pin",

@@ -1,0 +1,58 @@
+"""The public surface: names promised by the design contract, and a cheap import."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import nisse_llm
+
+# The names tools outside the project rely on (the design contract's "Public names").
+CONTRACT = {
+    "LLMError", "UpstreamUnavailable", "BudgetExhausted", "TruncatedResponse", "ConfigError",
+    "RenderError", "load_settings", "UserText", "AssistantText", "ToolCall", "ToolResult",
+    "Reasoning", "StoredEvent", "CanonicalEvent", "ToolSpec", "mint_call_id",
+    "OpenAIChatRenderer", "AnthropicMessagesRenderer", "LiteLLMClient",
+    "AnthropicPassthroughClient", "AsyncLiteLLMClient", "AsyncAnthropicPassthroughClient",
+    "select_client", "has_native_adapter", "Usage",
+}  # fmt: skip
+
+
+def test_contract_names_are_all_public() -> None:
+    """Every name of the design contract is listed in nisse_llm.__all__."""
+    assert set(nisse_llm.__all__) >= CONTRACT
+
+
+def test_all_matches_the_public_names() -> None:
+    """__all__ is sorted, has no duplicates, and lists exactly the public attributes."""
+    assert nisse_llm.__all__ == sorted(set(nisse_llm.__all__))
+    public = {name for name in dir(nisse_llm) if not name.startswith("_")}
+    modules_and_helpers = {
+        "annotations", "importlib", "TYPE_CHECKING", "Any", "canonical", "errors", "routing",
+    }  # fmt: skip
+    assert public - modules_and_helpers - set(nisse_llm.__all__) == set()
+
+
+@pytest.mark.parametrize("name", sorted(nisse_llm.__all__))
+def test_every_public_name_resolves(name: str) -> None:
+    """Each public name, eager or lazy, resolves to an object."""
+    assert getattr(nisse_llm, name) is not None
+
+
+def test_unknown_attribute_is_an_attribute_error() -> None:
+    """A misspelt name raises AttributeError, not an import error."""
+    with pytest.raises(AttributeError, match="no attribute 'LiteLLMClients'"):
+        _ = nisse_llm.LiteLLMClients  # type: ignore[attr-defined]
+
+
+def test_import_loads_neither_settings_nor_transport() -> None:
+    """`import nisse_llm` leaves pydantic-settings, tomllib, httpx and the CLI unloaded."""
+    code = (
+        "import sys, nisse_llm\n"
+        "heavy = ['pydantic_settings', 'tomllib', 'httpx', 'nisse_llm.cli', 'nisse_llm.config']\n"
+        "print(','.join(m for m in heavy if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
