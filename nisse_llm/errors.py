@@ -8,7 +8,8 @@
     ├── TruncatedResponse    the model hit the output ceiling; raise it or retry the turn
     ├── ModelRefusal         the model declined (refusal or content filter); a failed turn
     └── UpstreamUnavailable  keep the work and resume later: not the work's fault
-        └── BudgetExhausted  keep the work; resume after the operator restores the budget
+        ├── BudgetExhausted  keep the work; resume after the operator restores the budget
+        └── StreamInterrupted  a streamed reply broke mid-way; what arrived rides along
 
 Status, the server's error type and message, and any wait the server asked for ride on
 the exception so the caller's resume logic can act on them without parsing text.
@@ -16,12 +17,18 @@ the exception so the caller's resume logic can act on them without parsing text.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from nisse_llm.streaming import PartialReply
+
 __all__ = [
     "BudgetExhausted",
     "ConfigError",
     "LLMError",
     "ModelRefusal",
     "RenderError",
+    "StreamInterrupted",
     "TruncatedResponse",
     "UpstreamUnavailable",
 ]
@@ -93,3 +100,19 @@ class UpstreamUnavailable(LLMError):
 
 class BudgetExhausted(UpstreamUnavailable):
     """A spend limit at the proxy is gone: keep the work, never retry, tell the operator."""
+
+
+class StreamInterrupted(UpstreamUnavailable):
+    """The stream broke before its final event (or sent an error): keep the work, resume later."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        partial: PartialReply,
+        error_type: str | None = None,
+        server_message: str | None = None,
+    ) -> None:
+        super().__init__(message, error_type=error_type, server_message=server_message)
+        #: Everything that arrived before the break, for diagnosis (never a result to act on).
+        self.partial = partial

@@ -29,7 +29,7 @@ from pydantic_core import from_json
 
 from nisse_llm._sse import ServerSentEvent, SSEDecoder
 from nisse_llm.canonical import Completion
-from nisse_llm.errors import LLMError, UpstreamUnavailable
+from nisse_llm.errors import LLMError, StreamInterrupted
 from nisse_llm.routing import Route
 
 __all__ = [
@@ -138,22 +138,6 @@ class PartialReply:
     tool_calls: tuple[PartialToolCall, ...]
     events: int
     body: dict[str, Any] = field(repr=False)
-
-
-class StreamInterrupted(UpstreamUnavailable):
-    """The stream broke before its final event (or sent an error): keep the work, resume later."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        partial: PartialReply,
-        error_type: str | None = None,
-        server_message: str | None = None,
-    ) -> None:
-        super().__init__(message, error_type=error_type, server_message=server_message)
-        #: Everything that arrived before the break.
-        self.partial = partial
 
 
 def _malformed(what: str, data: object) -> LLMError:
