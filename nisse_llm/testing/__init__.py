@@ -9,6 +9,17 @@ Script what the model answers, then run your agent against it three ways:
   ``/v1/messages``, the upstream behind a real LiteLLM proxy
   (`nisse_llm.testing.proxy.LiteLLMProxy`, imported separately).
 
+A script holds one queue of turns per upstream route and records every request::
+
+    script = Script().messages(
+        reply("Let me look.", ToolUse("read_file", {"path": "a.py"})),
+        anthropic_failure(529, "overloaded_error", "Overloaded"),
+    )
+    client = AnthropicPassthroughClient("http://proxy.test", "sk-test",
+                                        transport=ScriptedTransport(script))
+    ...
+    script.requests[0].json  # the body the client sent
+
 Nothing here imports pytest; ``import nisse_llm`` does not import this package.
 """
 
