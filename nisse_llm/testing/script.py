@@ -12,7 +12,7 @@ import threading
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, assert_never
 
 from nisse_llm.routing import ROUTES, Route
 from nisse_llm.testing.bodies import (
@@ -199,11 +199,14 @@ def _answer(turn: Turn, route: Route, request: RecordedRequest, serial: int) -> 
         return ScriptedAnswer(status=0, headers=(), body=b"", delay_s=turn.delay_s, disconnect=True)
     if isinstance(turn, Failure):
         return ScriptedAnswer(
-            status=turn.status,
-            headers=turn.headers,
-            body=turn.body,
-            delay_s=turn.delay_s,
+            status=turn.status, headers=turn.headers, body=turn.body, delay_s=turn.delay_s
         )
+    if isinstance(turn, Reply):
+        return _map_reply(turn, route, request, serial)
+    assert_never(turn)
+
+
+def _map_reply(turn: Reply, route: Route, request: RecordedRequest, serial: int) -> ScriptedAnswer:
     sent = request.json
     if isinstance(sent, dict) and sent.get("stream") is True:
         # The scripted upstream answers whole bodies only; say so rather than mis-answer.
