@@ -65,8 +65,10 @@ from nisse_llm.canonical import (
     mint_call_id,
 )
 from nisse_llm.errors import LLMError, ModelRefusal, RenderError, TruncatedResponse
+from nisse_llm.render._cache import PromptCache, active
 from nisse_llm.render._memo import FragmentMemo
 from nisse_llm.wire.anthropic_messages import (
+    AnthropicCacheControl,
     AnthropicMessage,
     AnthropicMessagesRequest,
     AnthropicMessagesResponse,
@@ -312,9 +314,12 @@ class AnthropicMessagesRenderer:
         system: str | None = None,
         *,
         max_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
+        cache: PromptCache | None = None,
     ) -> dict[str, Any]:
         """The request body as a JSON-ready dict (the seeds' call shape)."""
-        request = self.render_request(events, tools, model, system, max_tokens=max_tokens)
+        request = self.render_request(
+            events, tools, model, system, max_tokens=max_tokens, cache=cache
+        )
         try:
             return request.model_dump(mode="json", exclude_none=True)
         except ValueError as exc:
@@ -328,10 +333,20 @@ class AnthropicMessagesRenderer:
         system: str | None = None,
         *,
         max_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
+        cache: PromptCache | None = None,
     ) -> AnthropicMessagesRequest:
         """The request body as its typed model."""
         plan = _plan(events, tools, model)
-        return _envelope(model, system, max_tokens, plan, [_map_turn(t) for t in plan.turns])
+        policy = active(cache, model)
+        if policy is None:
+            messages = [_map_turn(turn) for turn in plan.turns]
+        else:
+            marks = _breakpoints(plan.turns)
+            messages = [
+                _map_turn(turn, marks.get(index), policy.control)
+                for index, turn in enumerate(plan.turns)
+            ]
+        return _envelope(model, system, max_tokens, plan, messages, policy)
 
     def render_bytes(
         self,
@@ -341,10 +356,12 @@ class AnthropicMessagesRenderer:
         system: str | None = None,
         *,
         max_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
+        cache: PromptCache | None = None,
     ) -> bytes:
         """The encoded body, equal to ``render_request(...).model_dump_json(exclude_none=True)``."""
         plan = _plan(events, tools, model)
-        envelope = _envelope(model, system, max_tokens, plan, [])
+        policy = active(cache, model)
+        envelope = _envelope(model, system, max_tokens, plan, [], policy)
         serializer = AnthropicMessagesRequest.__pydantic_serializer__
         try:
             head = serializer.to_json(
@@ -356,6 +373,9 @@ class AnthropicMessagesRenderer:
         except ValueError as exc:
             raise _unencodable(exc) from exc
         messages = [_encode_turn(turn) for turn in plan.turns]
+        if policy is not None:
+            for index, slot in _breakpoints(plan.turns).items():
+                messages[index] = _encode_marked_turn(plan.turns[index], slot, policy.control_json)
         # One join makes the body: concatenating megabyte bytes objects copies each time.
         messages[0] = head[:-1] + b',"messages":[' + messages[0]
         messages[-1] += b"]}" if tail == b"{}" else b"]," + tail[1:]
@@ -467,24 +487,75 @@ def _envelope(
     max_tokens: int | None,
     plan: _Plan,
     messages: list[AnthropicMessage],
+    policy: PromptCache | None = None,
 ) -> AnthropicMessagesRequest:
     ceiling = DEFAULT_MAX_OUTPUT_TOKENS if max_tokens is None else max_tokens
     if ceiling < 1:
         raise RenderError(f"max_tokens must be a positive number, not {ceiling}")
+    prompt: str | list[AnthropicTextBlock] | None = system if system and system.strip() else None
+    tools = plan.tools
+    if policy is not None:
+        if prompt is not None:
+            prompt = [AnthropicTextBlock(text=prompt, cache_control=policy.control)]
+        if tools:
+            tools = [*tools[:-1], tools[-1].model_copy(update={"cache_control": policy.control})]
     return AnthropicMessagesRequest(
         model=model,
         max_tokens=ceiling,
-        system=system if system and system.strip() else None,
+        system=prompt,
         messages=messages,
-        tools=plan.tools,
+        tools=tools,
         tool_choice=AnthropicToolChoiceNone() if plan.stubbed else None,
     )
 
 
-def _map_turn(turn: _Turn) -> AnthropicMessage:
-    return AnthropicMessage(
-        role=turn.role, content=[_map_source(s, turn.role) for s in turn.sources]
-    )
+def _map_turn(
+    turn: _Turn, mark: int | None = None, control: AnthropicCacheControl | None = None
+) -> AnthropicMessage:
+    blocks = [_map_source(s, turn.role) for s in turn.sources]
+    if mark is not None:
+        blocks[mark] = blocks[mark].model_copy(update={"cache_control": control})
+    return AnthropicMessage(role=turn.role, content=blocks)
+
+
+def _breakpoints(turns: list[_Turn]) -> dict[int, int]:
+    """Message breakpoints, turn index -> block index: the log's last markable block, and
+    the last one before the assistant turn that leads to it (what the previous request
+    marked last, so it is read back exactly, however many blocks the turn added)."""
+    latest = _last_markable(turns, len(turns) - 1)
+    if latest is None:
+        return {}
+    marks = dict([latest])
+    start = latest[0]
+    while start >= 0 and turns[start].role != "assistant":
+        start -= 1
+    previous = _last_markable(turns, start - 1) if start > 0 else None
+    if previous is not None:
+        marks[previous[0]] = previous[1]
+    return marks
+
+
+def _last_markable(turns: list[_Turn], start: int) -> tuple[int, int] | None:
+    # The trailing placeholder is replaced by whatever the log says next, so a breakpoint
+    # there would never be read back.
+    for index in range(start, -1, -1):
+        turn = turns[index]
+        if turn is _TRAILING:
+            continue
+        for slot in range(len(turn.sources) - 1, -1, -1):
+            if _markable(turn.sources[slot]):
+                return index, slot
+    return None
+
+
+def _markable(source: _Source) -> bool:
+    # "Thinking blocks cannot be explicitly marked with cache_control"; a result sent
+    # without content is an empty block.
+    if type(source) is Reasoning:
+        return False
+    if type(source) is ToolResult:
+        return source.is_error or bool(source.output.strip())
+    return True
 
 
 def _map_source(source: _Source, role: _Role) -> AnthropicRequestBlock:
@@ -549,6 +620,18 @@ def _encode_turn(turn: _Turn) -> bytes:
     """A message's bytes, from memoised block fragments; kept on the (unchanging) turn."""
     if turn.encoded is not None:
         return turn.encoded
+    turn.encoded = _MESSAGE_OPEN[turn.role] + b",".join(_fragments(turn)) + b"]}"
+    return turn.encoded
+
+
+def _encode_marked_turn(turn: _Turn, slot: int, control: bytes) -> bytes:
+    """A message with a breakpoint on one block: ``cache_control`` is every block's last field."""
+    fragments = _fragments(turn)
+    fragments[slot] = fragments[slot][:-1] + b',"cache_control":' + control + b"}"
+    return _MESSAGE_OPEN[turn.role] + b",".join(fragments) + b"]}"
+
+
+def _fragments(turn: _Turn) -> list[bytes]:
     fragments: list[bytes] = []
     for source in turn.sources:
         if type(source) is AnthropicTextBlock:
@@ -557,8 +640,7 @@ def _encode_turn(turn: _Turn) -> bytes:
             fragments.append(_INTERRUPTED.get(source, _encode_interrupted))
         else:
             fragments.append(_FRAGMENTS.get(cast(CanonicalEvent, source), _encode_event))
-    turn.encoded = _MESSAGE_OPEN[turn.role] + b",".join(fragments) + b"]}"
-    return turn.encoded
+    return fragments
 
 
 def _validate(body: bytes | str | Mapping[str, Any]) -> AnthropicMessagesResponse:
