@@ -217,6 +217,7 @@ class LiteLLMProxy:
         self._workdir: Path | None = None
         self._port: int | None = None
         self._finalizer: weakref.finalize[Any, Any] | None = None
+        self._launched_at = 0.0
         #: Seconds from launch to a healthy answer, after `start`.
         self.startup_s: float | None = None
 
