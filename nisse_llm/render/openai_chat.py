@@ -21,6 +21,13 @@ Render rules, in the order a body is built:
   ``{"type": "object"}``) and ``tool_choice`` is ``"none"``: the history stays valid for
   servers that check it and the model cannot call them.
 - ``max_tokens`` is sent when given.
+- With a `PromptCache` policy that applies to the model (an Anthropic model, see
+  `nisse_llm.render._cache`), breakpoints go where LiteLLM forwards them to Anthropic:
+  ``cache_control`` on the last tool, and on a text part of the system message, of the
+  last markable message and of the last one before the assistant message leading to it
+  (the previous request's last). A marked message's string content becomes one text part;
+  blank tool output and call-only assistant messages are not markable. Other models get
+  the body unchanged.
 
 Dump convention: the body is ``render_request(...).model_dump_json(exclude_none=True)``.
 `render_bytes` builds the same bytes by joining per-event fragments memoised in
@@ -64,10 +71,12 @@ from nisse_llm.canonical import (
     mint_call_id,
 )
 from nisse_llm.errors import LLMError, ModelRefusal, RenderError, TruncatedResponse
+from nisse_llm.render._cache import PromptCache, active
 from nisse_llm.render._memo import FragmentMemo
 from nisse_llm.wire.errors import OpenAIErrorBody
 from nisse_llm.wire.openai_chat import (
     OpenAIChatAssistantMessage,
+    OpenAIChatCacheControl,
     OpenAIChatFunction,
     OpenAIChatFunctionCall,
     OpenAIChatMessage,
@@ -76,6 +85,7 @@ from nisse_llm.wire.openai_chat import (
     OpenAIChatResponseMessage,
     OpenAIChatResponseToolCall,
     OpenAIChatSystemMessage,
+    OpenAIChatTextPart,
     OpenAIChatTool,
     OpenAIChatToolCall,
     OpenAIChatToolMessage,
@@ -197,25 +207,60 @@ def _map_tool_call(call: ToolCall) -> OpenAIChatToolCall:
     )
 
 
-def _map_tool_message(slot: ToolResult | ToolCall) -> OpenAIChatToolMessage:
-    if isinstance(slot, ToolResult):
-        return OpenAIChatToolMessage(tool_call_id=slot.call_id, content=_result_content(slot))
-    return OpenAIChatToolMessage(tool_call_id=slot.call_id, content=INTERRUPTED_RESULT)
+def _tool_message_content(slot: ToolResult | ToolCall) -> str:
+    return _result_content(slot) if isinstance(slot, ToolResult) else INTERRUPTED_RESULT
 
 
-def _map_message(slot: _Slot) -> OpenAIChatMessage:
+def _map_content(
+    text: str, control: OpenAIChatCacheControl | None
+) -> str | list[OpenAIChatTextPart]:
+    return text if control is None else [OpenAIChatTextPart(text=text, cache_control=control)]
+
+
+def _map_message(slot: _Slot, control: OpenAIChatCacheControl | None = None) -> OpenAIChatMessage:
     if isinstance(slot, UserText):
-        return OpenAIChatUserMessage(content=slot.text)
+        return OpenAIChatUserMessage(content=_map_content(slot.text, control))
     if isinstance(slot, _Turn):
+        text = ASSISTANT_TEXT_SEPARATOR.join(text.text for text in slot.texts)
         return OpenAIChatAssistantMessage(
-            content=ASSISTANT_TEXT_SEPARATOR.join(text.text for text in slot.texts)
-            if slot.texts
-            else None,
+            content=_map_content(text, control) if slot.texts else None,
             tool_calls=[_map_tool_call(call) for call in slot.calls] if slot.calls else None,
         )
     if isinstance(slot, ToolResult | ToolCall):
-        return _map_tool_message(slot)
+        return OpenAIChatToolMessage(
+            tool_call_id=slot.call_id, content=_map_content(_tool_message_content(slot), control)
+        )
     assert_never(slot)
+
+
+def _markable(slot: _Slot) -> bool:
+    # Anthropic rejects a breakpoint on an empty text block; a call-only assistant
+    # message has no text part to carry one.
+    if type(slot) is _Turn:
+        return bool(slot.texts)
+    if type(slot) is ToolResult:
+        return bool(_result_content(slot).strip())
+    return True
+
+
+def _last_markable(slots: list[_Slot], start: int) -> int | None:
+    for index in range(start, -1, -1):
+        if _markable(slots[index]):
+            return index
+    return None
+
+
+def _breakpoints(slots: list[_Slot]) -> list[int]:
+    """Indexes of the marked messages: the last markable one, and the last one before
+    the assistant message leading to it (what the previous request marked last)."""
+    latest = _last_markable(slots, len(slots) - 1)
+    if latest is None:
+        return []
+    start = latest
+    while start >= 0 and type(slots[start]) is not _Turn:
+        start -= 1
+    previous = _last_markable(slots, start - 1) if start > 0 else None
+    return [latest] if previous is None else [previous, latest]
 
 
 def _map_tool(spec: ToolSpec) -> OpenAIChatTool:
@@ -294,9 +339,36 @@ def _fragment(item: object) -> Any:
     return _MEMO.get(item, _map_fragment)
 
 
-def _encode_turn(texts: list[AssistantText], calls: list[ToolCall]) -> bytes:
+def _marked_part(text: str, control: bytes) -> bytes:
+    return b'[{"type":"text","text":' + _json(text) + b',"cache_control":' + control + b"}]"
+
+
+def _encode_marked(slot: _Slot, control: bytes) -> bytes:
+    """A message carrying a breakpoint: its text as one marked part, in the models' field order."""
+    if isinstance(slot, UserText):
+        return b'{"role":"user","content":' + _marked_part(slot.text, control) + b"}"
+    if isinstance(slot, _Turn):
+        return _encode_turn(slot.texts, slot.calls, control)
+    if isinstance(slot, ToolResult | ToolCall):
+        content = _marked_part(_tool_message_content(slot), control)
+        return (
+            b'{"role":"tool","tool_call_id":'
+            + _json(slot.call_id)
+            + b',"content":'
+            + content
+            + b"}"
+        )
+    assert_never(slot)
+
+
+def _encode_turn(
+    texts: list[AssistantText], calls: list[ToolCall], control: bytes | None = None
+) -> bytes:
     parts = [b'{"role":"assistant"']
-    if texts:
+    if texts and control is not None:
+        text = ASSISTANT_TEXT_SEPARATOR.join(t.text for t in texts)
+        parts.append(b',"content":' + _marked_part(text, control))
+    elif texts:
         if len(texts) == 1:
             parts.append(b',"content":' + cast(bytes, _fragment(texts[0])))
         else:
@@ -320,6 +392,8 @@ class _Progress:
 
     prefix: list[StoredEvent | CanonicalEvent]
     messages: list[bytes]
+    #: What each message renders, index for index (read only to place cache breakpoints).
+    slots: list[_Slot]
     holes: dict[str, tuple[int, ToolCall]]
     call_ids: set[str]
     used_tools: dict[str, None]
@@ -330,6 +404,7 @@ class _Progress:
         return _Progress(
             list(self.prefix),
             list(self.messages),
+            list(self.slots),
             dict(self.holes),
             set(self.call_ids),
             dict(self.used_tools),
@@ -341,9 +416,11 @@ class _Progress:
         if not (self.texts or self.calls):
             return
         self.messages.append(_encode_turn(self.texts, self.calls))
+        self.slots.append(_Turn(self.texts, self.calls))
         for call in self.calls:
             self.holes[call.call_id] = (len(self.messages), call)
             self.messages.append(b"")
+            self.slots.append(call)
         self.texts = []
         self.calls = []
 
@@ -364,6 +441,7 @@ class _Progress:
                 self.close_turn()
                 if event.text.strip():
                     self.messages.append(cast(bytes, _fragment(event)))
+                    self.slots.append(event)
             elif isinstance(event, ToolResult):
                 if event.call_id not in self.call_ids:
                     raise RenderError(
@@ -374,20 +452,25 @@ class _Progress:
                 if hole is None:
                     raise RenderError(f"tool call {event.call_id!r} has two results in the log")
                 self.messages[hole[0]] = cast(bytes, _fragment(event))
+                self.slots[hole[0]] = event
             else:
                 assert_never(event)
 
-    def finish(self) -> list[bytes]:
-        """The messages to send: the open turn closed, every unanswered call answered."""
+    def finish(self) -> tuple[list[bytes], list[_Slot]]:
+        """The messages to send (the open turn closed, every unanswered call answered)
+        and what each renders."""
         if not (self.holes or self.texts or self.calls):
-            return self.messages
+            return self.messages, self.slots
         messages = list(self.messages)
+        slots = list(self.slots)
         for index, call in self.holes.values():
             messages[index] = _interrupted_fragment(call)
         if self.texts or self.calls:
             messages.append(_encode_turn(self.texts, self.calls))
+            slots.append(_Turn(self.texts, self.calls))
             messages.extend(_interrupted_fragment(call) for call in self.calls)
-        return messages
+            slots.extend(self.calls)
+        return messages, slots
 
 
 def _interrupted_fragment(call: ToolCall) -> bytes:
@@ -421,7 +504,7 @@ def _progress_for(log: LogLike) -> _Progress:
             progress = cached.copy()
             break
     else:
-        progress = _Progress([], [], {}, set(), {}, [], [])
+        progress = _Progress([], [], [], {}, set(), {}, [], [])
     new = items[len(progress.prefix) :]
     progress.consume(_fast_events(new))
     progress.prefix.extend(new)
@@ -465,20 +548,29 @@ class OpenAIChatRenderer:
         system: str | None = None,
         *,
         max_tokens: int | None = None,
+        cache: PromptCache | None = None,
     ) -> OpenAIChatRequest:
         """The typed request body for ``events`` (see the module docstring for the rules)."""
         _check_max_tokens(max_tokens)
         slots, used_tools = _plan(as_events(events))
         specs = _tool_specs(tools)
+        policy = active(cache, model)
+        control = None if policy is None else OpenAIChatCacheControl(ttl=policy.control.ttl)
+        marks = set() if control is None else set(_breakpoints(slots))
         messages: list[OpenAIChatMessage] = []
         if system is not None and system.strip():
-            messages.append(OpenAIChatSystemMessage(content=system))
-        messages.extend(_map_message(slot) for slot in slots)
+            messages.append(OpenAIChatSystemMessage(content=_map_content(system, control)))
+        messages.extend(
+            _map_message(slot, control if index in marks else None)
+            for index, slot in enumerate(slots)
+        )
         declared: list[OpenAIChatTool] | None = None
         if specs:
             declared = [_map_tool(spec) for spec in specs]
         elif used_tools:
             declared = [_map_stub_tool(name) for name in used_tools]
+        if declared and control is not None:
+            declared[-1] = declared[-1].model_copy(update={"cache_control": control})
         return OpenAIChatRequest(
             model=model,
             messages=messages,
@@ -495,28 +587,43 @@ class OpenAIChatRenderer:
         system: str | None = None,
         *,
         max_tokens: int | None = None,
+        cache: PromptCache | None = None,
     ) -> bytes:
         """The encoded body, byte-identical to the typed request's dump, from memoised fragments."""
         _check_max_tokens(max_tokens)
         progress = _progress_for(events)
-        messages = progress.finish()
+        messages, slots = progress.finish()
         if not messages:
             raise RenderError(_NOTHING_TO_SEND)
         used_tools = progress.used_tools
         specs = _tool_specs(tools)
+        policy = active(cache, model)
+        control = None if policy is None else policy.control_json
+        if control is not None:
+            marks = _breakpoints(slots)
+            if marks:
+                messages = list(messages)
+                for index in marks:
+                    messages[index] = _encode_marked(slots[index], control)
         if system is not None and system.strip():
-            messages = [_encode(OpenAIChatSystemMessage(content=system)), *messages]
+            prompt = b'{"role":"system","content":' + (
+                _json(system) if control is None else _marked_part(system, control)
+            )
+            messages = [prompt + b"}", *messages]
         body = [b'{"model":', pydantic_core.to_json(model), b',"messages":[']
         body.append(b",".join(messages))
         body.append(b"]")
+        declared: list[bytes] = []
         if specs:
-            body.append(b',"tools":[')
-            body.append(b",".join(cast(bytes, _fragment(spec)) for spec in specs))
-            body.append(b"]")
+            declared = [cast(bytes, _fragment(spec)) for spec in specs]
         elif used_tools:
+            declared = [_encode(_map_stub_tool(name)) for name in used_tools]
+        if declared:
+            if control is not None:
+                declared[-1] = declared[-1][:-1] + b',"cache_control":' + control + b"}"
             body.append(b',"tools":[')
-            body.append(b",".join(_encode(_map_stub_tool(name)) for name in used_tools))
-            body.append(b'],"tool_choice":"none"')
+            body.append(b",".join(declared))
+            body.append(b"]" if specs else b'],"tool_choice":"none"')
         if max_tokens is not None:
             body.append(b',"max_tokens":' + str(max_tokens).encode())
         body.append(b"}")
@@ -530,9 +637,10 @@ class OpenAIChatRenderer:
         system: str | None = None,
         *,
         max_tokens: int | None = None,
+        cache: PromptCache | None = None,
     ) -> dict[str, Any]:
         """The body as a fresh dict (decoded from `render_bytes`, so it is the same body)."""
-        body = self.render_bytes(events, tools, model, system, max_tokens=max_tokens)
+        body = self.render_bytes(events, tools, model, system, max_tokens=max_tokens, cache=cache)
         return cast(dict[str, Any], pydantic_core.from_json(body))
 
     def parse(

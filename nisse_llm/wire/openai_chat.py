@@ -2,7 +2,9 @@
 
 Request models forbid unknown fields and are dumped with
 ``model_dump_json(exclude_none=True)``: every optional field is ``None`` when unset, so
-it is left out of the body. Response models ignore fields they do not know and accept
+it is left out of the body. ``cache_control`` (on text parts and tools) is LiteLLM's
+extension for Anthropic models, which it forwards as Anthropic cache breakpoints; the
+OpenAI API itself does not know it. Response models ignore fields they do not know and accept
 an explicit ``null`` wherever a field is optional (LiteLLM sends ``"tool_calls": null``,
 gateways add ``x_groq``, ``reasoning_details``, ``extra_content`` and more).
 """
@@ -15,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "OpenAIChatAssistantMessage",
+    "OpenAIChatCacheControl",
     "OpenAIChatChoice",
     "OpenAIChatCompletionTokensDetails",
     "OpenAIChatContentPart",
@@ -31,6 +34,7 @@ __all__ = [
     "OpenAIChatResponseToolCall",
     "OpenAIChatStreamOptions",
     "OpenAIChatSystemMessage",
+    "OpenAIChatTextPart",
     "OpenAIChatTool",
     "OpenAIChatToolCall",
     "OpenAIChatToolChoice",
@@ -51,18 +55,33 @@ class _Response(BaseModel):
 # --- request ---------------------------------------------------------------------------
 
 
+class OpenAIChatCacheControl(_Request):
+    """LiteLLM's prompt-cache breakpoint, forwarded to Anthropic models as ``cache_control``."""
+
+    type: Literal["ephemeral"] = "ephemeral"
+    ttl: Literal["5m", "1h"] | None = None
+
+
+class OpenAIChatTextPart(_Request):
+    """A text part of a list-shaped ``content`` (used to carry a cache breakpoint)."""
+
+    type: Literal["text"] = "text"
+    text: str
+    cache_control: OpenAIChatCacheControl | None = None
+
+
 class OpenAIChatSystemMessage(_Request):
     """The system prompt, sent as the first message."""
 
     role: Literal["system"] = "system"
-    content: str
+    content: str | list[OpenAIChatTextPart]
 
 
 class OpenAIChatUserMessage(_Request):
     """Text from the user."""
 
     role: Literal["user"] = "user"
-    content: str
+    content: str | list[OpenAIChatTextPart]
 
 
 class OpenAIChatFunctionCall(_Request):
@@ -84,7 +103,7 @@ class OpenAIChatAssistantMessage(_Request):
     """What the model said: text, tool calls, or both."""
 
     role: Literal["assistant"] = "assistant"
-    content: str | None = None
+    content: str | list[OpenAIChatTextPart] | None = None
     tool_calls: list[OpenAIChatToolCall] | None = None
 
 
@@ -93,7 +112,7 @@ class OpenAIChatToolMessage(_Request):
 
     role: Literal["tool"] = "tool"
     tool_call_id: str
-    content: str
+    content: str | list[OpenAIChatTextPart]
 
 
 OpenAIChatMessage: TypeAlias = Annotated[
@@ -118,6 +137,7 @@ class OpenAIChatTool(_Request):
 
     type: Literal["function"] = "function"
     function: OpenAIChatFunction
+    cache_control: OpenAIChatCacheControl | None = None
 
 
 class OpenAIChatNamedToolChoiceFunction(_Request):
