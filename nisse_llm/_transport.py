@@ -13,7 +13,11 @@ clients drive it the same way and differ only in how they send and how they slee
         sleep(wait)                                             # or await
         call.slept(wait)
 
-httpx's exceptions are translated in `Call.sending` and nowhere else.
+A streamed call (``begin(..., stream=True)``) runs the same loop up to the first 2xx
+byte, then feeds the body to `Call.accumulator` and ends in `Call.finish_stream`, or in
+`Call.stream_failed` for whatever broke mid-way.
+
+httpx's exceptions are translated in `Call.sending` and `Call.stream_failed`, nowhere else.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import NoReturn
+from typing import Final, NoReturn
 
 import httpx
 from pydantic import SecretStr
@@ -35,13 +39,15 @@ from nisse_llm._classify import RateLimitPolicy, Retry, classify_failure, redact
 from nisse_llm.canonical import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     CanonicalEvent,
+    Completion,
     LogLike,
     ToolLike,
     Usage,
 )
-from nisse_llm.errors import LLMError, UpstreamUnavailable
+from nisse_llm.errors import LLMError, StreamInterrupted, UpstreamUnavailable
 from nisse_llm.render import Renderer
 from nisse_llm.routing import Route
+from nisse_llm.streaming import StreamAccumulator, accumulator_for
 
 __all__ = [
     "HTTPX_ERRORS",
@@ -72,6 +78,12 @@ HTTPX_ERRORS: tuple[type[Exception], ...] = (
 )
 
 _DEBUG_LIMIT = 2000
+# Spliced before a rendered body's closing brace: the history is never encoded twice.
+# Without include_usage the chat route's stream carries no usage at all.
+_STREAM_FIELDS: Final[dict[Route, bytes]] = {
+    "openai_chat": b',"stream":true,"stream_options":{"include_usage":true}}',
+    "anthropic_messages": b',"stream":true}',
+}
 # A parser that breaks its contract on a malformed body still yields an LLMError here.
 _PARSE_BUGS = (ValueError, TypeError, KeyError, IndexError, AttributeError)
 
@@ -160,6 +172,8 @@ class Core:
         tools: Iterable[ToolLike] | None,
         model: str,
         system: str | None,
+        *,
+        stream: bool = False,
     ) -> Call:
         """Render a request and start its call (a render failure is logged and raised)."""
         call = Call(self, model)
@@ -169,6 +183,8 @@ class Core:
             )
         except LLMError as exc:
             call.fail(exc)
+        if stream:
+            call.body = call.body[:-1] + _STREAM_FIELDS[self.route.name]
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug("request %s %s: %s", self.where, model, _debug_text(call.body, self.token))
         return call
@@ -239,6 +255,10 @@ class Call:
 
     def finish(self, response: httpx.Response) -> list[CanonicalEvent]:
         """Parse a 2xx reply, record and report its usage, log the call, return the events."""
+        return self.finish_completion(response).events
+
+    def finish_completion(self, response: httpx.Response) -> Completion:
+        """`finish`, returning the whole `Completion` (events, usage, stop reason)."""
         core = self.core
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug(
@@ -248,22 +268,68 @@ class Call:
                 self.status,
                 _debug_text(response.content, core.token),
             )
+        return self._settle(
+            lambda: core.renderer.parse(response.content, requested_model=self.model)
+        )
+
+    def accumulator(self) -> StreamAccumulator:
+        """A fresh accumulator for this call's streamed reply, parsing as `finish` does."""
+        core = self.core
+        return accumulator_for(
+            core.route.name, requested_model=self.model, parse=core.renderer.parse
+        )
+
+    def finish_stream(self, acc: StreamAccumulator) -> Completion:
+        """End a stream that arrived whole: its completion, metered and logged as `finish` does."""
+        return self._settle(acc.finish)
+
+    def stream_failed(
+        self, acc: StreamAccumulator, exc: Exception, *, idle_timeout_s: float
+    ) -> NoReturn:
+        """Raise what a stream that broke mid-way means: `StreamInterrupted` or the parse failure."""
+        if isinstance(exc, httpx.ReadTimeout):
+            self._raise_parsed(acc.interrupted(f"no data for {idle_timeout_s:g} s"), cause=exc)
+        if isinstance(exc, HTTPX_ERRORS):
+            detail = redact(str(exc), self.core.token) or "no detail"
+            self._raise_parsed(
+                acc.interrupted(f"connection lost: {type(exc).__name__}: {detail}"), cause=exc
+            )
+        if isinstance(exc, LLMError):
+            self._raise_parsed(exc)
+        if isinstance(exc, _PARSE_BUGS):
+            self.fail(
+                LLMError(f"{self.core.where}: unreadable {self.status} stream: {exc}"), cause=exc
+            )
+        raise exc
+
+    def abandoned(self, deltas: int) -> None:
+        """Log a stream the caller closed before its end: no usage is known or reported."""
+        self._log(logging.INFO, None, None, closed_after=deltas)
+
+    def _settle(self, parse: Callable[[], Completion]) -> Completion:
         try:
-            completion = core.renderer.parse(response.content, requested_model=self.model)
+            completion = parse()
         except LLMError as exc:
-            exc.message = f"{core.where}: {self.status} reply: {exc.message}"
-            exc.args = (exc.message, *exc.args[1:])
-            self.fail(exc)
+            self._raise_parsed(exc)
         except _PARSE_BUGS as exc:
             self.fail(
-                LLMError(f"{core.where}: unreadable {self.status} response: {exc}"), cause=exc
+                LLMError(f"{self.core.where}: unreadable {self.status} response: {exc}"), cause=exc
             )
+        core = self.core
         usage = completion.usage
         core.last_usage = usage
         self._log(logging.INFO, usage, None)
         if core.on_usage is not None:
             core.on_usage(usage, self.model)
-        return completion.events
+        return completion
+
+    def _raise_parsed(self, exc: LLMError, *, cause: BaseException | None = None) -> NoReturn:
+        # A broken stream is the exchange's fault, not the reply's: no "200 reply" label.
+        where = self.core.where
+        label = where if isinstance(exc, StreamInterrupted) else f"{where}: {self.status} reply"
+        exc.message = f"{label}: {exc.message}"
+        exc.args = (exc.message, *exc.args[1:])
+        self.fail(exc, cause=cause)
 
     def fail(self, exc: LLMError, *, cause: BaseException | None = None) -> NoReturn:
         """Redact, stamp the status on, log once, and raise ``exc``."""
@@ -280,7 +346,14 @@ class Call:
             raise exc from cause
         raise exc
 
-    def _log(self, level: int, usage: Usage | None, error: LLMError | None) -> None:
+    def _log(
+        self,
+        level: int,
+        usage: Usage | None,
+        error: LLMError | None,
+        *,
+        closed_after: int | None = None,
+    ) -> None:
         if not logger.isEnabledFor(level):
             return
         core = self.core
@@ -295,7 +368,18 @@ class Call:
             "usage": None if usage is None else usage.model_dump(),
             "error": None if error is None else type(error).__name__,
         }
-        if error is None:
+        if closed_after is not None:
+            logger.log(
+                level,
+                "%s %s: %s stream closed by the caller after %d delta(s) in %.3f s",
+                core.where,
+                self.model,
+                self.status,
+                closed_after,
+                latency_s,
+                extra=extra,
+            )
+        elif error is None:
             logger.log(
                 level,
                 "%s %s: %s after %d attempt(s) in %.3f s",

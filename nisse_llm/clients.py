@@ -2,14 +2,16 @@
 
 Every client is the same exchange (`nisse_llm._transport`) over a different route:
 `LiteLLMClient` posts chat completions, `AnthropicPassthroughClient` posts Anthropic
-messages; the async twins differ only in awaiting the send and the sleep.
+messages; the async twins differ only in awaiting the send and the sleep. ``stream()``
+is ``complete()`` read as server-sent events: a `ReplyStream` (or `AsyncReplyStream`)
+yields typed deltas, then holds the very events ``complete()`` would have returned.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
 
@@ -17,10 +19,18 @@ import httpx
 from pydantic import SecretStr
 
 from nisse_llm._classify import RateLimitPolicy
-from nisse_llm._transport import Core, RouteSpec, UsageCallback, shared_ssl_context
-from nisse_llm.canonical import CanonicalEvent, LogLike, ToolLike, Usage
+from nisse_llm._transport import (
+    HTTPX_ERRORS,
+    Call,
+    Core,
+    RouteSpec,
+    UsageCallback,
+    shared_ssl_context,
+)
+from nisse_llm.canonical import CanonicalEvent, Completion, LogLike, ToolLike, Usage
 from nisse_llm.render import Renderer
 from nisse_llm.routing import DEFAULT_PASSTHROUGH_PREFIXES, Route, has_native_adapter, route_for
+from nisse_llm.streaming import StreamAccumulator, StreamDelta
 
 if TYPE_CHECKING:
     from nisse_llm.config import Pin, Settings
@@ -29,8 +39,10 @@ __all__ = [
     "AnthropicPassthroughClient",
     "AsyncAnthropicPassthroughClient",
     "AsyncLiteLLMClient",
+    "AsyncReplyStream",
     "AsyncRoleRouter",
     "LiteLLMClient",
+    "ReplyStream",
     "RoleRouter",
     "Usage",
     "UsageCallback",
@@ -86,11 +98,280 @@ def _pin_options(pin: Pin, route: RouteSpec) -> dict[str, Any]:
         "rate_limit_retries": pin.rate_limit_retries,
         "rate_limit_wait_s": pin.rate_limit_wait_s,
         "rate_limit_wait_cap_s": pin.rate_limit_wait_cap_s,
+        "stream_idle_timeout_s": pin.stream_idle_timeout_s,
     }
 
 
 def _timeout(read_s: float, connect_s: float | None) -> httpx.Timeout:
     return httpx.Timeout(read_s, connect=read_s if connect_s is None else connect_s)
+
+
+def _stream_timeout(read_s: float, connect_s: float | None, idle_s: float) -> httpx.Timeout:
+    # A read timeout bounds each socket read, so on a stream it is exactly the idle limit
+    # (also while waiting for the headers); the route's timeout still bounds writes.
+    return httpx.Timeout(read_s, connect=read_s if connect_s is None else connect_s, read=idle_s)
+
+
+_EVENT_STREAM = "text/event-stream"
+_STREAM_HEADERS = {"accept": _EVENT_STREAM}
+
+
+class _ReplyStreamBase:
+    """What sync and async streams share: the state, the results, the feeding and settling."""
+
+    __slots__ = ("_acc", "_call", "_completion", "_deltas", "_idle_s", "_pending", "_settled")
+
+    def __init__(self, call: Call, idle_s: float) -> None:
+        self._call = call
+        self._idle_s = idle_s
+        self._acc: StreamAccumulator | None = None
+        self._pending: list[StreamDelta] = []
+        self._deltas = 0
+        self._completion: Completion | None = None
+        #: The call's one log record is written (success, failure, or closed early).
+        self._settled = False
+
+    @property
+    def completion(self) -> Completion:
+        """The reply's events, usage and stop reason; `RuntimeError` until the stream is read."""
+        if self._completion is None:
+            raise RuntimeError(
+                "the stream has not been read to its end: iterate it first "
+                "(a stream left early or broken has no result)"
+            )
+        return self._completion
+
+    @property
+    def events(self) -> list[CanonicalEvent]:
+        """Exactly the canonical events ``complete()`` would have returned for this reply."""
+        return self.completion.events
+
+    @property
+    def usage(self) -> Usage:
+        """The reply's token usage (also the client's ``last_usage``)."""
+        return self.completion.usage
+
+    def _opened(self, response: httpx.Response) -> bool:
+        """Whether a 2xx reply is an event stream (else it is read and parsed whole)."""
+        is_stream = str(response.headers.get("content-type", "")).startswith(_EVENT_STREAM)
+        if is_stream:
+            self._acc = self._call.accumulator()
+        return is_stream
+
+    def _whole(self, response: httpx.Response) -> None:
+        # A server that ignores "stream": true answers a plain body: the same reply, no deltas.
+        self._settled = True
+        self._completion = self._call.finish_completion(response)
+
+    def _feed(self, chunk: bytes) -> None:
+        assert self._acc is not None
+        try:
+            self._pending = self._acc.feed(chunk)
+        except Exception as exc:  # classified by the call: interrupted, bad reply, or a bug
+            self._broke(exc)
+        self._pending.reverse()  # popped from the end, in arrival order
+        self._deltas += len(self._pending)
+
+    def _ended(self) -> None:
+        assert self._acc is not None
+        self._settled = True
+        self._completion = self._call.finish_stream(self._acc)
+
+    def _broke(self, exc: Exception) -> None:
+        assert self._acc is not None
+        self._settled = True
+        self._call.stream_failed(self._acc, exc, idle_timeout_s=self._idle_s)
+
+    def _left(self) -> None:
+        if not self._settled:
+            self._settled = True
+            self._call.abandoned(self._deltas)
+
+
+class ReplyStream(_ReplyStreamBase):
+    """One streamed reply: ``with client.stream(...) as s: for delta in s: ...``.
+
+    Entering sends the request (errors before the first byte raise there, classified
+    and retried as in ``complete()``); iterating yields `StreamDelta` values; once the
+    iterator is exhausted `events`, `usage` and `completion` hold the result. Leaving
+    the ``with`` early closes the response and reports no usage.
+    """
+
+    __slots__ = ("_chunks", "_client", "_response")
+
+    def __init__(self, client: _SyncClient, call: Call) -> None:
+        super().__init__(call, client._stream_idle_s)
+        self._client = client
+        self._response: httpx.Response | None = None
+        self._chunks: Iterator[bytes] | None = None
+
+    def __enter__(self) -> Self:
+        client, call = self._client, self._call
+        http, url = client._http, client._core.url
+        while True:
+            with call.sending():
+                request = http.build_request(
+                    "POST",
+                    url,
+                    content=call.body,
+                    headers=_STREAM_HEADERS,
+                    timeout=client._stream_timeout,
+                )
+                response = http.send(request, stream=True)
+            if 200 <= response.status_code < 300 and self._opened(response):
+                break
+            try:
+                with call.sending():
+                    response.read()
+            finally:
+                response.close()
+            wait = call.received(response)
+            if wait is None:
+                self._whole(response)
+                return self
+            client._sleep(wait)
+            call.slept(wait)
+        call.received(response)
+        self._response = response
+        self._chunks = response.iter_bytes()
+        return self
+
+    def __iter__(self) -> Self:
+        return self
+
+    def __next__(self) -> StreamDelta:
+        pending = self._pending
+        while not pending:
+            chunks = self._chunks
+            if chunks is None:
+                raise StopIteration
+            try:
+                chunk = next(chunks)
+            except StopIteration:
+                self._close()
+                self._ended()
+                raise
+            except HTTPX_ERRORS as exc:
+                self._close()
+                self._broke(exc)
+            try:
+                self._feed(chunk)
+            except BaseException:
+                self._close()
+                raise
+            pending = self._pending
+        return pending.pop()
+
+    def close(self) -> None:
+        """Close the response (idempotent); a stream not yet read to its end reports no usage."""
+        self._close()
+        self._left()
+
+    def _close(self) -> None:
+        response, self._response, self._chunks = self._response, None, None
+        if response is not None:
+            response.close()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class AsyncReplyStream(_ReplyStreamBase):
+    """`ReplyStream` for asyncio: ``async with client.stream(...) as s: async for d in s``."""
+
+    __slots__ = ("_chunks", "_client", "_response")
+
+    def __init__(self, client: _AsyncClient, call: Call) -> None:
+        super().__init__(call, client._stream_idle_s)
+        self._client = client
+        self._response: httpx.Response | None = None
+        self._chunks: AsyncIterator[bytes] | None = None
+
+    async def __aenter__(self) -> Self:
+        client, call = self._client, self._call
+        http, url = client._http, client._core.url
+        while True:
+            with call.sending():
+                request = http.build_request(
+                    "POST",
+                    url,
+                    content=call.body,
+                    headers=_STREAM_HEADERS,
+                    timeout=client._stream_timeout,
+                )
+                response = await http.send(request, stream=True)
+            if 200 <= response.status_code < 300 and self._opened(response):
+                break
+            try:
+                with call.sending():
+                    await response.aread()
+            finally:
+                await response.aclose()
+            wait = call.received(response)
+            if wait is None:
+                self._whole(response)
+                return self
+            await client._sleep(wait)
+            call.slept(wait)
+        call.received(response)
+        self._response = response
+        self._chunks = response.aiter_bytes()
+        return self
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> StreamDelta:
+        pending = self._pending
+        while not pending:
+            chunks = self._chunks
+            if chunks is None:
+                raise StopAsyncIteration
+            try:
+                chunk = await anext(chunks)
+            except StopAsyncIteration:
+                await self._close()
+                self._ended()
+                raise
+            except HTTPX_ERRORS as exc:
+                await self._close()
+                self._broke(exc)
+            try:
+                self._feed(chunk)
+            except BaseException:
+                await self._close()
+                raise
+            pending = self._pending
+        return pending.pop()
+
+    async def aclose(self) -> None:
+        """Close the response (idempotent); a stream not yet read to its end reports no usage."""
+        await self._close()
+        self._left()
+
+    async def _close(self) -> None:
+        response, chunks = self._response, self._chunks
+        self._response = self._chunks = None
+        if chunks is not None:
+            # aiter_bytes is an async generator: close it here, not from a GC hook.
+            closer = getattr(chunks, "aclose", None)
+            if closer is not None:
+                await closer()
+        if response is not None:
+            await response.aclose()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
 
 
 class _ClientBase:
@@ -169,6 +450,7 @@ class _SyncClient(_ClientBase):
         rate_limit_retries: int = 1,
         rate_limit_wait_s: float = 20.0,
         rate_limit_wait_cap_s: float = 60.0,
+        stream_idle_timeout_s: float = 120.0,
         on_usage: UsageCallback | None = None,
     ) -> None:
         core = self._setup(
@@ -182,6 +464,10 @@ class _SyncClient(_ClientBase):
             on_usage=on_usage,
         )
         self._sleep = sleep
+        self._stream_idle_s = stream_idle_timeout_s
+        self._stream_timeout = _stream_timeout(
+            core.timeout_s, connect_timeout_s, stream_idle_timeout_s
+        )
         self._http = httpx.Client(
             headers=core.headers,
             timeout=_timeout(core.timeout_s, connect_timeout_s),
@@ -207,6 +493,20 @@ class _SyncClient(_ClientBase):
                 return call.finish(response)
             self._sleep(wait)
             call.slept(wait)
+
+    def stream(
+        self,
+        events: LogLike,
+        tools: Iterable[ToolLike] | None,
+        model: str,
+        system: str | None = None,
+    ) -> ReplyStream:
+        """``complete()`` as a stream: ``with client.stream(...) as s: for delta in s: ...``.
+
+        The log is rendered now (a `RenderError` raises here); the request goes out when
+        the ``with`` is entered.
+        """
+        return ReplyStream(self, self._core.begin(events, tools, model, system, stream=True))
 
     def close(self) -> None:
         """Close the connection pool."""
@@ -238,6 +538,7 @@ class _AsyncClient(_ClientBase):
         rate_limit_retries: int = 1,
         rate_limit_wait_s: float = 20.0,
         rate_limit_wait_cap_s: float = 60.0,
+        stream_idle_timeout_s: float = 120.0,
         on_usage: UsageCallback | None = None,
     ) -> None:
         core = self._setup(
@@ -251,6 +552,10 @@ class _AsyncClient(_ClientBase):
             on_usage=on_usage,
         )
         self._sleep = sleep
+        self._stream_idle_s = stream_idle_timeout_s
+        self._stream_timeout = _stream_timeout(
+            core.timeout_s, connect_timeout_s, stream_idle_timeout_s
+        )
         self._http = httpx.AsyncClient(
             headers=core.headers,
             timeout=_timeout(core.timeout_s, connect_timeout_s),
@@ -276,6 +581,20 @@ class _AsyncClient(_ClientBase):
                 return call.finish(response)
             await self._sleep(wait)
             call.slept(wait)
+
+    def stream(
+        self,
+        events: LogLike,
+        tools: Iterable[ToolLike] | None,
+        model: str,
+        system: str | None = None,
+    ) -> AsyncReplyStream:
+        """``complete()`` as a stream: ``async with client.stream(...) as s: async for d in s``.
+
+        The log is rendered now (a `RenderError` raises here); the request goes out when
+        the ``async with`` is entered.
+        """
+        return AsyncReplyStream(self, self._core.begin(events, tools, model, system, stream=True))
 
     async def aclose(self) -> None:
         """Close the connection pool."""
@@ -396,6 +715,17 @@ class RoleRouter(_RouterBase[_SyncClient]):
         model, client = self._resolve(role)
         return client.complete(events, tools, model, system)
 
+    def stream(
+        self,
+        role: str,
+        events: LogLike,
+        tools: Iterable[ToolLike] | None,
+        system: str | None = None,
+    ) -> ReplyStream:
+        """Stream the reply of ``role``'s pinned model (see `LiteLLMClient.stream`)."""
+        model, client = self._resolve(role)
+        return client.stream(events, tools, model, system)
+
     def close(self) -> None:
         """Close every client's pool."""
         for client in self._clients.values():
@@ -431,6 +761,17 @@ class AsyncRoleRouter(_RouterBase[_AsyncClient]):
         """Send the log to ``role``'s pinned model down that model's route."""
         model, client = self._resolve(role)
         return await client.complete(events, tools, model, system)
+
+    def stream(
+        self,
+        role: str,
+        events: LogLike,
+        tools: Iterable[ToolLike] | None,
+        system: str | None = None,
+    ) -> AsyncReplyStream:
+        """Stream the reply of ``role``'s pinned model (see `AsyncLiteLLMClient.stream`)."""
+        model, client = self._resolve(role)
+        return client.stream(events, tools, model, system)
 
     async def aclose(self) -> None:
         """Close every client's pool."""
