@@ -37,6 +37,7 @@ __all__ = [
 ]
 
 _JSON = (("content-type", "application/json"),)
+_EMPTY_MODEL_LIST = b'{"object": "list", "data": []}'
 
 
 def route_of_path(path: str) -> Route | None:
@@ -91,6 +92,7 @@ class _State:
     )
     requests: list[RecordedRequest] = field(default_factory=list)
     unscripted: list[RecordedRequest] = field(default_factory=list)
+    listings: list[RecordedRequest] = field(default_factory=list)
     answered: int = 0
 
 
@@ -148,6 +150,16 @@ class Script:
         with self._lock:
             return list(self._state.unscripted)
 
+    @property
+    def listings(self) -> list[RecordedRequest]:
+        """``GET .../models`` requests: answered with an empty list, kept out of `requests`.
+
+        LiteLLM discovers an OpenAI-compatible upstream's models in the background,
+        at a moment no test controls.
+        """
+        with self._lock:
+            return list(self._state.listings)
+
     def requests_to(self, route: Route) -> list[RecordedRequest]:
         """The requests received on one route, oldest first."""
         return [r for r in self.requests if r.route == route]
@@ -169,6 +181,12 @@ class Script:
             body=body,
             route=route,
         )
+        if request.method == "GET" and request.path.split("?", 1)[0].rstrip("/").endswith(
+            "/models"
+        ):
+            with self._lock:
+                self._state.listings.append(request)
+            return ScriptedAnswer(status=200, headers=_JSON, body=_EMPTY_MODEL_LIST)
         with self._lock:
             state = self._state
             state.requests.append(request)

@@ -259,3 +259,15 @@ def test_reply_model_overrides_the_echoed_model() -> None:
         .body
     )
     assert body["model"] == "claude-real-2025"
+
+
+def test_model_listings_are_answered_and_kept_apart() -> None:
+    """``GET /v1/models`` (LiteLLM's background discovery) gets an empty list and stays out of `requests`."""
+    script = Script()
+    answer = script.respond("GET", "/v1/models", {"authorization": "Bearer k"}, b"")
+    assert (answer.status, json.loads(answer.body)) == (200, {"object": "list", "data": []})
+    assert script.requests == []
+    assert script.unscripted == []
+    assert [r.path for r in script.listings] == ["/v1/models"]
+    script.reset()
+    assert script.listings == []
