@@ -38,18 +38,18 @@ class Plan:
 
 
 FULL = Plan(
-    sizes=((10, 200), (100, 60), (1000, 15)),
+    sizes=((10, 100), (100, 40), (1000, 10)),
     warmup=3,
     grow=(100, 1000),
-    import_rounds=10,
+    import_rounds=5,
     import_labels=tuple(procs.IMPORTS),
     memory_turns=100,
     memory_calls=500,
     memory_keys=None,
     longrun_calls=10_000,
     longrun_every=1_000,
-    profiles=((100, 300), (1000, 40)),
-    render_rounds=30,
+    profiles=((100, 200), (1000, 30)),
+    render_rounds=20,
 )
 
 SMOKE = Plan(
@@ -155,10 +155,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, no thresholds")
     parser.add_argument("--out", help="report path (default: bench/RESULTS.md; smoke: stdout)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    parser.add_argument(
+        "--notes", help="markdown appended as Findings (default: bench/FINDINGS.md, full run)"
+    )
     args = parser.parse_args(argv)
     plan = SMOKE if args.smoke else FULL
     command = "python -m bench" + (" --smoke" if args.smoke else "")
-    text = report.render(run(plan, log=not args.quiet), command=command)
+    results = run(plan, log=not args.quiet)
+    # Read after the run, so findings written while it runs are included.
+    notes_path = args.notes or (None if args.smoke else str(Path(__file__).parent / "FINDINGS.md"))
+    notes = Path(notes_path).read_text() if notes_path and Path(notes_path).exists() else ""
+    text = report.render(results, command=command, notes=notes)
     out = args.out or (None if args.smoke else str(Path(__file__).parent / "RESULTS.md"))
     if out is None:
         sys.stdout.write(text)

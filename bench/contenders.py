@@ -2,8 +2,9 @@
 
 Every contender imports its library on `build`, so a missing peer is a `Skipped` with a
 reason, never a crash. ``prepare`` runs outside the timer; ``call`` is what is timed.
-nisse_llm contenders get their log with a fresh last turn on every call, as in an agent
-loop (earlier events are the same objects; the last turn's are new).
+A nisse_llm contender's ``prepare`` is one step of an agent loop: an untimed call on the
+log without its last turn (the previous call), then the timed call gets that log plus
+its last turn as new objects. Peers keep no state between calls and get the same input.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from bench.workload import (
     SYSTEM,
     Workload,
     anthropic_tools,
-    encode,
     openai_tools,
 )
 
@@ -52,6 +52,8 @@ class Contender:
     call: Callable[[Any], Any]
     check: Callable[[Any], None]
     close: Callable[[], None]
+    # Leaves work on background threads (LiteLLM's logging): timing waits for it to end.
+    background: bool = False
 
 
 # key -> (label, route, group); the order is the report's row order.
@@ -62,8 +64,16 @@ CATALOGUE: dict[str, tuple[str, str, str]] = {
     "httpx-orjson-chat": ("httpx + orjson", "chat", "scale"),
     "openai-sdk": ("openai SDK chat.completions.create", "chat", "peer"),
     "litellm-chat": ("LiteLLM completion (openai/ model)", "chat", "peer"),
-    "floor-messages": ("floor: httpx posting pre-serialised bytes", "messages", "floor"),
-    "nisse-messages": ("nisse_llm AnthropicPassthroughClient.complete", "messages", "nisse"),
+    "floor-messages": (
+        "floor: httpx posting pre-serialised bytes",
+        "messages",
+        "floor",
+    ),
+    "nisse-messages": (
+        "nisse_llm AnthropicPassthroughClient.complete",
+        "messages",
+        "nisse",
+    ),
     "httpx-json-messages": ("httpx json= (stdlib json)", "messages", "scale"),
     "httpx-orjson-messages": ("httpx + orjson", "messages", "scale"),
     "anthropic-sdk": ("anthropic SDK messages.create", "messages", "peer"),
@@ -147,13 +157,15 @@ def build(key: str, base_url: str) -> Contender:
         call: Callable[[Any], Any],
         check: Callable[[Any], None],
         close: Callable[[], None],
+        *,
+        background: bool = False,
     ) -> Contender:
-        return Contender(key, label, route, group, prepare, call, check, close)
+        return Contender(key, label, route, group, prepare, call, check, close, background)
 
     if group == "floor":
         http = _httpx_client(base_url, headers)
         return make(
-            _once_per_state(lambda wl: encode(body_of(wl))),
+            _once_per_state(Workload.chat_bytes if chat else Workload.messages_bytes),
             lambda data: http.post(path, content=data).content,
             lambda content: check_json(json.loads(content)),
             http.close,
@@ -181,8 +193,16 @@ def build(key: str, base_url: str) -> Contender:
         client = cls(base_url, TOKEN, max_tokens=MAX_TOKENS)
         specs = Workload.tool_specs()
         model = MODEL_CHAT if chat else MODEL_MESSAGES
+
+        def agent_step(wl: Workload) -> Any:
+            records = wl.records_fresh_tail()
+            previous = records[: -wl.tail_length()]
+            if previous:
+                client.complete(previous, specs, model, system=SYSTEM)
+            return records
+
         return make(
-            Workload.records_fresh_tail,
+            agent_step,
             lambda records: client.complete(records, specs, model, system=SYSTEM),
             _check_events,
             client.close,
@@ -234,6 +254,7 @@ def build(key: str, base_url: str) -> Contender:
             ),
             lambda r: _check_chat_json(r.model_dump()),
             lambda: None,
+            background=True,
         )
     raise KeyError(key)
 
@@ -243,4 +264,8 @@ def expected_request(key: str, wl: Workload) -> dict[str, Any]:
     _, route, _ = CATALOGUE[key]
     if route == "chat":
         return {"path": CHAT_PATH, "messages": len(wl.openai_messages()), "tools": 10}
-    return {"path": MESSAGES_PATH, "messages": len(wl.anthropic_messages()), "tools": 10}
+    return {
+        "path": MESSAGES_PATH,
+        "messages": len(wl.anthropic_messages()),
+        "tools": 10,
+    }

@@ -38,7 +38,10 @@ def main() -> None:
     wl = Workload.of(args.turns)
     samples = []
     for n in range(1, args.calls + 1):
-        contender.call(contender.prepare(wl))
+        # nisse_llm: the last turn new on every call with no previous call on the prefix,
+        # so cached progress and fragments churn as hard as they can.
+        arg = wl.records_fresh_tail() if contender.group == "nisse" else contender.prepare(wl)
+        contender.call(arg)
         if args.every and n % args.every == 0:
             gc.collect()
             samples.append({"calls": n, "rss": rss_kib(), "objects": len(gc.get_objects())})

@@ -243,9 +243,11 @@ def _fixed_section(res: Results) -> list[str]:
     lines = [
         "## Per-call cost at fixed history sizes",
         "",
-        "Client CPU and wall per call, medians; ratios to the floor of the same route. The",
-        "nisse_llm log's last turn is new objects on every call (as in an agent loop); the",
-        "peers get the same messages each call.",
+        "Client CPU and wall per call, medians; ratios to the floor of the same route. Each",
+        "nisse_llm call is one agent-loop step: an untimed call on the log without its last",
+        "turn, then the timed call with that turn appended as new objects. Peers keep no state",
+        "between calls and get the same messages each call. LiteLLM's CPU includes the work",
+        "its call leaves on background threads (timing waits until they idle).",
         "",
     ]
     for turns, samples in res.fixed.items():
@@ -288,25 +290,32 @@ def _growth_section(res: Results) -> list[str]:
         "route on the same log. Windows are the first and last tenth of the steps (medians);",
         "the slope is a least-squares fit of per-call CPU against the log's length.",
         "",
-        "| series | CPU/call first window (ms) | last window (ms) | slope (us per turn) |",
-        "| --- | ---: | ---: | ---: |",
+        "| series | first window (ms) | x floor | last window (ms) | x floor | slope (us/turn) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for key, values in g.cpu.items():
         if not values:
             continue
         first, last = _windows(values)
         slope = _slope(g.turns, values)
-        label = CATALOGUE[key][0] + f" ({CATALOGUE[key][1]})" if key in CATALOGUE else key
+        route = CATALOGUE[key][1] if key in CATALOGUE else key.split("-", 1)[1]
+        floor = g.cpu.get(_floor_key(route))
+        f_first, f_last = _windows(floor) if floor else (None, None)
+        r_first = None if f_first is None else first / f_first
+        r_last = None if f_last is None else last / f_last
+        label = CATALOGUE[key][0] + f" ({route})" if key in CATALOGUE else key
         if key.startswith("render-"):
-            label = f"nisse_llm render_bytes only ({key.split('-', 1)[1]})"
+            label = f"nisse_llm render_bytes only ({route})"
+        shown = "-" if slope is None else f"{slope * 1e6:.2f}"
         lines.append(
-            f"| {label} | {_ms(first)} | {_ms(last)} | {_us(slope) if slope is None else f'{slope * 1e6:.2f}'} |"
+            f"| {label} | {_ms(first)} | {_x(r_first)} | {_ms(last)} | {_x(r_last)} | {shown} |"
         )
     for route in ("chat", "messages"):
         cs = cold_slope(res, f"render-{route}")
         if cs is not None:
             lines.append(
-                f"| rendering the whole log afresh ({route}), for comparison | | | {cs * 1e6:.2f} |"
+                f"| rendering the whole log afresh ({route}), for comparison | | | | |"
+                f" {cs * 1e6:.2f} |"
             )
     return [*lines, ""]
 
@@ -318,8 +327,9 @@ def _breakdown_section(res: Results) -> list[str]:
         "## Where nisse_llm's time goes",
         "",
         "Per call, medians in microseconds of client CPU. Overhead = nisse_llm's call minus",
-        "the floor's. Render (warm) = `render_bytes` on the log with only its last turn new;",
-        "render (cold) = the whole log new objects (a first call); parse = the stub's answer.",
+        "the floor's. Render (warm) = `render_bytes` in an agent step (the log without its",
+        "last turn rendered just before; the last turn new objects); render (cold) = every",
+        "event new (a first call); parse = the stub's answer.",
         "",
         "| turns | route | floor | nisse_llm call | overhead | render (warm) | render (cold) | parse |",
         "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
@@ -420,8 +430,8 @@ def _skipped_section(res: Results) -> list[str]:
 def render(res: Results, *, command: str, notes: str = "") -> str:
     """The whole report as markdown."""
     lines = _header(res, command) + _targets_section(res)
+    if notes:
+        lines += [notes.strip(), ""]
     lines += _fixed_section(res) + _growth_section(res) + _breakdown_section(res)
     lines += _imports_section(res) + _memory_section(res) + _skipped_section(res)
-    if notes:
-        lines += ["## Findings", "", notes.strip(), ""]
     return "\n".join(lines).rstrip() + "\n"

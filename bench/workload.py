@@ -96,7 +96,10 @@ _TOOLS: list[tuple[str, str, dict[str, Any]]] = [
                     "minItems": 1,
                     "items": {
                         "type": "object",
-                        "properties": {"old": {"type": "string"}, "new": {"type": "string"}},
+                        "properties": {
+                            "old": {"type": "string"},
+                            "new": {"type": "string"},
+                        },
                         "required": ["old", "new"],
                     },
                 },
@@ -110,7 +113,10 @@ _TOOLS: list[tuple[str, str, dict[str, Any]]] = [
         {
             "type": "object",
             "properties": {
-                "selector": {"type": "string", "description": "pytest node id or path."},
+                "selector": {
+                    "type": "string",
+                    "description": "pytest node id or path.",
+                },
                 "verbose": {"type": "boolean"},
             },
         },
@@ -145,7 +151,10 @@ _TOOLS: list[tuple[str, str, dict[str, Any]]] = [
         "List a directory.",
         {
             "type": "object",
-            "properties": {"path": {"type": "string"}, "recursive": {"type": "boolean"}},
+            "properties": {
+                "path": {"type": "string"},
+                "recursive": {"type": "boolean"},
+            },
             "required": ["path"],
         },
     ),
@@ -235,9 +244,15 @@ def make_turn(seed: int, index: int) -> Turn:
         path = f"src/{rng.choice(_WORDS)}/{rng.choice(_WORDS)}.py"
         arguments: dict[str, Any] = {"path": path, "start": rng.randint(1, 200)}
         if tool == "edit_file":
-            arguments = {"path": path, "edits": [{"old": _phrase(rng, 6), "new": _phrase(rng, 7)}]}
+            arguments = {
+                "path": path,
+                "edits": [{"old": _phrase(rng, 6), "new": _phrase(rng, 7)}],
+            }
         elif tool in ("run_tests", "run_shell", "search_code"):
-            arguments = {"selector": f"tests/test_{rng.choice(_WORDS)}.py", "verbose": True}
+            arguments = {
+                "selector": f"tests/test_{rng.choice(_WORDS)}.py",
+                "verbose": True,
+            }
         calls.append(
             Call(
                 call_id=f"call_t{index:05d}n{n}",
@@ -287,34 +302,50 @@ def openai_messages(turn: Turn) -> list[dict[str, Any]]:
     return out
 
 
-def anthropic_messages(turns: list[Turn]) -> list[dict[str, Any]]:
-    """Turns as Anthropic messages: each turn's results lead the next user message."""
-    out: list[dict[str, Any]] = []
-    pending: list[dict[str, Any]] = []
-    for turn in turns:
-        out.append({"role": "user", "content": [*pending, {"type": "text", "text": turn.user}]})
-        content: list[dict[str, Any]] = [{"type": "text", "text": turn.assistant}]
-        content.extend(
-            {"type": "tool_use", "id": c.call_id, "name": c.tool, "input": c.arguments}
-            for c in turn.calls
-        )
-        out.append({"role": "assistant", "content": content})
-        pending = [
-            {"type": "tool_result", "tool_use_id": c.call_id, "content": c.output}
-            for c in turn.calls
-        ]
-    if pending:
-        out.append({"role": "user", "content": pending})
-    return out
+def _results(turn: Turn) -> list[dict[str, Any]]:
+    return [
+        {"type": "tool_result", "tool_use_id": c.call_id, "content": c.output} for c in turn.calls
+    ]
+
+
+def anthropic_pair(previous: Turn | None, turn: Turn) -> list[dict[str, Any]]:
+    """A turn as Anthropic messages: the user message (led by the previous turn's
+    results) and the assistant message."""
+    pending = _results(previous) if previous else []
+    content: list[dict[str, Any]] = [{"type": "text", "text": turn.assistant}]
+    content.extend(
+        {"type": "tool_use", "id": c.call_id, "name": c.tool, "input": c.arguments}
+        for c in turn.calls
+    )
+    return [
+        {"role": "user", "content": [*pending, {"type": "text", "text": turn.user}]},
+        {"role": "assistant", "content": content},
+    ]
+
+
+def anthropic_tail(last: Turn) -> list[dict[str, Any]]:
+    """The closing user message carrying the last turn's results (if it made calls)."""
+    results = _results(last)
+    return [{"role": "user", "content": results}] if results else []
 
 
 @dataclass
 class Workload:
-    """A history of ``turns`` turns in every format, growable one turn at a time."""
+    """A history of ``turns`` turns in every format, grown one turn at a time.
+
+    Every format is kept incrementally (earlier turns' objects and bytes are reused), so
+    preparing the next call's inputs outside the timer stays cheap as the log grows.
+    """
 
     seed: int = 7
     turns: list[Turn] = field(default_factory=list)
     _records: list[Any] | None = None
+    _openai: list[dict[str, Any]] = field(
+        default_factory=lambda: [{"role": "system", "content": SYSTEM}]
+    )
+    _anthropic: list[dict[str, Any]] = field(default_factory=list)
+    _chat_bytes: list[bytes] = field(default_factory=list)
+    _messages_bytes: list[bytes] = field(default_factory=list)
 
     @classmethod
     def of(cls, n: int, *, seed: int = 7) -> Workload:
@@ -325,11 +356,18 @@ class Workload:
         return wl
 
     def grow(self) -> None:
-        """Append the next turn (new event objects; earlier ones are kept)."""
+        """Append the next turn (new objects; earlier ones are kept)."""
         turn = make_turn(self.seed, len(self.turns))
+        previous = self.turns[-1] if self.turns else None
         self.turns.append(turn)
         if self._records is not None:
             self._records.extend(self._nisse_records(turn, start=len(self._records)))
+        chat = openai_messages(turn)
+        self._openai.extend(chat)
+        self._chat_bytes.append(b",".join(_json(m) for m in chat))
+        pair = anthropic_pair(previous, turn)
+        self._anthropic.extend(pair)
+        self._messages_bytes.append(b",".join(_json(m) for m in pair))
 
     # nisse_llm (built on first use, so a peer's process never imports it) -----------
 
@@ -341,10 +379,14 @@ class Workload:
                 self._records.extend(self._nisse_records(turn, start=len(self._records)))
         return self._records
 
+    def tail_length(self) -> int:
+        """How many events the last turn has."""
+        return 2 + 2 * len(self.turns[-1].calls)
+
     def records_fresh_tail(self) -> list[Any]:
         """The log with its last turn as new objects, as an agent's next call sees it."""
         records = self.records()
-        start = len(records) - 2 - 2 * len(self.turns[-1].calls)
+        start = len(records) - self.tail_length()
         return records[:start] + self._nisse_records(self.turns[-1], start=start)
 
     def records_all_fresh(self) -> list[Any]:
@@ -356,7 +398,13 @@ class Workload:
 
     @staticmethod
     def _nisse_records(turn: Turn, *, start: int) -> list[Any]:
-        from nisse_llm.canonical import AssistantText, StoredEvent, ToolCall, ToolResult, UserText
+        from nisse_llm.canonical import (
+            AssistantText,
+            StoredEvent,
+            ToolCall,
+            ToolResult,
+            UserText,
+        )
 
         at = datetime(2026, 11, 29, tzinfo=UTC)
         events: list[Any] = [
@@ -380,14 +428,11 @@ class Workload:
 
     def openai_messages(self) -> list[dict[str, Any]]:
         """System message plus every turn, as OpenAI chat messages (LiteLLM takes these too)."""
-        out: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM}]
-        for turn in self.turns:
-            out.extend(openai_messages(turn))
-        return out
+        return list(self._openai)
 
     def anthropic_messages(self) -> list[dict[str, Any]]:
         """Every turn as Anthropic messages (the system prompt travels separately)."""
-        return anthropic_messages(self.turns)
+        return [*self._anthropic, *anthropic_tail(self.turns[-1])]
 
     def chat_body(self) -> dict[str, Any]:
         """The chat completions request body a client sends for this history."""
@@ -408,7 +453,38 @@ class Workload:
             "tools": anthropic_tools(),
         }
 
+    def chat_bytes(self) -> bytes:
+        """``encode(self.chat_body())``, joined from per-turn bytes."""
+        return b"".join(
+            (
+                b'{"model":' + _json(MODEL_CHAT) + b',"messages":[',
+                _json(self._openai[0]),
+                b",",
+                b",".join(self._chat_bytes),
+                b'],"tools":' + _json(openai_tools()),
+                b',"max_tokens":' + _json(MAX_TOKENS) + b"}",
+            )
+        )
+
+    def messages_bytes(self) -> bytes:
+        """``encode(self.messages_body())``, joined from per-turn bytes."""
+        tail = b"".join(b"," + _json(m) for m in anthropic_tail(self.turns[-1]))
+        return b"".join(
+            (
+                b'{"model":' + _json(MODEL_MESSAGES),
+                b',"max_tokens":' + _json(MAX_TOKENS),
+                b',"system":' + _json(SYSTEM) + b',"messages":[',
+                b",".join(self._messages_bytes),
+                tail,
+                b'],"tools":' + _json(anthropic_tools()) + b"}",
+            )
+        )
+
+
+def _json(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
 
 def encode(body: dict[str, Any]) -> bytes:
-    """A body as compact UTF-8 JSON: the floor's pre-serialised bytes."""
-    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+    """A body as compact UTF-8 JSON, as the floor sends it."""
+    return _json(body)
