@@ -17,7 +17,7 @@ A streamed call (``begin(..., stream=True)``) runs the same loop up to the first
 byte, then feeds the body to `Call.accumulator` and ends in `Call.finish_stream`, or in
 `Call.stream_failed` for whatever broke mid-way.
 
-httpx's exceptions are translated in `Call.sending` and `Call.stream_failed`, nowhere else.
+httpx's exceptions are translated in `Call.reading` and `Call.stream_failed`, nowhere else.
 """
 
 from __future__ import annotations
@@ -209,6 +209,12 @@ class Call:
         """Count an attempt; any httpx exception inside becomes `UpstreamUnavailable`."""
         self.attempts += 1
         self.status = None
+        with self.reading():
+            yield
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """`sending` without counting an attempt: for reading a streamed reply's error body."""
         try:
             yield
         except HTTPX_ERRORS as exc:

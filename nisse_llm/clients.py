@@ -221,7 +221,7 @@ class ReplyStream(_ReplyStreamBase):
             if 200 <= response.status_code < 300 and self._opened(response):
                 break
             try:
-                with call.sending():
+                with call.reading():
                     response.read()
             finally:
                 response.close()
@@ -308,7 +308,7 @@ class AsyncReplyStream(_ReplyStreamBase):
             if 200 <= response.status_code < 300 and self._opened(response):
                 break
             try:
-                with call.sending():
+                with call.reading():
                     await response.aread()
             finally:
                 await response.aclose()
