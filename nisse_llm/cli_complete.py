@@ -1,7 +1,8 @@
 """The ``nisse-llm complete`` subcommand: one prompt to a role's pinned model, the reply printed.
 
 The reply goes to stdout (text, then one line per tool call; or the canonical events as
-JSON lines with ``--json``), usage to stderr. Errors propagate to the CLI's exit-code
+JSON lines with ``--json``), usage to stderr. With ``--stream`` the text is printed as it
+arrives, the tool calls once the reply is whole. Errors propagate to the CLI's exit-code
 mapping: 1 a failed call, 2 configuration or usage, 3 upstream unavailable, 4 budget.
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import assert_never
+from typing import TYPE_CHECKING, assert_never
 
 from pydantic import TypeAdapter
 
@@ -23,6 +24,9 @@ from nisse_llm.canonical import (
     UserText,
 )
 from nisse_llm.config import RoleMap
+
+if TYPE_CHECKING:
+    from nisse_llm.clients import RoleRouter
 
 __all__ = ["register"]
 
@@ -38,8 +42,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--config", metavar="PATH", help="TOML file (default: $NISSE_CONFIG, else none)"
     )
     parser.add_argument("--system", metavar="TEXT", help="a system prompt")
-    parser.add_argument(
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument(
         "--json", action="store_true", help="print the reply's canonical events as JSON lines"
+    )
+    output.add_argument(
+        "--stream", action="store_true", help="print the reply's text as it arrives"
     )
     parser.add_argument("prompt", metavar="PROMPT", help="the user message")
     parser.set_defaults(handler=_complete)
@@ -53,7 +61,10 @@ def _complete(args: argparse.Namespace) -> int:
 
     pin = _load(args).pin()
     with RoleRouter.from_pin(pin) as router:
-        events = router.complete(args.role, [UserText(text=args.prompt)], None, args.system)
+        if args.stream:
+            events = _stream(router, args)
+        else:
+            events = router.complete(args.role, [UserText(text=args.prompt)], None, args.system)
         usage = router.client_for(args.role).last_usage
     for event in events:
         if args.json:
@@ -67,6 +78,30 @@ def _complete(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return 0
+
+
+def _stream(router: RoleRouter, args: argparse.Namespace) -> list[CanonicalEvent]:
+    """Print text deltas as they arrive; return the events still to print (not the text)."""
+    from nisse_llm.streaming import TextDelta
+
+    out = sys.stdout
+    printed = False
+    with router.stream(args.role, [UserText(text=args.prompt)], None, args.system) as stream:
+        try:
+            for delta in stream:
+                if isinstance(delta, TextDelta):
+                    if printed and delta.text_so_far == delta.text:
+                        out.write("\n")  # a new text block starts
+                    out.write(delta.text)
+                    out.flush()
+                    printed = True
+        finally:
+            if printed:
+                out.write("\n")
+                out.flush()
+    if not printed:
+        return stream.events  # a server that ignored "stream" sent the text whole
+    return [event for event in stream.events if not isinstance(event, AssistantText)]
 
 
 def _print_event(event: CanonicalEvent) -> None:
