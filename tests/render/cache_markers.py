@@ -55,7 +55,7 @@ def _collapse(content: Any) -> Any:
 
 def unmark(body: dict[str, Any], *, route: str) -> dict[str, Any]:
     """``body`` with its markers removed, as the renderer sends it with caching off."""
-    plain = strip_markers(body)
+    plain: dict[str, Any] = strip_markers(body)
     if "system" in plain:
         plain["system"] = _collapse(plain["system"])
     if route == "chat":
