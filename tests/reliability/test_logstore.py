@@ -453,7 +453,7 @@ def _kill_writer_repeatedly(directory: Path, kills: int, *, budget_s: float) -> 
             time.sleep(rng.uniform(0, 0.4))  # sometimes during start-up or repair
         else:
             assert writer.stdout.readline() == b"ready\n", where
-            time.sleep(rng.uniform(0, 0.05))
+            time.sleep(rng.uniform(0, 0.15))
         writer.send_signal(signal.SIGKILL)
         out, err = writer.communicate(timeout=30)
         assert writer.returncode == -signal.SIGKILL, (where, err.decode()[-2000:])
