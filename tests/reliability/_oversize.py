@@ -93,6 +93,20 @@ def _render_both(events: list[Any]) -> Callable[[], object]:
     return run
 
 
+def _render_each_way(route: str, events: list[Any]) -> Callable[[], object]:
+    """Render through the byte path and the dict path of one route."""
+
+    def run() -> object:
+        if route == "chat":
+            return len(CHAT.render_bytes(events, None, "gpt-4o")) + len(
+                CHAT.render(events, None, "gpt-4o")
+            )
+        body = MESSAGES.render_bytes(events, None, MODEL, max_tokens=1024)
+        return len(body) + len(MESSAGES.render(events, None, MODEL, max_tokens=1024))
+
+    return run
+
+
 def _store_round_trip(events: list[Any]) -> Callable[[], object]:
     def run() -> object:
         path = Path(os.environ["OVERSIZE_DIR"]) / "big.jsonl"
@@ -148,9 +162,9 @@ def _case(name: str) -> Callable[[], object]:
     if name == "messages_input_deep_mapping":
         deep_block = {"type": "tool_use", "id": "t", "name": "t", "input": _nested_dict(DEPTH)}
         return _parse_messages({"model": MODEL, "content": [deep_block], "stop_reason": "tool_use"})
-    if name == "render_arguments_deep":
+    if name in ("render_arguments_deep_chat", "render_arguments_deep_messages"):
         deep = ToolCall(call_id=mint_call_id(), tool="deep", arguments=_nested_dict(DEPTH))
-        return _render_both([UserText(text="go"), deep])
+        return _render_each_way(name.rsplit("_", 1)[1], [UserText(text="go"), deep])
     if name == "render_tool_output_10mb":
         return _render_both(_big_tool_output_log())
     if name == "store_tool_output_10mb":
@@ -173,7 +187,8 @@ CASES = (
     "messages_input_deep",
     "chat_arguments_deep_mapping",
     "messages_input_deep_mapping",
-    "render_arguments_deep",
+    "render_arguments_deep_chat",
+    "render_arguments_deep_messages",
     "render_tool_output_10mb",
     "store_tool_output_10mb",
 )

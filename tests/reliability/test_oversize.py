@@ -111,14 +111,26 @@ def test_deep_arguments_as_a_mapping_are_taken_as_they_are(tmp_path: Path, case:
     assert (report["outcome"], report["message"]) == ("ok", "ToolCall")
 
 
+def test_rendering_arguments_nested_10000_deep_is_a_render_error_on_messages(
+    tmp_path: Path,
+) -> None:
+    """A log whose tool arguments nest 10,000 deep is a `RenderError` on the messages route."""
+    report = _run("render_arguments_deep_messages", tmp_path)
+
+    assert report["outcome"] == "RenderError"
+    assert str(report["message"]).startswith(
+        "the log holds a value that cannot be encoded as JSON: "
+    )
+
+
 @pytest.mark.xfail(
     strict=True,
     raises=AssertionError,
-    reason="rendering lets PydanticSerializationError escape past 254 levels of nesting",
+    reason="the chat renderer lets PydanticSerializationError escape past 254 levels",
 )
-def test_rendering_arguments_nested_10000_deep_is_a_render_error(tmp_path: Path) -> None:
-    """A log whose tool arguments nest 10,000 deep renders to a `RenderError`, never a crash."""
-    report = _run("render_arguments_deep", tmp_path)
+def test_rendering_arguments_nested_10000_deep_is_a_render_error_on_chat(tmp_path: Path) -> None:
+    """A log whose tool arguments nest 10,000 deep is a `RenderError` on the chat route."""
+    report = _run("render_arguments_deep_chat", tmp_path)
 
     assert report["outcome"] == "RenderError"
 
