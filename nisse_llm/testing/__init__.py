@@ -53,10 +53,12 @@ from nisse_llm.testing.turns import (
     Reply,
     Turn,
     anthropic_failure,
+    cut_after,
     failure,
     openai_failure,
     reply,
     slow,
+    stalled_after,
     truncated,
 )
 
@@ -84,6 +86,7 @@ __all__ = [
     "anthropic_error_body",
     "anthropic_failure",
     "anthropic_message_body",
+    "cut_after",
     "failure",
     "openai_chat_body",
     "openai_error_body",
@@ -91,5 +94,6 @@ __all__ = [
     "reply",
     "route_of_path",
     "slow",
+    "stalled_after",
     "truncated",
 ]

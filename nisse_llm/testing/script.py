@@ -22,6 +22,7 @@ from nisse_llm.testing.bodies import (
     openai_chat_body,
     openai_error_body,
 )
+from nisse_llm.testing.sse import sse_stream
 from nisse_llm.testing.turns import (
     Disconnect,
     Failure,
@@ -37,6 +38,7 @@ __all__ = [
 ]
 
 _JSON = (("content-type", "application/json"),)
+_SSE = (("content-type", "text/event-stream"), ("cache-control", "no-cache"))
 _EMPTY_MODEL_LIST = b'{"object": "list", "data": []}'
 
 
@@ -83,6 +85,9 @@ class ScriptedAnswer:
     delay_s: float = 0.0
     #: Close the connection without answering (status, headers and body unused).
     disconnect: bool = False
+    #: Send only this many bytes of the body, then stall (``stall_s``) or drop the connection.
+    break_at: int | None = None
+    stall_s: float | None = None
 
 
 @dataclass
@@ -226,16 +231,21 @@ def _answer(turn: Turn, route: Route, request: RecordedRequest, serial: int) -> 
 
 def _map_reply(turn: Reply, route: Route, request: RecordedRequest, serial: int) -> ScriptedAnswer:
     sent = request.json
-    if isinstance(sent, dict) and sent.get("stream") is True:
-        # The scripted upstream answers whole bodies only; say so rather than mis-answer.
-        return _error(400, route, "scripted upstream: streaming is not supported")
     model = turn.model or (sent.get("model") if isinstance(sent, dict) else None) or "scripted"
     usage = turn.usage or estimate_tokens(request.body, turn.parts)
     build = anthropic_message_body if route == "anthropic_messages" else openai_chat_body
     body = build(turn.parts, model=str(model), usage=usage, truncated=turn.truncated, serial=serial)
+    streamed = isinstance(sent, dict) and sent.get("stream") is True
+    data = sse_stream(route, body) if streamed else json.dumps(body).encode()
+    break_at = turn.break_at
+    if streamed and break_at is not None:
+        # Servers write events whole: a stream breaks between two of them.
+        break_at = data.rfind(b"\n\n", 0, break_at) + 2
     return ScriptedAnswer(
         status=200,
-        headers=_JSON + turn.headers,
-        body=json.dumps(body).encode(),
+        headers=(_SSE if streamed else _JSON) + turn.headers,
+        body=data,
         delay_s=turn.delay_s,
+        break_at=break_at,
+        stall_s=turn.stall_s,
     )

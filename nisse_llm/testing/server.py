@@ -17,6 +17,8 @@ from nisse_llm.testing.script import Script
 
 __all__ = ["ScriptedServer"]
 
+_CUT_DELAY_S = 0.2
+
 
 class _Handler(BaseHTTPRequestHandler):
     # Keep-alive, as providers do: clients (and the proxy) pool connections.
@@ -54,7 +56,21 @@ class _Handler(BaseHTTPRequestHandler):
                 self.send_header(name, value)
             self.send_header("content-length", str(len(answer.body)))
             self.end_headers()
-            self.wfile.write(answer.body)
+            if answer.break_at is None:
+                self.wfile.write(answer.body)
+                return
+            self.wfile.write(answer.body[: answer.break_at])
+            self.wfile.flush()
+            # A cut ends the body short of its content-length, a moment after the last
+            # bytes: a peer (aiohttp) that sees EOF with data unread drops that data.
+            if self.server.stopping.wait(
+                _CUT_DELAY_S if answer.stall_s is None else answer.stall_s
+            ):
+                return
+            if answer.stall_s is None:
+                self.close_connection = True
+                return
+            self.wfile.write(answer.body[answer.break_at :])
         except (BrokenPipeError, ConnectionResetError):
             # The client gave up first (a proxy timeout, for instance): nothing to tell it.
             self.close_connection = True

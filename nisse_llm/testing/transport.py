@@ -3,14 +3,15 @@
 Pass it as ``transport=`` to any nisse_llm client (or any httpx client, sync or
 async). A delay longer than the request's read timeout raises ``httpx.ReadTimeout``
 after that timeout, as a real socket would; a `Disconnect` raises
-``httpx.RemoteProtocolError``.
+``httpx.RemoteProtocolError``; a body broken mid-way (`cut_after`, `stalled_after`)
+raises the same errors while the body is read.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 
 import httpx
 
@@ -73,6 +74,49 @@ def _finish(answer: ScriptedAnswer, request: httpx.Request, timed_out: bool) -> 
         raise httpx.RemoteProtocolError(
             "Server disconnected without sending a response.", request=request
         )
+    if answer.break_at is None:
+        return httpx.Response(
+            answer.status, headers=list(answer.headers), content=answer.body, request=request
+        )
     return httpx.Response(
-        answer.status, headers=list(answer.headers), content=answer.body, request=request
+        answer.status,
+        headers=list(answer.headers),
+        stream=_BrokenBody(answer, request),
+        request=request,
     )
+
+
+class _BrokenBody(httpx.SyncByteStream, httpx.AsyncByteStream):
+    """A body that stops after ``break_at`` bytes: dropped, or silent for ``stall_s``."""
+
+    def __init__(self, answer: ScriptedAnswer, request: httpx.Request) -> None:
+        self._answer = answer
+        self._request = request
+
+    def _pause(self) -> float:
+        """How long the body goes silent; raises at once for a cut."""
+        stall = self._answer.stall_s
+        if stall is None:
+            raise httpx.RemoteProtocolError(
+                "peer closed connection without sending complete message body",
+                request=self._request,
+            )
+        read = self._request.extensions.get("timeout", {}).get("read")
+        return stall if read is None else min(stall, float(read))
+
+    def _rest(self) -> bytes:
+        answer = self._answer
+        read = self._request.extensions.get("timeout", {}).get("read")
+        if answer.stall_s is not None and read is not None and answer.stall_s > read:
+            raise httpx.ReadTimeout("scripted upstream stalled mid-body", request=self._request)
+        return answer.body[answer.break_at :]
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield self._answer.body[: self._answer.break_at]
+        time.sleep(self._pause())
+        yield self._rest()
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        yield self._answer.body[: self._answer.break_at]
+        await asyncio.sleep(self._pause())
+        yield self._rest()

@@ -35,10 +35,12 @@ __all__ = [
     "ToolUse",
     "Turn",
     "anthropic_failure",
+    "cut_after",
     "failure",
     "openai_failure",
     "reply",
     "slow",
+    "stalled_after",
     "truncated",
 ]
 
@@ -57,6 +59,10 @@ class Reply:
     #: Seconds to wait before answering (to outlast a timeout, for instance).
     delay_s: float = 0.0
     headers: tuple[tuple[str, str], ...] = ()
+    #: Break the body after this many bytes: a stall of ``stall_s`` there, else a cut.
+    break_at: int | None = None
+    #: Seconds of silence at ``break_at`` before the rest is sent (``None``: cut instead).
+    stall_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -104,6 +110,16 @@ def truncated(*parts: Part | str, usage: Tokens | None = None) -> Reply:
 def slow(turn: _T, seconds: float) -> _T:
     """The same turn, answered only after ``seconds``."""
     return dataclasses.replace(turn, delay_s=seconds)
+
+
+def cut_after(turn: Reply, at: int) -> Reply:
+    """The same reply, its connection dropped after ``at`` bytes of the body (mid-stream)."""
+    return dataclasses.replace(turn, break_at=at, stall_s=None)
+
+
+def stalled_after(turn: Reply, at: int, seconds: float) -> Reply:
+    """The same reply, silent for ``seconds`` after ``at`` bytes of the body, then the rest."""
+    return dataclasses.replace(turn, break_at=at, stall_s=seconds)
 
 
 def failure(

@@ -109,13 +109,14 @@ def test_an_unknown_path_gets_a_404_and_is_listed_as_unscripted() -> None:
     assert len(script.unscripted) == 1
 
 
-def test_a_streaming_request_is_refused_with_a_400() -> None:
-    """The scripted upstream answers whole bodies only and says so."""
+def test_a_streaming_request_is_answered_as_server_sent_events() -> None:
+    """A request with "stream": true gets the same reply as an event stream."""
     script = Script().chat(reply("x"))
     body = json.dumps({"model": "m", "messages": [], "stream": True}).encode()
     answer = script.respond("POST", "/chat/completions", {}, body)
-    assert answer.status == 400
-    assert "streaming is not supported" in answer.body.decode()
+    assert answer.status == 200
+    assert ("content-type", "text/event-stream") in answer.headers
+    assert answer.body.endswith(b"data: [DONE]\n\n")
 
 
 def test_reset_forgets_turns_and_requests() -> None:
