@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 
 import pytest
 
 
 @pytest.fixture(autouse=True)
-def _clean_nisse_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def _clean_nisse_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test starts with no NISSE_* variables, so a developer's shell cannot leak in."""
     for name in list(os.environ):
         if name.startswith("NISSE_") and name != "NISSE_LITELLM_BIN":
             monkeypatch.delenv(name)
-    yield
