@@ -9,6 +9,8 @@ import httpx
 import pytest
 
 from nisse_llm.canonical import UserText
+from nisse_llm.clients import AsyncRoleRouter
+from nisse_llm.config import load_settings
 from nisse_llm.errors import StreamInterrupted
 from nisse_llm.routing import Route
 from nisse_llm.testing import (
@@ -118,3 +120,31 @@ def test_the_scripted_server_streams_and_cuts_over_a_real_socket(route: Route) -
             stream = client.stream([UserText(text="hi")], None, MODEL[route])
             with pytest.raises(StreamInterrupted, match="connection lost"), stream:
                 list(stream)
+
+
+async def test_the_async_role_router_streams_down_the_pinned_models_route() -> None:
+    """AsyncRoleRouter.stream sends to the role's pinned model on that model's route."""
+    pin = load_settings(
+        llm={"base_url": "http://proxy.test", "token": "sk-test"},
+        roles={
+            "executor": "gpt-4o-mini",
+            "planner": "claude-sonnet-4-5",
+            "delegate": "gpt-4o-mini",
+            "consultant": "gpt-4o-mini",
+        },
+    ).pin()
+    script = Script().messages(reply("Planned."))
+    router = AsyncRoleRouter.from_pin(pin, transport=ScriptedTransport(script))
+    try:
+        async with router.stream("planner", [UserText(text="plan")], None) as stream:
+            texts = [d async for d in stream]
+    finally:
+        await router.aclose()
+    assert [e.text for e in stream.events] == ["Planned."]  # type: ignore[union-attr]
+    assert texts
+    (sent,) = script.requests
+    assert (sent.route, sent.json["model"], sent.json["stream"]) == (
+        "anthropic_messages",
+        "claude-sonnet-4-5",
+        True,
+    )
