@@ -155,16 +155,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, no thresholds")
     parser.add_argument("--out", help="report path (default: bench/RESULTS.md; smoke: stdout)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    parser.add_argument(
-        "--notes", help="markdown appended as Findings (default: bench/FINDINGS.md, full run)"
-    )
+    parser.add_argument("--notes", help="a markdown file (findings) placed after the targets table")
     args = parser.parse_args(argv)
     plan = SMOKE if args.smoke else FULL
     command = "python -m bench" + (" --smoke" if args.smoke else "")
     results = run(plan, log=not args.quiet)
-    # Read after the run, so findings written while it runs are included.
-    notes_path = args.notes or (None if args.smoke else str(Path(__file__).parent / "FINDINGS.md"))
-    notes = Path(notes_path).read_text() if notes_path and Path(notes_path).exists() else ""
+    # Read after the run, so findings written while it runs can be included.
+    notes = Path(args.notes).read_text() if args.notes else ""
     text = report.render(results, command=command, notes=notes)
     out = args.out or (None if args.smoke else str(Path(__file__).parent / "RESULTS.md"))
     if out is None:

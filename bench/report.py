@@ -211,6 +211,20 @@ def targets(res: Results) -> list[tuple[str, str, str, str]]:
     return rows
 
 
+def _commit() -> str:
+    import subprocess
+    from pathlib import Path
+
+    proc = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"],
+        cwd=Path(__file__).parent,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return proc.stdout.strip() or "unknown"
+
+
 def _header(res: Results, command: str) -> list[str]:
     uname = platform.uname()
     versions = ", ".join(f"{p} {_version(p)}" for p in PACKAGES)
@@ -218,7 +232,7 @@ def _header(res: Results, command: str) -> list[str]:
         "# nisse_llm benchmark" + (" (smoke run)" if res.smoke else ""),
         "",
         f"- Date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}",
-        f"- Command: `{command}`",
+        f"- Command: `{command}` (nisse_llm at commit {_commit()})",
         f"- Machine: {_nproc()} CPUs ({_cpu_model()}), {uname.system} {uname.release}; {res.pinning}",
         f"- Python {platform.python_version()} ({platform.python_implementation()})",
         f"- Packages: {versions}",
