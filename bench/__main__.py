@@ -84,7 +84,10 @@ def _pin_self() -> tuple[int | None, str]:
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) < 2:
         return None, "not pinned (one CPU)"
-    os.sched_setaffinity(0, {cpus[0]})
+    try:
+        os.sched_setaffinity(0, {cpus[0]})
+    except OSError as exc:  # some sandboxes refuse affinity changes
+        return None, f"not pinned ({exc})"
     return cpus[-1], f"client pinned to CPU {cpus[0]}, stub to CPU {cpus[-1]}"
 
 

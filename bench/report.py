@@ -215,13 +215,16 @@ def _commit() -> str:
     import subprocess
     from pathlib import Path
 
-    proc = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"],
-        cwd=Path(__file__).parent,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    try:
+        proc = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=Path(__file__).parent,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except OSError:  # no git on this machine
+        return "unknown"
     return proc.stdout.strip() or "unknown"
 
 
