@@ -4,7 +4,8 @@ Run: ``python -m tests.clients.measure_stream_cpu``. The upstream runs in its ow
 (its CPU is not counted) and answers every POST with the same prepared SSE bytes, in
 4 KiB chunked writes. Contenders, per route: httpx reading the bytes and nothing else
 (the floor); httpx ``iter_lines`` plus ``json.loads`` of each data line (a hand-rolled
-minimal client); nisse_llm ``stream()`` iterated to its end (deltas, final events, usage);
+minimal client); httpx feeding the route's stream accumulator (the sans-I/O core alone);
+nisse_llm ``stream()`` iterated to its end (deltas, final events, usage);
 and nisse_llm ``complete()`` on the same reply unstreamed, for reference.
 """
 
@@ -113,6 +114,13 @@ def _route_rows(base: str, route: Route) -> tuple[int, list[tuple[str, float]]]:
                     if line.startswith("data: {"):
                         json.loads(line[6:])
 
+        def raw_accumulator() -> None:
+            acc = client._core.begin(events, None, "m", None).accumulator()
+            with http.stream("POST", base + path, content=sent) as response:
+                for chunk in response.iter_bytes():
+                    acc.feed(chunk)
+            acc.finish()
+
         def nisse_stream() -> None:
             with client.stream(events, None, "m") as stream:
                 counted[0] = sum(1 for _ in stream)
@@ -125,6 +133,7 @@ def _route_rows(base: str, route: Route) -> tuple[int, list[tuple[str, float]]]:
             rows = [
                 ("httpx iter_bytes (floor)", _cpu_per_call(raw_bytes)),
                 ("httpx iter_lines + json.loads", _cpu_per_call(raw_json)),
+                ("httpx iter_bytes + accumulator", _cpu_per_call(raw_accumulator)),
                 ("nisse_llm stream()", _cpu_per_call(nisse_stream)),
                 ("nisse_llm complete() (unstreamed)", _cpu_per_call(nisse_complete)),
             ]
