@@ -124,7 +124,9 @@ def long_log(turns: int) -> list[CanonicalEvent]:
 
 def corpus() -> list[Conversation]:
     """The named conversations, each rendered for both routes."""
-    unicode_text = 'Ünïcödé ✓ 日本語 עברית 🚀 "quotes" \\backslash\\ \t tab \u2028 line-sep \x07 bell'
+    unicode_text = (
+        'Ünïcödé ✓ 日本語 עברית 🚀 "quotes" \\backslash\\ \t tab \u2028 line-sep \x07 bell'
+    )
     return [
         Conversation("plain_chat", [UserText(text="Hello! What can you do?")], tools=[]),
         Conversation(
@@ -282,7 +284,9 @@ def corpus() -> list[Conversation]:
             [
                 UserText(text="Dump the log."),
                 _call("call_big", path="build.log"),
-                ToolResult(call_id="call_big", output="".join(f"line {i}: ok\n" for i in range(20000))),
+                ToolResult(
+                    call_id="call_big", output="".join(f"line {i}: ok\n" for i in range(20000))
+                ),
             ],
         ),
         Conversation(
