@@ -132,7 +132,9 @@ class StoredEvent(BaseModel):
         return cls(seq=seq, at=datetime.now(UTC), event=event)
 
 
-LogLike: TypeAlias = Sequence[StoredEvent | UserText | AssistantText | ToolCall | ToolResult | Reasoning]
+LogLike: TypeAlias = Sequence[
+    StoredEvent | UserText | AssistantText | ToolCall | ToolResult | Reasoning
+]
 
 _STORED = TypeAdapter(StoredEvent)
 
@@ -160,9 +162,7 @@ class ToolSpec(BaseModel):
 
     name: Annotated[str, Field(pattern=TOOL_NAME_PATTERN)]
     description: str = ""
-    parameters: dict[str, Any] = Field(
-        default_factory=lambda: {"type": "object", "properties": {}}
-    )
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
 
 
 ToolLike: TypeAlias = ToolSpec | Mapping[str, Any]

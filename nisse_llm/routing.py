@@ -21,9 +21,7 @@ ROUTES: tuple[Route, ...] = ("openai_chat", "anthropic_messages")
 DEFAULT_PASSTHROUGH_PREFIXES: tuple[str, ...] = ("claude-", "anthropic/")
 
 
-def has_native_adapter(
-    model: str, prefixes: Iterable[str] = DEFAULT_PASSTHROUGH_PREFIXES
-) -> bool:
+def has_native_adapter(model: str, prefixes: Iterable[str] = DEFAULT_PASSTHROUGH_PREFIXES) -> bool:
     """True when the model has a vendor-native route (the Anthropic messages passthrough)."""
     return model.startswith(tuple(prefixes))
 
