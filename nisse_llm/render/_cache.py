@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 from nisse_llm.routing import DEFAULT_PASSTHROUGH_PREFIXES, has_native_adapter
-from nisse_llm.wire.anthropic_messages import AnthropicCacheControl
 
 __all__ = ["MAX_BREAKPOINTS", "PromptCache", "active", "is_anthropic_model"]
 
@@ -48,9 +47,9 @@ class PromptCache:
         return self.enabled and is_anthropic_model(model, self.prefixes)
 
     @property
-    def control(self) -> AnthropicCacheControl:
-        """The marker every breakpoint carries."""
-        return AnthropicCacheControl(ttl="1h" if self.ttl == "1h" else None)
+    def marker_ttl(self) -> Literal["1h"] | None:
+        """The ``ttl`` the marker carries: none for the API's default of 5 minutes."""
+        return "1h" if self.ttl == "1h" else None
 
     @property
     def control_json(self) -> bytes:

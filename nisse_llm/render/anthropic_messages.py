@@ -343,7 +343,7 @@ class AnthropicMessagesRenderer:
         else:
             marks = _breakpoints(plan.turns)
             messages = [
-                _map_turn(turn, marks.get(index), policy.control)
+                _map_turn(turn, marks.get(index), AnthropicCacheControl(ttl=policy.marker_ttl))
                 for index, turn in enumerate(plan.turns)
             ]
         return _envelope(model, system, max_tokens, plan, messages, policy)
@@ -495,10 +495,11 @@ def _envelope(
     prompt: str | list[AnthropicTextBlock] | None = system if system and system.strip() else None
     tools = plan.tools
     if policy is not None:
+        control = AnthropicCacheControl(ttl=policy.marker_ttl)
         if prompt is not None:
-            prompt = [AnthropicTextBlock(text=prompt, cache_control=policy.control)]
+            prompt = [AnthropicTextBlock(text=prompt, cache_control=control)]
         if tools:
-            tools = [*tools[:-1], tools[-1].model_copy(update={"cache_control": policy.control})]
+            tools = [*tools[:-1], tools[-1].model_copy(update={"cache_control": control})]
     return AnthropicMessagesRequest(
         model=model,
         max_tokens=ceiling,

@@ -555,7 +555,7 @@ class OpenAIChatRenderer:
         slots, used_tools = _plan(as_events(events))
         specs = _tool_specs(tools)
         policy = active(cache, model)
-        control = None if policy is None else OpenAIChatCacheControl(ttl=policy.control.ttl)
+        control = None if policy is None else OpenAIChatCacheControl(ttl=policy.marker_ttl)
         marks = set() if control is None else set(_breakpoints(slots))
         messages: list[OpenAIChatMessage] = []
         if system is not None and system.strip():
