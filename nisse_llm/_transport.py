@@ -28,7 +28,7 @@ import ssl
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Final, NoReturn
 
@@ -46,6 +46,7 @@ from nisse_llm.canonical import (
 )
 from nisse_llm.errors import LLMError, StreamInterrupted, UpstreamUnavailable
 from nisse_llm.render import Renderer
+from nisse_llm.render._cache import PromptCache
 from nisse_llm.routing import Route
 from nisse_llm.streaming import StreamAccumulator, accumulator_for
 
@@ -121,6 +122,7 @@ class Core:
         "max_tokens",
         "on_usage",
         "policy",
+        "prompt_cache",
         "renderer",
         "route",
         "timeout_s",
@@ -138,6 +140,7 @@ class Core:
         max_tokens: int | None,
         policy: RateLimitPolicy,
         on_usage: UsageCallback | None,
+        prompt_cache: PromptCache | bool | None = True,
     ) -> None:
         self._token = token if isinstance(token, SecretStr) else SecretStr(token)
         self.route = route
@@ -147,6 +150,8 @@ class Core:
         self.max_tokens = max_tokens or DEFAULT_MAX_OUTPUT_TOKENS
         self.policy = policy
         self.on_usage = on_usage
+        #: The prompt-cache policy of every call that does not override it (None: off).
+        self.prompt_cache = _cache_policy(prompt_cache)
         self.renderer = route.renderer()
         # Built once: the body goes out as pre-encoded bytes, so the type is ours to set.
         self.headers = {
@@ -174,12 +179,17 @@ class Core:
         system: str | None,
         *,
         stream: bool = False,
+        cache: bool | None = None,
     ) -> Call:
-        """Render a request and start its call (a render failure is logged and raised)."""
+        """Render a request and start its call (a render failure is logged and raised);
+        ``cache`` turns the client's prompt-cache policy on or off for this call."""
         call = Call(self, model)
+        policy = self.prompt_cache
+        if cache is not None:
+            policy = _cache_policy(cache) if policy is None else replace(policy, enabled=cache)
         try:
             call.body = self.renderer.render_bytes(
-                events, tools, model, system, max_tokens=self.max_tokens
+                events, tools, model, system, max_tokens=self.max_tokens, cache=policy
             )
         except LLMError as exc:
             call.fail(exc)
@@ -188,6 +198,13 @@ class Core:
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug("request %s %s: %s", self.where, model, _debug_text(call.body, self.token))
         return call
+
+
+def _cache_policy(value: PromptCache | bool | None) -> PromptCache | None:
+    """``True``: breakpoints with the API's default 5-minute lifetime; ``False``/``None``: none."""
+    if isinstance(value, PromptCache):
+        return value if value.enabled else None
+    return PromptCache(ttl="5m") if value else None
 
 
 class Call:

@@ -34,6 +34,7 @@ from nisse_llm.streaming import StreamAccumulator, StreamDelta
 
 if TYPE_CHECKING:
     from nisse_llm.config import Pin, Settings
+    from nisse_llm.render._cache import PromptCache
 
 __all__ = [
     "AnthropicPassthroughClient",
@@ -99,7 +100,16 @@ def _pin_options(pin: Pin, route: RouteSpec) -> dict[str, Any]:
         "rate_limit_wait_s": pin.rate_limit_wait_s,
         "rate_limit_wait_cap_s": pin.rate_limit_wait_cap_s,
         "stream_idle_timeout_s": pin.stream_idle_timeout_s,
+        "prompt_cache": _pin_cache(pin),
     }
+
+
+def _pin_cache(pin: Pin) -> PromptCache:
+    from nisse_llm.render._cache import PromptCache
+
+    return PromptCache(
+        enabled=pin.prompt_cache, ttl=pin.prompt_cache_ttl, prefixes=pin.passthrough_prefixes
+    )
 
 
 def _timeout(read_s: float, connect_s: float | None) -> httpx.Timeout:
@@ -391,6 +401,7 @@ class _ClientBase:
         rate_limit_wait_s: float,
         rate_limit_wait_cap_s: float,
         on_usage: UsageCallback | None,
+        prompt_cache: PromptCache | bool | None,
     ) -> Core:
         self._core = Core(
             self.ROUTE,
@@ -404,6 +415,7 @@ class _ClientBase:
                 wait_cap_s=rate_limit_wait_cap_s,
             ),
             on_usage=on_usage,
+            prompt_cache=prompt_cache,
         )
         return self._core
 
@@ -452,6 +464,7 @@ class _SyncClient(_ClientBase):
         rate_limit_wait_cap_s: float = 60.0,
         stream_idle_timeout_s: float = 120.0,
         on_usage: UsageCallback | None = None,
+        prompt_cache: PromptCache | bool | None = True,
     ) -> None:
         core = self._setup(
             base_url,
@@ -462,6 +475,7 @@ class _SyncClient(_ClientBase):
             rate_limit_wait_s=rate_limit_wait_s,
             rate_limit_wait_cap_s=rate_limit_wait_cap_s,
             on_usage=on_usage,
+            prompt_cache=prompt_cache,
         )
         self._sleep = sleep
         self._stream_idle_s = stream_idle_timeout_s
@@ -481,10 +495,13 @@ class _SyncClient(_ClientBase):
         tools: Iterable[ToolLike] | None,
         model: str,
         system: str | None = None,
+        *,
+        cache: bool | None = None,
     ) -> list[CanonicalEvent]:
-        """Send the log to ``model`` and return the reply's canonical events."""
+        """Send the log to ``model`` and return the reply's canonical events; ``cache``
+        overrides the client's prompt-cache setting for this call."""
         core = self._core
-        call = core.begin(events, tools, model, system)
+        call = core.begin(events, tools, model, system, cache=cache)
         while True:
             with call.sending():
                 response = self._http.post(core.url, content=call.body)
@@ -500,13 +517,16 @@ class _SyncClient(_ClientBase):
         tools: Iterable[ToolLike] | None,
         model: str,
         system: str | None = None,
+        *,
+        cache: bool | None = None,
     ) -> ReplyStream:
         """``complete()`` as a stream: ``with client.stream(...) as s: for delta in s: ...``.
 
         The log is rendered now (a `RenderError` raises here); the request goes out when
         the ``with`` is entered.
         """
-        return ReplyStream(self, self._core.begin(events, tools, model, system, stream=True))
+        call = self._core.begin(events, tools, model, system, stream=True, cache=cache)
+        return ReplyStream(self, call)
 
     def close(self) -> None:
         """Close the connection pool."""
@@ -540,6 +560,7 @@ class _AsyncClient(_ClientBase):
         rate_limit_wait_cap_s: float = 60.0,
         stream_idle_timeout_s: float = 120.0,
         on_usage: UsageCallback | None = None,
+        prompt_cache: PromptCache | bool | None = True,
     ) -> None:
         core = self._setup(
             base_url,
@@ -550,6 +571,7 @@ class _AsyncClient(_ClientBase):
             rate_limit_wait_s=rate_limit_wait_s,
             rate_limit_wait_cap_s=rate_limit_wait_cap_s,
             on_usage=on_usage,
+            prompt_cache=prompt_cache,
         )
         self._sleep = sleep
         self._stream_idle_s = stream_idle_timeout_s
@@ -569,10 +591,13 @@ class _AsyncClient(_ClientBase):
         tools: Iterable[ToolLike] | None,
         model: str,
         system: str | None = None,
+        *,
+        cache: bool | None = None,
     ) -> list[CanonicalEvent]:
-        """Send the log to ``model`` and return the reply's canonical events."""
+        """Send the log to ``model`` and return the reply's canonical events; ``cache``
+        overrides the client's prompt-cache setting for this call."""
         core = self._core
-        call = core.begin(events, tools, model, system)
+        call = core.begin(events, tools, model, system, cache=cache)
         while True:
             with call.sending():
                 response = await self._http.post(core.url, content=call.body)
@@ -588,13 +613,16 @@ class _AsyncClient(_ClientBase):
         tools: Iterable[ToolLike] | None,
         model: str,
         system: str | None = None,
+        *,
+        cache: bool | None = None,
     ) -> AsyncReplyStream:
         """``complete()`` as a stream: ``async with client.stream(...) as s: async for d in s``.
 
         The log is rendered now (a `RenderError` raises here); the request goes out when
         the ``async with`` is entered.
         """
-        return AsyncReplyStream(self, self._core.begin(events, tools, model, system, stream=True))
+        call = self._core.begin(events, tools, model, system, stream=True, cache=cache)
+        return AsyncReplyStream(self, call)
 
     async def aclose(self) -> None:
         """Close the connection pool."""

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
 from nisse_llm.canonical import Completion, LogLike, ToolLike
+from nisse_llm.render._cache import PromptCache
 
 __all__ = ["Renderer"]
 
@@ -27,6 +28,7 @@ class Renderer(Protocol):
         system: str | None = None,
         *,
         max_tokens: int | None = None,
+        cache: PromptCache | None = None,
     ) -> dict[str, Any]: ...
 
     def render_bytes(
@@ -37,6 +39,7 @@ class Renderer(Protocol):
         system: str | None = None,
         *,
         max_tokens: int | None = None,
+        cache: PromptCache | None = None,
     ) -> bytes: ...
 
     def parse(
