@@ -192,6 +192,13 @@ class _ReplyStreamBase:
         self._settled = True
         self._call.stream_failed(self._acc, exc, idle_timeout_s=self._idle_s)
 
+    def _check_entered(self) -> None:
+        if not self._settled:
+            raise RuntimeError(
+                "a stream sends its request when entered: use `with client.stream(...) as s` "
+                "(`async with` on an async client) before iterating it"
+            )
+
     def _left(self) -> None:
         if not self._settled:
             self._settled = True
@@ -254,6 +261,7 @@ class ReplyStream(_ReplyStreamBase):
         while not pending:
             chunks = self._chunks
             if chunks is None:
+                self._check_entered()
                 raise StopIteration
             try:
                 chunk = next(chunks)
@@ -341,6 +349,7 @@ class AsyncReplyStream(_ReplyStreamBase):
         while not pending:
             chunks = self._chunks
             if chunks is None:
+                self._check_entered()
                 raise StopAsyncIteration
             try:
                 chunk = await anext(chunks)

@@ -345,3 +345,22 @@ def test_stream_interrupted_is_one_class_in_the_error_tree_and_the_streaming_mod
     """nisse_llm.streaming re-exports the error tree's StreamInterrupted, for older imports."""
     assert ReExported is StreamInterrupted
     assert StreamInterrupted.__mro__[1] is UpstreamUnavailable
+
+
+@pytest.mark.parametrize(("route", "mode"), CASES, ids=CASE_IDS)
+async def test_iterating_a_stream_never_entered_is_a_runtime_error(
+    upstream: StreamingUpstream, route: Route, mode: Mode
+) -> None:
+    """A stream iterated outside its with-block says how to use it, and nothing is sent."""
+    client = make_client(route, mode, upstream.base_url, sleep=SleepLog())
+    stream = client.stream([UserText(text="hi")], None, MODEL[route])
+
+    async def first() -> object:
+        return next(iter(stream)) if is_sync(client) else await anext(aiter(stream))
+
+    try:
+        with pytest.raises(RuntimeError, match="sends its request when entered"):
+            await first()
+    finally:
+        await close(client)
+    assert upstream.requests == []
