@@ -1,43 +1,19 @@
 """Prompt-cache breakpoints through the real proxy: an Anthropic model entry receives them on both
-routes, an OpenAI one none.
-
-The clients are built here with a renderer that passes a `PromptCache` policy on each render
-(route specs with a wrapping renderer), so the test needs nothing of the clients beyond
-their public route specs.
-"""
+routes (the clients' default), an OpenAI one none, and the switches turn them off."""
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
 
-from nisse_llm.canonical import (
-    CanonicalEvent,
-    Completion,
-    LogLike,
-    ToolCall,
-    ToolLike,
-    ToolResult,
-    UserText,
-)
-from nisse_llm.clients import CHAT_ROUTE, MESSAGES_ROUTE, AnthropicPassthroughClient, LiteLLMClient
-from nisse_llm.render._cache import PromptCache
-from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
-from nisse_llm.render.openai_chat import OpenAIChatRenderer
+from nisse_llm.canonical import CanonicalEvent, ToolCall, ToolResult, UserText
+from nisse_llm.clients import AnthropicPassthroughClient, LiteLLMClient
+from nisse_llm.config import load_settings
 from nisse_llm.testing import Script, ToolUse, reply
 from nisse_llm.testing.proxy import LiteLLMProxy
 from tests.corpus import READ_FILE, RUN_TESTS
-from tests.integration.helpers import (
-    COMBO_IDS,
-    COMBOS,
-    MAX_TOKENS,
-    Combo,
-    RecordingTransport,
-)
+from tests.integration.helpers import COMBO_IDS, COMBOS, Combo, client_for
 from tests.render.cache_markers import marker_paths
 
 pytestmark = pytest.mark.proxy
@@ -46,60 +22,9 @@ SYSTEM = "You are a careful coding agent. Use the tools."
 TOOLS = [READ_FILE, RUN_TESTS]
 
 
-class _CachingRenderer:
-    """A route's renderer that renders every request under one prompt-cache policy."""
-
-    def __init__(self, inner: OpenAIChatRenderer | AnthropicMessagesRenderer) -> None:
-        self._inner = inner
-        self._cache = PromptCache()
-
-    def render(
-        self,
-        events: LogLike,
-        tools: Iterable[ToolLike] | None,
-        model: str,
-        system: str | None = None,
-        **options: Any,
-    ) -> dict[str, Any]:
-        return self._inner.render(events, tools, model, system, **{**options, "cache": self._cache})
-
-    def render_bytes(
-        self,
-        events: LogLike,
-        tools: Iterable[ToolLike] | None,
-        model: str,
-        system: str | None = None,
-        **options: Any,
-    ) -> bytes:
-        return self._inner.render_bytes(
-            events, tools, model, system, **{**options, "cache": self._cache}
-        )
-
-    def parse(self, body: bytes | str | Mapping[str, Any], *, requested_model: str) -> Completion:
-        return self._inner.parse(body, requested_model=requested_model)
-
-
-class _CachingChatClient(LiteLLMClient):
-    ROUTE = dataclasses.replace(CHAT_ROUTE, renderer=lambda: _CachingRenderer(OpenAIChatRenderer()))
-
-
-class _CachingMessagesClient(AnthropicPassthroughClient):
-    ROUTE = dataclasses.replace(
-        MESSAGES_ROUTE, renderer=lambda: _CachingRenderer(AnthropicMessagesRenderer())
-    )
-
-
-@contextmanager
-def _client(
-    proxy: LiteLLMProxy, combo: Combo
-) -> Iterator[tuple[LiteLLMClient | AnthropicPassthroughClient, RecordingTransport]]:
-    sent = RecordingTransport()
-    cls = _CachingChatClient if combo.route == "chat" else _CachingMessagesClient
-    with cls(proxy.base_url, proxy.token, transport=sent, max_tokens=MAX_TOKENS) as client:
-        yield client, sent
-
-
-def _two_turns(proxy: LiteLLMProxy, script: Script, combo: Combo) -> tuple[Any, bytes]:
+def _two_turns(
+    proxy: LiteLLMProxy, script: Script, combo: Combo, **options: Any
+) -> tuple[Any, bytes]:
     """Run a two-request agent loop; the upstream's second request body and the client's."""
     script.add(
         combo.upstream,
@@ -107,13 +32,14 @@ def _two_turns(proxy: LiteLLMProxy, script: Script, combo: Combo) -> tuple[Any, 
         reply("add() subtracts."),
     )
     log: list[CanonicalEvent] = [UserText(text="Why does test_add fail?")]
-    with _client(proxy, combo) as (client, sent):
-        first = client.complete(log, TOOLS, combo.model(), SYSTEM)
+    cache = options.pop("cache", None)
+    with client_for(proxy, combo.route, **options) as h:
+        first = h.client.complete(log, TOOLS, combo.model(), SYSTEM, cache=cache)
         call = next(event for event in first if isinstance(event, ToolCall))
         log += [*first, ToolResult(call_id=call.call_id, output="def add(a, b): return a - b")]
-        client.complete(log, TOOLS, combo.model(), SYSTEM)
+        h.client.complete(log, TOOLS, combo.model(), SYSTEM, cache=cache)
     assert len(script.requests) == 2
-    return script.requests[1].json, sent.bodies[1]
+    return script.requests[1].json, h.sent.bodies[1]
 
 
 def _marked_messages(body: dict[str, Any]) -> list[int]:
@@ -153,3 +79,42 @@ def test_an_openai_model_entry_receives_no_breakpoint(
     upstream, ours = _two_turns(proxy, script, combo)
     assert marker_paths(upstream) == []
     assert b"cache_control" not in ours
+
+
+CLAUDE = [c for c in COMBOS if c.family == "claude"]
+
+
+@pytest.mark.parametrize("combo", CLAUDE, ids=COMBO_IDS[1::2])
+@pytest.mark.parametrize(
+    "options",
+    [{"cache": False}, {"prompt_cache": False}],
+    ids=["per-call-off", "client-off"],
+)
+def test_switching_caching_off_sends_no_breakpoint(
+    proxy: LiteLLMProxy, script: Script, combo: Combo, options: dict[str, Any]
+) -> None:
+    """``complete(..., cache=False)`` or a client built with ``prompt_cache=False`` sends an
+    Anthropic model no marker."""
+    upstream, ours = _two_turns(proxy, script, combo, **options)
+    assert marker_paths(upstream) == []
+    assert b"cache_control" not in ours
+
+
+@pytest.mark.parametrize("combo", CLAUDE, ids=COMBO_IDS[1::2])
+def test_a_client_from_a_pin_takes_its_ttl(
+    proxy: LiteLLMProxy, script: Script, combo: Combo
+) -> None:
+    """A client built from a pin with ``llm.prompt_cache_ttl = "1h"`` marks every breakpoint
+    with ``"ttl": "1h"`` all the way to the upstream."""
+    settings = load_settings(
+        llm={"base_url": proxy.base_url, "token": proxy.token, "prompt_cache_ttl": "1h"},
+        roles={role: combo.model() for role in ("executor", "planner", "delegate", "consultant")},
+    )
+    script.add(combo.upstream, reply("Hello."))
+    cls = LiteLLMClient if combo.route == "chat" else AnthropicPassthroughClient
+    with cls.from_pin(settings.pin()) as client:
+        client.complete([UserText(text="Hi.")], TOOLS, combo.model(), SYSTEM)
+    upstream = script.requests[0].json
+    assert upstream["system"][0]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
+    assert upstream["tools"][-1]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
+    assert len(marker_paths(upstream)) == 3
