@@ -29,6 +29,7 @@ from nisse_llm.errors import (
     LLMError,
     ModelRefusal,
     RenderError,
+    StreamInterrupted,
     TruncatedResponse,
     UpstreamUnavailable,
 )
@@ -39,8 +40,10 @@ if TYPE_CHECKING:
         AnthropicPassthroughClient,
         AsyncAnthropicPassthroughClient,
         AsyncLiteLLMClient,
+        AsyncReplyStream,
         AsyncRoleRouter,
         LiteLLMClient,
+        ReplyStream,
         RoleRouter,
         select_client,
     )
@@ -54,6 +57,14 @@ if TYPE_CHECKING:
     from nisse_llm.logstore import LogStore
     from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
     from nisse_llm.render.openai_chat import OpenAIChatRenderer
+    from nisse_llm.streaming import (
+        PartialReply,
+        ReasoningDelta,
+        RefusalDelta,
+        TextDelta,
+        ToolArgumentsDelta,
+        ToolCallStarted,
+    )
 
 __version__ = "0.1.0"
 
@@ -73,6 +84,14 @@ _LAZY = {
     "AsyncAnthropicPassthroughClient": "nisse_llm.clients",
     "RoleRouter": "nisse_llm.clients",
     "AsyncRoleRouter": "nisse_llm.clients",
+    "ReplyStream": "nisse_llm.clients",
+    "AsyncReplyStream": "nisse_llm.clients",
+    "TextDelta": "nisse_llm.streaming",
+    "ReasoningDelta": "nisse_llm.streaming",
+    "RefusalDelta": "nisse_llm.streaming",
+    "ToolCallStarted": "nisse_llm.streaming",
+    "ToolArgumentsDelta": "nisse_llm.streaming",
+    "PartialReply": "nisse_llm.streaming",
     "select_client": "nisse_llm.clients",
 }
 
@@ -82,6 +101,7 @@ __all__ = [
     "AssistantText",
     "AsyncAnthropicPassthroughClient",
     "AsyncLiteLLMClient",
+    "AsyncReplyStream",
     "AsyncRoleRouter",
     "BudgetExhausted",
     "CanonicalEvent",
@@ -93,14 +113,22 @@ __all__ = [
     "LogStore",
     "ModelRefusal",
     "OpenAIChatRenderer",
+    "PartialReply",
     "Pin",
     "Reasoning",
+    "ReasoningDelta",
+    "RefusalDelta",
     "RenderError",
+    "ReplyStream",
     "RoleMap",
     "RoleRouter",
     "Settings",
     "StoredEvent",
+    "StreamInterrupted",
+    "TextDelta",
+    "ToolArgumentsDelta",
     "ToolCall",
+    "ToolCallStarted",
     "ToolResult",
     "ToolSpec",
     "TruncatedResponse",
