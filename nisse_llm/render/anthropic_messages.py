@@ -117,6 +117,16 @@ _FRAGMENTS: FragmentMemo[CanonicalEvent, bytes] = FragmentMemo()
 _INTERRUPTED: FragmentMemo[ToolCall, bytes] = FragmentMemo()
 #: Each tool spec's wire tool, built (and its schema validated) once per spec object.
 _TOOLS: FragmentMemo[ToolSpec, AnthropicTool] = FragmentMemo()
+#: The marker of each TTL, shared: request models are never mutated once built.
+_CONTROLS: dict[str | None, AnthropicCacheControl] = {
+    None: AnthropicCacheControl(),
+    "1h": AnthropicCacheControl(ttl="1h"),
+}
+#: Each wire tool carrying a breakpoint, by marker TTL: built once per tool object.
+_MARKED_TOOLS: dict[str | None, FragmentMemo[AnthropicTool, AnthropicTool]] = {
+    None: FragmentMemo(),
+    "1h": FragmentMemo(),
+}
 
 # A ToolCall inside a user turn is a hole: the place its result goes once it arrives
 # (an interrupted result if it never does).
@@ -343,7 +353,7 @@ class AnthropicMessagesRenderer:
         else:
             marks = _breakpoints(plan.turns)
             messages = [
-                _map_turn(turn, marks.get(index), AnthropicCacheControl(ttl=policy.marker_ttl))
+                _map_turn(turn, marks.get(index), _CONTROLS[policy.marker_ttl])
                 for index, turn in enumerate(plan.turns)
             ]
         return _envelope(model, system, max_tokens, plan, messages, policy)
@@ -495,11 +505,14 @@ def _envelope(
     prompt: str | list[AnthropicTextBlock] | None = system if system and system.strip() else None
     tools = plan.tools
     if policy is not None:
-        control = AnthropicCacheControl(ttl=policy.marker_ttl)
+        control = _CONTROLS[policy.marker_ttl]
         if prompt is not None:
             prompt = [AnthropicTextBlock(text=prompt, cache_control=control)]
         if tools:
-            tools = [*tools[:-1], tools[-1].model_copy(update={"cache_control": control})]
+            marked = _MARKED_TOOLS[policy.marker_ttl].get(
+                tools[-1], lambda tool: tool.model_copy(update={"cache_control": control})
+            )
+            tools = [*tools[:-1], marked]
     return AnthropicMessagesRequest(
         model=model,
         max_tokens=ceiling,
