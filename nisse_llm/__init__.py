@@ -55,6 +55,7 @@ if TYPE_CHECKING:
         load_settings,
     )
     from nisse_llm.logstore import LogStore
+    from nisse_llm.render._cache import PromptCache
     from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
     from nisse_llm.render.openai_chat import OpenAIChatRenderer
     from nisse_llm.streaming import (
@@ -92,6 +93,7 @@ _LAZY = {
     "ToolCallStarted": "nisse_llm.streaming",
     "ToolArgumentsDelta": "nisse_llm.streaming",
     "PartialReply": "nisse_llm.streaming",
+    "PromptCache": "nisse_llm.render._cache",
     "select_client": "nisse_llm.clients",
 }
 
@@ -115,6 +117,7 @@ __all__ = [
     "OpenAIChatRenderer",
     "PartialReply",
     "Pin",
+    "PromptCache",
     "Reasoning",
     "ReasoningDelta",
     "RefusalDelta",

@@ -38,7 +38,7 @@ def config(tmp_path: Path, server: LoopbackServer) -> str:
 def test_prints_reply_and_usage(
     config: str, server: LoopbackServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The reply text goes to stdout and the usage to stderr; the system prompt is sent."""
+    """The reply text goes to stdout and the usage to stderr; the system prompt is sent, marked for caching."""
     code = main(
         ["complete", "--role", "planner", "--config", config, "--system", "Be brief.", "hi"]
     )
@@ -48,7 +48,9 @@ def test_prints_reply_and_usage(
     assert err == ("usage: model=claude-sonnet-4-5 input=11 output=2 cache_read=0 cache_write=0\n")
     (seen,) = server.requests
     assert seen.path == "/v1/messages"
-    assert seen.json()["system"] == "Be brief."
+    assert seen.json()["system"] == [
+        {"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}
+    ]
 
 
 def test_prints_tool_calls(

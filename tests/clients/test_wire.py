@@ -14,6 +14,7 @@ from nisse_llm.clients import (
     LiteLLMClient,
 )
 from nisse_llm.errors import LLMError, UpstreamUnavailable
+from nisse_llm.render._cache import PromptCache
 from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
 from nisse_llm.render.openai_chat import OpenAIChatRenderer
 from nisse_llm.routing import Route
@@ -39,7 +40,7 @@ SYSTEM = "You are a careful refactoring agent."
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("route", ROUTES)
 async def test_request_on_the_wire(route: Route, mode: Mode, server: LoopbackServer) -> None:
-    """Each route posts to its path with its auth headers, and the body is the renderer's bytes."""
+    """Each route posts to its path with its auth headers; the body is the renderer's bytes (caching on by default)."""
     client = make_client(route, mode, server.base_url + "/", sleep=SleepLog(), max_tokens=2048)
     try:
         events = await complete(client, LOG, TOOLS, MODEL[route], system=SYSTEM)
@@ -47,7 +48,7 @@ async def test_request_on_the_wire(route: Route, mode: Mode, server: LoopbackSer
         await close(client)
     (seen,) = server.requests
     expected_body = RENDERERS[route]().render_bytes(
-        LOG, TOOLS, MODEL[route], SYSTEM, max_tokens=2048
+        LOG, TOOLS, MODEL[route], SYSTEM, max_tokens=2048, cache=PromptCache()
     )
     assert seen.body == expected_body
     assert seen.headers["authorization"] == f"Bearer {TOKEN}"

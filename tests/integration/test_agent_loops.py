@@ -15,6 +15,7 @@ from nisse_llm.canonical import (
     ToolResult,
     UserText,
 )
+from nisse_llm.render._cache import PromptCache
 from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
 from nisse_llm.render.openai_chat import TOOL_ERROR_PREFIX
 from nisse_llm.testing import Script, ToolUse, reply
@@ -136,7 +137,11 @@ def test_passthrough_upstream_receives_exactly_the_rendered_body(
             lambda calls: [UserText(text="Interrupted; carry on.")],
             None,
         ):
-            rendered.append(renderer.render_bytes(log, TOOLS, model, SYSTEM, max_tokens=MAX_TOKENS))
+            rendered.append(
+                renderer.render_bytes(
+                    log, TOOLS, model, SYSTEM, max_tokens=MAX_TOKENS, cache=PromptCache()
+                )
+            )
             events = h.client.complete(log, TOOLS, model, system=SYSTEM)
             if results is not None:
                 log += [*events, *results([e for e in events if isinstance(e, ToolCall)])]
