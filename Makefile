@@ -2,11 +2,12 @@
 PYTHON ?= python3
 VENV ?= .venv
 PROXY_VENV ?= .venv-proxy
+BENCH_VENV ?= .venv-bench
 PY := $(VENV)/bin/python
 LITELLM_PIN := litellm[proxy]==1.108.7
 export NISSE_LITELLM_BIN ?= $(abspath $(PROXY_VENV))/bin/litellm
 
-.PHONY: demo test lint unit bench bench-smoke setup proxy clean
+.PHONY: demo test lint bench bench-smoke setup proxy clean
 
 # The main job: a short agent session through a real local LiteLLM proxy.
 demo: setup proxy
@@ -21,8 +22,9 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy --strict nisse_llm
 
-bench: setup
-	$(PY) -m bench
+# The full benchmark, with the peer SDKs in their own venv (never nisse_llm dependencies).
+bench: $(BENCH_VENV)/.installed
+	$(BENCH_VENV)/bin/python -m bench
 
 bench-smoke: setup
 	$(PY) -m bench --smoke
@@ -35,6 +37,12 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $@
 
+$(BENCH_VENV)/.installed: pyproject.toml bench/requirements.txt
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(BENCH_VENV)/bin/python -m pip install --quiet -e . -r bench/requirements.txt
+	touch $@
+
 # The real proxy lives in its own venv: nisse_llm never imports litellm.
 proxy: $(PROXY_VENV)/.installed
 
@@ -45,4 +53,4 @@ $(PROXY_VENV)/.installed:
 	touch $@
 
 clean:
-	rm -rf $(VENV) $(PROXY_VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(PROXY_VENV) $(BENCH_VENV) .pytest_cache .mypy_cache .ruff_cache
