@@ -6,7 +6,7 @@ clients drive it the same way and differ only in how they send and how they slee
     call = core.begin(events, tools, model, system)
     while True:
         with call.sending():
-            response = http.post(core.url, content=call.body)   # or await
+            response = http.post(core.url, content=call.parts, headers=call.length)
         wait = call.received(response)
         if wait is None:
             return call.finish(response)
@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Final, NoReturn
+from typing import Final, NoReturn, Protocol
 
 import httpx
 from pydantic import SecretStr
@@ -54,6 +54,7 @@ __all__ = [
     "HTTPX_ERRORS",
     "Call",
     "Core",
+    "PartsRenderer",
     "RouteSpec",
     "UsageCallback",
     "logger",
@@ -89,6 +90,21 @@ _STREAM_FIELDS: Final[dict[Route, bytes]] = {
 _PARSE_BUGS = (ValueError, TypeError, KeyError, IndexError, AttributeError)
 
 
+class PartsRenderer(Renderer, Protocol):
+    """A `Renderer` that also hands out its body in parts (``b"".join`` of them is it)."""
+
+    def render_parts(
+        self,
+        events: LogLike,
+        tools: Iterable[ToolLike] | None,
+        model: str,
+        system: str | None = None,
+        *,
+        max_tokens: int | None = None,
+        cache: PromptCache | None = None,
+    ) -> list[bytes]: ...
+
+
 @dataclass(frozen=True, slots=True)
 class RouteSpec:
     """One proxy route: its name, path, default timeout, renderer and auth headers."""
@@ -96,7 +112,7 @@ class RouteSpec:
     name: Route
     path: str
     default_timeout_s: float
-    renderer: Callable[[], Renderer]
+    renderer: Callable[[], PartsRenderer]
     auth_headers: Callable[[str], dict[str, str]]
 
 
@@ -188,13 +204,15 @@ class Core:
         if cache is not None:
             policy = _cache_policy(cache) if policy is None else replace(policy, enabled=cache)
         try:
-            call.body = self.renderer.render_bytes(
+            parts = self.renderer.render_parts(
                 events, tools, model, system, max_tokens=self.max_tokens, cache=policy
             )
         except LLMError as exc:
             call.fail(exc)
         if stream:
-            call.body = call.body[:-1] + _STREAM_FIELDS[self.route.name]
+            parts[-1] = parts[-1][:-1] + _STREAM_FIELDS[self.route.name]
+        call.parts = parts
+        call.length = {"content-length": str(sum(map(len, parts)))}
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug("request %s %s: %s", self.where, model, _debug_text(call.body, self.token))
         return call
@@ -210,16 +228,24 @@ def _cache_policy(value: PromptCache | bool | None) -> PromptCache | None:
 class Call:
     """One request's state across its attempts; see the module docstring for the loop."""
 
-    __slots__ = ("attempts", "body", "core", "model", "started", "status", "waited_s")
+    __slots__ = ("attempts", "core", "length", "model", "parts", "started", "status", "waited_s")
 
     def __init__(self, core: Core, model: str) -> None:
         self.core = core
         self.model = model
-        self.body = b""
+        #: The body in parts, sent as they are (no megabyte join per call) under ``length``:
+        #: an explicit Content-Length keeps httpx from framing an iterable body as chunked.
+        self.parts: list[bytes] = []
+        self.length: dict[str, str] = {}
         self.attempts = 0
         self.waited_s = 0.0
         self.status: int | None = None
         self.started = time.perf_counter()
+
+    @property
+    def body(self) -> bytes:
+        """The whole body as one bytes object (a join: for streams, retries of those, logs)."""
+        return b"".join(self.parts)
 
     @contextmanager
     def sending(self) -> Iterator[None]:

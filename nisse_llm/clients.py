@@ -23,12 +23,12 @@ from nisse_llm._transport import (
     HTTPX_ERRORS,
     Call,
     Core,
+    PartsRenderer,
     RouteSpec,
     UsageCallback,
     shared_ssl_context,
 )
 from nisse_llm.canonical import CanonicalEvent, Completion, LogLike, ToolLike, Usage
-from nisse_llm.render import Renderer
 from nisse_llm.routing import DEFAULT_PASSTHROUGH_PREFIXES, Route, has_native_adapter, route_for
 from nisse_llm.streaming import StreamAccumulator, StreamDelta
 
@@ -52,13 +52,13 @@ __all__ = [
 ]
 
 
-def _chat_renderer() -> Renderer:
+def _chat_renderer() -> PartsRenderer:
     from nisse_llm.render.openai_chat import OpenAIChatRenderer
 
     return OpenAIChatRenderer()
 
 
-def _messages_renderer() -> Renderer:
+def _messages_renderer() -> PartsRenderer:
     from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
 
     return AnthropicMessagesRenderer()
@@ -110,6 +110,12 @@ def _pin_cache(pin: Pin) -> PromptCache:
     return PromptCache(
         enabled=pin.prompt_cache, ttl=pin.prompt_cache_ttl, prefixes=pin.passthrough_prefixes
     )
+
+
+async def _async_parts(parts: list[bytes]) -> AsyncIterator[bytes]:
+    """The parts for an async client, which takes no sync iterable as content."""
+    for part in parts:
+        yield part
 
 
 def _timeout(read_s: float, connect_s: float | None) -> httpx.Timeout:
@@ -513,7 +519,7 @@ class _SyncClient(_ClientBase):
         call = core.begin(events, tools, model, system, cache=cache)
         while True:
             with call.sending():
-                response = self._http.post(core.url, content=call.body)
+                response = self._http.post(core.url, content=call.parts, headers=call.length)
             wait = call.received(response)
             if wait is None:
                 return call.finish(response)
@@ -609,7 +615,9 @@ class _AsyncClient(_ClientBase):
         call = core.begin(events, tools, model, system, cache=cache)
         while True:
             with call.sending():
-                response = await self._http.post(core.url, content=call.body)
+                response = await self._http.post(
+                    core.url, content=_async_parts(call.parts), headers=call.length
+                )
             wait = call.received(response)
             if wait is None:
                 return call.finish(response)

@@ -39,8 +39,9 @@ whose input is not an object; any malformed body raises `LLMError`.
 
 from __future__ import annotations
 
+import operator
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias, assert_never, cast
 
@@ -67,6 +68,7 @@ from nisse_llm.canonical import (
 from nisse_llm.errors import LLMError, ModelRefusal, RenderError, TruncatedResponse
 from nisse_llm.render._cache import PromptCache, active
 from nisse_llm.render._memo import FragmentMemo
+from nisse_llm.render._rope import EMPTY, Rope
 from nisse_llm.wire.anthropic_messages import (
     AnthropicCacheControl,
     AnthropicMessage,
@@ -171,7 +173,8 @@ class _Progress:
     """
 
     model: str
-    prefix: list[CanonicalEvent] = field(default_factory=list)
+    #: The log's own items consumed so far (records or bare events), held strongly.
+    prefix: list[object] = field(default_factory=list)
     turns: list[_Turn] = field(default_factory=list)
     #: Indexes of the turns this progress made or copied, so may change.
     owned: set[int] = field(default_factory=set)
@@ -181,6 +184,9 @@ class _Progress:
     called: dict[str, None] = field(default_factory=dict)
     #: Replayable reasoning waiting for the assistant text or call it leads.
     reasoning: list[Reasoning] = field(default_factory=list)
+    #: Blocks of the turns that no longer change (before the last turn and the first
+    #: hole). The one field a cached progress may have replaced: each rope is true for it.
+    rope: Rope = EMPTY
 
     def copy(self) -> _Progress:
         return _Progress(
@@ -192,7 +198,19 @@ class _Progress:
             set(self.call_ids),
             dict(self.called),
             list(self.reasoning),
+            self.rope,
         )
+
+    def grow_rope(self, limit: int) -> Rope:
+        """The rope, grown up to ``limit`` over turns that became final: a block past this
+        call's first breakpoint would be of no use to it."""
+        rope = self.rope
+        final = min((hole[0] for hole in self.holes.values()), default=len(self.turns) - 1)
+        final = min(final, len(self.turns) - 1, limit)
+        if final > rope.covered:
+            run = [_encode_turn(turn) for turn in self.turns[rope.covered : final]]
+            rope = self.rope = rope.extended(run, final)
+        return rope
 
     def _own(self, index: int) -> _Turn:
         if index not in self.owned:
@@ -245,7 +263,6 @@ class _Progress:
                     turn.calls.append(event)
             else:
                 assert_never(event)
-        self.prefix.extend(events)
 
     def _answer(self) -> None:
         calls = self.turns[-1].calls
@@ -286,19 +303,28 @@ _PROGRESS_SLOTS = 16
 _PROGRESS_LOCK = threading.Lock()
 
 
-def _progress_for(log: list[CanonicalEvent], model: str) -> _Progress:
-    for end in range(len(log), 0, -1):
-        cached = _PROGRESS.get((model, id(log[end - 1])))
-        if cached is not None and len(cached.prefix) == end and cached.prefix == log[:end]:
-            if end == len(log):
+def _progress_for(items: Sequence[object], model: str) -> _Progress:
+    """The plan after all of ``items``, resumed from the longest cached prefix; keyed by
+    the log's own items (records or bare events), so only new items are unwrapped."""
+    for end in range(len(items), 0, -1):
+        cached = _PROGRESS.get((model, id(items[end - 1])))
+        # Identity, not equality: {"a": 1} == {"a": 1.0}, yet they encode differently.
+        if (
+            cached is not None
+            and len(cached.prefix) == end
+            and all(map(operator.is_, cached.prefix, items))
+        ):
+            if end == len(items):
                 return cached
             progress = cached.copy()
             break
     else:
         progress = _Progress(model)
-    progress.consume(log[len(progress.prefix) :])
+    new = items[len(progress.prefix) :]
+    progress.consume(_bare_events(new))
+    progress.prefix.extend(new)
     with _PROGRESS_LOCK:
-        _PROGRESS[(model, id(log[-1]))] = progress
+        _PROGRESS[(model, id(items[-1]))] = progress
         while len(_PROGRESS) > _PROGRESS_SLOTS:
             del _PROGRESS[next(iter(_PROGRESS))]
     return progress
@@ -311,6 +337,7 @@ class _Plan:
     turns: list[_Turn]
     tools: list[AnthropicTool] | None
     stubbed: bool
+    progress: _Progress
 
 
 class AnthropicMessagesRenderer:
@@ -369,6 +396,22 @@ class AnthropicMessagesRenderer:
         cache: PromptCache | None = None,
     ) -> bytes:
         """The encoded body, equal to ``render_request(...).model_dump_json(exclude_none=True)``."""
+        return b"".join(
+            self.render_parts(events, tools, model, system, max_tokens=max_tokens, cache=cache)
+        )
+
+    def render_parts(
+        self,
+        events: LogLike,
+        tools: Iterable[ToolLike] | None,
+        model: str,
+        system: str | None = None,
+        *,
+        max_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
+        cache: PromptCache | None = None,
+    ) -> list[bytes]:
+        """The body of `render_bytes` in parts that concatenate to it: the head, the cached
+        blocks of the log's settled turns, and the rest with the tail (one fresh join)."""
         plan = _plan(events, tools, model)
         policy = active(cache, model)
         envelope = _envelope(model, system, max_tokens, plan, [], policy)
@@ -382,14 +425,25 @@ class AnthropicMessagesRenderer:
             )
         except ValueError as exc:
             raise _unencodable(exc) from exc
-        messages = [_encode_turn(turn) for turn in plan.turns]
-        if policy is not None:
-            for index, slot in _breakpoints(plan.turns).items():
-                messages[index] = _encode_marked_turn(plan.turns[index], slot, policy.control_json)
-        # One join makes the body: concatenating megabyte bytes objects copies each time.
-        messages[0] = head[:-1] + b',"messages":[' + messages[0]
-        messages[-1] += b"]}" if tail == b"{}" else b"]," + tail[1:]
-        return b",".join(messages)
+        turns = plan.turns
+        control = None if policy is None else policy.control_json
+        marks = {} if control is None else _breakpoints(turns)
+
+        def encoded(index: int) -> bytes:
+            slot = marks.get(index)
+            if slot is None or control is None:
+                return _encode_turn(turns[index])
+            return _encode_marked_turn(turns[index], slot, control)
+
+        # The leading placeholder sits before the progress's first turn; the last turn
+        # always goes fresh, so the final part is never a bare block.
+        offset = 1 if turns[0] is _LEADING else 0
+        limit = min([len(turns) - 1, *marks]) - offset
+        blocks, start = plan.progress.grow_rope(limit).usable(limit)
+        opening = head[:-1] + b',"messages":[' + b"".join(encoded(i) + b"," for i in range(offset))
+        rest = [encoded(index) for index in range(offset + start, len(turns))]
+        rest[-1] += b"]}" if tail == b"{}" else b"]," + tail[1:]
+        return [opening, *blocks, b",".join(rest)]
 
     def parse(
         self,
@@ -431,27 +485,27 @@ class AnthropicMessagesRenderer:
 def _plan(events: LogLike, tools: Iterable[ToolLike] | None, model: str) -> _Plan:
     if not model:
         raise RenderError("cannot render a request without a model name")
-    log = _bare_events(events)
-    if not log:
+    items = events if isinstance(events, list | tuple) else list(events)
+    if not items:
         raise RenderError("cannot render an empty log: the API needs at least one message")
-    progress = _progress_for(log, model)
+    progress = _progress_for(items, model)
     turns = progress.finish()
     specs = as_tool_specs(tools)
     if specs:
-        return _Plan(turns, _map_tools(specs), stubbed=False)
+        return _Plan(turns, _map_tools(specs), False, progress)
     if progress.called:
-        return _Plan(turns, [_stub_tool(name) for name in progress.called], stubbed=True)
-    return _Plan(turns, None, stubbed=False)
+        return _Plan(turns, [_stub_tool(name) for name in progress.called], True, progress)
+    return _Plan(turns, None, False, progress)
 
 
-def _bare_events(log: LogLike) -> list[CanonicalEvent]:
+def _bare_events(log: Sequence[object]) -> list[CanonicalEvent]:
     """`as_events`, testing exact types first: a failing isinstance on a pydantic model is slow."""
     events = [
         item.event
         if type(item) is StoredEvent
         else item
         if type(item) in _EVENT_TYPES
-        else as_events((item,))[0]
+        else as_events((cast(CanonicalEvent, item),))[0]
         for item in log
     ]
     return cast(list[CanonicalEvent], events)

@@ -73,6 +73,7 @@ from nisse_llm.canonical import (
 from nisse_llm.errors import LLMError, ModelRefusal, RenderError, TruncatedResponse
 from nisse_llm.render._cache import PromptCache, active
 from nisse_llm.render._memo import FragmentMemo
+from nisse_llm.render._rope import EMPTY, Rope
 from nisse_llm.wire.errors import OpenAIErrorBody
 from nisse_llm.wire.openai_chat import (
     OpenAIChatAssistantMessage,
@@ -399,6 +400,9 @@ class _Progress:
     used_tools: dict[str, None]
     texts: list[AssistantText]
     calls: list[ToolCall]
+    #: Blocks of the messages before the first hole (which no longer change). The one
+    #: field a cached progress may have replaced: every rope of it is true for it.
+    rope: Rope = EMPTY
 
     def copy(self) -> _Progress:
         return _Progress(
@@ -410,7 +414,18 @@ class _Progress:
             dict(self.used_tools),
             list(self.texts),
             list(self.calls),
+            self.rope,
         )
+
+    def grow_rope(self, limit: int) -> Rope:
+        """The rope, grown up to ``limit`` over messages that became final (no hole before
+        them): a block past this call's first breakpoint would be of no use to it."""
+        rope = self.rope
+        final = min((hole[0] for hole in self.holes.values()), default=len(self.messages))
+        final = min(final, limit)
+        if final > rope.covered:
+            rope = self.rope = rope.extended(self.messages[rope.covered : final], final)
+        return rope
 
     def close_turn(self) -> None:
         if not (self.texts or self.calls):
@@ -590,6 +605,22 @@ class OpenAIChatRenderer:
         cache: PromptCache | None = None,
     ) -> bytes:
         """The encoded body, byte-identical to the typed request's dump, from memoised fragments."""
+        return b"".join(
+            self.render_parts(events, tools, model, system, max_tokens=max_tokens, cache=cache)
+        )
+
+    def render_parts(
+        self,
+        events: LogLike,
+        tools: Iterable[ToolLike] | None,
+        model: str,
+        system: str | None = None,
+        *,
+        max_tokens: int | None = None,
+        cache: PromptCache | None = None,
+    ) -> list[bytes]:
+        """The body of `render_bytes` in parts that concatenate to it: the head, the cached
+        blocks of the log's settled messages, and the rest with the tail (one fresh join)."""
         _check_max_tokens(max_tokens)
         progress = _progress_for(events)
         messages, slots = progress.finish()
@@ -599,20 +630,20 @@ class OpenAIChatRenderer:
         specs = _tool_specs(tools)
         policy = active(cache, model)
         control = None if policy is None else policy.control_json
+        marks = [] if control is None else _breakpoints(slots)
+        # The last message always goes fresh, so the final part is never a bare block.
+        limit = min([len(messages) - 1, *marks])
+        blocks, start = progress.grow_rope(limit).usable(limit)
+        rest = messages[start:]
         if control is not None:
-            marks = _breakpoints(slots)
-            if marks:
-                messages = list(messages)
-                for index in marks:
-                    messages[index] = _encode_marked(slots[index], control)
+            for index in marks:
+                rest[index - start] = _encode_marked(slots[index], control)
+        head = b'{"model":' + pydantic_core.to_json(model) + b',"messages":['
         if system is not None and system.strip():
-            prompt = b'{"role":"system","content":' + (
-                _json(system) if control is None else _marked_part(system, control)
-            )
-            messages = [prompt + b"}", *messages]
-        body = [b'{"model":', pydantic_core.to_json(model), b',"messages":[']
-        body.append(b",".join(messages))
-        body.append(b"]")
+            head += b'{"role":"system","content":'
+            head += _json(system) if control is None else _marked_part(system, control)
+            head += b"},"
+        tail = [b"]"]
         declared: list[bytes] = []
         if specs:
             declared = [cast(bytes, _fragment(spec)) for spec in specs]
@@ -621,13 +652,14 @@ class OpenAIChatRenderer:
         if declared:
             if control is not None:
                 declared[-1] = declared[-1][:-1] + b',"cache_control":' + control + b"}"
-            body.append(b',"tools":[')
-            body.append(b",".join(declared))
-            body.append(b"]" if specs else b'],"tool_choice":"none"')
+            tail.append(b',"tools":[')
+            tail.append(b",".join(declared))
+            tail.append(b"]" if specs else b'],"tool_choice":"none"')
         if max_tokens is not None:
-            body.append(b',"max_tokens":' + str(max_tokens).encode())
-        body.append(b"}")
-        return b"".join(body)
+            tail.append(b',"max_tokens":' + str(max_tokens).encode())
+        tail.append(b"}")
+        rest[-1] += b"".join(tail)
+        return [head, *blocks, b",".join(rest)]
 
     def render(
         self,

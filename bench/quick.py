@@ -1,0 +1,48 @@
+"""``python -m bench.quick [--turns 100 1000] [--rounds N]``: the per-call targets only.
+
+The floor and nisse_llm on both routes, interleaved as in the full run, at the sizes
+given; prints each route's median client CPU and its ratio to the floor. For measuring
+a change in minutes rather than the full run's twenty.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from bench import harness
+from bench.__main__ import _pin_self
+from bench.workload import Workload
+
+KEYS = ("floor-chat", "nisse-chat", "floor-messages", "nisse-messages")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.quick", description=__doc__)
+    parser.add_argument("--turns", type=int, nargs="+", default=[100, 1000])
+    parser.add_argument("--rounds", type=int, default=0, help="default: 40 at <=100, else 15")
+    args = parser.parse_args(argv)
+    stub_cpu, pinning = _pin_self()
+    print(pinning)
+    with harness.stub_server(cpu=stub_cpu) as base_url:
+        contenders, skipped = harness.build_all(list(KEYS), base_url)
+        if skipped:
+            print(f"skipped: {skipped}")
+        for turns in args.turns:
+            wl = Workload.of(turns)
+            rounds = args.rounds or (40 if turns <= 100 else 15)
+            samples = harness.interleave(contenders, wl, rounds=rounds, warmup=3)
+            for route in ("chat", "messages"):
+                floor = samples[f"floor-{route}"].cpu_median
+                own = samples[f"nisse-{route}"].cpu_median
+                print(
+                    f"{turns:>5} turns {route:<8} floor {floor * 1e3:7.3f} ms  "
+                    f"nisse {own * 1e3:7.3f} ms  {own / floor:5.2f}x"
+                )
+        for c in contenders:
+            c.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
