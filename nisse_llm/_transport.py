@@ -390,6 +390,8 @@ class Call:
             exc.args = tuple(redact(a, token) if isinstance(a, str) else a for a in exc.args)
             if exc.server_message is not None:
                 exc.server_message = redact(exc.server_message, token)
+            if exc.error_type is not None:  # a server may echo anything in error.type too
+                exc.error_type = redact(exc.error_type, token)
         self._log(logging.WARNING, None, exc)
         if cause is not None:
             raise exc from cause
