@@ -1,0 +1,395 @@
+"""One sweep of every user-visible output for the proxy token: errors, reprs, logs, CLI.
+
+The servers here echo the token in every error body and in response headers; the sweep
+fails if the token shows up in any exception text, attribute or traceback, any repr or
+str of an object holding settings, a pin record, any log record at any level (message,
+args and every extra attribute), or anything a CLI subcommand prints.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import traceback
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nisse_llm.cli import main
+from nisse_llm.clients import (
+    AnthropicPassthroughClient,
+    AsyncAnthropicPassthroughClient,
+    AsyncLiteLLMClient,
+    AsyncRoleRouter,
+    LiteLLMClient,
+    RoleRouter,
+)
+from nisse_llm.config import InsecureConfigFileWarning, load_settings
+from nisse_llm.errors import LLMError
+from nisse_llm.routing import Route
+from tests.clients.harness import (
+    EVENTS,
+    MODEL,
+    MODES,
+    ROUTES,
+    TOKEN,
+    Mode,
+    close,
+    complete,
+    make_client,
+)
+from tests.clients.loopback import (
+    RESPONSES,
+    TOKEN_MARK,
+    LoopbackServer,
+    PerRoute,
+    Plan,
+    Reply,
+    Reset,
+    SleepLog,
+    closed_port_url,
+    error_body,
+    fixture_body,
+    serve,
+)
+from tests.clients.stream_harness import read_stream
+from tests.clients.stream_upstream import Body, StreamingUpstream
+from tests.clients.stream_upstream import serve as serve_streaming
+
+SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
+# The server names the caller's key in headers too, as some gateways do in WWW-Authenticate.
+ECHO_HEADERS = (("www-authenticate", f'Bearer realm="proxy", key="{TOKEN}"'), ("x-key", TOKEN))
+HTML_502 = f"<html><body><h1>502 Bad Gateway</h1><!-- key {TOKEN_MARK} --></body></html>".encode()
+
+
+def _both(chat: str, messages: str) -> PerRoute:
+    return PerRoute(fixture_body(chat, echo_token=True), fixture_body(messages, echo_token=True))
+
+
+def _raw(chat: str, messages: str) -> PerRoute:
+    return PerRoute((RESPONSES / chat).read_bytes(), (RESPONSES / messages).read_bytes())
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A scripted misbehaviour; ``echoed`` when the token is in its body (so must be redacted)."""
+
+    plans: tuple[Plan, ...]
+    echoed: bool = True
+    refused: bool = False
+
+
+def _reply(status: int, body: bytes | PerRoute, **options: Any) -> Reply:
+    return Reply(status, body, headers=ECHO_HEADERS, **options)
+
+
+FAULTS: dict[str, Fault] = {
+    "400": Fault(
+        (
+            _reply(
+                400,
+                _both(
+                    "oai_error_400_unsupported_value.json", "ant_error_400_orphan_tool_result.json"
+                ),
+            ),
+        )
+    ),
+    "400-token-in-type": Fault(
+        (_reply(400, error_body(f"bad request {TOKEN_MARK}", type_=TOKEN_MARK)),)
+    ),
+    "401": Fault(
+        (
+            _reply(
+                401,
+                error_body(
+                    f"Authentication Error, Invalid proxy server token passed. Received API Key = {TOKEN_MARK}",
+                    type_="auth_error",
+                    code="401",
+                ),
+            ),
+        )
+    ),
+    "404": Fault(
+        (_reply(404, _both("oai_error_404_model_not_found.json", "ant_error_404_not_found.json")),)
+    ),
+    "422": Fault((_reply(422, error_body(f"Unprocessable: key {TOKEN_MARK}", code="422")),)),
+    "429-twice": Fault(
+        (
+            _reply(429, fixture_body("litellm_error_429_rate_limit.json", echo_token=True)),
+            _reply(429, fixture_body("litellm_error_429_rate_limit.json", echo_token=True)),
+        )
+    ),
+    "500": Fault(
+        (_reply(500, error_body(f"litellm.APIConnectionError key={TOKEN_MARK}", code="500")),)
+    ),
+    "502-html": Fault((_reply(502, HTML_502, content_type="text/html"),)),
+    "503": Fault((_reply(503, error_body(f"Service Unavailable {TOKEN_MARK}", code="503")),)),
+    "budget-400": Fault(
+        (_reply(400, error_body(f"Budget has been exceeded! Key={TOKEN_MARK} Max budget: 2.5")),)
+    ),
+    "budget-422": Fault(
+        (_reply(422, error_body(f"ExceededBudget: Key over 1d budget. Key={TOKEN_MARK}")),)
+    ),
+    "budget-429-type": Fault(
+        (_reply(429, fixture_body("litellm_error_429_budget_exceeded.json", echo_token=True)),)
+    ),
+    "200-malformed": Fault(
+        (_reply(200, f'{{"id": "x", "note": "{TOKEN_MARK}"}}'.encode()),), echoed=False
+    ),
+    "200-truncated-json": Fault(
+        (_reply(200, f'{{"id": "{TOKEN_MARK}", "choices": [{{'.encode()),), echoed=False
+    ),
+    "200-truncation": Fault(
+        (_reply(200, _raw("oai_finish_length.json", "ant_max_tokens_haiku_probe.json")),),
+        echoed=False,
+    ),
+    "reset": Fault((Reset(),), echoed=False),
+    "connection-refused": Fault((), echoed=False, refused=True),
+}
+
+
+# --- the sweep itself ---------------------------------------------------------------------
+
+
+def _exception_texts(exc: BaseException) -> list[str]:
+    texts = [str(exc), repr(exc), *(repr(a) for a in exc.args)]
+    texts += [repr(v) for v in vars(exc).values()]  # status, error_type, server_message, ...
+    texts.append("".join(traceback.format_exception(exc)))  # the cause chain as printed
+    return texts
+
+
+def _record_texts(record: logging.LogRecord) -> list[str]:
+    texts = [record.getMessage(), repr(record.args)]
+    texts += [f"{k}={v!r}" for k, v in vars(record).items()]  # every extra attribute
+    return texts
+
+
+def _assert_clean(texts: list[str], where: str) -> None:
+    for text in texts:
+        assert TOKEN not in text, f"{where}: {text[:300]}"
+
+
+@pytest.fixture
+def server() -> Iterator[LoopbackServer]:
+    """A loopback proxy stand-in that echoes the caller's token where told."""
+    yield from serve()
+
+
+async def _call(client: Any, kind: str) -> None:
+    if kind == "stream":
+        await read_stream(client)
+    else:
+        await complete(client, EVENTS, None, MODEL[client.route])
+
+
+@pytest.mark.parametrize("kind", ["complete", "stream"])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("name", list(FAULTS))
+async def test_fault_table_errors_and_logs_never_carry_the_token(
+    name: str,
+    route: Route,
+    mode: Mode,
+    kind: str,
+    server: LoopbackServer,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Every fault row, both routes, sync and async, complete() and stream(): the exception
+    (str, repr, args, attributes, traceback) and every DEBUG-and-up log record lack the token."""
+    caplog.set_level(logging.DEBUG, logger="nisse_llm")
+    fault = FAULTS[name]
+    server.plan(*fault.plans)
+    base_url = closed_port_url() if fault.refused else server.base_url
+    client = make_client(route, mode, base_url, sleep=SleepLog())
+    try:
+        with pytest.raises(LLMError) as caught:
+            await _call(client, kind)
+    finally:
+        await close(client)
+    texts = _exception_texts(caught.value)
+    _assert_clean(texts, f"{name} exception")
+    if fault.echoed:
+        assert any("[redacted]" in text for text in texts)  # the echo did arrive, redacted
+    records = [r for r in caplog.records if r.name == "nisse_llm"]
+    assert {r.levelno for r in records} >= {logging.DEBUG, logging.WARNING}
+    for record in records:
+        _assert_clean(_record_texts(record), f"{name} log record")
+
+
+# --- objects holding settings ---------------------------------------------------------------
+
+ROLES = {
+    "executor": "claude-sonnet-4-5",
+    "planner": "openai/gpt-5",
+    "delegate": "claude-opus-4-1",
+    "consultant": "openai/gpt-5-mini",
+}
+
+
+def _toml(base_url: str, *, token: bool = True) -> str:
+    lines = ["[llm]", f'base_url = "{base_url}"']
+    if token:
+        lines.append(f'token = "{TOKEN}"')
+    lines.append("[roles]")
+    lines += [f'{role} = "{model}"' for role, model in ROLES.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _write(path: Path, text: str, mode: int = 0o600) -> Path:
+    path.write_text(text)
+    os.chmod(path, mode)
+    return path
+
+
+async def test_reprs_of_every_object_holding_settings_hide_the_token(tmp_path: Path) -> None:
+    """repr and str of settings, their tables, the pin, its roles and record, every client,
+    both routers and both streams never show the token."""
+    settings = load_settings(_write(tmp_path / "c.toml", _toml("http://127.0.0.1:9")))
+    pin = settings.pin()
+    shown: list[Any] = [settings, settings.llm, settings.roles, pin, pin.roles, pin.record()]
+    texts = [json.dumps(pin.record()), pin.model_dump_json(), settings.model_dump_json()]
+    sync_router = RoleRouter.from_pin(pin)
+    async_router = AsyncRoleRouter.from_pin(pin)
+    clients: list[Any] = [
+        LiteLLMClient.from_pin(pin),
+        AnthropicPassthroughClient.from_pin(pin),
+        AsyncLiteLLMClient.from_pin(pin),
+        AsyncAnthropicPassthroughClient.from_pin(pin),
+    ]
+    try:
+        streams = [sync_router.stream("planner", EVENTS, None)]
+        streams.append(async_router.stream("executor", EVENTS, None))
+        shown += [sync_router, async_router, *clients, *streams]
+        shown += [sync_router.client_for(r) for r in ROLES]
+        shown += [async_router.client_for(r) for r in ROLES]
+        texts += [text for obj in shown for text in (repr(obj), str(obj))]
+    finally:
+        sync_router.close()
+        await async_router.aclose()
+        for client in clients:
+            await close(client)
+    assert len(texts) > 30
+    _assert_clean(texts, "repr")
+
+
+# --- CLI ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def streaming() -> Iterator[StreamingUpstream]:
+    """A loopback upstream that streams server-sent events when asked."""
+    yield from serve_streaming()
+
+
+def _cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InsecureConfigFileWarning)
+        code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out + err
+
+
+@pytest.mark.parametrize("source", ["toml", "env"])
+def test_cli_output_of_every_subcommand_never_shows_the_token(
+    source: str,
+    tmp_path: Path,
+    server: LoopbackServer,
+    streaming: StreamingUpstream,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Every subcommand, succeeding or failing, with the token from TOML or from the
+    environment, prints nothing on stdout or stderr that contains the token."""
+
+    def config(base_url: str, name: str, **env: str) -> list[str]:
+        text = _toml(base_url, token=source == "toml")
+        path = _write(tmp_path / f"{name}.toml", text, mode=0o644 if name == "exposed" else 0o600)
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        if source == "env":
+            monkeypatch.setenv("NISSE_LLM_TOKEN", TOKEN)
+        return ["--config", str(path)]
+
+    outputs: list[tuple[list[str], int, str]] = []
+
+    def run(argv: list[str]) -> None:
+        code, text = _cli(argv, capsys)
+        outputs.append((argv, code, text))
+
+    good = config(server.base_url, "good")
+    for argv in (["config", "check"], ["config", "show"], ["config", "show", "--json"]):
+        run([*argv, *good])
+        run([*argv, *config(server.base_url, "exposed")])
+    run(["schema", "--check", "--dir", str(SCHEMAS)])
+    run(["schema", "--check", "--dir", str(tmp_path / "no-schemas")])
+    for role in ("executor", "planner"):
+        run(["complete", "--role", role, *good, "hello"])
+        run(["complete", "--role", role, "--json", *good, "hello"])
+        server.plan(
+            Reply(
+                401, error_body(f"Invalid key {TOKEN_MARK}", type_=TOKEN_MARK), headers=ECHO_HEADERS
+            )
+        )
+        run(["complete", "--role", role, *good, "hello"])
+        server.plan(Reply(503, error_body(f"down {TOKEN_MARK}", code="503")))
+        run(["complete", "--role", role, "--stream", *good, "hello"])
+        server.plan(Reply(400, error_body(f"Budget has been exceeded! Key={TOKEN_MARK}")))
+        run(["complete", "--role", role, *good, "hello"])
+        body = json.loads(
+            (
+                RESPONSES / ("ant_text_plain.json" if role == "executor" else "oai_text_plain.json")
+            ).read_text()
+        )
+        streaming.plan(Body(body))
+        run(
+            ["complete", "--role", role, "--stream", *config(streaming.base_url, "streaming"), "hi"]
+        )
+        run(["complete", "--role", role, *config(closed_port_url(), "refused"), "hello"])
+    # Configuration failures that involve the token: a broken one, a bad neighbour, no file.
+    monkeypatch.setenv("NISSE_MAX_OUTPUT_TOKENS", TOKEN)
+    run(["config", "check", *good])
+    monkeypatch.setenv("NISSE_LLM_TOKEN", TOKEN + " oops")
+    run(["config", "show", "--json", *good])
+    monkeypatch.delenv("NISSE_MAX_OUTPUT_TOKENS")
+    run(["complete", "--role", "executor", *good, "hello"])
+    run(["config", "check", "--config", str(tmp_path / "missing.toml")])
+
+    codes = [code for _, code, _ in outputs]
+    assert {0, 1, 2, 3, 4} <= set(codes), codes  # success and every failure kind was exercised
+    for argv, code, text in outputs:
+        assert TOKEN not in text, f"{argv} exited {code}: {text[:500]}"
+    assert any("[redacted]" in text for _, _, text in outputs)
+
+
+# --- the readable-file warning ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o640, 0o604])
+def test_a_token_file_readable_by_others_warns(tmp_path: Path, mode: int) -> None:
+    """Loading a TOML file that holds the token and is readable by group or others warns
+    with InsecureConfigFileWarning, naming the mode and never the token."""
+    path = _write(tmp_path / "c.toml", _toml("http://127.0.0.1:9"), mode=mode)
+    with pytest.warns(InsecureConfigFileWarning) as caught:
+        load_settings(path)
+    (warning,) = [w for w in caught if w.category is InsecureConfigFileWarning]
+    assert f"(mode {mode:04o})" in str(warning.message)
+    assert TOKEN not in str(warning.message)
+
+
+@pytest.mark.parametrize(("mode", "token"), [(0o600, True), (0o400, True), (0o644, False)])
+def test_an_owner_only_file_or_one_without_the_token_does_not_warn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: int, token: bool
+) -> None:
+    """A token file readable by its owner alone, or a readable file without the token, loads silently."""
+    if not token:
+        monkeypatch.setenv("NISSE_LLM_TOKEN", TOKEN)
+    path = _write(tmp_path / "c.toml", _toml("http://127.0.0.1:9", token=token), mode=mode)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        load_settings(path)
+    assert [w for w in caught if w.category is InsecureConfigFileWarning] == []
