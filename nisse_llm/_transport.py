@@ -393,6 +393,8 @@ class Call:
             if exc.error_type is not None:  # a server may echo anything in error.type too
                 exc.error_type = redact(exc.error_type, token)
         self._log(logging.WARNING, None, exc)
+        if token and cause is None and token in str(exc.__cause__):
+            raise exc from None  # a parser's chained error quotes the token, as pydantic quotes input
         if cause is not None:
             raise exc from cause
         raise exc
