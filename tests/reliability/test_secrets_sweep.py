@@ -32,6 +32,7 @@ from nisse_llm.clients import (
 from nisse_llm.config import InsecureConfigFileWarning, load_settings
 from nisse_llm.errors import LLMError
 from nisse_llm.routing import Route
+from nisse_llm.testing.sse import encode_sse, sse_stream, stream_events, with_error_event
 from tests.clients.harness import (
     EVENTS,
     MODEL,
@@ -58,7 +59,7 @@ from tests.clients.loopback import (
     serve,
 )
 from tests.clients.stream_harness import read_stream
-from tests.clients.stream_upstream import Body, StreamingUpstream
+from tests.clients.stream_upstream import Body, Raw, StreamingUpstream
 from tests.clients.stream_upstream import serve as serve_streaming
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
@@ -141,6 +142,18 @@ FAULTS: dict[str, Fault] = {
     "200-malformed": Fault(
         (_reply(200, f'{{"id": "x", "note": "{TOKEN_MARK}"}}'.encode()),), echoed=False
     ),
+    "200-token-in-a-typed-field": Fault(
+        (
+            _reply(
+                200,
+                PerRoute(
+                    f'{{"id": "c", "object": "chat.completion", "created": 1, "model": "m", "choices": "{TOKEN_MARK}"}}'.encode(),
+                    f'{{"id": "m", "type": "message", "role": "assistant", "model": "m", "content": "{TOKEN_MARK}", "stop_reason": "end_turn", "usage": {{"input_tokens": 1, "output_tokens": 1}}}}'.encode(),
+                ),
+            ),
+        ),
+        echoed=False,
+    ),
     "200-truncated-json": Fault(
         (_reply(200, f'{{"id": "{TOKEN_MARK}", "choices": [{{'.encode()),), echoed=False
     ),
@@ -178,6 +191,12 @@ def _assert_clean(texts: list[str], where: str) -> None:
 def server() -> Iterator[LoopbackServer]:
     """A loopback proxy stand-in that echoes the caller's token where told."""
     yield from serve()
+
+
+@pytest.fixture
+def streaming() -> Iterator[StreamingUpstream]:
+    """A loopback upstream that streams server-sent events when asked."""
+    yield from serve_streaming()
 
 
 async def _call(client: Any, kind: str) -> None:
@@ -218,6 +237,65 @@ async def test_fault_table_errors_and_logs_never_carry_the_token(
     records = [r for r in caplog.records if r.name == "nisse_llm"]
     assert {r.levelno for r in records} >= {logging.DEBUG, logging.WARNING}
     for record in records:
+        _assert_clean(_record_texts(record), f"{name} log record")
+
+
+def _mid_stream(route: Route, name: str) -> Raw:
+    """A stream that breaks after some text: with an error event, a reset, a stall or a bad chunk."""
+    body = json.loads((RESPONSES / f"{_PLAIN[route]}.json").read_text())
+    if name == "error-event":
+        events = with_error_event(
+            route,
+            stream_events(route, body),
+            after=4,
+            error_type=TOKEN,
+            message=f"Overloaded, key {TOKEN}",
+        )
+        return Raw(encode_sse(events))
+    data = sse_stream(route, body)
+    head = data[: data.index(b"\n\n", len(data) // 3) + 2]
+    if name == "cut":
+        return Raw(head, end="cut")
+    if name == "stall":
+        return Raw(head, end="stall", stall_s=3.0)
+    if route == "openai_chat":
+        chunk = f'data: {{"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": "{TOKEN}"}}\n\n'
+    else:
+        chunk = f'event: content_block_delta\ndata: {{"type": "content_block_delta", "index": "{TOKEN}", "delta": {{"type": "text_delta", "text": "{TOKEN}"}}}}\n\n'
+    return Raw(head + chunk.encode())
+
+
+_PLAIN = {"openai_chat": "oai_text_plain", "anthropic_messages": "ant_text_plain"}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("name", ["error-event", "cut", "stall", "bad-chunk"])
+async def test_streams_broken_mid_way_never_carry_the_token(
+    name: str,
+    route: Route,
+    mode: Mode,
+    streaming: StreamingUpstream,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A stream that breaks after some text (an error event naming the token, a reset, a
+    stall, a chunk with the token in a typed field) raises an error whose text, attributes,
+    partial reply and traceback lack the token, as do the DEBUG-and-up log records."""
+    caplog.set_level(logging.DEBUG, logger="nisse_llm")
+    streaming.plan(_mid_stream(route, name))
+    client = make_client(
+        route, mode, streaming.base_url, sleep=SleepLog(), stream_idle_timeout_s=0.5
+    )
+    try:
+        with pytest.raises(LLMError) as caught:
+            await read_stream(client)
+    finally:
+        await close(client)
+    texts = _exception_texts(caught.value)
+    _assert_clean(texts, f"{name} exception")
+    if name == "error-event":
+        assert caught.value.error_type == "[redacted]"
+    for record in caplog.records:
         _assert_clean(_record_texts(record), f"{name} log record")
 
 
@@ -278,12 +356,6 @@ async def test_reprs_of_every_object_holding_settings_hide_the_token(tmp_path: P
 
 
 # --- CLI ----------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def streaming() -> Iterator[StreamingUpstream]:
-    """A loopback upstream that streams server-sent events when asked."""
-    yield from serve_streaming()
 
 
 def _cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
