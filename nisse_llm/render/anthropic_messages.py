@@ -414,17 +414,7 @@ class AnthropicMessagesRenderer:
         blocks of the log's settled turns, and the rest with the tail (one fresh join)."""
         plan = _plan(events, tools, model)
         policy = active(cache, model)
-        envelope = _envelope(model, system, max_tokens, plan, [], policy)
-        serializer = AnthropicMessagesRequest.__pydantic_serializer__
-        try:
-            head = serializer.to_json(
-                envelope, include={"model", "max_tokens", "system"}, exclude_none=True
-            )
-            tail = serializer.to_json(
-                envelope, exclude={"model", "max_tokens", "system", "messages"}, exclude_none=True
-            )
-        except ValueError as exc:
-            raise _unencodable(exc) from exc
+        head, tail = _head_tail(model, system, max_tokens, plan, policy)
         turns = plan.turns
         control = None if policy is None else policy.control_json
         marks = {} if control is None else _breakpoints(turns)
@@ -575,6 +565,42 @@ def _envelope(
         tools=tools,
         tool_choice=AnthropicToolChoiceNone() if plan.stubbed else None,
     )
+
+
+# Encoded envelopes (all but the messages) of recent requests: an agent sends the same
+# model, system prompt and tools every call. Each entry holds its tools, compared by identity.
+_ENVELOPES: dict[tuple[object, ...], tuple[bytes, bytes, tuple[AnthropicTool, ...]]] = {}
+_ENVELOPE_SLOTS = 16
+
+
+def _head_tail(
+    model: str, system: str | None, max_tokens: int | None, plan: _Plan, policy: PromptCache | None
+) -> tuple[bytes, bytes]:
+    """The body's encoded fields before ``messages`` and after it (as JSON objects)."""
+    tools = tuple(plan.tools or ())
+    # Stub tools are built per call, so they are known by name (all a stub depends on).
+    known = tuple(tool.name for tool in tools) if plan.stubbed else tuple(map(id, tools))
+    ttl = "off" if policy is None else policy.marker_ttl
+    key = (model, system, max_tokens, ttl, plan.stubbed, known)
+    hit = _ENVELOPES.get(key)
+    if hit is not None and (plan.stubbed or all(map(operator.is_, hit[2], tools))):
+        return hit[0], hit[1]
+    envelope = _envelope(model, system, max_tokens, plan, [], policy)
+    serializer = AnthropicMessagesRequest.__pydantic_serializer__
+    try:
+        head = serializer.to_json(
+            envelope, include={"model", "max_tokens", "system"}, exclude_none=True
+        )
+        tail = serializer.to_json(
+            envelope, exclude={"model", "max_tokens", "system", "messages"}, exclude_none=True
+        )
+    except ValueError as exc:
+        raise _unencodable(exc) from exc
+    with _PROGRESS_LOCK:
+        _ENVELOPES[key] = (head, tail, tools)
+        while len(_ENVELOPES) > _ENVELOPE_SLOTS:
+            del _ENVELOPES[next(iter(_ENVELOPES))]
+    return head, tail
 
 
 def _map_turn(

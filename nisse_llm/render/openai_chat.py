@@ -46,9 +46,10 @@ from __future__ import annotations
 
 import operator
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeAlias, assert_never, cast
+from itertools import islice
+from typing import Any, Protocol, TypeAlias, assert_never, cast
 
 import pydantic_core
 from pydantic import BaseModel, ValidationError
@@ -234,6 +235,13 @@ def _map_message(slot: _Slot, control: OpenAIChatCacheControl | None = None) -> 
     assert_never(slot)
 
 
+class _SlotsLike(Protocol):
+    """What placing breakpoints reads of the slots: a length and each slot by index."""
+
+    def __len__(self) -> int: ...
+    def __getitem__(self, index: int, /) -> _Slot: ...
+
+
 def _markable(slot: _Slot) -> bool:
     # Anthropic rejects a breakpoint on an empty text block; a call-only assistant
     # message has no text part to carry one.
@@ -244,14 +252,14 @@ def _markable(slot: _Slot) -> bool:
     return True
 
 
-def _last_markable(slots: list[_Slot], start: int) -> int | None:
+def _last_markable(slots: _SlotsLike, start: int) -> int | None:
     for index in range(start, -1, -1):
         if _markable(slots[index]):
             return index
     return None
 
 
-def _breakpoints(slots: list[_Slot]) -> list[int]:
+def _breakpoints(slots: _SlotsLike) -> list[int]:
     """Indexes of the marked messages: the last markable one, and the last one before
     the assistant message leading to it (what the previous request marked last)."""
     latest = _last_markable(slots, len(slots) - 1)
@@ -382,83 +390,149 @@ def _encode_turn(
     return b"".join(parts)
 
 
-@dataclass(slots=True)
-class _Progress:
-    """The byte path's state after a prefix of a log; a cached one is never mutated.
+class _Shared:
+    """Append-only state shared along one line of logs, each growing the one before.
 
-    ``messages`` are encoded messages; the tool message of each call not yet answered is
-    a hole (``b""``) whose index ``holes`` keeps by call id. The open turn is held back
-    until a user text or a result closes it.
+    A progress sees the first ``n`` items and ``m`` messages; positions record when a
+    call id or tool name first appeared, so a progress sees those before its ``n``. The
+    progress at the tip (``tip`` is its ``n``) extends it in place; one behind the tip
+    (a log that diverged) first cuts it back to its own view, evicting the progresses
+    past it, so neither path copies the history. All of it runs under ``_RENDER_LOCK``.
     """
 
-    prefix: list[StoredEvent | CanonicalEvent]
-    messages: list[bytes]
-    #: What each message renders, index for index (read only to place cache breakpoints).
-    slots: list[_Slot]
+    __slots__ = ("call_ids", "messages", "prefix", "slots", "tip", "tools")
+
+    def __init__(self) -> None:
+        self.prefix: list[object] = []
+        self.messages: list[bytes] = []
+        #: What each message renders, index for index (read only to place breakpoints).
+        self.slots: list[_Slot] = []
+        self.call_ids: dict[str, int] = {}
+        self.tools: dict[str, int] = {}
+        self.tip = -1
+
+
+class _Slots:
+    """A progress's slots: the shared ones up to ``m`` as it left them, then its open turn."""
+
+    __slots__ = ("_extra", "_holes", "_m", "_shared")
+
+    def __init__(
+        self,
+        shared: list[_Slot],
+        m: int,
+        holes: dict[str, tuple[int, ToolCall]],
+        extra: list[_Slot],
+    ) -> None:
+        self._shared = shared
+        self._m = m
+        self._holes = dict(holes.values())
+        self._extra = extra
+
+    def __len__(self) -> int:
+        return self._m + len(self._extra)
+
+    def __getitem__(self, index: int) -> _Slot:
+        if index >= self._m:
+            return self._extra[index - self._m]
+        call = self._holes.get(index)
+        return self._shared[index] if call is None else call
+
+
+@dataclass(slots=True)
+class _Progress:
+    """The byte path's state after a prefix of a log; a cached one never changes its view.
+
+    Its view of `_Shared`: the first ``n`` items and ``m`` messages. The tool message of
+    each call not yet answered is a hole whose index ``holes`` keeps by call id: a later
+    log may fill it in the shared list, so this progress answers it itself (interrupted).
+    The open turn is held back until a user text or a result closes it.
+    """
+
+    shared: _Shared
+    n: int
+    m: int
     holes: dict[str, tuple[int, ToolCall]]
-    call_ids: set[str]
-    used_tools: dict[str, None]
     texts: list[AssistantText]
     calls: list[ToolCall]
     #: Blocks of the messages before the first hole (which no longer change). The one
     #: field a cached progress may have replaced: every rope of it is true for it.
     rope: Rope = EMPTY
 
-    def copy(self) -> _Progress:
+    def extend(self) -> _Progress:
+        """A progress to consume more items, on this one's state cut back to its view."""
+        if self.shared.tip != self.n:
+            self.rewind()
         return _Progress(
-            list(self.prefix),
-            list(self.messages),
-            list(self.slots),
+            self.shared,
+            self.n,
+            self.m,
             dict(self.holes),
-            set(self.call_ids),
-            dict(self.used_tools),
             list(self.texts),
             list(self.calls),
             self.rope,
         )
 
-    def grow_rope(self, limit: int) -> Rope:
-        """The rope, grown up to ``limit`` over messages that became final (no hole before
-        them): a block past this call's first breakpoint would be of no use to it."""
-        rope = self.rope
-        final = min((hole[0] for hole in self.holes.values()), default=len(self.messages))
-        final = min(final, limit)
-        if final > rope.covered:
-            rope = self.rope = rope.extended(self.messages[rope.covered : final], final)
-        return rope
+    def rewind(self) -> None:
+        """Cut the shared state back to this progress's view; evict the progresses past it."""
+        shared, n, m = self.shared, self.n, self.m
+        for key, cached in list(_PROGRESS.items()):
+            if cached.shared is shared and cached.n > n:
+                del _PROGRESS[key]
+        del shared.prefix[n:]
+        del shared.messages[m:]
+        del shared.slots[m:]
+        for index, call in self.holes.values():
+            shared.messages[index] = b""
+            shared.slots[index] = call
+        # Both dicts gained entries in position order, so those past n are the newest.
+        for positions in (shared.call_ids, shared.tools):
+            while positions and next(reversed(positions.values())) >= n:
+                positions.popitem()
+        shared.tip = n
+
+    def used_tools(self) -> list[str]:
+        """The tool names the log's calls use, in order of first use."""
+        n = self.n
+        return [name for name, at in self.shared.tools.items() if at < n]
 
     def close_turn(self) -> None:
         if not (self.texts or self.calls):
             return
-        self.messages.append(_encode_turn(self.texts, self.calls))
-        self.slots.append(_Turn(self.texts, self.calls))
+        shared = self.shared
+        shared.messages.append(_encode_turn(self.texts, self.calls))
+        shared.slots.append(_Turn(self.texts, self.calls))
         for call in self.calls:
-            self.holes[call.call_id] = (len(self.messages), call)
-            self.messages.append(b"")
-            self.slots.append(call)
+            self.holes[call.call_id] = (len(shared.messages), call)
+            shared.messages.append(b"")
+            shared.slots.append(call)
         self.texts = []
         self.calls = []
 
-    def consume(self, events: list[CanonicalEvent]) -> None:
-        for event in events:
+    def consume(self, items: list[object]) -> None:
+        """Append ``items`` (this progress owns the tip: `extend`)."""
+        shared = self.shared
+        call_ids = shared.call_ids
+        at = self.n
+        for event in _fast_events(items):
             if isinstance(event, AssistantText):
                 if event.text.strip():
                     self.texts.append(event)
             elif isinstance(event, ToolCall):
-                if event.call_id in self.call_ids:
+                if event.call_id in call_ids:
                     raise RenderError(f"tool call id {event.call_id!r} is used twice in the log")
-                self.call_ids.add(event.call_id)
-                self.used_tools.setdefault(event.tool, None)
+                call_ids[event.call_id] = at
+                shared.tools.setdefault(event.tool, at)
                 self.calls.append(event)
             elif isinstance(event, Reasoning):
-                continue
+                pass
             elif isinstance(event, UserText):
                 self.close_turn()
                 if event.text.strip():
-                    self.messages.append(cast(bytes, _fragment(event)))
-                    self.slots.append(event)
+                    shared.messages.append(cast(bytes, _fragment(event)))
+                    shared.slots.append(event)
             elif isinstance(event, ToolResult):
-                if event.call_id not in self.call_ids:
+                if event.call_id not in call_ids:
                     raise RenderError(
                         f"tool result for {event.call_id!r} has no earlier tool call in the log"
                     )
@@ -466,38 +540,61 @@ class _Progress:
                 hole = self.holes.pop(event.call_id, None)
                 if hole is None:
                     raise RenderError(f"tool call {event.call_id!r} has two results in the log")
-                self.messages[hole[0]] = cast(bytes, _fragment(event))
-                self.slots[hole[0]] = event
+                shared.messages[hole[0]] = cast(bytes, _fragment(event))
+                shared.slots[hole[0]] = event
             else:
                 assert_never(event)
+            at += 1
+        shared.prefix.extend(items)
+        self.n = len(shared.prefix)
+        self.m = len(shared.messages)
+        shared.tip = self.n
 
-    def finish(self) -> tuple[list[bytes], list[_Slot]]:
-        """The messages to send (the open turn closed, every unanswered call answered)
-        and what each renders."""
-        if not (self.holes or self.texts or self.calls):
-            return self.messages, self.slots
-        messages = list(self.messages)
-        slots = list(self.slots)
-        for index, call in self.holes.values():
-            messages[index] = _interrupted_fragment(call)
+    def finish(self, start: int) -> tuple[int, list[bytes], _Slots]:
+        """How many messages to send, those from ``start`` on (the open turn closed, every
+        unanswered call answered), and what each renders."""
+        extra: list[bytes] = []
+        extra_slots: list[_Slot] = []
         if self.texts or self.calls:
-            messages.append(_encode_turn(self.texts, self.calls))
-            slots.append(_Turn(self.texts, self.calls))
-            messages.extend(_interrupted_fragment(call) for call in self.calls)
-            slots.extend(self.calls)
-        return messages, slots
+            extra.append(_encode_turn(self.texts, self.calls))
+            extra_slots.append(_Turn(self.texts, self.calls))
+            extra.extend(_interrupted_fragment(call) for call in self.calls)
+            extra_slots.extend(self.calls)
+        m = self.m
+        rest = self.shared.messages[start:m] if start < m else []
+        for index, call in self.holes.values():
+            if index >= start:
+                rest[index - start] = _interrupted_fragment(call)
+        rest.extend(extra[max(0, start - m) :])
+        return m + len(extra), rest, _Slots(self.shared.slots, m, self.holes, extra_slots)
+
+    def final(self) -> int:
+        """Messages before this index no longer change (no hole before them)."""
+        return min((hole[0] for hole in self.holes.values()), default=self.m)
+
+    def grow_rope(self, limit: int) -> Rope:
+        """The rope, grown up to ``limit`` over messages that became final (no hole before
+        them): a block past this call's first breakpoint would be of no use to it."""
+        rope = self.rope
+        final = min(self.final(), limit)
+        if final > rope.covered:
+            run = self.shared.messages[rope.covered : final]
+            rope = self.rope = rope.extended(run, final)
+        return rope
 
 
 def _interrupted_fragment(call: ToolCall) -> bytes:
     return cast(tuple[bytes, bytes], _fragment(call))[1]
 
 
-# Progress of recent logs, by the id of the last event consumed (held strongly, so ids
-# stay unique while cached). An agent re-sends its log grown by a few events: the walk
-# back from the end finds the previous call's progress within a few steps.
+# Progress of recent logs, by the id of the last item consumed (held strongly by the
+# shared prefix, so ids stay unique while cached). An agent re-sends its log grown by a
+# few events: the walk back from the end finds the previous call's progress in a few steps.
 _PROGRESS: dict[int, _Progress] = {}
 _PROGRESS_SLOTS = 16
-_PROGRESS_LOCK = threading.Lock()
+# One render at a time: they share and rewind state. Rendering holds the GIL throughout,
+# so threads lose no parallelism to it.
+_RENDER_LOCK = threading.Lock()
 
 
 def _progress_for(log: LogLike) -> _Progress:
@@ -511,40 +608,91 @@ def _progress_for(log: LogLike) -> _Progress:
         # Identity, not equality: {"a": 1} == {"a": 1.0}, yet they encode differently.
         if (
             cached is not None
-            and len(cached.prefix) == end
-            and all(map(operator.is_, cached.prefix, items))
+            and cached.n == end
+            and all(map(operator.is_, cached.shared.prefix, islice(items, end)))
         ):
             if end == len(items):
                 return cached
-            progress = cached.copy()
+            progress = cached.extend()
             break
     else:
-        progress = _Progress([], [], [], {}, set(), {}, [], [])
-    new = items[len(progress.prefix) :]
-    progress.consume(_fast_events(new))
-    progress.prefix.extend(new)
+        progress = _Progress(_Shared(), 0, 0, {}, [], [])
+    base = _Progress(progress.shared, progress.n, progress.m, dict(progress.holes), [], [])
+    try:
+        progress.consume(list(items[progress.n :]))
+    except RenderError:
+        base.rewind()  # leave the shared state as it was (the view that was extended)
+        raise
     if items:
-        with _PROGRESS_LOCK:
-            _PROGRESS[id(items[-1])] = progress
-            while len(_PROGRESS) > _PROGRESS_SLOTS:
-                del _PROGRESS[next(iter(_PROGRESS))]
+        _PROGRESS[id(items[-1])] = progress
+        while len(_PROGRESS) > _PROGRESS_SLOTS:
+            del _PROGRESS[next(iter(_PROGRESS))]
     return progress
 
 
 _BARE_TYPES = frozenset({UserText, AssistantText, ToolCall, ToolResult, Reasoning})
 
 
-def _fast_events(log: LogLike) -> list[CanonicalEvent]:
+def _fast_events(log: Sequence[object]) -> list[CanonicalEvent]:
     """`as_events` by exact type first: pydantic's ``isinstance`` costs ~0.5 us an event."""
     events = [
         item.event
         if type(item) is StoredEvent
         else item
         if type(item) in _BARE_TYPES
-        else as_events((item,))[0]
+        else as_events((cast(CanonicalEvent, item),))[0]
         for item in log
     ]
     return cast(list[CanonicalEvent], events)
+
+
+def _render_parts(
+    events: LogLike,
+    tools: Iterable[ToolLike] | None,
+    model: str,
+    system: str | None,
+    max_tokens: int | None,
+    cache: PromptCache | None,
+) -> list[bytes]:
+    progress = _progress_for(events)
+    specs = _tool_specs(tools)
+    policy = active(cache, model)
+    control = None if policy is None else policy.control_json
+    count, rest, slots = progress.finish(progress.rope.covered)
+    if not count:
+        raise RenderError(_NOTHING_TO_SEND)
+    marks = [] if control is None else _breakpoints(slots)
+    # The last message always goes fresh, so the final part is never a bare block.
+    limit = min([count - 1, *marks])
+    base = progress.rope.covered
+    blocks, start = progress.grow_rope(limit).usable(limit)
+    if start != base:  # the rope grew, or this call marks a message it covers
+        count, rest, slots = progress.finish(start)
+    if control is not None:
+        for index in marks:
+            rest[index - start] = _encode_marked(slots[index], control)
+    head = b'{"model":' + pydantic_core.to_json(model) + b',"messages":['
+    if system is not None and system.strip():
+        head += b'{"role":"system","content":'
+        head += _json(system) if control is None else _marked_part(system, control)
+        head += b"},"
+    tail = [b"]"]
+    declared: list[bytes] = []
+    if specs:
+        declared = [cast(bytes, _fragment(spec)) for spec in specs]
+    elif used_tools := progress.used_tools():
+        declared = [_encode(_map_stub_tool(name)) for name in used_tools]
+    if declared:
+        if control is not None:
+            declared[-1] = declared[-1][:-1] + b',"cache_control":' + control + b"}"
+        tail.append(b',"tools":[')
+        tail.append(b",".join(declared))
+        tail.append(b"]" if specs else b'],"tool_choice":"none"')
+    if max_tokens is not None:
+        tail.append(b',"max_tokens":' + str(max_tokens).encode())
+    tail.append(b"}")
+    rest[-1] += b"".join(tail)
+    return [head, *blocks, b",".join(rest)]
 
 
 def _check_max_tokens(max_tokens: int | None) -> None:
@@ -622,44 +770,8 @@ class OpenAIChatRenderer:
         """The body of `render_bytes` in parts that concatenate to it: the head, the cached
         blocks of the log's settled messages, and the rest with the tail (one fresh join)."""
         _check_max_tokens(max_tokens)
-        progress = _progress_for(events)
-        messages, slots = progress.finish()
-        if not messages:
-            raise RenderError(_NOTHING_TO_SEND)
-        used_tools = progress.used_tools
-        specs = _tool_specs(tools)
-        policy = active(cache, model)
-        control = None if policy is None else policy.control_json
-        marks = [] if control is None else _breakpoints(slots)
-        # The last message always goes fresh, so the final part is never a bare block.
-        limit = min([len(messages) - 1, *marks])
-        blocks, start = progress.grow_rope(limit).usable(limit)
-        rest = messages[start:]
-        if control is not None:
-            for index in marks:
-                rest[index - start] = _encode_marked(slots[index], control)
-        head = b'{"model":' + pydantic_core.to_json(model) + b',"messages":['
-        if system is not None and system.strip():
-            head += b'{"role":"system","content":'
-            head += _json(system) if control is None else _marked_part(system, control)
-            head += b"},"
-        tail = [b"]"]
-        declared: list[bytes] = []
-        if specs:
-            declared = [cast(bytes, _fragment(spec)) for spec in specs]
-        elif used_tools:
-            declared = [_encode(_map_stub_tool(name)) for name in used_tools]
-        if declared:
-            if control is not None:
-                declared[-1] = declared[-1][:-1] + b',"cache_control":' + control + b"}"
-            tail.append(b',"tools":[')
-            tail.append(b",".join(declared))
-            tail.append(b"]" if specs else b'],"tool_choice":"none"')
-        if max_tokens is not None:
-            tail.append(b',"max_tokens":' + str(max_tokens).encode())
-        tail.append(b"}")
-        rest[-1] += b"".join(tail)
-        return [head, *blocks, b",".join(rest)]
+        with _RENDER_LOCK:
+            return _render_parts(events, tools, model, system, max_tokens, cache)
 
     def render(
         self,
