@@ -43,7 +43,8 @@ import operator
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias, assert_never, cast
+from itertools import islice
+from typing import Any, Literal, Protocol, TypeAlias, assert_never, cast
 
 from pydantic import BaseModel, ValidationError
 
@@ -164,70 +165,143 @@ _LEADING = _Turn("user", [AnthropicTextBlock(text=LEADING_PLACEHOLDER)])
 _TRAILING = _Turn("user", [AnthropicTextBlock(text=TRAILING_PLACEHOLDER)])
 
 
+class _Shared:
+    """Append-only state shared along one line of logs, each growing the one before.
+
+    A progress sees the first ``n`` items and ``m`` turns; positions record when a call
+    id or tool name first appeared, so a progress sees those before its ``n``. The
+    progress at the tip (``tip`` is its ``n``) extends it in place; one behind the tip (a
+    log that diverged) first cuts it back to its own view, evicting the progresses past
+    it, so neither path copies the history. All of it runs under ``_RENDER_LOCK``.
+    """
+
+    __slots__ = ("call_ids", "called", "prefix", "tip", "turns")
+
+    def __init__(self) -> None:
+        #: The log's own items consumed so far (records or bare events), held strongly.
+        self.prefix: list[object] = []
+        self.turns: list[_Turn] = []
+        self.call_ids: dict[str, int] = {}
+        self.called: dict[str, int] = {}
+        self.tip = -1
+
+
+class _Turns:
+    """A progress's turns to send, read through its view of the shared list, no copy."""
+
+    __slots__ = ("_extra", "_m", "_pinned", "_shared", "lead")
+
+    def __init__(
+        self, shared: list[_Turn], m: int, pinned: dict[int, _Turn], extra: list[_Turn]
+    ) -> None:
+        self._shared = shared
+        self._m = m
+        self._pinned = pinned
+        self._extra = extra
+        #: Whether the leading placeholder comes first (before the progress's turn 0).
+        self.lead = self._at(0).role == "assistant"
+
+    def _at(self, index: int) -> _Turn:
+        if index >= self._m:
+            return self._extra[index - self._m]
+        turn = self._pinned.get(index)
+        return self._shared[index] if turn is None else turn
+
+    def __len__(self) -> int:
+        return self.lead + self._m + len(self._extra)
+
+    def __getitem__(self, index: int) -> _Turn:
+        if self.lead:
+            if index == 0:
+                return _LEADING
+            index -= 1
+        return self._at(index)
+
+    def list(self) -> list[_Turn]:
+        """Every turn, as a list."""
+        return [self[index] for index in range(len(self))]
+
+
 @dataclass(slots=True)
 class _Progress:
     """The planned turns after a prefix of a log, for one request model.
 
-    A cached progress is never mutated: a longer log copies it and consumes only its new
-    events, so re-sending a grown log costs the new events, not the whole history.
+    Its view of `_Shared`: the first ``n`` items and ``m`` turns, where ``pinned`` keeps
+    its own version of each turn a longer log may replace (the last one and those with
+    holes; a turn is copied before it changes, so a pinned turn never does). Re-sending a
+    grown log costs the new events, not the whole history.
     """
 
     model: str
-    #: The log's own items consumed so far (records or bare events), held strongly.
-    prefix: list[object] = field(default_factory=list)
-    turns: list[_Turn] = field(default_factory=list)
-    #: Indexes of the turns this progress made or copied, so may change.
-    owned: set[int] = field(default_factory=set)
+    shared: _Shared
+    n: int = 0
+    m: int = 0
     #: Each unanswered call's hole: (turn index, block index).
     holes: dict[str, tuple[int, int]] = field(default_factory=dict)
-    call_ids: set[str] = field(default_factory=set)
-    called: dict[str, None] = field(default_factory=dict)
     #: Replayable reasoning waiting for the assistant text or call it leads.
     reasoning: list[Reasoning] = field(default_factory=list)
+    pinned: dict[int, _Turn] = field(default_factory=dict)
+    #: Indexes of the turns made or copied while consuming, so may change in place.
+    owned: set[int] = field(default_factory=set)
     #: Blocks of the turns that no longer change (before the last turn and the first
     #: hole). The one field a cached progress may have replaced: each rope is true for it.
     rope: Rope = EMPTY
 
-    def copy(self) -> _Progress:
+    def extend(self) -> _Progress:
+        """A progress to consume more items, on this one's state cut back to its view."""
+        if self.shared.tip != self.n:
+            self.rewind()
         return _Progress(
             self.model,
-            list(self.prefix),
-            list(self.turns),
-            set(),
+            self.shared,
+            self.n,
+            self.m,
             dict(self.holes),
-            set(self.call_ids),
-            dict(self.called),
             list(self.reasoning),
-            self.rope,
+            rope=self.rope,
         )
 
-    def grow_rope(self, limit: int) -> Rope:
-        """The rope, grown up to ``limit`` over turns that became final: a block past this
-        call's first breakpoint would be of no use to it."""
-        rope = self.rope
-        final = min((hole[0] for hole in self.holes.values()), default=len(self.turns) - 1)
-        final = min(final, len(self.turns) - 1, limit)
-        if final > rope.covered:
-            run = [_encode_turn(turn) for turn in self.turns[rope.covered : final]]
-            rope = self.rope = rope.extended(run, final)
-        return rope
+    def rewind(self) -> None:
+        """Cut the shared state back to this progress's view; evict the progresses past it."""
+        shared, n = self.shared, self.n
+        for key, cached in list(_PROGRESS.items()):
+            if cached.shared is shared and cached.n > n:
+                del _PROGRESS[key]
+        del shared.prefix[n:]
+        del shared.turns[self.m :]
+        for index, turn in self.pinned.items():
+            shared.turns[index] = turn
+        # Both dicts gained entries in position order, so those past n are the newest.
+        for positions in (shared.call_ids, shared.called):
+            while positions and next(reversed(positions.values())) >= n:
+                positions.popitem()
+        shared.tip = n
+
+    def called(self) -> list[str]:
+        """The tool names the log's calls use, in order of first use."""
+        n = self.n
+        return [name for name, at in self.shared.called.items() if at < n]
 
     def _own(self, index: int) -> _Turn:
+        turns = self.shared.turns
         if index not in self.owned:
-            self.turns[index] = self.turns[index].copy()
+            turns[index] = turns[index].copy()
             self.owned.add(index)
-        return self.turns[index]
+        return turns[index]
 
     def _open(self, turn: _Turn) -> _Turn:
-        self.turns.append(turn)
-        self.owned.add(len(self.turns) - 1)
+        turns = self.shared.turns
+        turns.append(turn)
+        self.owned.add(len(turns) - 1)
         return turn
 
-    def consume(self, events: list[CanonicalEvent]) -> None:
-        """Plan ``events`` after the prefix (the hot loop: kinds compared as strings,
-        since isinstance on pydantic models runs ABC checks, about 3x slower)."""
-        turns = self.turns
-        for event in events:
+    def consume(self, items: list[object]) -> None:
+        """Plan ``items`` after the view (this progress owns the tip: `extend`). The hot
+        loop compares kinds as strings: isinstance on pydantic models runs ABC checks."""
+        shared = self.shared
+        turns = shared.turns
+        at = self.n
+        for event in _bare_events(items):
             if event.kind == "user_text" or event.kind == "tool_result":
                 self.reasoning = []  # reasoning that led no assistant content is left out
                 if turns and turns[-1].calls:  # only assistant turns make calls
@@ -247,6 +321,7 @@ class _Progress:
                     self.reasoning.append(event)
             elif event.kind == "assistant_text" or event.kind == "tool_call":
                 if event.kind == "assistant_text" and not event.text.strip():
+                    at += 1
                     continue
                 if not turns or turns[-1].role != "assistant":
                     self._open(_Turn("assistant", [*self.reasoning]))
@@ -254,19 +329,29 @@ class _Progress:
                 turn = self._own(len(turns) - 1)
                 turn.sources.append(event)
                 if event.kind == "tool_call":
-                    if event.call_id in self.call_ids:
+                    if event.call_id in shared.call_ids:
                         raise RenderError(
                             f"corrupt log: two tool calls share the id {event.call_id!r}"
                         )
-                    self.call_ids.add(event.call_id)
-                    self.called[event.tool] = None
+                    shared.call_ids[event.call_id] = at
+                    shared.called.setdefault(event.tool, at)
                     turn.calls.append(event)
             else:
                 assert_never(event)
+            at += 1
+        shared.prefix.extend(items)
+        self.n = len(shared.prefix)
+        self.m = len(turns)
+        self.owned = set()
+        self.pinned = {index: turns[index] for index, _ in self.holes.values()}
+        if turns:
+            self.pinned[len(turns) - 1] = turns[-1]
+        shared.tip = self.n
 
     def _answer(self) -> None:
-        calls = self.turns[-1].calls
-        index = len(self.turns)
+        turns = self.shared.turns
+        calls = turns[-1].calls
+        index = len(turns)
         for slot, call in enumerate(calls):
             self.holes[call.call_id] = (index, slot)
         self._open(_Turn("user", list(calls)))
@@ -274,33 +359,46 @@ class _Progress:
     def _fill(self, result: ToolResult) -> None:
         hole = self.holes.pop(result.call_id, None)
         if hole is None:
-            if result.call_id in self.call_ids:
+            if result.call_id in self.shared.call_ids:
                 raise RenderError(f"corrupt log: two tool results answer {result.call_id!r}")
             raise RenderError(
                 f"corrupt log: the tool result for {result.call_id!r} has no earlier tool call"
             )
         self._own(hole[0]).sources[hole[1]] = result
 
-    def finish(self) -> list[_Turn]:
+    def finish(self) -> _Turns:
         """The turns to send: open calls answered, placeholders where roles need them."""
-        turns = list(self.turns)
-        if not turns:
+        m = self.m
+        if not m:
             raise RenderError("nothing to send: every event in the log is blank or left out")
-        if turns[-1].calls:
-            turns.append(_Turn("user", list(turns[-1].calls)))
-        if turns[0].role == "assistant":
-            turns.insert(0, _LEADING)
-        if turns[-1].role == "assistant":
-            turns.append(_TRAILING)
-        return turns
+        last = self.pinned[m - 1]
+        extra: list[_Turn] = []
+        if last.calls:
+            extra.append(_Turn("user", list(last.calls)))
+        if (extra[-1] if extra else last).role == "assistant":
+            extra.append(_TRAILING)
+        return _Turns(self.shared.turns, m, self.pinned, extra)
+
+    def grow_rope(self, limit: int) -> Rope:
+        """The rope, grown up to ``limit`` over turns that became final: a block past this
+        call's first breakpoint would be of no use to it."""
+        rope = self.rope
+        final = min((hole[0] for hole in self.holes.values()), default=self.m - 1)
+        final = min(final, self.m - 1, limit)
+        if final > rope.covered:
+            run = [_encode_turn(turn) for turn in self.shared.turns[rope.covered : final]]
+            rope = self.rope = rope.extended(run, final)
+        return rope
 
 
-# Progress of recent logs by (model, id of the last event consumed); each holds its
-# prefix, so those ids stay unique while cached. An agent re-sends its log grown by a
-# few events: the walk back from the end finds the previous progress in a few steps.
+# Progress of recent logs by (model, id of the last item consumed), held strongly by the
+# shared prefix, so those ids stay unique while cached. An agent re-sends its log grown
+# by a few events: the walk back from the end finds the previous progress in a few steps.
 _PROGRESS: dict[tuple[str, int], _Progress] = {}
 _PROGRESS_SLOTS = 16
-_PROGRESS_LOCK = threading.Lock()
+# One render at a time: they share and rewind state. Rendering holds the GIL throughout,
+# so threads lose no parallelism to it.
+_RENDER_LOCK = threading.RLock()
 
 
 def _progress_for(items: Sequence[object], model: str) -> _Progress:
@@ -311,22 +409,24 @@ def _progress_for(items: Sequence[object], model: str) -> _Progress:
         # Identity, not equality: {"a": 1} == {"a": 1.0}, yet they encode differently.
         if (
             cached is not None
-            and len(cached.prefix) == end
-            and all(map(operator.is_, cached.prefix, items))
+            and cached.n == end
+            and all(map(operator.is_, cached.shared.prefix, islice(items, end)))
         ):
             if end == len(items):
                 return cached
-            progress = cached.copy()
+            base = cached
+            progress = cached.extend()
             break
     else:
-        progress = _Progress(model)
-    new = items[len(progress.prefix) :]
-    progress.consume(_bare_events(new))
-    progress.prefix.extend(new)
-    with _PROGRESS_LOCK:
-        _PROGRESS[(model, id(items[-1]))] = progress
-        while len(_PROGRESS) > _PROGRESS_SLOTS:
-            del _PROGRESS[next(iter(_PROGRESS))]
+        base = progress = _Progress(model, _Shared())
+    try:
+        progress.consume(list(items[progress.n :]))
+    except RenderError:
+        base.rewind()  # leave the shared state as it was (the view that was extended)
+        raise
+    _PROGRESS[(model, id(items[-1]))] = progress
+    while len(_PROGRESS) > _PROGRESS_SLOTS:
+        del _PROGRESS[next(iter(_PROGRESS))]
     return progress
 
 
@@ -334,7 +434,7 @@ def _progress_for(items: Sequence[object], model: str) -> _Progress:
 class _Plan:
     """A rendered log before encoding: its messages and its tool declarations."""
 
-    turns: list[_Turn]
+    turns: _Turns
     tools: list[AnthropicTool] | None
     stubbed: bool
     progress: _Progress
@@ -373,15 +473,17 @@ class AnthropicMessagesRenderer:
         cache: PromptCache | None = None,
     ) -> AnthropicMessagesRequest:
         """The request body as its typed model."""
-        plan = _plan(events, tools, model)
+        with _RENDER_LOCK:
+            plan = _plan(events, tools, model)
+            turns = plan.turns.list()
         policy = active(cache, model)
         if policy is None:
-            messages = [_map_turn(turn) for turn in plan.turns]
+            messages = [_map_turn(turn) for turn in turns]
         else:
-            marks = _breakpoints(plan.turns)
+            marks = _breakpoints(turns)
             messages = [
                 _map_turn(turn, marks.get(index), _CONTROLS[policy.marker_ttl])
-                for index, turn in enumerate(plan.turns)
+                for index, turn in enumerate(turns)
             ]
         return _envelope(model, system, max_tokens, plan, messages, policy)
 
@@ -412,28 +514,8 @@ class AnthropicMessagesRenderer:
     ) -> list[bytes]:
         """The body of `render_bytes` in parts that concatenate to it: the head, the cached
         blocks of the log's settled turns, and the rest with the tail (one fresh join)."""
-        plan = _plan(events, tools, model)
-        policy = active(cache, model)
-        head, tail = _head_tail(model, system, max_tokens, plan, policy)
-        turns = plan.turns
-        control = None if policy is None else policy.control_json
-        marks = {} if control is None else _breakpoints(turns)
-
-        def encoded(index: int) -> bytes:
-            slot = marks.get(index)
-            if slot is None or control is None:
-                return _encode_turn(turns[index])
-            return _encode_marked_turn(turns[index], slot, control)
-
-        # The leading placeholder sits before the progress's first turn; the last turn
-        # always goes fresh, so the final part is never a bare block.
-        offset = 1 if turns[0] is _LEADING else 0
-        limit = min([len(turns) - 1, *marks]) - offset
-        blocks, start = plan.progress.grow_rope(limit).usable(limit)
-        opening = head[:-1] + b',"messages":[' + b"".join(encoded(i) + b"," for i in range(offset))
-        rest = [encoded(index) for index in range(offset + start, len(turns))]
-        rest[-1] += b"]}" if tail == b"{}" else b"]," + tail[1:]
-        return [opening, *blocks, b",".join(rest)]
+        with _RENDER_LOCK:
+            return _render_parts(events, tools, model, system, max_tokens, cache)
 
     def parse(
         self,
@@ -472,6 +554,38 @@ class AnthropicMessagesRenderer:
         )
 
 
+def _render_parts(
+    events: LogLike,
+    tools: Iterable[ToolLike] | None,
+    model: str,
+    system: str | None,
+    max_tokens: int | None,
+    cache: PromptCache | None,
+) -> list[bytes]:
+    plan = _plan(events, tools, model)
+    policy = active(cache, model)
+    head, tail = _head_tail(model, system, max_tokens, plan, policy)
+    turns = plan.turns
+    control = None if policy is None else policy.control_json
+    marks = {} if control is None else _breakpoints(turns)
+
+    def encoded(index: int) -> bytes:
+        slot = marks.get(index)
+        if slot is None or control is None:
+            return _encode_turn(turns[index])
+        return _encode_marked_turn(turns[index], slot, control)
+
+    # The leading placeholder sits before the progress's first turn; the last turn
+    # always goes fresh, so the final part is never a bare block.
+    offset = 1 if turns.lead else 0
+    limit = min([len(turns) - 1, *marks]) - offset
+    blocks, start = plan.progress.grow_rope(limit).usable(limit)
+    opening = head[:-1] + b',"messages":[' + b"".join(encoded(i) + b"," for i in range(offset))
+    rest = [encoded(index) for index in range(offset + start, len(turns))]
+    rest[-1] += b"]}" if tail == b"{}" else b"]," + tail[1:]
+    return [opening, *blocks, b",".join(rest)]
+
+
 def _plan(events: LogLike, tools: Iterable[ToolLike] | None, model: str) -> _Plan:
     if not model:
         raise RenderError("cannot render a request without a model name")
@@ -483,8 +597,8 @@ def _plan(events: LogLike, tools: Iterable[ToolLike] | None, model: str) -> _Pla
     specs = as_tool_specs(tools)
     if specs:
         return _Plan(turns, _map_tools(specs), False, progress)
-    if progress.called:
-        return _Plan(turns, [_stub_tool(name) for name in progress.called], True, progress)
+    if called := progress.called():
+        return _Plan(turns, [_stub_tool(name) for name in called], True, progress)
     return _Plan(turns, None, False, progress)
 
 
@@ -596,10 +710,9 @@ def _head_tail(
         )
     except ValueError as exc:
         raise _unencodable(exc) from exc
-    with _PROGRESS_LOCK:
-        _ENVELOPES[key] = (head, tail, tools)
-        while len(_ENVELOPES) > _ENVELOPE_SLOTS:
-            del _ENVELOPES[next(iter(_ENVELOPES))]
+    _ENVELOPES[key] = (head, tail, tools)
+    while len(_ENVELOPES) > _ENVELOPE_SLOTS:
+        del _ENVELOPES[next(iter(_ENVELOPES))]
     return head, tail
 
 
@@ -612,7 +725,14 @@ def _map_turn(
     return AnthropicMessage(role=turn.role, content=blocks)
 
 
-def _breakpoints(turns: list[_Turn]) -> dict[int, int]:
+class _TurnsLike(Protocol):
+    """What placing breakpoints reads of the turns: a length and each turn by index."""
+
+    def __len__(self) -> int: ...
+    def __getitem__(self, index: int, /) -> _Turn: ...
+
+
+def _breakpoints(turns: _TurnsLike) -> dict[int, int]:
     """Message breakpoints, turn index -> block index: the log's last markable block, and
     the last one before the assistant turn that leads to it (what the previous request
     marked last, so it is read back exactly, however many blocks the turn added)."""
@@ -629,7 +749,7 @@ def _breakpoints(turns: list[_Turn]) -> dict[int, int]:
     return marks
 
 
-def _last_markable(turns: list[_Turn], start: int) -> tuple[int, int] | None:
+def _last_markable(turns: _TurnsLike, start: int) -> tuple[int, int] | None:
     # The trailing placeholder is replaced by whatever the log says next, so a breakpoint
     # there would never be read back.
     for index in range(start, -1, -1):
