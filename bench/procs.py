@@ -14,6 +14,10 @@ IMPORTS: dict[str, str] = {
     "nisse_llm": "import nisse_llm",
     "httpx, pydantic": "import httpx, pydantic",
     "nisse_llm + both clients": "from nisse_llm import LiteLLMClient, AnthropicPassthroughClient",
+    # What an agent does first: a client and an event (the canonical models build then).
+    "nisse_llm: a client and a first event": (
+        "from nisse_llm import LiteLLMClient, UserText\nUserText(text='hi')"
+    ),
     "httpx": "import httpx",
     "pydantic_settings": "import pydantic_settings",
     "openai": "import openai",

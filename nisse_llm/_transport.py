@@ -133,6 +133,7 @@ class Core:
 
     __slots__ = (
         "_token",
+        "endpoint",
         "headers",
         "last_usage",
         "max_tokens",
@@ -161,6 +162,8 @@ class Core:
         self._token = token if isinstance(token, SecretStr) else SecretStr(token)
         self.route = route
         self.url = base_url.rstrip("/") + route.path
+        #: ``url`` parsed once: httpx would parse the string again on every request.
+        self.endpoint = httpx.URL(self.url)
         self.where = f"POST {route.path}"
         self.timeout_s = route.default_timeout_s if timeout_s is None else timeout_s
         self.max_tokens = max_tokens or DEFAULT_MAX_OUTPUT_TOKENS

@@ -6,6 +6,7 @@ Pure: no I/O, no environment. The only clock read is the timestamp of a new
 
 from __future__ import annotations
 
+import functools
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -54,7 +55,7 @@ def mint_call_id() -> str:
 
 
 class _Event(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class UserText(_Event):
@@ -120,7 +121,7 @@ CanonicalEvent: TypeAlias = Annotated[
 class StoredEvent(BaseModel):
     """One record of the task log: a sequence number, a UTC timestamp and the event."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     seq: NonNegativeInt
     at: datetime
@@ -136,7 +137,10 @@ LogLike: TypeAlias = Sequence[
     StoredEvent | UserText | AssistantText | ToolCall | ToolResult | Reasoning
 ]
 
-_STORED = TypeAdapter(StoredEvent)
+
+@functools.cache
+def _stored() -> TypeAdapter[StoredEvent]:
+    return TypeAdapter(StoredEvent)
 
 
 def as_events(log: Iterable[StoredEvent | CanonicalEvent]) -> list[CanonicalEvent]:
@@ -146,19 +150,19 @@ def as_events(log: Iterable[StoredEvent | CanonicalEvent]) -> list[CanonicalEven
 
 def dump_jsonl(records: Iterable[StoredEvent]) -> bytes:
     """A log as JSON lines, one `StoredEvent` per line, each line ending in a newline."""
-    return b"".join(_STORED.dump_json(record) + b"\n" for record in records)
+    return b"".join(_stored().dump_json(record) + b"\n" for record in records)
 
 
 def load_jsonl(data: bytes | str) -> list[StoredEvent]:
     """Parse JSON lines written by `dump_jsonl` (blank lines are ignored)."""
     raw = data.encode() if isinstance(data, str) else data
-    return [_STORED.validate_json(line) for line in raw.splitlines() if line.strip()]
+    return [_stored().validate_json(line) for line in raw.splitlines() if line.strip()]
 
 
 class ToolSpec(BaseModel):
     """A tool the model may call: a name, a description and a JSON Schema for its arguments."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     name: Annotated[str, Field(pattern=TOOL_NAME_PATTERN)]
     description: str = ""
@@ -196,7 +200,7 @@ def as_tool_specs(tools: Iterable[ToolLike] | None) -> list[ToolSpec]:
 class Usage(BaseModel):
     """Tokens one call used. ``input`` counts every prompt token, cached or not."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     input: NonNegativeInt = 0
     output: NonNegativeInt = 0
@@ -215,7 +219,7 @@ class Usage(BaseModel):
 class Completion(BaseModel):
     """A parsed reply: its canonical events, usage, stop reason and the model it named."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     events: list[CanonicalEvent]
     usage: Usage

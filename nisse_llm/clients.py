@@ -519,7 +519,7 @@ class _SyncClient(_ClientBase):
         call = core.begin(events, tools, model, system, cache=cache)
         while True:
             with call.sending():
-                response = self._http.post(core.url, content=call.parts, headers=call.length)
+                response = self._http.post(core.endpoint, content=call.parts, headers=call.length)
             wait = call.received(response)
             if wait is None:
                 return call.finish(response)
@@ -616,7 +616,7 @@ class _AsyncClient(_ClientBase):
         while True:
             with call.sending():
                 response = await self._http.post(
-                    core.url, content=_async_parts(call.parts), headers=call.length
+                    core.endpoint, content=_async_parts(call.parts), headers=call.length
                 )
             wait = call.received(response)
             if wait is None:

@@ -47,6 +47,7 @@ from itertools import islice
 from typing import Any, Literal, Protocol, TypeAlias, assert_never, cast
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import to_json
 
 from nisse_llm.canonical import (
     DEFAULT_MAX_OUTPUT_TOKENS,
@@ -823,7 +824,37 @@ def _unencodable(exc: ValueError) -> RenderError:
 
 
 def _encode_event(event: CanonicalEvent) -> bytes:
+    """An event's block, spelled out around pydantic-core's encoding of each value in the
+    wire models' field order (building the model first costs 2-3x more); tests hold it
+    byte-identical to the model's dump."""
+    try:
+        if event.kind == "user_text" or event.kind == "assistant_text":
+            return b'{"type":"text","text":' + to_json(event.text) + b"}"
+        if event.kind == "tool_call":
+            return (
+                b'{"type":"tool_use","id":'
+                + to_json(event.call_id)
+                + b',"name":'
+                + to_json(event.tool)
+                + b',"input":'
+                # The wire model's default: inf and nan go out as null.
+                + to_json(event.arguments, inf_nan_mode="null")
+                + b"}"
+            )
+        if event.kind == "tool_result":
+            content = b""
+            if event.output.strip():
+                content = b',"content":' + to_json(event.output)
+            elif event.is_error:
+                content = _EMPTY_ERROR_CONTENT
+            flag = b',"is_error":true}' if event.is_error else b',"is_error":false}'
+            return b'{"type":"tool_result","tool_use_id":' + to_json(event.call_id) + content + flag
+    except ValueError as exc:
+        raise _unencodable(exc) from exc
     return _encode(_map_event(event))
+
+
+_EMPTY_ERROR_CONTENT = b',"content":' + to_json(EMPTY_ERROR_OUTPUT)
 
 
 def _encode_interrupted(call: ToolCall) -> bytes:
