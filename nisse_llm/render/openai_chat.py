@@ -45,6 +45,7 @@ Anything else malformed is an `LLMError`.
 from __future__ import annotations
 
 import operator
+import reprlib
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -199,7 +200,7 @@ def _result_content(result: ToolResult) -> str:
 
 
 def _arguments_json(call: ToolCall) -> str:
-    return pydantic_core.to_json(call.arguments).decode()
+    return _json(call.arguments).decode()
 
 
 def _map_tool_call(call: ToolCall) -> OpenAIChatToolCall:
@@ -299,12 +300,25 @@ def _map_stub_tool(name: str) -> OpenAIChatTool:
     )
 
 
-_json = pydantic_core.to_json
+def _json(value: object) -> bytes:
+    try:
+        return pydantic_core.to_json(value)
+    except ValueError as exc:
+        raise _unencodable(exc) from exc
 
 
 def _encode(model: BaseModel) -> bytes:
     """A wire model as JSON bytes, by the route's dump convention."""
-    return model.__pydantic_serializer__.to_json(model, exclude_none=True)
+    try:
+        return model.__pydantic_serializer__.to_json(model, exclude_none=True)
+    except ValueError as exc:
+        raise _unencodable(exc) from exc
+
+
+def _unencodable(exc: ValueError) -> RenderError:
+    # pydantic-core refuses values nested past ~254 levels, circular ones and lone
+    # surrogates, raising PydanticSerializationError or a bare ValueError.
+    return RenderError(f"the log holds a value that cannot be encoded as JSON: {exc}")
 
 
 def _tool_message_bytes(call_id: str, content: str) -> bytes:
@@ -835,6 +849,11 @@ def _map_response(body: bytes | str | Mapping[str, Any]) -> OpenAIChatResponse:
     raise LLMError(f"a chat completion must be bytes, str or a mapping, not {type(body).__name__}")
 
 
+_BOUNDED_REPR = reprlib.Repr()
+_BOUNDED_REPR.maxlevel = 4
+_BOUNDED_REPR.maxstring = _BOUNDED_REPR.maxother = 200
+
+
 def _map_bad_body(body: bytes | str | Mapping[str, Any], exc: ValueError) -> LLMError:
     try:
         error = (
@@ -846,8 +865,8 @@ def _map_bad_body(body: bytes | str | Mapping[str, Any], exc: ValueError) -> LLM
         error = None
     if error is not None:
         detail = error.error
-        kind = None if detail.type in (None, "None") else str(detail.type)
-        said = None if detail.message is None else str(detail.message)[:500]
+        kind = None if detail.type in (None, "None") else _said(detail.type)
+        said = None if detail.message is None else _said(detail.message)[:500]
         return LLMError(
             f"the reply was an error, not a chat completion: {kind}: {said}",
             error_type=kind,
@@ -858,6 +877,12 @@ def _map_bad_body(body: bytes | str | Mapping[str, Any], exc: ValueError) -> LLM
         where = ".".join(str(part) for part in first["loc"]) or "body"
         return LLMError(f"malformed chat completion: {where}: {first['msg']}")
     return LLMError(f"malformed chat completion: {exc}")
+
+
+def _said(value: object) -> str:
+    # A decoded body may hold any JSON value here; str() of one nested thousands deep
+    # recurses past the interpreter's limit, so non-strings get a bounded repr.
+    return value if isinstance(value, str) else _BOUNDED_REPR.repr(value)
 
 
 def _map_text(message: OpenAIChatResponseMessage) -> str:
@@ -891,7 +916,7 @@ def _map_call(call: OpenAIChatResponseToolCall) -> ToolCall:
     else:
         try:
             arguments = pydantic_core.from_json(raw, allow_inf_nan=False)
-        except ValueError as exc:
+        except (ValueError, TypeError) as exc:  # TypeError: a str with a lone surrogate
             raise LLMError(f"tool call {name!r} had non-JSON arguments: {raw[:200]!r}") from exc
     if not isinstance(arguments, dict):
         raise LLMError(

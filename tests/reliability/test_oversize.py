@@ -123,11 +123,6 @@ def test_rendering_arguments_nested_10000_deep_is_a_render_error_on_messages(
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="the chat renderer lets PydanticSerializationError escape past 254 levels",
-)
 def test_rendering_arguments_nested_10000_deep_is_a_render_error_on_chat(tmp_path: Path) -> None:
     """A log whose tool arguments nest 10,000 deep is a `RenderError` on the chat route."""
     report = _run("render_arguments_deep_chat", tmp_path)
