@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import harness, procs, report
+from bench import harness, procs, report, streaming
 from bench.workload import Workload
 
 
@@ -34,6 +34,8 @@ class Plan:
     longrun_every: int
     profiles: tuple[tuple[int, int], ...]  # (turns, profiled calls)
     render_rounds: int
+    stream_deltas: int
+    stream_rounds: int
     smoke: bool = False
 
 
@@ -50,6 +52,8 @@ FULL = Plan(
     longrun_every=1_000,
     profiles=((100, 200), (1000, 30)),
     render_rounds=20,
+    stream_deltas=1000,
+    stream_rounds=100,
 )
 
 SMOKE = Plan(
@@ -65,6 +69,8 @@ SMOKE = Plan(
     longrun_every=10,
     profiles=((2, 3),),
     render_rounds=3,
+    stream_deltas=10,
+    stream_rounds=3,
     smoke=True,
 )
 
@@ -127,6 +133,11 @@ def run(plan: Plan, *, log: bool) -> report.Results:
                     res.profiles.append(harness.profile(c, Workload.of(turns), calls=calls))
         for c in contenders:
             c.close()
+
+        say(f"streaming: {plan.stream_deltas} deltas x {plan.stream_rounds} rounds per route")
+        res.streaming = streaming.measure(
+            base_url, deltas=plan.stream_deltas, rounds=plan.stream_rounds, warmup=plan.warmup
+        )
 
         say("import times")
         res.imports = procs.import_times(list(plan.import_labels), rounds=plan.import_rounds)

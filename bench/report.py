@@ -11,6 +11,7 @@ from typing import Any
 
 from bench.contenders import CATALOGUE
 from bench.harness import Growth, Profile, Samples
+from bench.streaming import StreamRow
 from bench.workload import Workload, encode
 
 PACKAGES = (
@@ -56,6 +57,7 @@ class Results:
     memory: dict[str, dict[str, Any]] = field(default_factory=dict)
     memory_plan: tuple[int, int] = (0, 0)
     longrun: dict[str, dict[str, Any]] = field(default_factory=dict)
+    streaming: list[StreamRow] = field(default_factory=list)
 
 
 def shape(wl: Workload) -> dict[str, float]:
@@ -375,6 +377,29 @@ def _breakdown_section(res: Results) -> list[str]:
     return lines
 
 
+def _streaming_section(res: Results) -> list[str]:
+    if not res.streaming:
+        return []
+    lines = [
+        "## Streaming",
+        "",
+        "Client CPU per streamed text reply (medians, microseconds): the floor posts the body",
+        "nisse_llm sends and reads the SSE bytes with httpx `iter_bytes` to the end; nisse_llm",
+        "iterates `stream()` to its end. No target is set for streaming.",
+        "",
+        "| route | contender | deltas | CPU/reply (us) | CPU x floor |",
+        "| --- | --- | ---: | ---: | ---: |",
+    ]
+    for row in res.streaming:
+        cls = "LiteLLMClient" if row.route == "chat" else "AnthropicPassthroughClient"
+        lines += [
+            f"| {row.route} | floor: httpx iter_bytes | {row.deltas} | {_us(row.floor)} | 1.00x |",
+            f"| {row.route} | nisse_llm {cls}.stream | {row.deltas} | {_us(row.nisse)} |"
+            f" {_x(row.nisse / row.floor)} |",
+        ]
+    return [*lines, ""]
+
+
 def _imports_section(res: Results) -> list[str]:
     base = res.imports.get("httpx, pydantic")
     lines = [
@@ -450,5 +475,6 @@ def render(res: Results, *, command: str, notes: str = "") -> str:
     if notes:
         lines += [notes.strip(), ""]
     lines += _fixed_section(res) + _growth_section(res) + _breakdown_section(res)
+    lines += _streaming_section(res)
     lines += _imports_section(res) + _memory_section(res) + _skipped_section(res)
     return "\n".join(lines).rstrip() + "\n"

@@ -4,6 +4,8 @@ Runs in its own process (``python -m bench.stub``), so its CPU never counts as c
 CPU; it prints ``PORT <n>`` once listening. HTTP/1.1 keep-alive, Content-Length or
 chunked bodies. ``GET /_last`` describes the last body received (parsed only then), so a
 contender's request can be checked once without taxing every timed call.
+Under ``/sse/<n>`` (a base URL prefix) a streamed request gets a text reply of ``n``
+deltas as SSE, in 4 KiB chunked writes (built once per ``n`` and route).
 """
 
 from __future__ import annotations
@@ -80,6 +82,53 @@ ROUTES = {
 }
 
 
+DELTA_CHARS = 8
+_STREAMS: dict[tuple[str, int], bytes] = {}
+
+
+def stream_body(path: str, deltas: int) -> dict[str, Any]:
+    """A text-only reply on ``path``'s route whose text streams as ``deltas`` deltas."""
+    text = "".join(f"w{i % 10}rd-{i:03d}"[:DELTA_CHARS] for i in range(deltas))
+    if path.endswith("/v1/messages"):
+        body: dict[str, Any] = json.loads(json.dumps(MESSAGES_BODY))
+        body["content"] = [{"type": "text", "text": text}]
+        body["stop_reason"] = "end_turn"
+        return body
+    body = json.loads(json.dumps(CHAT_BODY))
+    body["choices"][0]["message"] = {"role": "assistant", "content": text}
+    body["choices"][0]["finish_reason"] = "stop"
+    return body
+
+
+def _stream_response(path: str, deltas: int) -> bytes:
+    key = (path, deltas)
+    if key not in _STREAMS:
+        # Imported here: the plain stub stays light, and only streaming rows need it.
+        from nisse_llm.testing.sse import split_bytes, sse_stream
+
+        messages = path.endswith("/v1/messages")
+        data = sse_stream(
+            "anthropic_messages" if messages else "openai_chat",
+            stream_body(path, deltas),
+            chunk_size=DELTA_CHARS,
+        )
+        head = (
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+            b"transfer-encoding: chunked\r\n\r\n"
+        )
+        chunks = [b"%x\r\n%s\r\n" % (len(p), p) for p in split_bytes(data, 4096)]
+        _STREAMS[key] = head + b"".join(chunks) + b"0\r\n\r\n"
+    return _STREAMS[key]
+
+
+def _answer(path: str) -> bytes:
+    if path.startswith("/sse/"):
+        _, _, n, rest = path.split("/", 3)
+        if f"/{rest}" in ROUTES:
+            return _stream_response(f"/{rest}", int(n))
+    return ROUTES.get(path, _NOT_FOUND)
+
+
 class _Last:
     path = ""
     body = b""
@@ -132,7 +181,7 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
                 writer.write(_describe_last())
             else:
                 _Last.path, _Last.body = path, body
-                writer.write(ROUTES.get(path, _NOT_FOUND))
+                writer.write(_answer(path))
             await writer.drain()
             if headers.get("connection", "").lower() == "close":
                 break

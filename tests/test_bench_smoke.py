@@ -7,7 +7,25 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def smoke_report(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The report of one `python -m bench --smoke` run, which must exit 0."""
+    out = tmp_path_factory.mktemp("bench") / "smoke.md"
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "--smoke", "--quiet", f"--out={out}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return out.read_text()
 
 
 def _row(report: str, route: str, label: str) -> list[str]:
@@ -18,20 +36,9 @@ def _row(report: str, route: str, label: str) -> list[str]:
     raise AssertionError(f"no row for {route} / {label} in:\n{report}")
 
 
-def test_smoke_run_reports_the_floor_and_both_nisse_routes(tmp_path: Path) -> None:
+def test_smoke_run_reports_the_floor_and_both_nisse_routes(smoke_report: str) -> None:
     """`python -m bench --smoke` exits 0 and reports timed rows for the floor and both nisse_llm routes."""
-    out = tmp_path / "smoke.md"
-    proc = subprocess.run(
-        [sys.executable, "-m", "bench", "--smoke", "--quiet", f"--out={out}"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-    report = out.read_text()
-    assert report.startswith("# nisse_llm benchmark (smoke run)")
+    assert smoke_report.startswith("# nisse_llm benchmark (smoke run)")
     number = re.compile(r"^\d+\.\d{3}$")
     for route, label in [
         ("chat", "floor: httpx posting pre-serialised bytes"),
@@ -39,7 +46,24 @@ def test_smoke_run_reports_the_floor_and_both_nisse_routes(tmp_path: Path) -> No
         ("chat", "nisse_llm LiteLLMClient.complete"),
         ("messages", "nisse_llm AnthropicPassthroughClient.complete"),
     ]:
-        cells = _row(report, route, label)
+        cells = _row(smoke_report, route, label)
         assert number.match(cells[2]), cells
         assert cells[3].endswith("x"), cells
-    assert _row(report, "chat", "floor: httpx posting pre-serialised bytes")[3] == "1.00x"
+    assert _row(smoke_report, "chat", "floor: httpx posting pre-serialised bytes")[3] == "1.00x"
+
+
+def test_smoke_run_reports_streaming_on_both_routes(smoke_report: str) -> None:
+    """`python -m bench --smoke` reports client CPU per streamed reply for the floor and both nisse_llm routes."""
+    assert "## Streaming" in smoke_report
+    cpu = re.compile(r"^\d[\d,]*$")
+    for route, label in [
+        ("chat", "floor: httpx iter_bytes"),
+        ("messages", "floor: httpx iter_bytes"),
+        ("chat", "nisse_llm LiteLLMClient.stream"),
+        ("messages", "nisse_llm AnthropicPassthroughClient.stream"),
+    ]:
+        cells = _row(smoke_report, route, label)
+        assert cells[2] == "10", cells
+        assert cpu.match(cells[3]), cells
+        assert re.match(r"^\d+\.\d{2}x$", cells[4]), cells
+    assert _row(smoke_report, "messages", "floor: httpx iter_bytes")[4] == "1.00x"
