@@ -139,10 +139,12 @@ def _case(name: str) -> Callable[[], object]:
     if name == "messages_unknown_field_100mb":
         extra = ',"padding":' + _filler_array(BIG)
         return _parse_messages(_messages_body([{"type": "text", "text": "hi"}], extra=extra))
+    # Random bytes behind a NUL: a random first byte that is JSON whitespace would move
+    # the error's column and make the expected message flaky.
     if name == "chat_garbage_100mb":
-        return _parse_chat(os.urandom(BIG))
+        return _parse_chat(b"\x00" + os.urandom(BIG - 1))
     if name == "messages_garbage_100mb":
-        return _parse_messages(os.urandom(BIG))
+        return _parse_messages(b"\x00" + os.urandom(BIG - 1))
     if name == "chat_brackets_100mb":
         return _parse_chat(b"[" * BIG)
     if name == "messages_brackets_100mb":
