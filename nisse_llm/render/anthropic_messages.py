@@ -71,6 +71,7 @@ from nisse_llm.errors import LLMError, ModelRefusal, RenderError, TruncatedRespo
 from nisse_llm.render._cache import PromptCache, active
 from nisse_llm.render._memo import FragmentMemo
 from nisse_llm.render._rope import EMPTY, Rope
+from nisse_llm.render._wording import INTERRUPTED_TEXT, STUB_TOOL_DESCRIPTION
 from nisse_llm.wire.anthropic_messages import (
     AnthropicCacheControl,
     AnthropicMessage,
@@ -102,14 +103,8 @@ __all__ = [
 
 LEADING_PLACEHOLDER = "(This conversation continues from an earlier session.)"
 TRAILING_PLACEHOLDER = "(Continue.)"
-INTERRUPTED_RESULT = (
-    "Interrupted: this tool call never returned a result (the run was interrupted), "
-    "so its outcome is unknown."
-)
+INTERRUPTED_RESULT = INTERRUPTED_TEXT
 EMPTY_ERROR_OUTPUT = "(The tool failed without output.)"
-STUB_TOOL_DESCRIPTION = (
-    "Not offered in this request; declared only because earlier turns called it."
-)
 
 _EVENT_TYPES = frozenset({UserText, AssistantText, ToolCall, ToolResult, Reasoning})
 _TRUNCATION_STOPS = frozenset({"max_tokens", "model_context_window_exceeded"})

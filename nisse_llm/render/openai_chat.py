@@ -76,6 +76,7 @@ from nisse_llm.errors import LLMError, ModelRefusal, RenderError, TruncatedRespo
 from nisse_llm.render._cache import PromptCache, active
 from nisse_llm.render._memo import FragmentMemo
 from nisse_llm.render._rope import EMPTY, Rope
+from nisse_llm.render._wording import INTERRUPTED_TEXT, STUB_TOOL_DESCRIPTION
 from nisse_llm.wire.errors import OpenAIErrorBody
 from nisse_llm.wire.openai_chat import (
     OpenAIChatAssistantMessage,
@@ -107,14 +108,8 @@ __all__ = [
 #: Starts the output of a failed tool run: the chat API has no error flag.
 TOOL_ERROR_PREFIX = "[tool error] "
 #: The content of the synthetic result that answers a call the log never answered.
-INTERRUPTED_RESULT = (
-    TOOL_ERROR_PREFIX + "Interrupted: this tool call never returned a result "
-    "(the run was interrupted), so its outcome is unknown."
-)
+INTERRUPTED_RESULT = TOOL_ERROR_PREFIX + INTERRUPTED_TEXT
 #: The description of a stub declared for a tool the log used but the request does not offer.
-STUB_TOOL_DESCRIPTION = (
-    "Not offered in this request; declared only because earlier turns called it."
-)
 #: Joins the texts of one assistant turn into one message.
 ASSISTANT_TEXT_SEPARATOR = "\n\n"
 
