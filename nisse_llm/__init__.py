@@ -92,7 +92,7 @@ _LAZY = {
     "RefusalDelta": "nisse_llm.streaming",
     "ToolCallStarted": "nisse_llm.streaming",
     "ToolArgumentsDelta": "nisse_llm.streaming",
-    "PartialReply": "nisse_llm.streaming",
+    "PartialReply": "nisse_llm.errors",
     "PromptCache": "nisse_llm.render._cache",
     "select_client": "nisse_llm.clients",
 }
