@@ -27,6 +27,7 @@ from nisse_llm.canonical import (
 from nisse_llm.errors import (
     BudgetExhausted,
     ConfigError,
+    ContextWindowExceeded,
     LLMError,
     ModelRefusal,
     RenderError,
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
         load_settings,
     )
     from nisse_llm.logstore import LogStore
+    from nisse_llm.models_info import Headroom, ModelInfo
     from nisse_llm.options import RequestOptions
     from nisse_llm.render._cache import PromptCache
     from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
@@ -79,6 +81,8 @@ _LAZY = {
     "RoleMap": "nisse_llm.config",
     "InsecureConfigFileWarning": "nisse_llm.config",
     "LogStore": "nisse_llm.logstore",
+    "Headroom": "nisse_llm.models_info",
+    "ModelInfo": "nisse_llm.models_info",
     "RequestOptions": "nisse_llm.options",
     "OpenAIChatRenderer": "nisse_llm.render.openai_chat",
     "AnthropicMessagesRenderer": "nisse_llm.render.anthropic_messages",
@@ -113,10 +117,13 @@ __all__ = [
     "CanonicalEvent",
     "Completion",
     "ConfigError",
+    "ContextWindowExceeded",
+    "Headroom",
     "InsecureConfigFileWarning",
     "LLMError",
     "LiteLLMClient",
     "LogStore",
+    "ModelInfo",
     "ModelRefusal",
     "OpenAIChatRenderer",
     "PartialReply",

@@ -28,6 +28,7 @@ import ssl
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Final, NoReturn, Protocol
@@ -35,9 +36,11 @@ from typing import Final, NoReturn, Protocol
 import httpx
 from pydantic import SecretStr
 
+from nisse_llm._callinfo import call_info, priced, usage_keywords
 from nisse_llm._classify import RateLimitPolicy, Retry, classify_failure, redact
 from nisse_llm.canonical import (
     DEFAULT_MAX_OUTPUT_TOKENS,
+    CallInfo,
     CanonicalEvent,
     Completion,
     LogLike,
@@ -45,6 +48,7 @@ from nisse_llm.canonical import (
     Usage,
 )
 from nisse_llm.errors import LLMError, StreamInterrupted, UpstreamUnavailable
+from nisse_llm.models_info import ModelInfo
 from nisse_llm.render import Renderer
 from nisse_llm.render._cache import PromptCache
 from nisse_llm.routing import Route
@@ -58,6 +62,7 @@ __all__ = [
     "RouteSpec",
     "UsageCallback",
     "logger",
+    "router_role",
     "shared_ssl_context",
 ]
 
@@ -66,8 +71,14 @@ logger = logging.getLogger("nisse_llm")
 # prints every WARNING record to stderr when no logging is configured.
 logger.addHandler(logging.NullHandler())
 
+#: The role a router is completing for, read by `Core.begin` (set only around a router's
+#: call into its client, so a client's signature need not carry it).
+router_role: ContextVar[str | None] = ContextVar("nisse_llm_router_role", default=None)
+
 #: Called once per successful call with its usage and the model the request named, on the
-#: caller's thread or task; an exception it raises reaches the caller.
+#: caller's thread or task; an exception it raises reaches the caller. A callback that also
+#: declares ``role`` and/or ``call`` keywords (or ``**kwargs``) receives the router role
+#: the call went through (None outside a router) and its `CallInfo`.
 UsageCallback = Callable[[Usage, str], None]
 
 # The roots of every exception httpx raises (HTTPError covers transport errors and
@@ -133,17 +144,22 @@ class Core:
 
     __slots__ = (
         "_token",
+        "base_url",
         "endpoint",
         "headers",
+        "last_call",
         "last_usage",
         "max_tokens",
+        "model_infos",
         "on_usage",
         "policy",
+        "preflight",
         "prompt_cache",
         "renderer",
         "route",
         "timeout_s",
         "url",
+        "usage_keywords",
         "where",
     )
 
@@ -158,9 +174,12 @@ class Core:
         policy: RateLimitPolicy,
         on_usage: UsageCallback | None,
         prompt_cache: PromptCache | bool | None = True,
+        preflight: bool = False,
     ) -> None:
         self._token = token if isinstance(token, SecretStr) else SecretStr(token)
         self.route = route
+        #: The proxy's base URL, for its endpoints beside the route (model info, counter).
+        self.base_url = base_url.rstrip("/")
         self.url = base_url.rstrip("/") + route.path
         #: ``url`` parsed once: httpx would parse the string again on every request.
         self.endpoint = httpx.URL(self.url)
@@ -180,6 +199,13 @@ class Core:
         }
         #: Usage of the most recent successful call on this client (any thread or task).
         self.last_usage: Usage | None = None
+        #: What the proxy said about the most recent successful call (id, cost...).
+        self.last_call: CallInfo | None = None
+        #: Check that each request fits its model's window before sending it.
+        self.preflight = preflight
+        #: ``/v1/model/info`` as read once (model name -> limits and prices), or None.
+        self.model_infos: dict[str, ModelInfo] | None = None
+        self.usage_keywords = usage_keywords(on_usage)
 
     @property
     def token(self) -> str:
@@ -203,6 +229,8 @@ class Core:
         """Render a request and start its call (a render failure is logged and raised);
         ``cache`` turns the client's prompt-cache policy on or off for this call."""
         call = Call(self, model)
+        call.role = router_role.get()
+        call.streamed = stream
         policy = self.prompt_cache
         if cache is not None:
             policy = _cache_policy(cache) if policy is None else replace(policy, enabled=cache)
@@ -231,7 +259,19 @@ def _cache_policy(value: PromptCache | bool | None) -> PromptCache | None:
 class Call:
     """One request's state across its attempts; see the module docstring for the loop."""
 
-    __slots__ = ("attempts", "core", "length", "model", "parts", "started", "status", "waited_s")
+    __slots__ = (
+        "attempts",
+        "core",
+        "info",
+        "length",
+        "model",
+        "parts",
+        "role",
+        "started",
+        "status",
+        "streamed",
+        "waited_s",
+    )
 
     def __init__(self, core: Core, model: str) -> None:
         self.core = core
@@ -244,6 +284,11 @@ class Call:
         self.waited_s = 0.0
         self.status: int | None = None
         self.started = time.perf_counter()
+        #: What the last response's headers said about the call (None before one arrives).
+        self.info: CallInfo | None = None
+        #: The router role this call went through, if any.
+        self.role: str | None = None
+        self.streamed = False
 
     @property
     def body(self) -> bytes:
@@ -255,6 +300,7 @@ class Call:
         """Count an attempt; any httpx exception inside becomes `UpstreamUnavailable`."""
         self.attempts += 1
         self.status = None
+        self.info = None
         with self.reading():
             yield
 
@@ -276,6 +322,8 @@ class Call:
     def received(self, response: httpx.Response) -> float | None:
         """``None`` for a 2xx reply, the wait before retrying a 429, else raise its error."""
         status = self.status = response.status_code
+        is_stream = str(response.headers.get("content-type", "")).startswith("text/event-stream")
+        self.info = call_info(response.headers, streamed=is_stream)
         if 200 <= status < 300:
             return None
         core = self.core
@@ -369,11 +417,34 @@ class Call:
             )
         core = self.core
         usage = completion.usage
+        info = self._priced(usage)
+        completion = completion.model_copy(update={"call": info})
         core.last_usage = usage
+        core.last_call = info
         self._log(logging.INFO, usage, None)
         if core.on_usage is not None:
-            core.on_usage(usage, self.model)
+            wanted = core.usage_keywords
+            extra = {"role": self.role, "call": info}
+            core.on_usage(usage, self.model, **{k: v for k, v in extra.items() if k in wanted})
         return completion
+
+    def _priced(self, usage: Usage) -> CallInfo:
+        """The call's `CallInfo`, its cost from the model's prices where no header gave one."""
+        info = self.info or CallInfo()
+        known = self.core.model_infos
+        model = None if known is None else known.get(self.model)
+        if info.cost_usd is None and self.streamed and model is not None:
+            cost = priced(
+                usage,
+                input_cost_per_token=model.input_cost_per_token,
+                output_cost_per_token=model.output_cost_per_token,
+                cache_read_cost_per_token=model.cache_read_cost_per_token,
+                cache_write_cost_per_token=model.cache_write_cost_per_token,
+            )
+            if cost is not None:
+                info = info.model_copy(update={"cost_usd": cost, "cost_source": "prices"})
+        self.info = info
+        return info
 
     def _raise_parsed(self, exc: LLMError, *, cause: BaseException | None = None) -> NoReturn:
         # A broken stream is the exchange's fault, not the reply's: no "200 reply" label.
@@ -388,6 +459,8 @@ class Call:
         token = self.core.token
         if exc.status is None:
             exc.status = self.status
+        if exc.call_id is None and self.info is not None:
+            exc.call_id = self.info.call_id
         if token:
             exc.message = redact(exc.message, token)
             exc.args = tuple(redact(a, token) if isinstance(a, str) else a for a in exc.args)
@@ -423,6 +496,9 @@ class Call:
             "latency_s": latency_s,
             "usage": None if usage is None else usage.model_dump(),
             "error": None if error is None else type(error).__name__,
+            "role": self.role,
+            "call_id": None if self.info is None else self.info.call_id,
+            "cost_usd": None if self.info is None else self.info.cost_usd,
         }
         if closed_after is not None:
             logger.log(

@@ -16,11 +16,18 @@ from typing import TextIO
 
 from nisse_llm.cli_complete import register as _register_complete
 from nisse_llm.config import Settings, load_settings
-from nisse_llm.errors import BudgetExhausted, ConfigError, LLMError, UpstreamUnavailable
+from nisse_llm.errors import (
+    BudgetExhausted,
+    ConfigError,
+    ContextWindowExceeded,
+    LLMError,
+    UpstreamUnavailable,
+)
 from nisse_llm.schema import check_schemas, write_schemas
 
 __all__ = [
     "EXIT_BUDGET",
+    "EXIT_CONTEXT",
     "EXIT_ERROR",
     "EXIT_OK",
     "EXIT_UPSTREAM",
@@ -36,6 +43,7 @@ EXIT_ERROR = 1  # any other LLMError, or stale schema files under --check
 EXIT_USAGE = 2  # a configuration or usage error
 EXIT_UPSTREAM = 3  # UpstreamUnavailable: keep the work, resume later
 EXIT_BUDGET = 4  # BudgetExhausted: keep the work, tell the operator
+EXIT_CONTEXT = 5  # ContextWindowExceeded: keep the work, shorten the log, call again
 
 Handler = Callable[[argparse.Namespace], int]
 Registrar = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
@@ -49,6 +57,8 @@ def exit_code(exc: LLMError) -> int:
         return EXIT_UPSTREAM
     if isinstance(exc, ConfigError):
         return EXIT_USAGE
+    if isinstance(exc, ContextWindowExceeded):
+        return EXIT_CONTEXT
     return EXIT_ERROR
 
 

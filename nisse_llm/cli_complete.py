@@ -3,7 +3,8 @@
 The reply goes to stdout (text, then one line per tool call; or the canonical events as
 JSON lines with ``--json``), usage to stderr. With ``--stream`` the text is printed as it
 arrives, the tool calls once the reply is whole. Errors propagate to the CLI's exit-code
-mapping: 1 a failed call, 2 configuration or usage, 3 upstream unavailable, 4 budget.
+mapping: 1 a failed call, 2 configuration or usage, 3 upstream unavailable, 4 budget,
+5 context window exceeded.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ import httpx
 from pydantic import SecretStr
 
 from nisse_llm._classify import RateLimitPolicy
+from nisse_llm._limits import AsyncClientLimits, AsyncRouterLimits, ClientLimits, RouterLimits
 from nisse_llm._transport import (
     HTTPX_ERRORS,
     Call,
@@ -26,9 +27,10 @@ from nisse_llm._transport import (
     PartsRenderer,
     RouteSpec,
     UsageCallback,
+    router_role,
     shared_ssl_context,
 )
-from nisse_llm.canonical import CanonicalEvent, Completion, LogLike, ToolLike, Usage
+from nisse_llm.canonical import CallInfo, CanonicalEvent, Completion, LogLike, ToolLike, Usage
 from nisse_llm.routing import DEFAULT_PASSTHROUGH_PREFIXES, Route, has_native_adapter, route_for
 from nisse_llm.streaming import StreamAccumulator, StreamDelta
 
@@ -101,6 +103,7 @@ def _pin_options(pin: Pin, route: RouteSpec) -> dict[str, Any]:
         "rate_limit_wait_cap_s": pin.rate_limit_wait_cap_s,
         "stream_idle_timeout_s": pin.stream_idle_timeout_s,
         "prompt_cache": _pin_cache(pin),
+        "preflight": pin.preflight,
     }
 
 
@@ -231,6 +234,8 @@ class ReplyStream(_ReplyStreamBase):
     def __enter__(self) -> Self:
         client, call = self._client, self._call
         http, url = client._http, client._core.url
+        if client._core.preflight:
+            client._preflight(call)
         while True:
             with call.sending():
                 request = http.build_request(
@@ -256,6 +261,7 @@ class ReplyStream(_ReplyStreamBase):
             call.slept(wait)
         call.received(response)
         self._response = response
+        client._stream_opened(call)
         self._chunks = response.iter_bytes()
         return self
 
@@ -319,6 +325,8 @@ class AsyncReplyStream(_ReplyStreamBase):
     async def __aenter__(self) -> Self:
         client, call = self._client, self._call
         http, url = client._http, client._core.url
+        if client._core.preflight:
+            await client._preflight(call)
         while True:
             with call.sending():
                 request = http.build_request(
@@ -344,6 +352,7 @@ class AsyncReplyStream(_ReplyStreamBase):
             call.slept(wait)
         call.received(response)
         self._response = response
+        await client._stream_opened(call)
         self._chunks = response.aiter_bytes()
         return self
 
@@ -417,6 +426,7 @@ class _ClientBase:
         rate_limit_wait_cap_s: float,
         on_usage: UsageCallback | None,
         prompt_cache: PromptCache | bool | None,
+        preflight: bool = False,
     ) -> Core:
         self._core = Core(
             self.ROUTE,
@@ -431,6 +441,7 @@ class _ClientBase:
             ),
             on_usage=on_usage,
             prompt_cache=prompt_cache,
+            preflight=preflight,
         )
         return self._core
 
@@ -438,6 +449,18 @@ class _ClientBase:
     def last_usage(self) -> Usage | None:
         """Usage of the most recent successful call (under concurrency: any caller's)."""
         return self._core.last_usage
+
+    @property
+    def last_call(self) -> CallInfo | None:
+        """What the proxy said about the most recent successful call: its call id, cost,
+        model group... (under concurrency: any caller's; each error carries its own
+        ``call_id``)."""
+        return self._core.last_call
+
+    @property
+    def preflight(self) -> bool:
+        """Whether each request is checked against its model's window before it is sent."""
+        return self._core.preflight
 
     @property
     def route(self) -> Route:
@@ -463,7 +486,7 @@ class _ClientBase:
         def __init__(self, base_url: str, token: str | SecretStr, **options: Any) -> None: ...
 
 
-class _SyncClient(_ClientBase):
+class _SyncClient(ClientLimits, _ClientBase):
     def __init__(
         self,
         base_url: str,
@@ -480,6 +503,7 @@ class _SyncClient(_ClientBase):
         stream_idle_timeout_s: float = 120.0,
         on_usage: UsageCallback | None = None,
         prompt_cache: PromptCache | bool | None = True,
+        preflight: bool = False,
     ) -> None:
         core = self._setup(
             base_url,
@@ -491,6 +515,7 @@ class _SyncClient(_ClientBase):
             rate_limit_wait_cap_s=rate_limit_wait_cap_s,
             on_usage=on_usage,
             prompt_cache=prompt_cache,
+            preflight=preflight,
         )
         self._sleep = sleep
         self._stream_idle_s = stream_idle_timeout_s
@@ -517,6 +542,8 @@ class _SyncClient(_ClientBase):
         overrides the client's prompt-cache setting for this call."""
         core = self._core
         call = core.begin(events, tools, model, system, cache=cache)
+        if core.preflight:
+            self._preflight(call)
         while True:
             with call.sending():
                 response = self._http.post(core.endpoint, content=call.parts, headers=call.length)
@@ -559,7 +586,7 @@ class _SyncClient(_ClientBase):
         self.close()
 
 
-class _AsyncClient(_ClientBase):
+class _AsyncClient(AsyncClientLimits, _ClientBase):
     def __init__(
         self,
         base_url: str,
@@ -576,6 +603,7 @@ class _AsyncClient(_ClientBase):
         stream_idle_timeout_s: float = 120.0,
         on_usage: UsageCallback | None = None,
         prompt_cache: PromptCache | bool | None = True,
+        preflight: bool = False,
     ) -> None:
         core = self._setup(
             base_url,
@@ -587,6 +615,7 @@ class _AsyncClient(_ClientBase):
             rate_limit_wait_cap_s=rate_limit_wait_cap_s,
             on_usage=on_usage,
             prompt_cache=prompt_cache,
+            preflight=preflight,
         )
         self._sleep = sleep
         self._stream_idle_s = stream_idle_timeout_s
@@ -613,6 +642,8 @@ class _AsyncClient(_ClientBase):
         overrides the client's prompt-cache setting for this call."""
         core = self._core
         call = core.begin(events, tools, model, system, cache=cache)
+        if core.preflight:
+            await self._preflight(call)
         while True:
             with call.sending():
                 response = await self._http.post(
@@ -741,7 +772,7 @@ class _RouterBase(Generic[K]):
         return f"{type(self).__name__}({self._pin.roles.pinned()!r})"
 
 
-class RoleRouter(_RouterBase[_SyncClient]):
+class RoleRouter(RouterLimits, _RouterBase[_SyncClient]):
     """Complete by role through a pin's mapping; one connection pool per route used."""
 
     @classmethod
@@ -758,7 +789,11 @@ class RoleRouter(_RouterBase[_SyncClient]):
     ) -> list[CanonicalEvent]:
         """Send the log to ``role``'s pinned model down that model's route."""
         model, client = self._resolve(role)
-        return client.complete(events, tools, model, system)
+        acting = router_role.set(role)
+        try:
+            return client.complete(events, tools, model, system)
+        finally:
+            router_role.reset(acting)
 
     def stream(
         self,
@@ -769,7 +804,11 @@ class RoleRouter(_RouterBase[_SyncClient]):
     ) -> ReplyStream:
         """Stream the reply of ``role``'s pinned model (see `LiteLLMClient.stream`)."""
         model, client = self._resolve(role)
-        return client.stream(events, tools, model, system)
+        acting = router_role.set(role)
+        try:
+            return client.stream(events, tools, model, system)
+        finally:
+            router_role.reset(acting)
 
     def close(self) -> None:
         """Close every client's pool."""
@@ -788,7 +827,7 @@ class RoleRouter(_RouterBase[_SyncClient]):
         self.close()
 
 
-class AsyncRoleRouter(_RouterBase[_AsyncClient]):
+class AsyncRoleRouter(AsyncRouterLimits, _RouterBase[_AsyncClient]):
     """`RoleRouter` for asyncio."""
 
     @classmethod
@@ -805,7 +844,11 @@ class AsyncRoleRouter(_RouterBase[_AsyncClient]):
     ) -> list[CanonicalEvent]:
         """Send the log to ``role``'s pinned model down that model's route."""
         model, client = self._resolve(role)
-        return await client.complete(events, tools, model, system)
+        acting = router_role.set(role)
+        try:
+            return await client.complete(events, tools, model, system)
+        finally:
+            router_role.reset(acting)
 
     def stream(
         self,
@@ -816,7 +859,11 @@ class AsyncRoleRouter(_RouterBase[_AsyncClient]):
     ) -> AsyncReplyStream:
         """Stream the reply of ``role``'s pinned model (see `AsyncLiteLLMClient.stream`)."""
         model, client = self._resolve(role)
-        return client.stream(events, tools, model, system)
+        acting = router_role.set(role)
+        try:
+            return client.stream(events, tools, model, system)
+        finally:
+            router_role.reset(acting)
 
     async def aclose(self) -> None:
         """Close every client's pool."""

@@ -71,6 +71,7 @@ ENV_VARS: Mapping[str, str] = {
     "llm.passthrough_prefixes": "NISSE_PASSTHROUGH_PREFIXES",
     "llm.prompt_cache": "NISSE_PROMPT_CACHE",
     "llm.prompt_cache_ttl": "NISSE_PROMPT_CACHE_TTL",
+    "llm.preflight": "NISSE_PREFLIGHT",
     "roles.executor": "NISSE_ROLE_EXECUTOR",
     "roles.planner": "NISSE_ROLE_PLANNER",
     "roles.delegate": "NISSE_ROLE_DELEGATE",
@@ -161,6 +162,11 @@ class LLMSettings(BaseModel):
     prompt_cache_ttl: Literal["5m", "1h"] = Field(
         "5m",
         description="Lifetime of prompt cache entries: 5m or 1h (1h cache writes cost more).",
+    )
+    preflight: bool = Field(
+        False,
+        description="Count each request's tokens at the proxy before sending it and raise "
+        "ContextWindowExceeded, sending nothing, when it cannot fit the model's window.",
     )
 
     @field_validator("base_url")

@@ -130,6 +130,8 @@ class ProxyModel:
     input_cost_per_token: float | None = None
     output_cost_per_token: float | None = None
     extra_params: Mapping[str, Any] = field(default_factory=dict)
+    #: The entry's ``model_info`` (limits and prices the proxy reports for it), if any.
+    model_info: Mapping[str, Any] | None = None
 
     def entry(self, upstream_base: str) -> dict[str, Any]:
         """The ``model_list`` entry for this model."""
@@ -148,7 +150,10 @@ class ProxyModel:
         if self.output_cost_per_token is not None:
             params["output_cost_per_token"] = self.output_cost_per_token
         params.update(self.extra_params)
-        return {"model_name": self.name, "litellm_params": params}
+        entry: dict[str, Any] = {"model_name": self.name, "litellm_params": params}
+        if self.model_info is not None:
+            entry["model_info"] = dict(self.model_info)
+        return entry
 
 
 def scripted_models(dead_base: str) -> list[ProxyModel]:

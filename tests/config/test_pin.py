@@ -73,6 +73,7 @@ def test_the_record_holds_roles_routes_and_knobs(pin: Pin) -> None:
         "passthrough_prefixes": ["claude-", "anthropic/"],
         "prompt_cache": True,
         "prompt_cache_ttl": "5m",
+        "preflight": False,
         "roles": {
             "executor": {"model": "claude-sonnet-4-5", "route": "anthropic_messages"},
             "planner": {"model": "openai/gpt-5", "route": "openai_chat"},

@@ -53,6 +53,7 @@ CASES: dict[str, tuple[Any, str, Any, Any, Any, Any, Any]] = {
     ),
     "llm.prompt_cache": (False, "true", False, False, True, False, True),
     "llm.prompt_cache_ttl": ("1h", "5m", "1h", "1h", "5m", "1h", "5m"),
+    "llm.preflight": (True, "false", True, True, False, True, False),
     "roles.executor": ("file-a", "env-a", "arg-a", "file-a", "env-a", "arg-a", _MISSING),
     "roles.planner": ("file-b", "env-b", "arg-b", "file-b", "env-b", "arg-b", _MISSING),
     "roles.delegate": ("file-c", "env-c", "arg-c", "file-c", "env-c", "arg-c", _MISSING),
