@@ -35,11 +35,13 @@ HEADERS: Final = (
 _TEXT_LIMIT: Final = 200
 
 
-def _text(headers: Mapping[str, str], name: str) -> str | None:
+def _text(headers: Mapping[str, str], name: str, token: str = "") -> str | None:
     value = headers.get(name)
     if value is None:
         return None
     value = value.strip()
+    if token:  # a hostile server may echo the caller's key in any header
+        value = value.replace(token, "[redacted]")
     return value[:_TEXT_LIMIT] or None
 
 
@@ -64,20 +66,20 @@ def _count(headers: Mapping[str, str], name: str) -> int | None:
     return int(value) if value is not None and value.isdigit() and len(value) < 10 else None
 
 
-def call_info(headers: Mapping[str, str], *, streamed: bool = False) -> CallInfo:
+def call_info(headers: Mapping[str, str], *, streamed: bool = False, token: str = "") -> CallInfo:
     """The `CallInfo` a response's headers carry (``headers`` case-insensitive, as httpx's).
 
     A ``streamed`` reply's cost header, when a server sends one at all, was written before
-    the reply was generated and is not read.
+    the reply was generated and is not read. ``token`` is redacted from the text fields.
     """
     cost = None if streamed else _decimal(headers, "x-litellm-response-cost")
     return CallInfo(
-        call_id=_text(headers, "x-litellm-call-id"),
+        call_id=_text(headers, "x-litellm-call-id", token),
         cost_usd=cost,
         cost_source="proxy" if cost is not None else None,
         key_spend_usd=_decimal(headers, "x-litellm-key-spend"),
-        model_group=_text(headers, "x-litellm-model-group"),
-        model_id=_text(headers, "x-litellm-model-id"),
+        model_group=_text(headers, "x-litellm-model-group", token),
+        model_id=_text(headers, "x-litellm-model-id", token),
         proxy_duration_ms=_float(headers, "x-litellm-response-duration-ms"),
         attempted_retries=_count(headers, "x-litellm-attempted-retries"),
         attempted_fallbacks=_count(headers, "x-litellm-attempted-fallbacks"),

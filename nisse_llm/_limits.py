@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeVar
 
+from nisse_llm._callinfo import call_info
 from nisse_llm._classify import Retry, classify_failure, redact
 from nisse_llm._transport import HTTPX_ERRORS, Call, Core, logger
 from nisse_llm.canonical import LogLike, ToolLike
@@ -95,7 +96,7 @@ class SideRequest:
         )
         if isinstance(verdict, Retry):
             return verdict.wait_s
-        verdict.call_id = response.headers.get("x-litellm-call-id")
+        verdict.call_id = call_info(response.headers, token=core.token).call_id
         raise self._logged(verdict)
 
     def parse(self, response: httpx.Response, reader: Callable[[bytes], T]) -> T:

@@ -4,7 +4,7 @@ Nothing in the status or the error type tells an overflow from any other bad req
 (the proxy answers 400 ``invalid_request_error`` for both): only the wording does. The
 proxy marks the ones LiteLLM recognised with ``litellm.ContextWindowExceededError`` and
 keeps the provider's own words after it; the wordings below are the providers' own (see
-``tests/fixtures/overflow/SOURCES.md``) and those LiteLLM 1.108's exception mapping
+``tests/fixtures/overflow/bodies.json``) and those LiteLLM 1.108's exception mapping
 matches, so a plain OpenAI-compatible server's refusal is recognised too.
 """
 

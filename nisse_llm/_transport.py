@@ -323,7 +323,7 @@ class Call:
         """``None`` for a 2xx reply, the wait before retrying a 429, else raise its error."""
         status = self.status = response.status_code
         is_stream = str(response.headers.get("content-type", "")).startswith("text/event-stream")
-        self.info = call_info(response.headers, streamed=is_stream)
+        self.info = call_info(response.headers, streamed=is_stream, token=self.core.token)
         if 200 <= status < 300:
             return None
         core = self.core
