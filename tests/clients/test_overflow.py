@@ -100,6 +100,13 @@ def test_context_window_exceeded_is_an_llm_error_and_never_retried() -> None:
 KINDS = ("complete", "stream")
 
 
+async def _call(client: object, kind: str) -> None:
+    if kind == "stream":
+        await read_stream(client)
+    else:
+        await complete(client, EVENTS, None, MODEL[client.route])  # type: ignore[attr-defined]
+
+
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("route", ROUTES)
@@ -116,10 +123,7 @@ async def test_overflow_table(
     client = make_client(route, mode, server.base_url, sleep=sleep)
     try:
         with pytest.raises(LLMError) as caught:
-            if kind == "stream":
-                await read_stream(client)
-            else:
-                await complete(client, EVENTS, None, MODEL[route])
+            await _call(client, kind)
     finally:
         await close(client)
     exc = caught.value
