@@ -67,6 +67,7 @@ def _complete(args: argparse.Namespace) -> int:
         else:
             events = router.complete(args.role, [UserText(text=args.prompt)], None, args.system)
         usage = router.client_for(args.role).last_usage
+        call = router.client_for(args.role).last_call
     for event in events:
         if args.json:
             sys.stdout.write(_EVENT.dump_json(event).decode() + "\n")
@@ -75,7 +76,9 @@ def _complete(args: argparse.Namespace) -> int:
     if usage is not None:
         print(
             f"usage: model={pin.model_for(args.role)} input={usage.input} output={usage.output} "
-            f"cache_read={usage.cache_read} cache_write={usage.cache_write}",
+            f"cache_read={usage.cache_read} cache_write={usage.cache_write}"
+            + ("" if call is None or call.cost_usd is None else f" cost_usd={call.cost_usd}")
+            + ("" if call is None or call.call_id is None else f" call_id={call.call_id}"),
             file=sys.stderr,
         )
     return 0

@@ -304,3 +304,29 @@ def test_the_local_estimate_never_undercounts_the_proxys_count_by_more_than_meas
             ratios[name] = estimate_input_tokens(rendered) / counted
     print(f"estimate/proxy {combo.id}: " + json.dumps({k: round(v, 2) for k, v in ratios.items()}))
     assert min(ratios.values()) >= 0.95, ratios
+
+
+def test_the_new_endpoints_and_headers_never_carry_the_token(
+    proxy: LiteLLMProxy, script: Script
+) -> None:
+    """The model list, the token counter's answer and a call's x-litellm headers, as the proxy
+    sends them, hold no trace of the caller's token (what CallInfo and ModelInfo are read from)."""
+    script.chat(reply("Hello!"))
+    auth = {"authorization": f"Bearer {proxy.token}"}
+    with httpx.Client(base_url=proxy.base_url, headers=auth, timeout=30) as http:
+        answers = [
+            http.get("/v1/model/info"),
+            http.post(
+                "/utils/token_counter",
+                json={"model": "gpt-priced", "messages": [{"role": "user", "content": "hi"}]},
+            ),
+            http.post(
+                "/chat/completions",
+                json={"model": "gpt-priced", "messages": [{"role": "user", "content": "hi"}]},
+            ),
+        ]
+    for answer in answers:
+        assert answer.status_code == 200, answer.text
+        assert proxy.token not in answer.text
+        assert all(proxy.token not in value for value in answer.headers.values())
+    assert "x-litellm-call-id" in answers[2].headers

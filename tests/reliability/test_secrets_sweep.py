@@ -63,8 +63,19 @@ from tests.clients.stream_upstream import Body, Raw, StreamingUpstream
 from tests.clients.stream_upstream import serve as serve_streaming
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
-# The server names the caller's key in headers too, as some gateways do in WWW-Authenticate.
-ECHO_HEADERS = (("www-authenticate", f'Bearer realm="proxy", key="{TOKEN}"'), ("x-key", TOKEN))
+# The server names the caller's key in headers too, as some gateways do in WWW-Authenticate,
+# and in the proxy's call-metadata headers, which end up on CallInfo and LLMError.call_id.
+CALL_HEADERS = (
+    ("x-litellm-call-id", f"call-{TOKEN}"),
+    ("x-litellm-model-group", TOKEN),
+    ("x-litellm-model-id", f"id-{TOKEN}"),
+    ("x-litellm-response-cost", "0.5"),
+)
+ECHO_HEADERS = (
+    ("www-authenticate", f'Bearer realm="proxy", key="{TOKEN}"'),
+    ("x-key", TOKEN),
+    *CALL_HEADERS,
+)
 HTML_502 = f"<html><body><h1>502 Bad Gateway</h1><!-- key {TOKEN_MARK} --></body></html>".encode()
 
 
@@ -297,6 +308,91 @@ async def test_streams_broken_mid_way_never_carry_the_token(
         assert caught.value.error_type == "[redacted]"
     for record in caplog.records:
         _assert_clean(_record_texts(record), f"{name} log record")
+
+
+# --- call metadata and the limits endpoints ----------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["complete", "stream"])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("route", ROUTES)
+async def test_call_metadata_headers_echoing_the_token_never_show_it(
+    route: Route, mode: Mode, kind: str, server: LoopbackServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A successful reply whose call-id, model-group and model-id headers carry the token:
+    last_call, the completion, the usage callback's CallInfo and every log record lack it."""
+    caplog.set_level(logging.DEBUG, logger="nisse_llm")
+    server.plan(Reply(headers=ECHO_HEADERS))
+    seen: list[Any] = []
+
+    def on_usage(usage: Any, model: str, **extra: Any) -> None:
+        seen.append(extra)
+
+    client = make_client(route, mode, server.base_url, sleep=SleepLog(), on_usage=on_usage)
+    try:
+        if kind == "stream":
+            _, completion = await read_stream(client)
+            texts = [repr(completion), completion.model_dump_json()]
+        else:
+            await complete(client, EVENTS, None, MODEL[route])
+            texts = []
+    finally:
+        await close(client)
+    texts += [repr(client.last_call), repr(seen)]
+    assert client.last_call is not None
+    assert client.last_call.call_id == "call-[redacted]"
+    _assert_clean(texts, "call info")
+    for record in caplog.records:
+        _assert_clean(_record_texts(record), "call info log record")
+
+
+# Both clients' models listed with a 5-token window: any request must be counted first.
+_LISTED = _reply(
+    200,
+    json.dumps(
+        {"data": [{"model_name": m, "model_info": {"max_input_tokens": 5}} for m in MODEL.values()]}
+    ).encode(),
+)
+LIMIT_FAULTS: dict[str, tuple[Plan, ...]] = {
+    "model-info-401": (
+        _reply(401, error_body(f"Invalid key {TOKEN_MARK}", type_="auth_error", code="401")),
+    ),
+    "model-info-500": (_reply(500, error_body(f"down {TOKEN_MARK}", code="500")),),
+    "model-info-garbage": (_reply(200, f'{{"data": "{TOKEN_MARK}"'.encode()),),
+    "counter-401": (
+        _LISTED,
+        _reply(401, error_body(f"Invalid key {TOKEN_MARK}", type_="auth_error", code="401")),
+    ),
+    "counter-garbage": (_LISTED, _reply(200, f'{{"total_tokens": "{TOKEN_MARK}"}}'.encode())),
+    "counter-reset": (_LISTED, Reset()),
+    "preflight-refusal": (_LISTED, _reply(200, b'{"total_tokens": 50}')),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("name", list(LIMIT_FAULTS))
+async def test_model_info_counter_and_preflight_failures_never_carry_the_token(
+    name: str, route: Route, mode: Mode, server: LoopbackServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """GET /v1/model/info and POST /utils/token_counter answering with the token in bodies and
+    headers (refusals, garbage, resets), and a pre-flight refusal: the exception and every log
+    record lack it."""
+    caplog.set_level(logging.DEBUG, logger="nisse_llm")
+    server.plan(*LIMIT_FAULTS[name])
+    client = make_client(route, mode, server.base_url, sleep=SleepLog(), preflight=True)
+    try:
+        with pytest.raises(LLMError) as caught:
+            await complete(client, EVENTS, None, MODEL[route])
+    finally:
+        await close(client)
+    _assert_clean(_exception_texts(caught.value), f"{name} exception")
+    for record in caplog.records:
+        _assert_clean(_record_texts(record), f"{name} log record")
+    assert [r.path for r in server.requests if r.method == "POST"] in (
+        [],
+        ["/utils/token_counter"],
+    )  # the completion itself was never sent
 
 
 # --- objects holding settings ---------------------------------------------------------------
