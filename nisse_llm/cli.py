@@ -18,6 +18,7 @@ from nisse_llm.cli_complete import register as _register_complete
 from nisse_llm.config import Settings, load_settings
 from nisse_llm.errors import BudgetExhausted, ConfigError, LLMError, UpstreamUnavailable
 from nisse_llm.schema import check_schemas, write_schemas
+from nisse_llm.starter import DEFAULT_CONFIG_NAME, init_config
 
 __all__ = [
     "EXIT_BUDGET",
@@ -91,9 +92,15 @@ def _config_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _config_init(args: argparse.Namespace) -> int:
+    for path in init_config(args.path, force=args.force):
+        print(f"wrote {path}")
+    return EXIT_OK
+
+
 def _register_config(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    config = commands.add_parser("config", help="check or show the configuration")
-    actions = config.add_subparsers(dest="action", required=True, metavar="{check,show}")
+    config = commands.add_parser("config", help="check, show or start a configuration")
+    actions = config.add_subparsers(dest="action", required=True, metavar="{check,show,init}")
     for name, handler, summary in (
         ("check", _config_check, "validate and print each role's model and route"),
         ("show", _config_show, "print the pinned record (the token is never shown)"),
@@ -105,18 +112,34 @@ def _register_config(commands: argparse._SubParsersAction[argparse.ArgumentParse
         if name == "show":
             action.add_argument("--json", action="store_true", help="print the record as JSON")
         action.set_defaults(handler=handler)
+    summary = "write a commented starter TOML and its JSON Schema beside it"
+    init = actions.add_parser("init", help=summary, description=summary)
+    init.add_argument(
+        "path",
+        nargs="?",
+        default=DEFAULT_CONFIG_NAME,
+        help=f"the TOML to write, or a folder for {DEFAULT_CONFIG_NAME} (default: ./{DEFAULT_CONFIG_NAME})",
+    )
+    init.add_argument("--force", action="store_true", help="replace an existing TOML")
+    init.set_defaults(handler=_config_init)
 
 
 def _schema(args: argparse.Namespace) -> int:
     if args.check:
-        stale = check_schemas(args.dir)
-        for name in stale:
-            print(f"stale: {args.dir}/{name}", file=sys.stderr)
-        if stale:
-            print("run `nisse-llm schema` to regenerate", file=sys.stderr)
-            return EXIT_ERROR
-        print(f"schemas in {args.dir} are current")
-        return EXIT_OK
+        found = check_schemas(args.dir)
+        if found.current:
+            print(f"schemas in {args.dir} are current")
+            return EXIT_OK
+        print(f"looked in {found.folder}", file=sys.stderr)
+        for label, names in (
+            ("missing", found.missing),
+            ("stale", found.stale),
+            ("no longer generated", found.extra),
+        ):
+            for name in names:
+                print(f"{label}: {args.dir}/{name}", file=sys.stderr)
+        print(f"run `nisse-llm schema --dir {args.dir}` to regenerate", file=sys.stderr)
+        return EXIT_ERROR
     changed = write_schemas(args.dir)
     for name in changed:
         print(f"wrote {args.dir}/{name}")
@@ -129,7 +152,12 @@ def _register_schema(commands: argparse._SubParsersAction[argparse.ArgumentParse
     summary = "write the JSON Schema files, or check that they are current"
     schema = commands.add_parser("schema", help=summary, description=summary)
     schema.add_argument("--check", action="store_true", help="exit 1 when a file is stale")
-    schema.add_argument("--dir", default="schemas", help="schema folder (default: schemas)")
+    schema.add_argument(
+        "--dir",
+        default="schemas",
+        help="schema folder (default: schemas); the files are rendered from the installed "
+        "package, so any folder works without a repository checkout",
+    )
     schema.set_defaults(handler=_schema)
 
 

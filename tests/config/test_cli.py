@@ -31,6 +31,14 @@ TABLE = [
     "delegate    claude-opus-4-1    anthropic_messages",
     "consultant  openai/gpt-5-mini  openai_chat",
 ]
+#: What `config check` prints for config/nisse-llm.example.toml (current models).
+EXAMPLE_TABLE = [
+    "role        model              route",
+    "executor    claude-sonnet-4-6  anthropic_messages",
+    "planner     claude-opus-4-8    anthropic_messages",
+    "delegate    claude-haiku-4-5   anthropic_messages",
+    "consultant  openai/gpt-5.5     openai_chat",
+]
 
 
 def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -155,10 +163,28 @@ def test_schema_check_lists_stale_files_and_exits_1(
     code, out, err = _run(["schema", "--check", "--dir", str(tmp_path)], capsys)
     assert (code, out) == (1, "")
     assert err == (
-        f"stale: {tmp_path}/nisse-llm.config.schema.json\nrun `nisse-llm schema` to regenerate\n"
+        f"looked in {tmp_path}\nstale: {tmp_path}/nisse-llm.config.schema.json\n"
+        f"run `nisse-llm schema --dir {tmp_path}` to regenerate\n"
     )
+    (tmp_path / "canonical-event.schema.json").unlink()
+    (tmp_path / "old.schema.json").write_text("{}\n")
+    code, _, err = _run(["schema", "--check", "--dir", str(tmp_path)], capsys)
+    assert code == 1
+    assert f"missing: {tmp_path}/canonical-event.schema.json" in err.splitlines()
+    assert f"no longer generated: {tmp_path}/old.schema.json" in err.splitlines()
     assert _run(["schema", "--dir", str(tmp_path)], capsys)[0] == 0
     assert _run(["schema", "--check", "--dir", str(tmp_path)], capsys)[0] == 0
+
+
+def test_schema_check_on_a_missing_folder_says_where_it_looked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A folder that does not exist: every file is missing, and the absolute path is named."""
+    where = tmp_path / "nowhere"
+    code, out, err = _run(["schema", "--check", "--dir", str(where)], capsys)
+    assert (code, out) == (1, "")
+    assert err.splitlines()[0] == f"looked in {where}"
+    assert f"missing: {where}/nisse-llm.config.schema.json" in err.splitlines()
 
 
 @pytest.mark.parametrize(
@@ -226,6 +252,6 @@ def test_the_installed_script_checks_the_example(tmp_path: Path) -> None:
     assert result.stdout.splitlines() == [
         f"configuration OK: {EXAMPLE.relative_to(REPO)}",
         "proxy: http://127.0.0.1:4000",
-        *TABLE,
+        *EXAMPLE_TABLE,
     ]
     assert "Traceback" not in result.stderr
