@@ -38,7 +38,7 @@ from pydantic_core import ErrorDetails, PydanticCustomError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from nisse_llm.canonical import DEFAULT_MAX_OUTPUT_TOKENS
-from nisse_llm.errors import ConfigError, LLMError
+from nisse_llm.errors import ConfigError, UnknownRoleError
 from nisse_llm.routing import DEFAULT_PASSTHROUGH_PREFIXES, Route, route_for
 
 __all__ = [
@@ -81,6 +81,10 @@ ENV_VARS: Mapping[str, str] = {
 RECORD_FORMAT = 1
 
 BASE_URL_PATTERN = r"^https?://[^\s/?#]+[^\s?#]*$"
+#: Paths the SDK appends to ``llm.base_url`` (longest first): a base URL ending in one is
+#: a pasted endpoint, and every request would go to a doubled path. A real mount prefix
+#: (``https://gw.example/litellm``) is kept.
+_APPENDED_PATHS = ("/v1/chat/completions", "/chat/completions", "/v1/messages", "/v1")
 # Printable ASCII without spaces: anything else cannot travel in an HTTP header.
 _TOKEN_PATTERN = re.compile(r"[\x21-\x7e]+")
 # Longest wait, timeout or retry wait accepted: beyond an hour a value is a typo.
@@ -170,7 +174,20 @@ class LLMSettings(BaseModel):
             raise PydanticCustomError(
                 "base_url", "must be an http:// or https:// URL with a host and no query"
             )
-        return value.rstrip("/")
+        value = value.rstrip("/")
+        for suffix in _APPENDED_PATHS:
+            if value.lower().endswith(suffix):
+                raise PydanticCustomError(
+                    "base_url_path",
+                    "ends with {suffix}, which the SDK appends itself (requests would go to "
+                    "{doubled}); use {fixed}",
+                    {
+                        "suffix": suffix,
+                        "doubled": value + "/v1/messages",
+                        "fixed": value[: -len(suffix)] or "the URL without it",
+                    },
+                )
+        return value
 
     @field_validator("token")
     @classmethod
@@ -215,9 +232,10 @@ class RoleMap(BaseModel):
     )
 
     def resolve(self, role: str) -> str:
-        """The model string for ``role``; `LLMError` when no such role exists."""
+        """The model string for ``role``; `UnknownRoleError` (a ``ValueError``) when no such
+        role exists: asking for one is the caller's mistake, not a failed call."""
         if role not in self.ROLES:
-            raise LLMError(f"unknown role {role!r}; the roles are {', '.join(self.ROLES)}")
+            raise UnknownRoleError(role, self.ROLES)
         return str(getattr(self, role))
 
     def pinned(self) -> dict[str, str]:
@@ -269,7 +287,12 @@ class Pin(LLMSettings):
         if not isinstance(record, Mapping):
             raise ConfigError(f"a pin record must be a mapping, got {type(record).__name__}")
         body = dict(record)
-        stated = body.pop("fingerprint", None)
+        if "fingerprint" not in body:
+            raise ConfigError(
+                "pin record has no fingerprint: it was not written by Pin.record() (or the "
+                "key was removed); store the whole record"
+            )
+        stated = body.pop("fingerprint")
         if body.get("format") != RECORD_FORMAT:
             raise ConfigError(
                 f"not a pin record of format {RECORD_FORMAT} (format is {body.get('format')!r})"
@@ -458,7 +481,7 @@ def _start_load(config_file: str | os.PathLike[str] | None, tables: Mapping[str,
 def _decode_env(table: str, name: str, raw: str) -> Any:
     """An environment string as the field's type, or unchanged so validation reports it."""
     if (table, name) == ("llm", "passthrough_prefixes"):
-        return [part.strip() for part in raw.split(",")]
+        return _decode_env_list(raw)
     model = LLMSettings if table == "llm" else RoleMap
     annotation = model.model_fields[name].annotation
     if annotation in (int, float, bool):
@@ -467,6 +490,26 @@ def _decode_env(table: str, name: str, raw: str) -> Any:
         except ValidationError:
             return raw
     return raw
+
+
+class _BadEnvList(str):
+    """A list variable that looks like JSON but is not a JSON array of strings."""
+
+    __slots__ = ()
+
+
+def _decode_env_list(raw: str) -> list[str] | str:
+    """A list variable: comma-separated, or a JSON array of strings (what it means, never
+    one string with brackets and quotes in it)."""
+    if raw.startswith("["):
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            value = None
+        if isinstance(value, list) and all(isinstance(item, str) for item in value):
+            return [item.strip() for item in value]
+        return _BadEnvList(raw)
+    return [part.strip() for part in raw.split(",")]
 
 
 def _read_toml(path: Path, named_by: str) -> dict[str, Any]:
@@ -522,8 +565,20 @@ def _warn_if_exposed(path: Path) -> None:
 
 
 def _config_error(load: _Load, errors: list[ErrorDetails]) -> ConfigError:
-    problems = list(load.problems)
+    misspelled = _misspelled_tables(load, errors)
+    problems = [
+        f"[{typo}]: unknown table in {_origin(load, (typo,)) or 'an unknown source'}; it is "
+        f"probably [{table}] misspelled, which is why [{table}]'s keys are missing: rename "
+        f"it [{table}]"
+        for table, typo in misspelled.items()
+    ]
+    problems.extend(load.problems)
     for err in errors:
+        loc = tuple(str(part) for part in err["loc"])
+        if loc and loc[0] in misspelled and err["type"] == "missing":
+            continue  # explained by the misspelled table, first in the list
+        if len(loc) == 1 and loc[0] in misspelled.values() and err["type"] == "extra_forbidden":
+            continue
         problems.extend(_describe(load, err))
     secrets = _known_tokens(load)
     problems = [_redact(p, secrets) for p in dict.fromkeys(problems)]
@@ -533,6 +588,38 @@ def _config_error(load: _Load, errors: list[ErrorDetails]) -> ConfigError:
         f"  - {p}" for p in problems
     )
     return ConfigError(message, problems=tuple(problems))
+
+
+def _unquotes(value: str, kind: str) -> bool:
+    """Whether the quoted ``value`` is what the field wants once its quotes are dropped."""
+    text = value.strip()
+    if kind.startswith("bool"):
+        return text in ("true", "false")
+    try:
+        (int if kind.startswith("int") else float)(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _misspelled_tables(load: _Load, errors: list[ErrorDetails]) -> dict[str, str]:
+    """Known table -> the unknown table that is probably it misspelled, for each known
+    table reported missing (whole or key by key) beside a close unknown table."""
+    missing = {str(e["loc"][0]) for e in errors if e["type"] == "missing" and e["loc"]}
+    unknown = [
+        str(e["loc"][0])
+        for e in errors
+        if e["type"] == "extra_forbidden"
+        and len(e["loc"]) == 1
+        and isinstance((load.arguments | load.file).get(str(e["loc"][0])), Mapping)
+    ]
+    given_badly = {p.split(":", 1)[0] for p in load.problems}
+    found: dict[str, str] = {}
+    for table in sorted((missing & set(_TABLES)) - given_badly):
+        close = difflib.get_close_matches(table, unknown, n=1, cutoff=0.6)
+        if close:
+            found[table] = close[0]
+    return found
 
 
 def _describe(load: _Load, err: ErrorDetails) -> Iterator[str]:
@@ -555,10 +642,24 @@ def _describe(load: _Load, err: ErrorDetails) -> Iterator[str]:
     else:
         key = ".".join(loc[:2])
         item = f" (item {loc[2]})" if len(loc) > 2 else ""
-        reason = _PLAIN.get(err["type"]) or _lower_first(err["msg"])
+        reason = _reason(load, loc, err)
         if key != "llm.token":
             reason += f", got {_show(err.get('input'))}"
         yield _explain(load, (key,), reason + item)
+
+
+def _reason(load: _Load, loc: tuple[str, ...], err: ErrorDetails) -> str:
+    """The problem in the operator's words: what was written, and how to write it."""
+    kind, value = err["type"], err.get("input")
+    from_text = not _holds(load.environment, loc)  # environment values are all strings
+    if isinstance(value, _BadEnvList):
+        return (
+            "looks like a JSON array but is not one of strings; write a JSON array of "
+            'strings (["claude-", "anthropic/"]) or a comma-separated list (claude-,anthropic/)'
+        )
+    if from_text and isinstance(value, str) and kind in _QUOTED and _unquotes(value, kind):
+        return f"is a string, not {_QUOTED[kind]}; drop the quotes"
+    return _PLAIN.get(kind) or _lower_first(err["msg"])
 
 
 _TABLES: Mapping[str, type[BaseModel]] = {"llm": LLMSettings, "roles": RoleMap}
@@ -567,6 +668,18 @@ _TABLES: Mapping[str, type[BaseModel]] = {"llm": LLMSettings, "roles": RoleMap}
 _PLAIN: Mapping[str, str] = {
     "string_pattern_mismatch": "must be one word: no spaces",
     "string_too_short": "must not be empty",
+    "tuple_type": 'must be an array of strings, such as ["claude-", "anthropic/"]',
+    "list_type": "must be an array",
+}
+
+#: Types a quoted value was meant to be (``max_output_tokens = "8192"``).
+_QUOTED: Mapping[str, str] = {
+    "int_type": "an integer",
+    "int_parsing": "an integer",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "bool_type": "a boolean (true or false)",
+    "bool_parsing": "a boolean (true or false)",
 }
 
 

@@ -84,7 +84,10 @@ def test_config_check_prints_every_error_and_exits_2(
     with pytest.raises(ConfigError) as caught:
         load_settings(path)
     assert err == f"error: {caught.value}\n"
-    assert err.startswith(f"error: invalid configuration (file {path}), 8 problems:\n")
+    # The misspelled [role] leads, standing for the four roles it leaves missing.
+    assert err.startswith(
+        f"error: invalid configuration (file {path}), 4 problems:\n  - [role]: unknown table"
+    )
     assert (
         "  - llm.max_output_tokens (env NISSE_MAX_OUTPUT_TOKENS): input should be a valid integer, got 'lots'; from environment variable NISSE_MAX_OUTPUT_TOKENS\n"
         in err
