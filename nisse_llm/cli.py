@@ -66,28 +66,67 @@ def _load(args: argparse.Namespace) -> Settings:
 def _config_check(args: argparse.Namespace) -> int:
     settings = _load(args)
     pin = settings.pin()
+    sources = settings.sources
     source = settings.config_file or "environment only (no file: --config or NISSE_CONFIG)"
     print(f"configuration OK: {source}")
     print(f"proxy: {pin.base_url}")
-    rows = [(role, model, pin.route(role)) for role, model in pin.roles.pinned().items()]
-    _table(sys.stdout, [("role", "model", "route"), *rows])
+    rows = [
+        (role, model, pin.route(role), sources.get(f"roles.{role}", "default"))
+        for role, model in pin.roles.pinned().items()
+    ]
+    _table(sys.stdout, [("role", "model", "route", "source"), *rows])
+    print("settings:")
+    _table(sys.stdout, [("  key", "value", "source"), *_setting_rows(settings)])
     return EXIT_OK
 
 
+def _setting_rows(settings: Settings) -> list[tuple[str, str, str]]:
+    """Every key but the roles' models (in the role table): value and source; the token
+    only says whether it is set."""
+    values = settings.model_dump(mode="json")
+    rows = []
+    for key, source in settings.sources.items():
+        table, *path = key.split(".")
+        if table == "roles" and len(path) == 1:
+            continue
+        if key == "llm.token":
+            shown = "(set, never shown)"
+        else:
+            node = values.get(table)
+            for part in path:
+                node = node.get(part) if isinstance(node, dict) else None
+            shown = _shown(node)
+        rows.append((f"  {key}", shown, source))
+    return rows
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, list):
+        return ", ".join(str(item) for item in value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "(none)" if value is None else str(value)
+
+
 def _config_show(args: argparse.Namespace) -> int:
-    record = _load(args).pin().record()
+    settings = _load(args)
+    record = settings.pin().record()
+    sources = settings.sources
     if args.json:
-        print(json.dumps(record, indent=2, sort_keys=True))
+        print(json.dumps({"record": record, "sources": sources}, indent=2, sort_keys=True))
         return EXIT_OK
     for key, value in record.items():
         if key == "roles":
             continue
-        shown = ", ".join(value) if isinstance(value, list) else value
-        print(f"{key}: {shown}")
+        origin = sources.get(f"llm.{key}")
+        print(f"{key}: {_shown(value)}" + (f"  ({origin})" if origin else ""))
     print("roles:")
     _table(
         sys.stdout,
-        [(f"  {role}", entry["model"], entry["route"]) for role, entry in record["roles"].items()],
+        [
+            (f"  {role}", entry["model"], entry["route"], sources.get(f"roles.{role}", "default"))
+            for role, entry in record["roles"].items()
+        ],
     )
     return EXIT_OK
 
@@ -102,15 +141,27 @@ def _register_config(commands: argparse._SubParsersAction[argparse.ArgumentParse
     config = commands.add_parser("config", help="check, show or start a configuration")
     actions = config.add_subparsers(dest="action", required=True, metavar="{check,show,init}")
     for name, handler, summary in (
-        ("check", _config_check, "validate and print each role's model and route"),
-        ("show", _config_show, "print the pinned record (the token is never shown)"),
+        (
+            "check",
+            _config_check,
+            "validate; print each role's model and route, and every value's source",
+        ),
+        (
+            "show",
+            _config_show,
+            "print the pinned record and where each value came from (never the token)",
+        ),
     ):
         action = actions.add_parser(name, help=summary, description=summary)
         action.add_argument(
             "--config", metavar="PATH", help="TOML file (default: $NISSE_CONFIG, else none)"
         )
         if name == "show":
-            action.add_argument("--json", action="store_true", help="print the record as JSON")
+            action.add_argument(
+                "--json",
+                action="store_true",
+                help='print {"record": the pin record, "sources": key -> source} as JSON',
+            )
         action.set_defaults(handler=handler)
     summary = "write a commented starter TOML and its JSON Schema beside it"
     init = actions.add_parser("init", help=summary, description=summary)

@@ -254,6 +254,25 @@ class Pin(LLMSettings):
 
     roles: RoleMap
 
+    #: Where the token came from (``"env NISSE_LLM_TOKEN"``), for hints on a refused token;
+    #: never part of the record.
+    _token_source: str = PrivateAttr(default="")
+
+    def __eq__(self, other: object) -> bool:
+        # Where the token came from is the operator's view, not part of what a task runs
+        # with: two pins with the same settings are equal wherever their token was read.
+        if not isinstance(other, Pin):
+            return NotImplemented
+        return dict(self) == dict(other)
+
+    __hash__ = LLMSettings.__hash__
+
+    @property
+    def token_source(self) -> str:
+        """Where this pin's token came from: a settings source, or the caller of
+        `from_record`."""
+        return self._token_source or "the token passed to Pin.from_record"
+
     def model_for(self, role: str) -> str:
         """The model string pinned for ``role``."""
         return self.roles.resolve(role)
@@ -350,6 +369,7 @@ class _Load:
     arguments: dict[str, Any] = field(default_factory=dict)
     environment: dict[str, Any] = field(default_factory=dict)
     file: dict[str, Any] = field(default_factory=dict)
+    file_text: str = ""
     problems: list[str] = field(default_factory=list)
 
 
@@ -384,7 +404,7 @@ class _TomlSource(PydanticBaseSettingsSource):
         load = _LOAD.get()
         if load.path is None:
             return {}
-        data = _read_toml(load.path, load.path_named_by)
+        data, load.file_text = _read_toml(load.path, load.path_named_by)
         for table in ("llm", "roles"):
             if table in data and not isinstance(data[table], dict):
                 load.problems.append(
@@ -413,6 +433,7 @@ class Settings(BaseSettings):
     roles: RoleMap = Field(description="The model string each role resolves to.")
 
     _config_file: Path | None = PrivateAttr(default=None)
+    _sources: dict[str, str] = PrivateAttr(default_factory=dict)
 
     def __init__(self, config_file: str | os.PathLike[str] | None = None, **tables: Any) -> None:
         load = _start_load(config_file, tables)
@@ -429,11 +450,20 @@ class Settings(BaseSettings):
         if errors or load.problems:
             raise _config_error(load, errors)
         self._config_file = load.path
+        self._sources = _sources(load)
 
     @property
     def config_file(self) -> Path | None:
         """The TOML file this was loaded from, if any."""
         return self._config_file
+
+    @property
+    def sources(self) -> dict[str, str]:
+        """Where each value came from, by TOML key (``llm.base_url``): ``"default"``,
+        ``"file PATH, line N"`` (the line when the parser's text shows it),
+        ``"env NAME"`` or ``"argument TABLE="``. For the operator's view only: the pin
+        record holds no sources."""
+        return dict(self._sources)
 
     @classmethod
     def settings_customise_sources(
@@ -449,7 +479,9 @@ class Settings(BaseSettings):
 
     def pin(self) -> Pin:
         """A frozen snapshot for one task: later edits of the file or environment miss it."""
-        return Pin.model_validate({**dict(self.llm), "roles": self.roles})
+        pin = Pin.model_validate({**dict(self.llm), "roles": self.roles})
+        pin._token_source = self._sources.get("llm.token", "")
+        return pin
 
 
 def load_settings(path: str | os.PathLike[str] | None = None, **overrides: Any) -> Settings:
@@ -512,7 +544,7 @@ def _decode_env_list(raw: str) -> list[str] | str:
     return [part.strip() for part in raw.split(",")]
 
 
-def _read_toml(path: Path, named_by: str) -> dict[str, Any]:
+def _read_toml(path: Path, named_by: str) -> tuple[dict[str, Any], str]:
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -529,7 +561,7 @@ def _read_toml(path: Path, named_by: str) -> dict[str, Any]:
             f"config file {path} is not UTF-8 text (line {line}, byte {exc.start})"
         ) from None
     try:
-        return tomllib.loads(text)
+        return tomllib.loads(text), text
     except tomllib.TOMLDecodeError as exc:
         line, column, reason = _syntax_position(str(exc), text)
     raise ConfigError(f"{path}, line {line}, column {column}: invalid TOML: {reason}")
@@ -734,16 +766,73 @@ def _origin(load: _Load, loc: tuple[str, ...]) -> str | None:
     if _holds(load.arguments, loc):
         return f"the argument {loc[0]}="
     if _holds(load.environment, loc):
-        return f"environment variable {ENV_VARS['.'.join(loc[:2])]}"
+        return f"environment variable {ENV_VARS.get('.'.join(loc), ENV_VARS.get('.'.join(loc[:2]), '?'))}"
     if _holds(load.file, loc):
         return f"file {load.path}"
     return None
 
 
+def _sources(load: _Load) -> dict[str, str]:
+    """Every key's source: each key any layer set, and every table field's default."""
+    keys: dict[tuple[str, ...], None] = {}
+    for table, model in _TABLES.items():
+        keys.update(((table, name), None) for name in model.model_fields)
+    for layer in (load.arguments, load.environment, load.file):
+        keys.update(dict.fromkeys(_flat_keys(layer)))
+    found = {}
+    for loc in keys:
+        origin = _origin(load, loc)
+        if origin is None:
+            found[".".join(loc)] = "default"
+        elif origin.startswith("file "):
+            line = _file_line(load.file_text, loc)
+            found[".".join(loc)] = f"{origin}, line {line}" if line else origin
+        elif origin.startswith("environment variable "):
+            found[".".join(loc)] = "env " + origin.removeprefix("environment variable ")
+        else:
+            found[".".join(loc)] = origin.removeprefix("the ")
+    return dict(sorted(found.items()))
+
+
+def _flat_keys(data: Mapping[str, Any], prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    for key, value in data.items():
+        if isinstance(value, Mapping) and len(prefix) < 2:
+            yield from _flat_keys(value, (*prefix, str(key)))
+        elif prefix:
+            yield (*prefix, str(key))
+
+
+def _file_line(text: str, loc: tuple[str, ...]) -> int | None:
+    """The line of ``loc``'s assignment in the TOML text: under its ``[table]`` header, or
+    as a dotted key (``llm.base_url = ...``) before any table. ``None`` when not found."""
+    *tables, key = loc
+    wanted = ".".join(tables)
+    current = ""
+    assignment = re.compile(r"\s*(?P<key>[A-Za-z0-9_.\-\"' ]+?)\s*=")
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        header = re.fullmatch(r"\[\s*([^\[\]]+?)\s*\]\s*(#.*)?", stripped)
+        if header:
+            current = re.sub(r"[\s\"']", "", header[1])
+            continue
+        found = assignment.match(line)
+        if not found:
+            continue
+        name = found["key"].replace(" ", "").replace('"', "").replace("'", "")
+        full = f"{current}.{name}" if current else name
+        if full == f"{wanted}.{key}" if wanted else full == key:
+            return number
+    return None
+
+
 def _holds(data: Mapping[str, Any], loc: tuple[str, ...]) -> bool:
+    """Whether ``data`` holds ``loc``, down to the first value that is not a table (an
+    error's location may go on into a list's items)."""
     node: Any = data
-    for part in loc[:2]:
-        if not isinstance(node, Mapping) or part not in node:
+    for part in loc:
+        if not isinstance(node, Mapping):
+            return True
+        if part not in node:
             return False
         node = node[part]
     return True
