@@ -18,7 +18,6 @@ import json
 import os
 import platform
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -151,7 +150,11 @@ def _read_records(paths: list[Path]) -> list[dict[str, Any]]:
 
 
 def _budget_refused_everywhere(records: list[dict[str, Any]], instances: int) -> bool:
-    ok = [r["t1"] for r in records if r.get("kind") == "call" and r["role"] == "delegate" and r["outcome"] == "ok"]
+    ok = [
+        r["t1"]
+        for r in records
+        if r.get("kind") == "call" and r["role"] == "delegate" and r["outcome"] == "ok"
+    ]
     if not ok:
         return False
     settled = min(ok) + BUDGET_SYNC_S
@@ -172,7 +175,10 @@ def run_load(
     stores.mkdir(parents=True, exist_ok=True)
     stop = workdir / "stop"
     paths = [workdir / f"agent{i:02d}.jsonl" for i in range(plan.agents)]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
     procs: list[subprocess.Popen[bytes]] = []
     errs: list[Path] = []
     kill_at: float | None = None
@@ -217,12 +223,13 @@ def run_load(
             if all(p.poll() is not None for p in procs):
                 break
             elapsed = time.time() - started_at
-            if plan.kill_after_s is not None and kill_at is None and elapsed >= plan.kill_after_s:
-                if elapsed >= plan.kill_by_s or _budget_refused_everywhere(
-                    _read_records(paths), instances
-                ):
-                    fleet.kill(kill_index)
-                    kill_at = time.time()
+            due = plan.kill_after_s is not None and kill_at is None and elapsed >= plan.kill_after_s
+            if due and (
+                elapsed >= plan.kill_by_s
+                or _budget_refused_everywhere(_read_records(paths), instances)
+            ):
+                fleet.kill(kill_index)
+                kill_at = time.time()
         stop.touch()
         for proc in procs:
             try:
@@ -286,7 +293,11 @@ def outcome_class(call: dict[str, Any]) -> str:
     if not call["in_tree"]:
         return f"outside the error tree: {outcome}"
     if outcome == "UpstreamUnavailable":
-        return "UpstreamUnavailable after a retry" if call["sleeps"] else "UpstreamUnavailable, no retry"
+        return (
+            "UpstreamUnavailable after a retry"
+            if call["sleeps"]
+            else "UpstreamUnavailable, no retry"
+        )
     return outcome
 
 
@@ -332,13 +343,14 @@ def render(result: LoadResult) -> str:
         "",
     ]
     if result.fleet_startup_s is not None:
-        lines += [f"Fleet startup (Redis and both instances, launched together): "
-                  f"{result.fleet_startup_s:.1f} s.", ""]
+        lines += [
+            f"Fleet startup (Redis and both instances, launched together): "
+            f"{result.fleet_startup_s:.1f} s.",
+            "",
+        ]
     before = [c for c in calls if result.kill_at is None or c["t1"] <= result.kill_at]
     span = (max(c["t1"] for c in calls) - min(c["t0"] for c in calls)) if calls else 0.0
-    span_before = (
-        (max(c["t1"] for c in before) - min(c["t0"] for c in before)) if before else 0.0
-    )
+    span_before = (max(c["t1"] for c in before) - min(c["t0"] for c in before)) if before else 0.0
     ok = [c for c in calls if c["outcome"] == "ok"]
     ok_before = [c for c in before if c["outcome"] == "ok"]
     lines += ["## Throughput", "", "| measure | value |", "| --- | --- |"]
@@ -379,7 +391,13 @@ def render(result: LoadResult) -> str:
             f"| {label} | {len(group)} | {_ms(_pct(cpu, 0.5))} | {_ms(_pct(cpu, 0.99))} | "
             f"{_ms(_pct(wall, 0.5))} | {_ms(_pct(wall, 0.99))} |"
         )
-    lines += ["", "## Outcomes by class", "", "| outcome | calls | by role | statuses |", "| --- | --- | --- | --- |"]
+    lines += [
+        "",
+        "## Outcomes by class",
+        "",
+        "| outcome | calls | by role | statuses |",
+        "| --- | --- | --- | --- |",
+    ]
     classes: dict[str, list[dict[str, Any]]] = {}
     for call in calls:
         classes.setdefault(outcome_class(call), []).append(call)
@@ -450,17 +468,22 @@ def render(result: LoadResult) -> str:
 def fleet_for(plan: Plan, *, instances: int = 2) -> Iterator[tuple[LiteLLMFleet, Script]]:
     """The scripted upstream and a fleet over `fleet_models`, stopped on leaving."""
     script = upstream_script(plan.upstream_delay_s)
-    with ScriptedServer(script) as upstream, LiteLLMFleet(
-        upstream.base_url,
-        instances=instances,
-        models=fleet_models(plan.rpm),
-        request_timeout_s=plan.timeout_s,
-    ) as fleet:
+    with (
+        ScriptedServer(script) as upstream,
+        LiteLLMFleet(
+            upstream.base_url,
+            instances=instances,
+            models=fleet_models(plan.rpm),
+            request_timeout_s=plan.timeout_s,
+        ) as fleet,
+    ):
         yield fleet, script
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.fleet", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.fleet", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--smoke", action="store_true", help="a small, short run")
     parser.add_argument("--out", type=Path, help="where to write the report")
     parser.add_argument("--agents", type=int, help="agent processes (default 16, smoke 8)")
@@ -476,7 +499,10 @@ def main(argv: list[str] | None = None) -> int:
         plan = replace(plan, kill_after_s=None)
     out = args.out if args.out else (None if args.smoke else ROOT / "bench" / "FLEET.md")
     signal.signal(signal.SIGTERM, _interrupt)
-    with tempfile.TemporaryDirectory(prefix="nisse-fleet-") as tmp, fleet_for(plan) as (fleet, script):
+    with (
+        tempfile.TemporaryDirectory(prefix="nisse-fleet-") as tmp,
+        fleet_for(plan) as (fleet, script),
+    ):
         result = run_load(fleet, script, plan, Path(tmp))
         text = render(result)
     if out is None:

@@ -24,7 +24,14 @@ from typing import Any, TextIO
 
 import httpx
 
-from nisse_llm.canonical import CanonicalEvent, StoredEvent, ToolCall, ToolResult, ToolSpec, UserText
+from nisse_llm.canonical import (
+    CanonicalEvent,
+    StoredEvent,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+    UserText,
+)
 from nisse_llm.clients import AsyncRoleRouter, RoleRouter
 from nisse_llm.config import Pin
 from nisse_llm.errors import LLMError, UpstreamUnavailable
@@ -186,7 +193,9 @@ class Agent:
                     ended_well = True
                     break
                 results = [
-                    ToolResult(call_id=c.call_id, output=f"# {c.arguments.get('path')}\n" + "x = 1\n" * 20)
+                    ToolResult(
+                        call_id=c.call_id, output=f"# {c.arguments.get('path')}\n" + "x = 1\n" * 20
+                    )
                     for c in calls
                 ]
                 persist(results)

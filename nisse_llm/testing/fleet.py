@@ -209,9 +209,7 @@ class RedisServer:
 
     def command(self, *args: str) -> Any:
         """Send one command and return its reply (str, int, None or list): for inspection."""
-        payload = f"*{len(args)}\r\n" + "".join(
-            f"${len(a.encode())}\r\n{a}\r\n" for a in args
-        )
+        payload = f"*{len(args)}\r\n" + "".join(f"${len(a.encode())}\r\n{a}\r\n" for a in args)
         with socket.create_connection((self.host, self.port), timeout=5.0) as sock:
             sock.sendall(payload.encode())
             return _read_reply(sock.makefile("rb"))
@@ -422,16 +420,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     from nisse_llm.testing.server import ScriptedServer
     from nisse_llm.testing.turns import reply
 
-    parser = argparse.ArgumentParser(prog="python -m nisse_llm.testing.fleet", description=main.__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m nisse_llm.testing.fleet", description=main.__doc__
+    )
     parser.add_argument("--instances", type=int, default=2, help="proxy instances (default 2)")
     args = parser.parse_args(argv)
     # SIGTERM unwinds like Ctrl-C, so every process is stopped either way.
     signal.signal(signal.SIGTERM, _raise_interrupt)
     script = Script(fallback=lambda request: reply("Scripted answer."))
     try:
-        with ScriptedServer(script) as upstream, LiteLLMFleet(
-            upstream.base_url, instances=args.instances
-        ) as fleet:
+        with (
+            ScriptedServer(script) as upstream,
+            LiteLLMFleet(upstream.base_url, instances=args.instances) as fleet,
+        ):
             print(f"redis: 127.0.0.1:{fleet.redis.port} (pid {fleet.redis.pid})")
             for index, proxy in enumerate(fleet.instances):
                 print(f"instance {index}: {proxy.base_url} (pid {proxy.pid})")
