@@ -17,6 +17,7 @@ import contextlib
 import json
 import os
 import platform
+import re
 import signal
 import subprocess
 import sys
@@ -136,7 +137,8 @@ class LoadResult:
     kill_at: float | None
     redis_keys: list[str]
     fleet_startup_s: float | None = None
-    notes: list[str] = field(default_factory=list)
+    #: CPU seconds each server process used during the load (the killed one: until the kill).
+    server_cpu_s: dict[str, float | None] = field(default_factory=dict)
 
 
 def _read_records(paths: list[Path]) -> list[dict[str, Any]]:
@@ -166,6 +168,27 @@ def _budget_refused_everywhere(records: list[dict[str, Any]], instances: int) ->
     return len(refused) == instances
 
 
+def process_cpu_s(pid: int | None) -> float | None:
+    """User+system CPU seconds of a running process (Linux ``/proc``), or None."""
+    if pid is None:
+        return None
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _server_cpu(fleet: LiteLLMFleet) -> dict[str, float | None]:
+    cpu = {f"instance {i}": process_cpu_s(p.pid) for i, p in enumerate(fleet.instances)}
+    cpu["redis"] = process_cpu_s(fleet.redis.pid)
+    return cpu
+
+
+def _spent(start: float | None, end: float | None) -> float | None:
+    return None if start is None or end is None else end - start
+
+
 def run_load(
     fleet: LiteLLMFleet, script: Script, plan: Plan, workdir: Path, *, kill_index: int = 1
 ) -> LoadResult:
@@ -183,6 +206,8 @@ def run_load(
     errs: list[Path] = []
     kill_at: float | None = None
     started_at = time.time()
+    cpu_start = _server_cpu(fleet)
+    cpu_end: dict[str, float | None] = {}
     try:
         for i in range(plan.agents):
             instance = i % instances
@@ -228,6 +253,8 @@ def run_load(
                 elapsed >= plan.kill_by_s
                 or _budget_refused_everywhere(_read_records(paths), instances)
             ):
+                name = f"instance {kill_index}"
+                cpu_end[name] = process_cpu_s(fleet.instances[kill_index].pid)
                 fleet.kill(kill_index)
                 kill_at = time.time()
         stop.touch()
@@ -237,6 +264,8 @@ def run_load(
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+        # The killed instance keeps what was measured just before its kill.
+        cpu_end = {**_server_cpu(fleet), **cpu_end}
     finally:
         # Ctrl-C or a failure: no agent outlives the run.
         for proc in procs:
@@ -262,6 +291,7 @@ def run_load(
         kill_at=kill_at,
         redis_keys=sorted(keys or []),
         fleet_startup_s=fleet.startup_s,
+        server_cpu_s={name: _spent(cpu_start.get(name), end) for name, end in cpu_end.items()},
     )
 
 
@@ -302,6 +332,9 @@ def outcome_class(call: dict[str, Any]) -> str:
 
 
 # -- the report ------------------------------------------------------------------------
+
+
+_HASH = re.compile(r"[0-9a-f]{64}")
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -360,13 +393,33 @@ def render(result: LoadResult) -> str:
         f"| calls per second, whole run | {len(calls) / span if span else 0:.1f} |",
         f"| answered calls per second before the kill (both instances) | "
         f"{len(ok_before) / span_before if span_before else 0:.1f} |",
+    ]
+    if result.kill_at is not None:
+        after = [c for c in ok if c["t0"] > result.kill_at]
+        span_after = (max(c["t1"] for c in after) - result.kill_at) if after else 0.0
+        lines.append(
+            f"| answered calls per second after the kill (one instance) | "
+            f"{len(after) / span_after if span_after else 0:.1f} |"
+        )
+    lines += [
         f"| tasks | {len(result.tasks)} |",
     ]
     agent_cpu = sum(a["cpu_s"] for a in result.agents)
-    lines += [
-        f"| agent processes' total CPU (user+sys, incl. start-up and imports) | {agent_cpu:.1f} s |",
-        "",
-    ]
+    lines.append(
+        f"| agent processes' total CPU (user+sys, incl. start-up and imports) | {agent_cpu:.1f} s |"
+    )
+    for name, spent in result.server_cpu_s.items():
+        if spent is None:
+            continue
+        index = int(name.split()[-1]) if name.startswith("instance") else None
+        handled = sum(
+            c["attempts"]
+            for c in calls
+            if c["instance"] == index and (c["outcome"] == "ok" or c["status"] is not None)
+        )
+        per = f", {spent / handled * 1000:.0f} ms per request it answered" if handled else ""
+        lines.append(f"| CPU of {name} during the load | {spent:.1f} s{per} |")
+    lines.append("")
     lines += [
         "## Per call (client side)",
         "",
@@ -457,8 +510,12 @@ def render(result: LoadResult) -> str:
         f"- Calls that raised outside nisse_llm's error tree: {outside}.",
         f"- Events appended to a `LogStore` and not read back: {lost} "
         f"(of {sum(t['records'] for t in result.tasks)} in {len(result.tasks)} stores).",
-        f"- Redis keys at the end: {len(result.redis_keys)} (rpm counters and "
-        "`deployment_spend:*` among them).",
+        "- Redis keys at the end: "
+        + (
+            ", ".join(f"`{_HASH.sub(lambda m: m[0][:8] + '…', k)}`" for k in result.redis_keys)
+            or "none"
+        )
+        + " (rpm counters expire after 60 s).",
         "",
     ]
     return "\n".join(lines)
