@@ -10,6 +10,7 @@ import functools
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, TypeAdapter
@@ -19,6 +20,7 @@ __all__ = [
     "DEFAULT_MAX_OUTPUT_TOKENS",
     "TOOL_NAME_PATTERN",
     "AssistantText",
+    "CallInfo",
     "CanonicalEvent",
     "Completion",
     "LogLike",
@@ -214,6 +216,29 @@ class Usage(BaseModel):
             cache_read=self.cache_read + other.cache_read,
             cache_write=self.cache_write + other.cache_write,
         )
+
+
+class CallInfo(BaseModel):
+    """What the proxy said about one call: its id, its cost and where it was served.
+
+    Read from the proxy's ``x-litellm-*`` response headers; every field is ``None`` when its
+    header is absent (a plain OpenAI-compatible server sends none of them).
+    ``cost_source`` says where ``cost_usd`` came from: ``"proxy"`` (its cost header) or
+    ``"prices"`` (the model's token prices times the usage, for streamed replies, whose
+    headers are sent before the cost is known).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    call_id: str | None = None
+    cost_usd: Decimal | None = None
+    cost_source: Literal["proxy", "prices"] | None = None
+    key_spend_usd: Decimal | None = None
+    model_group: str | None = None
+    model_id: str | None = None
+    proxy_duration_ms: float | None = None
+    attempted_retries: NonNegativeInt | None = None
+    attempted_fallbacks: NonNegativeInt | None = None
 
 
 class Completion(BaseModel):

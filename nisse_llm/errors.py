@@ -17,16 +17,16 @@ the exception so the caller's resume logic can act on them without parsing text.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from nisse_llm.streaming import PartialReply
+from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = [
     "BudgetExhausted",
     "ConfigError",
     "LLMError",
     "ModelRefusal",
+    "PartialReply",
+    "PartialToolCall",
     "RenderError",
     "StreamInterrupted",
     "TruncatedResponse",
@@ -100,6 +100,31 @@ class UpstreamUnavailable(LLMError):
 
 class BudgetExhausted(UpstreamUnavailable):
     """A spend limit at the proxy is gone: keep the work, never retry, tell the operator."""
+
+
+@dataclass(frozen=True, slots=True)
+class PartialToolCall:
+    """A tool call as far as it arrived: its name (if it came) and raw argument JSON."""
+
+    index: int
+    tool: str | None
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class PartialReply:
+    """What a broken stream delivered, for diagnosis; never a result to act on.
+
+    ``body`` is the reply so far in the route's non-streaming shape (tool arguments
+    that did not finish are kept as raw strings). It lives here, beside the error that
+    carries it, so the error tree imports nothing above it.
+    """
+
+    text: str
+    reasoning: str
+    tool_calls: tuple[PartialToolCall, ...]
+    events: int
+    body: dict[str, Any] = field(repr=False)
 
 
 class StreamInterrupted(UpstreamUnavailable):
