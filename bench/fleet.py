@@ -476,12 +476,13 @@ def render(result: LoadResult) -> str:
     ]
     budget_ok = [c for c in calls if c["role"] == "delegate" and c["outcome"] == "ok"]
     refused = [c for c in calls if c["outcome"] == "BudgetExhausted"]
-    first = min((c["t0"] for c in budget_ok), default=0.0)
-    window = max((c["t0"] - first for c in budget_ok), default=0.0)
+    # Spend is booked when a call is answered: count from the first answer.
+    booked = min((c["t1"] for c in budget_ok), default=0.0)
+    window = max((c["t0"] - booked for c in budget_ok), default=0.0)
     lines += [
         f"`claude-budget`: {len(budget_ok)} calls answered (the first crossed the budget; the "
-        f"others were admitted within {window:.1f} s of its start, before its spend reached "
-        f"Redis), then {len(refused)} `BudgetExhausted` (on instances "
+        f"last answered one started {window:+.1f} s after the first answer, before that spend "
+        f"reached Redis), then {len(refused)} `BudgetExhausted` (on instances "
         f"{sorted({c['instance'] for c in refused})}), none retried: "
         f"{sum(1 for c in refused if c['attempts'] != 1 or c['sleeps'])} with more than one "
         "attempt or a wait.",
