@@ -317,6 +317,15 @@ def per_minute(upstream: list[tuple[float, str]], model: str) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
+OUTCOME_ROWS = (
+    "ok",
+    "UpstreamUnavailable, no retry",
+    "UpstreamUnavailable after a retry",
+    "BudgetExhausted",
+    "StreamInterrupted",
+)
+
+
 def outcome_class(call: dict[str, Any]) -> str:
     """The row a call is counted in."""
     outcome = call["outcome"]
@@ -451,10 +460,16 @@ def render(result: LoadResult) -> str:
         "| outcome | calls | by role | statuses |",
         "| --- | --- | --- | --- |",
     ]
-    classes: dict[str, list[dict[str, Any]]] = {}
+    # Every outcome class has a row, even at zero.
+    classes: dict[str, list[dict[str, Any]]] = {name: [] for name in OUTCOME_ROWS}
     for call in calls:
-        classes.setdefault(outcome_class(call), []).append(call)
-    for name in sorted(classes, key=lambda n: (-len(classes[n]), n)):
+        name = outcome_class(call)
+        if name not in OUTCOME_ROWS and call["in_tree"]:
+            name = f"other LLMError: {call['outcome']}"
+        classes.setdefault(name, []).append(call)
+    if not any(name.startswith("outside the error tree") for name in classes):
+        classes["outside the error tree"] = []
+    for name in classes:
         group = classes[name]
         roles = Counter(c["role"] for c in group)
         statuses = Counter(str(c["status"]) for c in group)
