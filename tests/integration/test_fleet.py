@@ -11,6 +11,8 @@ import hashlib
 import os
 import signal
 import stat
+import subprocess
+import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -23,7 +25,7 @@ import pytest
 
 from bench.fleet import BUDGET_SYNC_S, SMOKE, LoadResult, fleet_for, render, run_load
 from nisse_llm.logstore import LogStore
-from nisse_llm.testing.fleet import LiteLLMFleet, RedisServer
+from nisse_llm.testing.fleet import LiteLLMFleet, RedisServer, redis_executable
 from nisse_llm.testing.proxy import ProxyStartError
 
 pytestmark = pytest.mark.proxy
@@ -256,3 +258,25 @@ def test_ctrl_c_while_the_fleet_starts_stops_every_process(tmp_path: Path) -> No
     while any(_alive(p) for p in seen) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not [p for p in seen if _alive(p)]
+
+
+def test_the_fleet_command_reports_a_failed_start(
+    tmp_path: Path,
+) -> None:
+    """`python -m nisse_llm.testing.fleet` with a proxy that dies exits 1 and prints that proxy's output."""
+    fake = _fake_litellm(tmp_path, 'echo "boom: $*"; exit 3')
+    proc = subprocess.run(
+        [sys.executable, "-m", "nisse_llm.testing.fleet", "--instances", "2"],
+        env={
+            **os.environ,
+            "NISSE_LITELLM_BIN": str(fake),
+            "NISSE_REDIS_BIN": str(redis_executable()),
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "boom: --config" in proc.stderr
+    assert "redis" not in proc.stdout
