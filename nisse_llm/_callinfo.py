@@ -66,23 +66,34 @@ def _count(headers: Mapping[str, str], name: str) -> int | None:
     return int(value) if value is not None and value.isdigit() and len(value) < 10 else None
 
 
+_EMPTY: Final = CallInfo()
+_PREFIX: Final = "x-litellm-"
+
+
 def call_info(headers: Mapping[str, str], *, streamed: bool = False, token: str = "") -> CallInfo:
-    """The `CallInfo` a response's headers carry (``headers`` case-insensitive, as httpx's).
+    """The `CallInfo` a response's headers carry.
 
     A ``streamed`` reply's cost header, when a server sends one at all, was written before
     the reply was generated and is not read. ``token`` is redacted from the text fields.
     """
-    cost = None if streamed else _decimal(headers, "x-litellm-response-cost")
-    return CallInfo(
-        call_id=_text(headers, "x-litellm-call-id", token),
+    # One pass over the headers (every call pays for this): most servers send none.
+    found = {
+        name.lower(): value for name, value in headers.items() if name.lower().startswith(_PREFIX)
+    }
+    if not found:
+        return _EMPTY
+    cost = None if streamed else _decimal(found, "x-litellm-response-cost")
+    # Every value is checked above: construct without validating again.
+    return CallInfo.model_construct(
+        call_id=_text(found, "x-litellm-call-id", token),
         cost_usd=cost,
         cost_source="proxy" if cost is not None else None,
-        key_spend_usd=_decimal(headers, "x-litellm-key-spend"),
-        model_group=_text(headers, "x-litellm-model-group", token),
-        model_id=_text(headers, "x-litellm-model-id", token),
-        proxy_duration_ms=_float(headers, "x-litellm-response-duration-ms"),
-        attempted_retries=_count(headers, "x-litellm-attempted-retries"),
-        attempted_fallbacks=_count(headers, "x-litellm-attempted-fallbacks"),
+        key_spend_usd=_decimal(found, "x-litellm-key-spend"),
+        model_group=_text(found, "x-litellm-model-group", token),
+        model_id=_text(found, "x-litellm-model-id", token),
+        proxy_duration_ms=_float(found, "x-litellm-response-duration-ms"),
+        attempted_retries=_count(found, "x-litellm-attempted-retries"),
+        attempted_fallbacks=_count(found, "x-litellm-attempted-fallbacks"),
     )
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeVar
 
 from nisse_llm._callinfo import call_info
 from nisse_llm._classify import Retry, classify_failure, redact
-from nisse_llm._transport import HTTPX_ERRORS, Call, Core, logger
+from nisse_llm._transport import HTTPX_ERRORS, Call, Core, _public_url, _with_token_hint, logger
 from nisse_llm.canonical import LogLike, ToolLike
 from nisse_llm.errors import ContextWindowExceeded, LLMError, UpstreamUnavailable
 from nisse_llm.models_info import (
@@ -60,7 +60,10 @@ class SideRequest:
         self.core = core
         self.method = method
         self.url = core.base_url + path
-        self.where = f"{method} {path}"
+        # The proxy's base path (if any) is the route endpoint's path less the route's own.
+        base_path = core.endpoint.path[: -len(core.route.path)]
+        public = _public_url(core.endpoint.copy_with(raw_path=(base_path + path).encode()))
+        self.where = f"{method} {public}"
         self.body = body
         self.attempts = 0
 
@@ -97,7 +100,7 @@ class SideRequest:
         if isinstance(verdict, Retry):
             return verdict.wait_s
         verdict.call_id = call_info(response.headers, token=core.token).call_id
-        raise self._logged(verdict)
+        raise self._logged(_with_token_hint(verdict, core.token_source))
 
     def parse(self, response: httpx.Response, reader: Callable[[bytes], T]) -> T:
         """``reader`` applied to a 2xx body; an unreadable one is an `LLMError`."""

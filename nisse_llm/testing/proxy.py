@@ -162,7 +162,7 @@ def scripted_models(dead_base: str) -> list[ProxyModel]:
     ``*-scripted`` and ``*-alt``: plain (two, for per-model rules); ``*-rpm1``: one
     request a minute; ``*-budget``: a budget the first call crosses; ``*-down``: an
     upstream nobody listens on (``dead_base``); ``*-priced``: a model the proxy's price
-    map knows (gpt-4.1-mini, claude-sonnet-4-5); ``*-tiny``: a 300-token window.
+    map knows (gpt-5.4-mini, claude-sonnet-4-6); ``*-tiny``: a 300-token window.
     """
     # Any real call costs more than this budget, so the proxy refuses the *next* call.
     budget, cost = 1e-6, 1e-3
@@ -189,8 +189,8 @@ def scripted_models(dead_base: str) -> list[ProxyModel]:
     # underlying model of its own (an override reaches every entry of the same model).
     window = {"max_input_tokens": 300, "max_output_tokens": 100}
     models += [
-        ProxyModel("gpt-priced", "openai", upstream_model="gpt-4.1-mini"),
-        ProxyModel("claude-priced", "anthropic", upstream_model="claude-sonnet-4-5"),
+        ProxyModel("gpt-priced", "openai", upstream_model="gpt-5.4-mini"),
+        ProxyModel("claude-priced", "anthropic", upstream_model="claude-sonnet-4-6"),
         ProxyModel("gpt-tiny", "openai", upstream_model="nisse-tiny-gpt", model_info=window),
         ProxyModel(
             "claude-tiny", "anthropic", upstream_model="nisse-tiny-claude", model_info=window

@@ -124,7 +124,7 @@ async def test_an_overflow_before_the_first_byte_of_a_stream(
 
 # The usage each priced model's upstream reports, and what the proxy's price map makes of it.
 PRICED_USAGE = {
-    "gpt": (Tokens(input=1000, output=500), Decimal("0.0012")),
+    "gpt": (Tokens(input=1000, output=500), Decimal("0.003")),
     "claude": (
         Tokens(input=1000, output=500, cache_read=200, cache_write=100),
         Decimal("0.010035"),
@@ -180,14 +180,14 @@ def test_model_info_gives_the_limits_of_a_priced_entry_and_none_for_an_unpriced_
         tiny = client.model_info("claude-tiny")
         missing = client.model_info("no-such-model")
     assert gpt is not None
-    assert (gpt.max_input_tokens, gpt.max_output_tokens) == (1_047_576, 32_768)
+    assert (gpt.max_input_tokens, gpt.max_output_tokens) == (272_000, 128_000)
     assert (gpt.input_cost_per_token, gpt.output_cost_per_token) == (
-        Decimal("4e-07"),
-        Decimal("1.6e-06"),
+        Decimal("7.5e-07"),
+        Decimal("4.5e-06"),
     )
     assert gpt.supports_vision is True
     assert claude is not None
-    assert (claude.max_input_tokens, claude.max_output_tokens) == (200_000, 64_000)
+    assert (claude.max_input_tokens, claude.max_output_tokens) == (1_000_000, 128_000)
     assert claude.cache_write_cost_per_token == Decimal("3.75e-06")
     assert claude.supports_reasoning is True
     assert unpriced == ModelInfo()
@@ -202,7 +202,7 @@ async def test_the_async_client_reads_the_same_model_info(proxy: LiteLLMProxy) -
     async with AsyncLiteLLMClient(proxy.base_url, proxy.token) as client:
         info = await client.model_info("claude-priced")
     assert info is not None
-    assert info.max_input_tokens == 200_000
+    assert info.max_input_tokens == 1_000_000
 
 
 # --- token counter, headroom, pre-flight -------------------------------------------------------
@@ -220,7 +220,7 @@ def test_headroom_counts_at_the_proxy_without_calling_the_upstream(
             combo.model("priced"), log, None, "Be brief.", RequestOptions(max_output_tokens=2000)
         )
         small = client.headroom(combo.model("priced"), HELLO, None)
-    window = 1_047_576 if combo.family == "gpt" else 200_000
+    window = 272_000 if combo.family == "gpt" else 1_000_000
     assert room.source == "proxy"
     assert small.input_tokens < 40 < room.input_tokens < 400
     assert (room.max_input_tokens, room.max_output_tokens) == (window, 2000)
