@@ -21,6 +21,7 @@ from nisse_llm.canonical import (
     ToolResult,
     ToolSpec,
     Usage,
+    UserImage,
     UserText,
     mint_call_id,
 )
@@ -34,6 +35,7 @@ from nisse_llm.errors import (
     TruncatedResponse,
     UpstreamUnavailable,
 )
+from nisse_llm.images import Image, ImageError
 from nisse_llm.routing import has_native_adapter
 
 if TYPE_CHECKING:
@@ -113,6 +115,8 @@ __all__ = [
     "CanonicalEvent",
     "Completion",
     "ConfigError",
+    "Image",
+    "ImageError",
     "InsecureConfigFileWarning",
     "LLMError",
     "LiteLLMClient",
@@ -142,6 +146,7 @@ __all__ = [
     "TruncatedResponse",
     "UpstreamUnavailable",
     "Usage",
+    "UserImage",
     "UserText",
     "has_native_adapter",
     "load_settings",
