@@ -10,6 +10,7 @@ fragment byte-identical to the wire model's dump.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Protocol
 
 from pydantic_core import to_json
 
@@ -28,7 +29,9 @@ __all__ = [
     "anthropic_image_json",
     "chat_image",
     "chat_image_json",
+    "check_images_once",
     "check_log_images",
+    "event_images",
     "log_images",
 ]
 
@@ -86,22 +89,41 @@ def chat_image(image: Image) -> OpenAIChatImagePart:
     return OpenAIChatImagePart(image_url=OpenAIChatImageURL(url=image.data_url))
 
 
+def event_images(event: object, position: int) -> list[tuple[str, Image]]:
+    """An event's images, each labelled with where it is (none for most events)."""
+    if type(event) is UserImage:
+        return [(f"the user image at log position {position}", event.image)]
+    if type(event) is ToolResult and event.images:
+        return [
+            (f"image {number} of the result for {event.call_id!r} (log position {position})", image)
+            for number, image in enumerate(event.images, 1)
+        ]
+    return []
+
+
 def log_images(items: Iterable[object]) -> list[tuple[str, Image]]:
     """Every image of a log in order, each labelled with where it is."""
     found: list[tuple[str, Image]] = []
     for position, item in enumerate(items):
         event = item.event if type(item) is StoredEvent else item
-        if type(event) is UserImage:
-            found.append((f"the user image at log position {position}", event.image))
-        elif type(event) is ToolResult and event.images:
-            found.extend(
-                (
-                    f"image {number} of the result for {event.call_id!r} (log position {position})",
-                    image,
-                )
-                for number, image in enumerate(event.images, 1)
-            )
+        if type(event) is UserImage or type(event) is ToolResult:
+            found.extend(event_images(event, position))
     return found
+
+
+class _Checked(Protocol):
+    images: list[tuple[str, Image]]
+    images_checked: bool
+
+
+def check_images_once(progress: _Checked) -> None:
+    """`check_request_images` on a render plan's images, once per list of images: a plan
+    re-sent, or grown without new images, is not checked again (the verdict depends on
+    the images alone), so a log pays for the check when it gains an image, not per call."""
+    if not progress.images_checked:
+        if progress.images:
+            check_request_images(progress.images)
+        progress.images_checked = True
 
 
 def check_log_images(items: Sequence[object]) -> None:

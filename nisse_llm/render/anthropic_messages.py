@@ -63,8 +63,14 @@ from nisse_llm.canonical import (
     as_tool_specs,
 )
 from nisse_llm.errors import RenderError
+from nisse_llm.images import Image
 from nisse_llm.render._cache import PromptCache, active
-from nisse_llm.render._images import anthropic_image, anthropic_image_json, check_log_images
+from nisse_llm.render._images import (
+    anthropic_image,
+    anthropic_image_json,
+    check_images_once,
+    event_images,
+)
 from nisse_llm.render._memo import FragmentMemo
 from nisse_llm.render._rope import EMPTY, Rope
 from nisse_llm.render._wording import INTERRUPTED_TEXT, STUB_TOOL_DESCRIPTION
@@ -232,6 +238,9 @@ class _Progress:
     #: Blocks of the turns that no longer change (before the last turn and the first
     #: hole). The one field a cached progress may have replaced: each rope is true for it.
     rope: Rope = EMPTY
+    #: The images in the view, labelled, in log order (checked against the limits once).
+    images: list[tuple[str, Image]] = field(default_factory=list)
+    images_checked: bool = False
 
     def extend(self) -> _Progress:
         """A progress to consume more items, on this one's state cut back to its view."""
@@ -245,6 +254,8 @@ class _Progress:
             dict(self.holes),
             list(self.reasoning),
             rope=self.rope,
+            images=list(self.images),
+            images_checked=self.images_checked,
         )
 
     def rewind(self) -> None:
@@ -296,6 +307,9 @@ class _Progress:
                 self.reasoning = []  # reasoning that led no assistant content is left out
                 if turns and turns[-1].calls:  # only assistant turns make calls
                     self._answer()
+                if event.kind != "user_text" and (found := event_images(event, at)):
+                    self.images += found
+                    self.images_checked = False
                 if event.kind == "tool_result":
                     self._fill(event)
                 elif event.kind == "user_image" or event.text.strip():
@@ -556,8 +570,8 @@ def _plan(events: LogLike, tools: Iterable[ToolLike] | None, model: str) -> _Pla
     items = events if isinstance(events, list | tuple) else list(events)
     if not items:
         raise RenderError("cannot render an empty log: the API needs at least one message")
-    check_log_images(items)
     progress = _progress_for(items, model)
+    check_images_once(progress)
     turns = progress.finish()
     specs = as_tool_specs(tools)
     if specs:

@@ -67,8 +67,15 @@ from nisse_llm.canonical import (
     as_tool_specs,
 )
 from nisse_llm.errors import RenderError
+from nisse_llm.images import Image
 from nisse_llm.render._cache import PromptCache, active
-from nisse_llm.render._images import chat_image, chat_image_json, check_log_images
+from nisse_llm.render._images import (
+    chat_image,
+    chat_image_json,
+    check_images_once,
+    check_log_images,
+    event_images,
+)
 from nisse_llm.render._memo import FragmentMemo
 from nisse_llm.render._rope import EMPTY, Rope
 from nisse_llm.render._wording import INTERRUPTED_TEXT, STUB_TOOL_DESCRIPTION
@@ -524,6 +531,9 @@ class _Progress:
     #: The image message of each closed turn with calls still unanswered, by index: a
     #: later log may add images to it in the shared list, so this progress keeps its own.
     albums: dict[int, _Album] = field(default_factory=dict)
+    #: The images in the view, labelled, in log order (checked against the limits once).
+    images: list[tuple[str, Image]] = field(default_factory=list)
+    images_checked: bool = False
 
     def extend(self) -> _Progress:
         """A progress to consume more items, on this one's state cut back to its view."""
@@ -538,6 +548,8 @@ class _Progress:
             list(self.calls),
             self.rope,
             dict(self.albums),
+            list(self.images),
+            self.images_checked,
         )
 
     def rewind(self) -> None:
@@ -611,6 +623,8 @@ class _Progress:
                 self.close_turn()
                 shared.messages.append(cast(bytes, _fragment(event)))
                 shared.slots.append(event)
+                self.images += event_images(event, at)
+                self.images_checked = False
             elif isinstance(event, ToolResult):
                 if event.call_id not in call_ids:
                     raise RenderError(
@@ -623,6 +637,9 @@ class _Progress:
                 shared.messages[hole[0]] = cast(bytes, _fragment(event))
                 shared.slots[hole[0]] = event
                 self._file_images(event)
+                if event.images:
+                    self.images += event_images(event, at)
+                    self.images_checked = False
             else:
                 assert_never(event)
             at += 1
@@ -760,9 +777,8 @@ def _render_parts(
     max_tokens: int | None,
     cache: PromptCache | None,
 ) -> list[bytes]:
-    items = events if isinstance(events, list | tuple) else list(events)
-    check_log_images(items)
-    progress = _progress_for(items)
+    progress = _progress_for(events)
+    check_images_once(progress)
     specs = _tool_specs(tools)
     policy = active(cache, model)
     control = None if policy is None else policy.control_json
