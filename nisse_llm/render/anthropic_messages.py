@@ -24,6 +24,10 @@ Render rules (each answers something the API rejects):
   the API requires tools whenever ``tool_use`` blocks are present. Two tools with one
   name are a `RenderError`; a schema without ``type`` gets ``"type": "object"``.
 - An empty log, or one with nothing left to send, is a `RenderError`.
+- A `UserImage` is an ``image`` block (``base64`` or ``url`` source) in the user message,
+  in log order among the user's texts; a result's images follow its text inside the
+  ``tool_result`` content (a list then). Image blocks may carry a cache breakpoint. Images
+  over a provider limit are an `ImageError` naming the image (`nisse_llm.images`).
 
 `render_bytes` is byte-identical to ``render_request(...).model_dump_json(exclude_none=True)``
 (UTF-8): each event's block is encoded once (memoised per event), a log that extends one

@@ -15,6 +15,11 @@ Render rules, in the order a body is built:
 - Blank (empty or whitespace) text is left out, and so is an assistant message left with
   no text and no calls. `Reasoning` is never sent on this route.
 - A log with nothing left to send is a `RenderError`.
+- A `UserImage` is a user message with one ``image_url`` part (a ``data:`` URL for bytes).
+  A ``tool`` message cannot carry images, so a turn's tool images follow its tool messages
+  in one user message: for each call in call order whose result has images,
+  `TOOL_IMAGES_LABEL` then its images. Image parts carry no cache breakpoint. Images over
+  a provider limit are an `ImageError` naming the image (`nisse_llm.images`).
 - Tools passed are declared as function tools (two with one name are a `RenderError`; a
   schema without ``type`` gets ``"type": "object"``). With none passed but calls in the log,
   each tool name the log used is declared as a stub (`STUB_TOOL_DESCRIPTION`, parameters
