@@ -18,8 +18,9 @@ Render rules, in the order a body is built:
 - A `UserImage` is a user message with one ``image_url`` part (a ``data:`` URL for bytes).
   A ``tool`` message cannot carry images, so a turn's tool images follow its tool messages
   in one user message: for each call in call order whose result has images,
-  `TOOL_IMAGES_LABEL` then its images. Image parts carry no cache breakpoint. Images over
-  a provider limit are an `ImageError` naming the image (`nisse_llm.images`).
+  `TOOL_IMAGES_LABEL` then its images. A breakpoint on an image message goes on its last
+  image part (LiteLLM forwards ``cache_control`` to the Anthropic image block). Images
+  over a provider limit are an `ImageError` naming the image (`nisse_llm.images`).
 - Tools passed are declared as function tools (two with one name are a `RenderError`; a
   schema without ``type`` gets ``"type": "object"``). With none passed but calls in the log,
   each tool name the log used is declared as a stub (`STUB_TOOL_DESCRIPTION`, parameters
@@ -254,14 +255,16 @@ def _map_content(
 def _map_message(slot: _Slot, control: OpenAIChatCacheControl | None = None) -> OpenAIChatMessage:
     if isinstance(slot, UserText):
         return OpenAIChatUserMessage(content=_map_content(slot.text, control))
-    if isinstance(slot, UserImage):
-        return OpenAIChatUserMessage(content=[chat_image(slot.image)])
-    if isinstance(slot, _Album):
+    if isinstance(slot, UserImage | _Album):
         parts: list[OpenAIChatUserPart] = []
-        for call, result in slot.parts():
+        if isinstance(slot, UserImage):
+            parts.append(chat_image(slot.image))
+        for call, result in slot.parts() if isinstance(slot, _Album) else ():
             label = TOOL_IMAGES_LABEL.format(tool=call.tool, call_id=call.call_id)
             parts.append(OpenAIChatTextPart(text=label))
             parts.extend(chat_image(image) for image in result.images)
+        if control is not None:  # the breakpoint goes on the message's last image
+            parts[-1] = parts[-1].model_copy(update={"cache_control": control})
         return OpenAIChatUserMessage(content=parts)
     if isinstance(slot, _Turn):
         text = ASSISTANT_TEXT_SEPARATOR.join(text.text for text in slot.texts)
@@ -290,8 +293,9 @@ def _markable(slot: _Slot) -> bool:
         return bool(slot.texts)
     if type(slot) is ToolResult:
         return bool(_result_content(slot).strip())
-    # Images on this route carry no breakpoint: the wire's image part has no cache_control.
-    return type(slot) is not UserImage and type(slot) is not _Album
+    if type(slot) is _Album:
+        return bool(slot.results)
+    return True
 
 
 def _last_markable(slots: _SlotsLike, start: int) -> int | None:
@@ -430,7 +434,9 @@ def _encode_marked(slot: _Slot, control: bytes) -> bytes:
     if isinstance(slot, _Turn):
         return _encode_turn(slot.texts, slot.calls, control)
     if isinstance(slot, UserImage | _Album):
-        raise AssertionError("image messages are never marked on this route")
+        # The message ends with its last image part: ``...}}]}``; the mark closes that part.
+        encoded = cast(bytes, _fragment(slot))
+        return encoded[:-3] + b',"cache_control":' + control + b"}]}"
     if isinstance(slot, ToolResult | ToolCall):
         content = _marked_part(_tool_message_content(slot), control)
         return (

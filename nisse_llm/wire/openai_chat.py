@@ -85,6 +85,8 @@ class OpenAIChatImagePart(_Request):
 
     type: Literal["image_url"] = "image_url"
     image_url: OpenAIChatImageURL
+    #: LiteLLM's extension: forwarded to an Anthropic model's image block.
+    cache_control: OpenAIChatCacheControl | None = None
 
 
 OpenAIChatUserPart: TypeAlias = Annotated[

@@ -133,6 +133,8 @@ def test_litellm_translates_chat_image_parts_to_anthropic_image_blocks(
             "source": {"type": "base64", "media_type": "image/png", "data": image.data},
         }
 
+    # The log's last markable content is the diagram: its breakpoint reaches the image block.
+    assert message["content"][-1]["cache_control"] == {"type": "ephemeral"}
     assert _strip_cache(message) == {
         "role": "user",
         "content": [

@@ -227,6 +227,32 @@ def test_chat_route_sends_an_interrupted_turns_images_after_its_tool_messages(co
     assert body["messages"][5]["content"][1] == _cpart(SHOT)
 
 
+def test_chat_route_breakpoints_fall_on_the_last_image_part(cold: None) -> None:
+    """With caching, an image message's breakpoint goes on its last image part (LiteLLM
+    forwards it to the Anthropic image block); a turn's tool images are markable too."""
+    body = _body("chat", scenario(), PromptCache())
+    assert body["messages"][-1]["content"] == [
+        {**_cpart(REMOTE), "cache_control": {"type": "ephemeral"}}
+    ]
+    events = [
+        UserText(text="go"),
+        _call("c1"),
+        _call("c2"),
+        ToolResult(call_id="c1", output="one", images=(SHOT,)),
+        ToolResult(call_id="c2", output="two", images=(PHOTO,)),
+    ]
+    for prefix in (events[:4], events):
+        body = _body("chat", prefix, PromptCache())
+    album = body["messages"][-1]["content"]
+    assert [part.get("cache_control") for part in album] == [
+        None,
+        None,
+        None,
+        {"type": "ephemeral"},
+    ]
+    assert album[-1]["image_url"] == _cpart(PHOTO)["image_url"]
+
+
 def test_a_log_breaking_a_limit_is_refused_naming_the_image_on_both_routes(cold: None) -> None:
     """An image over the limits: ImageError naming where it is; nothing is rendered."""
     user = [UserText(text="look"), UserImage(image=HUGE)]
