@@ -16,8 +16,10 @@ the providers' documentation, December 2026):
 - Anthropic, "Images and vision": "The maximal dimensions per image are 8000x8000 px. If
   you submit more than 20 images in one API request, this limit is reduced to 2000x2000
   px"; "100 per request on the API, for models with a 200k-token context window" (600
-  for others: the stricter figure is enforced); and 5 MB per image on the API (the
-  ``image exceeds 5 MB maximum`` error counts the base64 text).
+  for others: the stricter figure is enforced). Per image, the API's own 400 counts the
+  base64 text: "image.source.base64: image exceeds 5 MB maximum: 5272940 bytes > 5242880
+  bytes"; a side past 8000 px is "At least one of the image dimensions exceed max allowed
+  size: 8000 pixels".
 - OpenAI, "Images and vision" (image input requirements): PNG, JPEG, WEBP and
   non-animated GIF; "up to 50 MB total payload size per request" and "up to 500
   individual image inputs per request".
