@@ -339,8 +339,8 @@ def image_logs(draw: st.DrawFn) -> list[CanonicalEvent]:
     return out
 
 
-def _image_key(image: Image) -> str:
-    return image.data_url
+def _image_key(image: Image) -> tuple[str, str]:
+    return ("image", image.data_url)
 
 
 def _user_side_anthropic(body: dict[str, Any]) -> tuple[list[Any], dict[str, list[Any]]]:
@@ -352,27 +352,29 @@ def _user_side_anthropic(body: dict[str, Any]) -> tuple[list[Any], dict[str, lis
             continue
         for block in message["content"]:
             if block["type"] == "text":
-                items.append(block["text"])
+                items.append(("text", block["text"]))
             elif block["type"] == "image":
                 items.append(_key_of_source(block["source"]))
             elif block["type"] == "tool_result":
                 content = block.get("content")
                 results[block["tool_use_id"]] = [
-                    _key_of_source(part["source"]) if part["type"] == "image" else part["text"]
+                    _key_of_source(part["source"])
+                    if part["type"] == "image"
+                    else ("text", part["text"])
                     for part in (content if isinstance(content, list) else [])
                 ]
     return items, results
 
 
-def _key_of_source(source: dict[str, Any]) -> str:
+def _key_of_source(source: dict[str, Any]) -> tuple[str, str]:
     if source["type"] == "url":
-        return str(source["url"])
-    return f"data:{source['media_type']};base64,{source['data']}"
+        return ("image", str(source["url"]))
+    return ("image", f"data:{source['media_type']};base64,{source['data']}")
 
 
 def _expected_user_side(events: list[CanonicalEvent]) -> list[Any]:
     return [
-        e.text if isinstance(e, UserText) else _image_key(e.image)
+        ("text", e.text) if isinstance(e, UserText) else _image_key(e.image)
         for e in events
         if isinstance(e, UserImage) or (isinstance(e, UserText) and e.text.strip())
     ]
@@ -412,14 +414,14 @@ def test_any_log_with_images_renders_valid_on_the_messages_route(
     assert official_violations(body) == []
     items, results = _user_side_anthropic(body)
     expected = _expected_user_side(events)
-    placeholders = (ant.LEADING_PLACEHOLDER, ant.TRAILING_PLACEHOLDER)
+    placeholders = (("text", ant.LEADING_PLACEHOLDER), ("text", ant.TRAILING_PLACEHOLDER))
     assert [i for i in items if i not in placeholders] == [
         i for i in expected if i not in placeholders
     ]
     for event in events:
         if isinstance(event, ToolResult) and event.images:
             sent = results[event.call_id]
-            assert [i for i in sent if i.startswith(("data:", "https:"))] == [
+            assert [i for i in sent if i[0] == "image"] == [
                 _image_key(image) for image in event.images
             ]
 
@@ -440,6 +442,7 @@ def test_any_log_with_images_renders_valid_on_the_chat_route(events: list[Canoni
     body = json.loads(raw)
     check_chat_body(body)
     judge_official(body)
+    judge_schema(body)
     user_side: list[Any] = []
     albums: list[Any] = []
     for index, message in enumerate(body["messages"]):
@@ -447,23 +450,27 @@ def test_any_log_with_images_renders_valid_on_the_chat_route(events: list[Canoni
             continue
         content = message["content"]
         if isinstance(content, str):
-            user_side.append(content)
+            user_side.append(("text", content))
         elif content[0]["type"] == "text":  # a turn's tool images
             assert body["messages"][index - 1]["role"] == "tool"
             albums.extend(
-                part["text"] if part["type"] == "text" else part["image_url"]["url"]
+                ("text", part["text"])
+                if part["type"] == "text"
+                else ("image", part["image_url"]["url"])
                 for part in content
             )
         else:
-            user_side.extend(part["image_url"]["url"] for part in content)
+            user_side.extend(("image", part["image_url"]["url"]) for part in content)
     assert user_side == _expected_user_side(events)
     calls = [e for e in events if isinstance(e, ToolCall)]
     results = {e.call_id: e for e in events if isinstance(e, ToolResult)}
-    expected: list[str] = []
+    expected: list[tuple[str, str]] = []
     for call in calls:
         result = results.get(call.call_id)
         if result is not None and result.images:
-            expected.append(TOOL_IMAGES_LABEL.format(tool=call.tool, call_id=call.call_id))
+            expected.append(
+                ("text", TOOL_IMAGES_LABEL.format(tool=call.tool, call_id=call.call_id))
+            )
             expected.extend(_image_key(image) for image in result.images)
     assert albums == expected
 
