@@ -144,3 +144,40 @@ def test_litellm_translates_chat_image_parts_to_anthropic_image_blocks(
             block(diagram),
         ],
     }
+
+
+def _urls_in(value: Any) -> list[str]:
+    """Every image URL (not data URL) anywhere in an upstream body, in document order."""
+    found: list[str] = []
+    if isinstance(value, dict):
+        source = value.get("source")
+        if value.get("type") == "image" and isinstance(source, dict) and source["type"] == "url":
+            return [source["url"]]
+        if value.get("type") == "image_url":
+            url = value["image_url"]["url"]
+            return [] if url.startswith("data:") else [url]
+        for item in value.values():
+            found.extend(_urls_in(item))
+    elif isinstance(value, list):
+        for item in value:
+            found.extend(_urls_in(item))
+    return found
+
+
+@pytest.mark.parametrize(
+    "combo",
+    [c for c in COMBOS if not (c.route == "chat" and c.family == "claude")],
+    ids=lambda c: c.id,
+)
+def test_url_images_reach_the_upstream_as_urls(
+    proxy: LiteLLMProxy, script: Script, combo: Combo
+) -> None:
+    """An http(s) image goes on as the same URL (the provider fetches it). Not on the chat
+    route to an anthropic/ entry: there LiteLLM downloads the URL itself, off this machine."""
+    url = "https://example.com/diagrams/flow.png"
+    script.add(combo.upstream, reply("A flow chart."))
+    log: list[CanonicalEvent] = [UserText(text="Explain"), UserImage(image=Image.from_url(url))]
+    with client_for(proxy, combo.route) as h:
+        h.client.complete(log, None, combo.model())
+    (request,) = script.requests_to(combo.upstream)
+    assert _urls_in(request.json) == [url]
