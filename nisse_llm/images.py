@@ -21,7 +21,7 @@ the providers' documentation, December 2026):
   bytes"; a side past 8000 px is "At least one of the image dimensions exceed max allowed
   size: 8000 pixels".
 - OpenAI, "Images and vision" (image input requirements): PNG, JPEG, WEBP and
-  non-animated GIF; "up to 50 MB total payload size per request" and "up to 500
+  non-animated GIF (a GIF with more than one frame is refused); "up to 50 MB total payload size per request" and "up to 500
   individual image inputs per request".
 
 Both routes enforce the strictest of these: the chat route may reach an Anthropic model
@@ -178,6 +178,32 @@ def _jpeg_dimensions(head: bytes) -> tuple[int, int] | None:
     return None
 
 
+def _gif_frames(data: bytes) -> int:
+    """The image descriptors of a GIF, walking its blocks (GIF89a, section 17 onwards)."""
+    at = 13
+    if len(data) > 10 and data[10] & 0x80:  # global color table
+        at += 3 << ((data[10] & 7) + 1)
+    frames = 0
+    while at < len(data):
+        block = data[at]
+        if block == 0x3B:  # trailer
+            break
+        if block == 0x2C:  # image descriptor, its color table, then the LZW code size
+            if at + 10 > len(data):
+                break
+            flags = data[at + 9]
+            at += 10 + (3 << ((flags & 7) + 1) if flags & 0x80 else 0) + 1
+            frames += 1
+        elif block == 0x21:  # extension: label, then data sub-blocks
+            at += 2
+        else:
+            break
+        while at < len(data) and data[at]:  # data sub-blocks up to the terminator
+            at += data[at] + 1
+        at += 1
+    return frames
+
+
 def _absent(value: object) -> bool:
     return value is None
 
@@ -200,6 +226,7 @@ class Image(BaseModel):
 
     _size: int | None = PrivateAttr(default=None)
     _dims: tuple[int, int] | None = PrivateAttr(default=None)
+    _frames: int = PrivateAttr(default=1)
 
     @model_validator(mode="after")
     def _check(self) -> Image:
@@ -229,11 +256,13 @@ class Image(BaseModel):
         if self.media_type != kind:
             raise ValueError(f"image labelled {self.media_type} but its bytes are {kind}")
         size = len(raw)
+        frames = _gif_frames(raw) if kind == "image/gif" else 1
         del raw
         if not _complete(kind, head, tail, size):
             raise ValueError(f"image data is a truncated {kind} (its end marker is missing)")
         self._size = size
         self._dims = _dimensions(kind, head)
+        self._frames = frames
         return self
 
     def __repr_args__(self) -> Iterable[tuple[str | None, object]]:
@@ -247,6 +276,11 @@ class Image(BaseModel):
     def size(self) -> int | None:
         """The image's size in bytes (None for a URL image)."""
         return self._size
+
+    @property
+    def frames(self) -> int:
+        """How many frames a GIF holds (more than one: animated); 1 for every other image."""
+        return self._frames
 
     @property
     def dimensions(self) -> tuple[int, int] | None:
@@ -340,6 +374,12 @@ def check_request_images(images: Sequence[tuple[str, Image]]) -> None:
     side = MAX_IMAGE_SIDE_MANY if len(images) > MANY_IMAGES else MAX_IMAGE_SIDE
     total = 0
     for label, image in images:
+        if image.frames > 1:
+            raise ImageError(
+                f"{label} is an animated GIF ({image.frames} frames); OpenAI accepts only "
+                "non-animated GIF",
+                image=label,
+            )
         data = image.data
         if data is not None and len(data) > MAX_IMAGE_BASE64_BYTES:
             raise ImageError(

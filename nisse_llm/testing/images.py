@@ -52,11 +52,13 @@ def jpeg(width: int = 4, height: int = 3) -> bytes:
     return b"\xff\xd8" + app0 + sof0 + b"\xff\xda\x00\x08\x01\x01\x00\x00\x3f\x00\x00\xff\xd9"
 
 
-def gif(width: int = 4, height: int = 3) -> bytes:
-    """A GIF89a whose logical screen states the size, ending in the trailer."""
+def gif(width: int = 4, height: int = 3, *, frames: int = 1) -> bytes:
+    """A GIF89a whose logical screen states the size, ending in the trailer; more than one
+    of ``frames`` makes it animated (each frame after a graphic control extension)."""
     screen = struct.pack("<HHBBB", width, height, 0x80, 0, 0) + b"\x00\x00\x00\xff\xff\xff"
+    control = b"\x21\xf9\x04\x00\x0a\x00\x00\x00" if frames > 1 else b""
     image = b"\x2c" + struct.pack("<HHHHB", 0, 0, width, height, 0) + b"\x02\x02\x44\x01\x00"
-    return b"GIF89a" + screen + image + b"\x3b"
+    return b"GIF89a" + screen + (control + image) * frames + b"\x3b"
 
 
 def webp(width: int = 4, height: int = 3) -> bytes:

@@ -152,6 +152,17 @@ def test_dimension_limits_follow_the_image_count() -> None:
         check_request_images(_labelled([large] + [small] * 20))
 
 
+def test_an_animated_gif_is_refused_a_still_one_is_not() -> None:
+    """OpenAI takes only non-animated GIF: a GIF of several frames is refused, naming it."""
+    still = Image.from_bytes(gif(5, 5))
+    moving = Image.from_bytes(gif(5, 5, frames=3))
+    assert (still.frames, moving.frames) == (1, 3)
+    assert Image.from_bytes(png()).frames == 1
+    check_request_images(_labelled([still]))
+    with pytest.raises(ImageError, match=r"image #1 is an animated GIF \(3 frames\)"):
+        check_request_images(_labelled([still, moving]))
+
+
 def test_image_count_and_total_size_limits() -> None:
     """Over 100 images, or over 50 MB of image bytes in one request, is refused."""
     small = Image.from_bytes(png())
