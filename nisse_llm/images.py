@@ -13,16 +13,18 @@ GIF logical screen, WebP's ``VP8``/``VP8L``/``VP8X`` chunk).
 Provider limits (checked by `check_request_images` before a body is built; figures from
 the providers' documentation, December 2026):
 
-- Anthropic, "Images and vision": "The maximal dimensions per image are 8000x8000 px. If
+- Anthropic, "Images and vision" (platform.claude.com/docs/en/build-with-claude/vision):
+  "The maximal dimensions per image are 8000x8000 px. If
   you submit more than 20 images in one API request, this limit is reduced to 2000x2000
   px"; "100 per request on the API, for models with a 200k-token context window" (600
   for others: the stricter figure is enforced). Per image, the API's own 400 counts the
   base64 text: "image.source.base64: image exceeds 5 MB maximum: 5272940 bytes > 5242880
   bytes"; a side past 8000 px is "At least one of the image dimensions exceed max allowed
   size: 8000 pixels".
-- OpenAI, "Images and vision" (image input requirements): PNG, JPEG, WEBP and
-  non-animated GIF (a GIF with more than one frame is refused); "up to 50 MB total payload size per request" and "up to 500
-  individual image inputs per request".
+- OpenAI, "Images and vision" (developers.openai.com/api/docs/guides/images-vision, image
+  input requirements): PNG, JPEG, WEBP and non-animated GIF (a GIF of more than one frame
+  is refused); "up to 50 MB total payload size per request" and "up to 500 individual
+  image inputs per request".
 
 Both routes enforce the strictest of these: the chat route may reach an Anthropic model
 behind the proxy, and the renderer cannot know which provider serves a model name.
