@@ -33,6 +33,7 @@ from nisse_llm.errors import (
     RenderError,
     StreamInterrupted,
     TruncatedResponse,
+    UnknownRoleError,
     UpstreamUnavailable,
 )
 from nisse_llm.images import Image, ImageError
@@ -144,6 +145,7 @@ __all__ = [
     "ToolResult",
     "ToolSpec",
     "TruncatedResponse",
+    "UnknownRoleError",
     "UpstreamUnavailable",
     "Usage",
     "UserImage",
