@@ -21,6 +21,7 @@ from nisse_llm.canonical import (
     ToolResult,
     ToolSpec,
     Usage,
+    UserImage,
     UserText,
     mint_call_id,
 )
@@ -36,6 +37,7 @@ from nisse_llm.errors import (
     UnknownRoleError,
     UpstreamUnavailable,
 )
+from nisse_llm.images import Image, ImageError
 from nisse_llm.routing import has_native_adapter
 
 if TYPE_CHECKING:
@@ -120,6 +122,8 @@ __all__ = [
     "ConfigError",
     "ContextWindowExceeded",
     "Headroom",
+    "Image",
+    "ImageError",
     "InsecureConfigFileWarning",
     "LLMError",
     "LiteLLMClient",
@@ -151,6 +155,7 @@ __all__ = [
     "UnknownRoleError",
     "UpstreamUnavailable",
     "Usage",
+    "UserImage",
     "UserText",
     "has_native_adapter",
     "load_settings",
