@@ -20,7 +20,9 @@ Render rules, in the order a body is built:
   each tool name the log used is declared as a stub (`STUB_TOOL_DESCRIPTION`, parameters
   ``{"type": "object"}``) and ``tool_choice`` is ``"none"``: the history stays valid for
   servers that check it and the model cannot call them.
-- ``max_tokens`` is sent when given.
+- ``max_tokens`` is sent when given; `RequestOptions` (ceiling, reasoning, sampling, stop
+  sequences, tool choice, parallel calls) map to their fields by `nisse_llm.render._options`,
+  which refuses a combination the provider rejects.
 - With a `PromptCache` policy that applies to the model (an Anthropic model, see
   `nisse_llm.render._cache`), breakpoints go where LiteLLM forwards them to Anthropic:
   ``cache_control`` on the last tool, and on a text part of the system message, of the
@@ -66,8 +68,10 @@ from nisse_llm.canonical import (
     as_tool_specs,
 )
 from nisse_llm.errors import RenderError
+from nisse_llm.options import RequestOptions
 from nisse_llm.render._cache import PromptCache, active
 from nisse_llm.render._memo import FragmentMemo
+from nisse_llm.render._options import chat_fields
 from nisse_llm.render._rope import EMPTY, Rope
 from nisse_llm.render._wording import INTERRUPTED_TEXT, STUB_TOOL_DESCRIPTION
 from nisse_llm.render.openai_chat_reply import parse_chat_completion
@@ -651,9 +655,11 @@ def _render_parts(
     system: str | None,
     max_tokens: int | None,
     cache: PromptCache | None,
+    options: RequestOptions | None,
 ) -> list[bytes]:
     progress = _progress_for(events)
     specs = _tool_specs(tools)
+    fields = _option_fields(options, model, max_tokens, specs, bool(progress.used_tools()), cache)
     policy = active(cache, model)
     control = None if policy is None else policy.control_json
     count, rest, slots = progress.finish(progress.rope.covered)
@@ -685,17 +691,42 @@ def _render_parts(
             declared[-1] = declared[-1][:-1] + b',"cache_control":' + control + b"}"
         tail.append(b',"tools":[')
         tail.append(b",".join(declared))
-        tail.append(b"]" if specs else b'],"tool_choice":"none"')
-    if max_tokens is not None:
-        tail.append(b',"max_tokens":' + str(max_tokens).encode())
+        tail.append(b"]")
+    tail.extend(_encode_fields(fields))
     tail.append(b"}")
     rest[-1] += b"".join(tail)
     return [head, *blocks, b",".join(rest)]
 
 
-def _check_max_tokens(max_tokens: int | None) -> None:
-    if max_tokens is not None and max_tokens < 1:
-        raise RenderError(f"max_tokens must be at least 1, got {max_tokens}")
+def _option_fields(
+    options: RequestOptions | None,
+    model: str,
+    max_tokens: int | None,
+    specs: list[ToolSpec],
+    used_tools: bool,
+    cache: PromptCache | None,
+) -> dict[str, Any]:
+    """The fields after ``tools`` (`nisse_llm.render._options`); with no tools passed but
+    calls in the log, the stubs are declared with ``tool_choice: none``."""
+    return chat_fields(
+        options,
+        model=model,
+        max_tokens=max_tokens,
+        tools=[spec.name for spec in specs],
+        stubbed=not specs and used_tools,
+        prefixes=() if cache is None else cache.prefixes,
+    )
+
+
+def _encode_fields(fields: dict[str, Any]) -> list[bytes]:
+    """``,"name":value`` per field, as the typed request dumps it (``exclude_none``)."""
+    return [
+        b',"'
+        + name.encode()
+        + b'":'
+        + (_encode(value) if isinstance(value, BaseModel) else _json(value))
+        for name, value in fields.items()
+    ]
 
 
 class OpenAIChatRenderer:
@@ -710,11 +741,12 @@ class OpenAIChatRenderer:
         *,
         max_tokens: int | None = None,
         cache: PromptCache | None = None,
+        options: RequestOptions | None = None,
     ) -> OpenAIChatRequest:
         """The typed request body for ``events`` (see the module docstring for the rules)."""
-        _check_max_tokens(max_tokens)
         slots, used_tools = _plan(as_events(events))
         specs = _tool_specs(tools)
+        fields = _option_fields(options, model, max_tokens, specs, bool(used_tools), cache)
         policy = active(cache, model)
         control = None if policy is None else OpenAIChatCacheControl(ttl=policy.marker_ttl)
         marks = set() if control is None else set(_breakpoints(slots))
@@ -732,13 +764,7 @@ class OpenAIChatRenderer:
             declared = [_map_stub_tool(name) for name in used_tools]
         if declared and control is not None:
             declared[-1] = declared[-1].model_copy(update={"cache_control": control})
-        return OpenAIChatRequest(
-            model=model,
-            messages=messages,
-            tools=declared,
-            tool_choice="none" if declared and not specs else None,
-            max_tokens=max_tokens,
-        )
+        return OpenAIChatRequest(model=model, messages=messages, tools=declared, **fields)
 
     def render_bytes(
         self,
@@ -749,10 +775,13 @@ class OpenAIChatRenderer:
         *,
         max_tokens: int | None = None,
         cache: PromptCache | None = None,
+        options: RequestOptions | None = None,
     ) -> bytes:
         """The encoded body, byte-identical to the typed request's dump, from memoised fragments."""
         return b"".join(
-            self.render_parts(events, tools, model, system, max_tokens=max_tokens, cache=cache)
+            self.render_parts(
+                events, tools, model, system, max_tokens=max_tokens, cache=cache, options=options
+            )
         )
 
     def render_parts(
@@ -764,12 +793,12 @@ class OpenAIChatRenderer:
         *,
         max_tokens: int | None = None,
         cache: PromptCache | None = None,
+        options: RequestOptions | None = None,
     ) -> list[bytes]:
         """The body of `render_bytes` in parts that concatenate to it: the head, the cached
         blocks of the log's settled messages, and the rest with the tail (one fresh join)."""
-        _check_max_tokens(max_tokens)
         with _RENDER_LOCK:
-            return _render_parts(events, tools, model, system, max_tokens, cache)
+            return _render_parts(events, tools, model, system, max_tokens, cache, options)
 
     def render(
         self,
@@ -780,9 +809,12 @@ class OpenAIChatRenderer:
         *,
         max_tokens: int | None = None,
         cache: PromptCache | None = None,
+        options: RequestOptions | None = None,
     ) -> dict[str, Any]:
         """The body as a fresh dict (decoded from `render_bytes`, so it is the same body)."""
-        body = self.render_bytes(events, tools, model, system, max_tokens=max_tokens, cache=cache)
+        body = self.render_bytes(
+            events, tools, model, system, max_tokens=max_tokens, cache=cache, options=options
+        )
         return cast(dict[str, Any], pydantic_core.from_json(body))
 
     def parse(

@@ -4,7 +4,9 @@ Request models forbid unknown fields and are dumped with
 ``model_dump_json(exclude_none=True)``: every optional field is ``None`` when unset, so
 it is left out of the body. ``cache_control`` (on text parts and tools) is LiteLLM's
 extension for Anthropic models, which it forwards as Anthropic cache breakpoints; the
-OpenAI API itself does not know it. Response models ignore fields they do not know and accept
+OpenAI API itself does not know it; nor does it know ``thinking``, LiteLLM's extension that it
+forwards as sent to Anthropic models (the renderer sends it instead of ``reasoning_effort``
+for those, see `nisse_llm.render._options`). Response models ignore fields they do not know and accept
 an explicit ``null`` wherever a field is optional (LiteLLM sends ``"tool_calls": null``,
 gateways add ``x_groq``, ``reasoning_details``, ``extra_content`` and more).
 """
@@ -27,6 +29,7 @@ __all__ = [
     "OpenAIChatNamedToolChoice",
     "OpenAIChatNamedToolChoiceFunction",
     "OpenAIChatPromptTokensDetails",
+    "OpenAIChatReasoningEffort",
     "OpenAIChatRequest",
     "OpenAIChatResponse",
     "OpenAIChatResponseFunction",
@@ -35,6 +38,7 @@ __all__ = [
     "OpenAIChatStreamOptions",
     "OpenAIChatSystemMessage",
     "OpenAIChatTextPart",
+    "OpenAIChatThinking",
     "OpenAIChatTool",
     "OpenAIChatToolCall",
     "OpenAIChatToolChoice",
@@ -156,6 +160,17 @@ class OpenAIChatNamedToolChoice(_Request):
 OpenAIChatToolChoice: TypeAlias = Literal["none", "auto", "required"] | OpenAIChatNamedToolChoice
 
 
+class OpenAIChatThinking(_Request):
+    """LiteLLM's ``thinking`` for Anthropic models: ``enabled`` with a budget, or ``disabled``."""
+
+    type: Literal["enabled", "disabled"]
+    budget_tokens: Annotated[int, Field(ge=1024)] | None = None
+
+
+#: The effort levels the renderer sends (the API knows more: ``minimal``, ``xhigh``...).
+OpenAIChatReasoningEffort: TypeAlias = Literal["none", "low", "medium", "high"]
+
+
 class OpenAIChatStreamOptions(_Request):
     """Streaming options: ask for a final chunk with usage."""
 
@@ -170,6 +185,12 @@ class OpenAIChatRequest(_Request):
     tools: list[OpenAIChatTool] | None = None
     tool_choice: OpenAIChatToolChoice | None = None
     max_tokens: int | None = None
+    parallel_tool_calls: bool | None = None
+    stop: list[str] | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    reasoning_effort: OpenAIChatReasoningEffort | None = None
+    thinking: OpenAIChatThinking | None = None
     stream: bool | None = None
     stream_options: OpenAIChatStreamOptions | None = None
 
