@@ -747,9 +747,11 @@ class _RouterBase(Generic[K]):
     def _call(
         self, role: str, options: RequestOptions | None
     ) -> tuple[str, K, RequestOptions | None]:
-        """``role``'s model, client and options: the call's over the role's profile."""
+        """``role``'s model, client and options: the call's over the role's profile (the
+        client's ``max_tokens`` is the last layer, applied where the body is rendered)."""
         model, client = self._resolve(role)
-        return model, client, options
+        profile = self._pin.options_for(role)
+        return model, client, profile if options is None else options.over(profile)
 
     def client_for(self, role: str) -> K:
         """The client ``role``'s calls go through (`LLMError` for an unknown role)."""

@@ -29,7 +29,7 @@ Sources (each rule cites its own):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final, Literal, TypeAlias
+from typing import Final, Literal, NamedTuple, TypeAlias
 
 from nisse_llm.options import ReasoningEffort, RequestOptions
 
@@ -38,12 +38,21 @@ __all__ = [
     "CHAT_MAX_STOP_SEQUENCES",
     "EFFORT_BUDGETS",
     "Family",
+    "Violation",
     "effort_for_budget",
     "is_anthropic_model",
     "model_violations",
     "thinking_budget",
     "tool_violations",
 ]
+
+
+class Violation(NamedTuple):
+    """One broken rule: the option fields involved and why the combination is refused."""
+
+    fields: tuple[str, ...]
+    reason: str
+
 
 #: Which API family serves a model: decides the reasoning field and the sampling rule.
 Family: TypeAlias = Literal["anthropic", "openai"]
@@ -120,18 +129,21 @@ def model_violations(
     family: Family,
     route: Literal["openai_chat", "anthropic_messages"],
     ceiling: int,
-) -> list[str]:
+) -> list[Violation]:
     """Every rule ``options`` break for a model of ``family`` on ``route`` under the output
     ceiling ``ceiling`` (the effective ``max_output_tokens``); empty when none."""
-    problems: list[str] = []
+    problems: list[Violation] = []
     if family == "anthropic":
         # API version 2026-10-21 removed the sampling parameters: any value is a 400.
         sampled = [name for name in ("temperature", "top_p") if getattr(options, name) is not None]
         if sampled:
             problems.append(
-                f"{' and '.join(sampled)} cannot be sent to an Anthropic model: its API "
-                "(version 2026-10-21) removed temperature, top_p and top_k and answers 400 "
-                "to any value"
+                Violation(
+                    tuple(sampled),
+                    f"{' and '.join(sampled)} cannot be sent to an Anthropic model: its API "
+                    "(version 2026-10-21) removed temperature, top_p and top_k and answers 400 "
+                    "to any value",
+                )
             )
         if _thinks(options):
             assert options.reasoning is not None
@@ -139,43 +151,66 @@ def model_violations(
             assert budget is not None
             if budget < ANTHROPIC_MIN_THINKING_BUDGET:
                 problems.append(
-                    f"reasoning budget {budget} is below Anthropic's minimum thinking budget "
-                    f"of {ANTHROPIC_MIN_THINKING_BUDGET} tokens"
+                    Violation(
+                        ("reasoning",),
+                        f"reasoning budget {budget} is below Anthropic's minimum thinking budget "
+                        f"of {ANTHROPIC_MIN_THINKING_BUDGET} tokens",
+                    )
                 )
             elif budget >= ceiling:
                 problems.append(
-                    f"reasoning budget {budget} must be below max_output_tokens ({ceiling}): "
-                    "Anthropic counts thinking inside the output ceiling"
+                    Violation(
+                        ("reasoning", "max_output_tokens"),
+                        f"reasoning budget {budget} must be below max_output_tokens ({ceiling}): "
+                        "Anthropic counts thinking inside the output ceiling",
+                    )
                 )
             if _forces_a_tool(options):
                 problems.append(
-                    f"reasoning with tool_choice {options.tool_choice!r}: Anthropic models "
-                    'that think accept only tool_choice "auto" or "none" (no forced tool)'
+                    Violation(
+                        ("reasoning", "tool_choice"),
+                        f"reasoning with tool_choice {options.tool_choice!r}: Anthropic models "
+                        'that think accept only tool_choice "auto" or "none" (no forced tool)',
+                    )
                 )
         if options.stop is not None and any(not stop.strip() for stop in options.stop):
-            problems.append("stop sequences for an Anthropic model must not be whitespace only")
+            problems.append(
+                Violation(
+                    ("stop",), "stop sequences for an Anthropic model must not be whitespace only"
+                )
+            )
     if (
         route == "openai_chat"
         and options.stop is not None
         and len(options.stop) > CHAT_MAX_STOP_SEQUENCES
     ):
         problems.append(
-            f"{len(options.stop)} stop sequences: the chat route takes at most "
-            f"{CHAT_MAX_STOP_SEQUENCES}"
+            Violation(
+                ("stop",),
+                f"{len(options.stop)} stop sequences: the chat route takes at most "
+                f"{CHAT_MAX_STOP_SEQUENCES}",
+            )
         )
     return problems
 
 
-def tool_violations(options: RequestOptions, tools: Sequence[str]) -> list[str]:
+def tool_violations(options: RequestOptions, tools: Sequence[str]) -> list[Violation]:
     """The rules ``options.tool_choice`` breaks for a request offering ``tools`` (names)."""
     choice = options.tool_choice
     if choice is None or choice in ("auto", "none"):
         return []
     if not tools:
-        return [f"tool_choice {choice!r} needs tools, and the request passes none"]
+        return [
+            Violation(
+                ("tool_choice",), f"tool_choice {choice!r} needs tools, and the request passes none"
+            )
+        ]
     if choice != "required" and choice not in tools:
         return [
-            f"tool_choice {choice!r} names no tool of the request (it passes "
-            f"{', '.join(map(repr, tools))})"
+            Violation(
+                ("tool_choice",),
+                f"tool_choice {choice!r} names no tool of the request (it passes "
+                f"{', '.join(map(repr, tools))})",
+            )
         ]
     return []

@@ -36,6 +36,7 @@ from nisse_llm.canonical import DEFAULT_MAX_OUTPUT_TOKENS
 from nisse_llm.errors import RenderError
 from nisse_llm.option_rules import (
     Family,
+    Violation,
     effort_for_budget,
     is_anthropic_model,
     model_violations,
@@ -69,11 +70,12 @@ CHAT_FIELDS: tuple[str, ...] = tuple(
 )
 
 
-def _refuse(problems: list[str], options: RequestOptions, model: str) -> None:
+def _refuse(problems: list[Violation], options: RequestOptions, model: str) -> None:
     if problems:
         shown = options.model_dump(exclude_none=True, mode="json")
         raise RenderError(
-            f"request options {shown} cannot be sent to {model!r}: " + "; ".join(problems)
+            f"request options {shown} cannot be sent to {model!r}: "
+            + "; ".join(problem.reason for problem in problems)
         )
 
 
