@@ -11,12 +11,13 @@ import argparse
 import json
 import sys
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TextIO
 
 from nisse_llm.cli_complete import register as _register_complete
 from nisse_llm.config import Settings, load_settings
 from nisse_llm.errors import BudgetExhausted, ConfigError, LLMError, UpstreamUnavailable
+from nisse_llm.options import RequestOptions
 from nisse_llm.schema import check_schemas, write_schemas
 
 __all__ = [
@@ -68,9 +69,29 @@ def _config_check(args: argparse.Namespace) -> int:
     source = settings.config_file or "environment only (no file: --config or NISSE_CONFIG)"
     print(f"configuration OK: {source}")
     print(f"proxy: {pin.base_url}")
-    rows = [(role, model, pin.route(role)) for role, model in pin.roles.pinned().items()]
-    _table(sys.stdout, [("role", "model", "route"), *rows])
+    rows: list[tuple[str, ...]] = [
+        (role, model, pin.route(role)) for role, model in pin.roles.pinned().items()
+    ]
+    profiles = [_options_cell(pin.options_for(role)) for role in pin.roles.ROLES]
+    if any(profiles):  # the options column appears once a role has a profile
+        header = ("role", "model", "route", "options")
+        rows = [(*row, cell) for row, cell in zip(rows, profiles, strict=True)]
+        _table(sys.stdout, [header, *rows])
+    else:
+        _table(sys.stdout, [("role", "model", "route"), *rows])
     return EXIT_OK
+
+
+def _options_cell(options: RequestOptions | Mapping[str, object] | None) -> str:
+    """A role's options as ``key=value`` pairs (JSON values), empty when it sets none."""
+    if options is None:
+        return ""
+    fields = (
+        options.model_dump(mode="json", exclude_none=True)
+        if isinstance(options, RequestOptions)
+        else options
+    )
+    return " ".join(f"{key}={json.dumps(value)}" for key, value in fields.items())
 
 
 def _config_show(args: argparse.Namespace) -> int:
@@ -86,7 +107,10 @@ def _config_show(args: argparse.Namespace) -> int:
     print("roles:")
     _table(
         sys.stdout,
-        [(f"  {role}", entry["model"], entry["route"]) for role, entry in record["roles"].items()],
+        [
+            (f"  {role}", entry["model"], entry["route"], _options_cell(entry.get("options")))
+            for role, entry in record["roles"].items()
+        ],
     )
     return EXIT_OK
 

@@ -229,3 +229,42 @@ def test_the_installed_script_checks_the_example(tmp_path: Path) -> None:
         *TABLE,
     ]
     assert "Traceback" not in result.stderr
+
+
+def test_config_check_and_show_print_role_profiles(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A role with a profile adds an options column to check and to show."""
+    planner = {"model": "openai/gpt-5", "reasoning": "high", "max_output_tokens": 32000}
+    path = write_config(tmp_path / "c.toml", complete(roles={"planner": planner}))
+    code, out, _ = _run(["config", "check", "--config", str(path)], capsys)
+    assert code == 0
+    assert out.splitlines()[2:] == [
+        "role        model              route               options",
+        "executor    claude-sonnet-4-5  anthropic_messages",
+        'planner     openai/gpt-5       openai_chat         max_output_tokens=32000 reasoning="high"',
+        "delegate    claude-opus-4-1    anthropic_messages",
+        "consultant  openai/gpt-5-mini  openai_chat",
+    ]
+    code, out, _ = _run(["config", "show", "--config", str(path)], capsys)
+    assert code == 0
+    assert (
+        '  planner     openai/gpt-5       openai_chat         max_output_tokens=32000 reasoning="high"'
+        in out.splitlines()
+    )
+    code, out, _ = _run(["config", "show", "--json", "--config", str(path)], capsys)
+    assert json.loads(out)["roles"]["planner"]["options"] == {
+        "max_output_tokens": 32000,
+        "reasoning": "high",
+    }
+
+
+def test_config_check_refuses_an_invalid_profile(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    planner = {"model": "claude-opus-4-1", "reasoning": "high", "tool_choice": "required"}
+    path = write_config(tmp_path / "c.toml", complete(roles={"planner": planner}))
+    code, out, err = _run(["config", "check", "--config", str(path)], capsys)
+    assert (code, out) == (2, "")
+    assert "roles.planner.reasoning (env NISSE_ROLE_PLANNER_REASONING)" in err
+    assert "no forced tool" in err
