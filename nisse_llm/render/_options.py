@@ -17,7 +17,8 @@ Mapping (the README's "Request options" table says the same):
   gets ``reasoning_effort`` (a budget becomes a level, `effort_for_budget`).
 - ``temperature``, ``top_p``: sent to OpenAI models only (the chat route); refused for
   Anthropic models on either route.
-- ``stop``: ``stop`` on the chat route, ``stop_sequences`` on the messages route.
+- ``stop``: ``stop`` on the chat route, ``stop_sequences`` on the messages route; an empty
+  list sends nothing (a call can clear a profile's sequences with ``stop=()``).
 - ``tool_choice``: chat ``"auto"``/``"none"``/``"required"`` or ``{type: function, function:
   {name}}``; messages ``{type: auto|none|any|tool}``. With no tools passed, ``"auto"`` and
   ``"none"`` send nothing (a log with calls still gets its stub tools and ``none``).
@@ -131,7 +132,7 @@ def messages_fields(
         max_tokens=ceiling,
         tool_choice=AnthropicToolChoiceNone() if stubbed else _anthropic_choice(opts, tools),
         thinking=thinking,
-        stop_sequences=None if opts.stop is None else list(opts.stop),
+        stop_sequences=list(opts.stop) if opts.stop else None,
     )
 
 
@@ -195,7 +196,7 @@ def chat_fields(
         fields["max_tokens"] = ceiling
     if tools and choice != "none" and opts.parallel_tool_calls is not None:
         fields["parallel_tool_calls"] = opts.parallel_tool_calls
-    if opts.stop is not None:
+    if opts.stop:
         fields["stop"] = list(opts.stop)
     fields["temperature"] = opts.temperature
     fields["top_p"] = opts.top_p
