@@ -60,7 +60,7 @@ from nisse_llm.wire.openai_chat import (
     OpenAIChatThinking,
 )
 
-__all__ = ["MessagesFields", "chat_fields", "messages_fields"]
+__all__ = ["MessagesFields", "chat_fields", "chat_replays_thinking", "messages_fields"]
 
 _NO_OPTIONS = RequestOptions()
 #: The chat request's fields this module sets, in wire order (the byte path relies on it).
@@ -150,6 +150,21 @@ def _anthropic_choice(opts: RequestOptions, tools: Sequence[str]) -> AnthropicTo
     if choice is None and parallel is None:
         return None
     return AnthropicToolChoiceAuto(disable_parallel_tool_use=disable)
+
+
+def chat_replays_thinking(
+    options: RequestOptions | None, model: str, prefixes: tuple[str, ...] = ()
+) -> bool:
+    """Whether a chat request enables Anthropic thinking, so the model's own thinking blocks
+    go back with its turns (``thinking_blocks``): with thinking on, Anthropic refuses a tool
+    loop whose last assistant turn does not start with its thinking ("Expected thinking or
+    redacted_thinking, but found tool_use"), and LiteLLM forwards the pair as is."""
+    return (
+        options is not None
+        and options.reasoning is not None
+        and options.reasoning != "off"
+        and is_anthropic_model(model, prefixes)
+    )
 
 
 def chat_fields(

@@ -13,7 +13,10 @@ Render rules, in the order a body is built:
   second result for one call, or a call id used twice is a corrupt log: `RenderError`.
 - A failed tool run's output starts with `TOOL_ERROR_PREFIX` (the route has no error flag).
 - Blank (empty or whitespace) text is left out, and so is an assistant message left with
-  no text and no calls. `Reasoning` is never sent on this route.
+  no text and no calls. `Reasoning` is sent only when the request enables Anthropic
+  thinking (`RequestOptions.reasoning` for an Anthropic model): then the request model's own
+  thinking blocks go back verbatim as the ``thinking_blocks`` of their turn's message, which
+  LiteLLM puts at the head of the Anthropic message (a tool loop with thinking on needs them).
 - A log with nothing left to send is a `RenderError`.
 - Tools passed are declared as function tools (two with one name are a `RenderError`; a
   schema without ``type`` gets ``"type": "object"``). With none passed but calls in the log,
@@ -71,7 +74,7 @@ from nisse_llm.errors import RenderError
 from nisse_llm.options import RequestOptions
 from nisse_llm.render._cache import PromptCache, active
 from nisse_llm.render._memo import FragmentMemo
-from nisse_llm.render._options import chat_fields
+from nisse_llm.render._options import chat_fields, chat_replays_thinking
 from nisse_llm.render._rope import EMPTY, Rope
 from nisse_llm.render._wording import INTERRUPTED_TEXT, STUB_TOOL_DESCRIPTION
 from nisse_llm.render.openai_chat_reply import parse_chat_completion
@@ -119,10 +122,12 @@ _MEMO: FragmentMemo[object, Any] = FragmentMemo()
 
 @dataclass(frozen=True, slots=True)
 class _Turn:
-    """One assistant message to send: its non-blank texts and all its calls."""
+    """One assistant message to send: its non-blank texts, all its calls, and the thinking
+    blocks replayed with it (only when the request enables Anthropic thinking)."""
 
     texts: list[AssistantText]
     calls: list[ToolCall]
+    thinking: tuple[dict[str, Any], ...] = ()
 
 
 # What the body holds, in order: a user message, an assistant turn, a tool message for a
@@ -130,8 +135,9 @@ class _Turn:
 _Slot: TypeAlias = UserText | _Turn | ToolResult | ToolCall
 
 
-def _plan(events: list[CanonicalEvent]) -> tuple[list[_Slot], list[str]]:
-    """The messages to send, in order, and the tool names the log's calls use."""
+def _plan(events: list[CanonicalEvent], replay: str | None = None) -> tuple[list[_Slot], list[str]]:
+    """The messages to send, in order, and the tool names the log's calls use; the
+    reasoning blocks of model ``replay`` go back with their turns."""
     results: dict[str, ToolResult] = {}
     call_ids: set[str] = set()
     used_tools: dict[str, None] = {}
@@ -153,13 +159,15 @@ def _plan(events: list[CanonicalEvent]) -> tuple[list[_Slot], list[str]]:
     slots: list[_Slot] = []
     texts: list[AssistantText] = []
     calls: list[ToolCall] = []
+    thinking: list[dict[str, Any]] = []
 
     def close_turn() -> None:
         if texts or calls:
-            slots.append(_Turn(list(texts), list(calls)))
+            slots.append(_Turn(list(texts), list(calls), tuple(thinking)))
             slots.extend(results.get(call.call_id, call) for call in calls)
             texts.clear()
             calls.clear()
+        thinking.clear()  # a turn with nothing else to say sends no thinking either
 
     for event in events:
         if isinstance(event, AssistantText):
@@ -168,7 +176,8 @@ def _plan(events: list[CanonicalEvent]) -> tuple[list[_Slot], list[str]]:
         elif isinstance(event, ToolCall):
             calls.append(event)
         elif isinstance(event, Reasoning):
-            continue
+            if event.model == replay and _replayable(event.block):
+                thinking.append(dict(event.block))
         elif isinstance(event, UserText):
             close_turn()
             if event.text.strip():
@@ -181,6 +190,16 @@ def _plan(events: list[CanonicalEvent]) -> tuple[list[_Slot], list[str]]:
     if not slots:
         raise RenderError(_NOTHING_TO_SEND)
     return slots, list(used_tools)
+
+
+def _replayable(block: Mapping[str, Any]) -> bool:
+    """A thinking block exactly as Anthropic wrote it (the messages route's rule)."""
+    kind = block.get("type")
+    if kind == "thinking":
+        return block.keys() == {"type", "thinking", "signature"} and all(
+            isinstance(block[key], str) for key in ("thinking", "signature")
+        )
+    return kind == "redacted_thinking" and block.keys() == {"type", "data"}
 
 
 def _result_content(result: ToolResult) -> str:
@@ -216,6 +235,7 @@ def _map_message(slot: _Slot, control: OpenAIChatCacheControl | None = None) -> 
         return OpenAIChatAssistantMessage(
             content=_map_content(text, control) if slot.texts else None,
             tool_calls=[_map_tool_call(call) for call in slot.calls] if slot.calls else None,
+            thinking_blocks=list(slot.thinking) if slot.thinking else None,
         )
     if isinstance(slot, ToolResult | ToolCall):
         return OpenAIChatToolMessage(
@@ -744,7 +764,9 @@ class OpenAIChatRenderer:
         options: RequestOptions | None = None,
     ) -> OpenAIChatRequest:
         """The typed request body for ``events`` (see the module docstring for the rules)."""
-        slots, used_tools = _plan(as_events(events))
+        prefixes = () if cache is None else cache.prefixes
+        replay = model if chat_replays_thinking(options, model, prefixes) else None
+        slots, used_tools = _plan(as_events(events), replay)
         specs = _tool_specs(tools)
         fields = _option_fields(options, model, max_tokens, specs, bool(used_tools), cache)
         policy = active(cache, model)
@@ -797,6 +819,12 @@ class OpenAIChatRenderer:
     ) -> list[bytes]:
         """The body of `render_bytes` in parts that concatenate to it: the head, the cached
         blocks of the log's settled messages, and the rest with the tail (one fresh join)."""
+        if chat_replays_thinking(options, model, () if cache is None else cache.prefixes):
+            # Thinking blocks ride on their turns: the typed path (the fragments hold none).
+            request = self.render_request(
+                events, tools, model, system, max_tokens=max_tokens, cache=cache, options=options
+            )
+            return [_encode(request)]
         with _RENDER_LOCK:
             return _render_parts(events, tools, model, system, max_tokens, cache, options)
 

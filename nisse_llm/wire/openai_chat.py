@@ -6,7 +6,8 @@ it is left out of the body. ``cache_control`` (on text parts and tools) is LiteL
 extension for Anthropic models, which it forwards as Anthropic cache breakpoints; the
 OpenAI API itself does not know it; nor does it know ``thinking``, LiteLLM's extension that it
 forwards as sent to Anthropic models (the renderer sends it instead of ``reasoning_effort``
-for those, see `nisse_llm.render._options`). Response models ignore fields they do not know and accept
+for those, see `nisse_llm.render._options`), nor ``thinking_blocks`` on an assistant message,
+which LiteLLM puts back at the head of the Anthropic message. Response models ignore fields they do not know and accept
 an explicit ``null`` wherever a field is optional (LiteLLM sends ``"tool_calls": null``,
 gateways add ``x_groq``, ``reasoning_details``, ``extra_content`` and more).
 """
@@ -109,6 +110,8 @@ class OpenAIChatAssistantMessage(_Request):
     role: Literal["assistant"] = "assistant"
     content: str | list[OpenAIChatTextPart] | None = None
     tool_calls: list[OpenAIChatToolCall] | None = None
+    #: LiteLLM: Anthropic thinking blocks, replayed verbatim at the head of the message.
+    thinking_blocks: list[dict[str, Any]] | None = None
 
 
 class OpenAIChatToolMessage(_Request):

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from nisse_llm.canonical import ToolSpec, UserText
+from nisse_llm.canonical import Reasoning, ToolSpec, UserText
 from nisse_llm.errors import RenderError
 from nisse_llm.option_rules import EFFORT_BUDGETS
 from nisse_llm.options import RequestOptions
@@ -317,3 +317,32 @@ def test_chat_no_options_leave_the_body_as_before() -> None:
     assert CHAT.render_bytes(*args, options=None, max_tokens=5) == CHAT.render_bytes(
         *args, options=RequestOptions(max_output_tokens=5)
     )
+
+
+def test_chat_with_thinking_on_replays_the_models_own_thinking_blocks() -> None:
+    """Anthropic refuses a tool loop with thinking on whose last assistant turn lacks its
+    thinking: on the chat route the request model's blocks go back as ``thinking_blocks``."""
+    conversation = CORPUS["reasoning_same_model"]
+    args = (conversation.events, conversation.tools, conversation.model, conversation.system)
+    plain = CHAT.render(*args, options=RequestOptions(reasoning="off"))
+    assert all("thinking_blocks" not in message for message in plain["messages"])
+    body = CHAT.render(*args, options=RequestOptions(reasoning="low"))
+    judge_chat_body(body)
+    replayed = [m["thinking_blocks"] for m in body["messages"] if "thinking_blocks" in m]
+    own = [
+        e.block
+        for e in conversation.events
+        if isinstance(e, Reasoning) and e.model == conversation.model
+    ]
+    assert replayed == [own]
+    typed = CHAT.render_request(*args, options=RequestOptions(reasoning="low"))
+    assert CHAT.render_bytes(*args, options=RequestOptions(reasoning="low")) == (
+        typed.model_dump_json(exclude_none=True).encode()
+    )
+    other = CHAT.render(
+        conversation.events,
+        conversation.tools,
+        "claude-opus-4-1",
+        options=RequestOptions(reasoning="low"),
+    )
+    assert all("thinking_blocks" not in message for message in other["messages"])

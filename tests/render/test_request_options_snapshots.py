@@ -1,8 +1,9 @@
 """The corpus rendered with role-style profiles on both routes, snapshot-locked.
 
-Options change a body's envelope, never its messages or tools: each snapshot holds, per
-corpus conversation, the body without those two (asserted equal to the plain render's),
-so a review sees exactly what a profile adds.
+Options change a body's envelope, never its messages or tools (but for the thinking blocks
+the chat route replays with thinking on): each snapshot holds, per corpus conversation, the
+body without those two (asserted equal to the plain render's) and where thinking blocks were
+replayed, so a review sees exactly what a profile adds.
 """
 
 from __future__ import annotations
@@ -52,11 +53,18 @@ def _envelopes(route: str, options: RequestOptions, model: str | None = None) ->
             body = CHAT.render(*args, options=options, max_tokens=16384)
             plain = CHAT.render(*args, max_tokens=16384)
             judge_chat_body(body)
+        replayed = {
+            str(index): [block["type"] for block in message.pop("thinking_blocks")]
+            for index, message in enumerate(body["messages"])
+            if "thinking_blocks" in message
+        }
         assert body["messages"] == plain["messages"]
         assert body.get("tools") == plain.get("tools")
         envelopes[conversation.name] = {
             key: value for key, value in body.items() if key not in ("messages", "tools")
         }
+        if replayed:  # the chat route's thinking replay: message index -> block types
+            envelopes[conversation.name]["thinking_blocks"] = replayed
     return envelopes
 
 
