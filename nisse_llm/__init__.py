@@ -32,6 +32,7 @@ from nisse_llm.errors import (
     RenderError,
     StreamInterrupted,
     TruncatedResponse,
+    UnknownRoleError,
     UpstreamUnavailable,
 )
 from nisse_llm.routing import has_native_adapter
@@ -140,6 +141,7 @@ __all__ = [
     "ToolResult",
     "ToolSpec",
     "TruncatedResponse",
+    "UnknownRoleError",
     "UpstreamUnavailable",
     "Usage",
     "UserText",

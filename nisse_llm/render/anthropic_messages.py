@@ -62,6 +62,7 @@ from nisse_llm.canonical import (
     UserText,
     as_events,
     as_tool_specs,
+    log_items,
 )
 from nisse_llm.errors import RenderError
 from nisse_llm.options import RequestOptions
@@ -556,7 +557,7 @@ def _render_parts(
 def _plan(events: LogLike, tools: Iterable[ToolLike] | None, model: str) -> _Plan:
     if not model:
         raise RenderError("cannot render a request without a model name")
-    items = events if isinstance(events, list | tuple) else list(events)
+    items = log_items(events)
     if not items:
         raise RenderError("cannot render an empty log: the API needs at least one message")
     progress = _progress_for(items, model)

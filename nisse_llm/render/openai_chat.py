@@ -69,6 +69,7 @@ from nisse_llm.canonical import (
     UserText,
     as_events,
     as_tool_specs,
+    log_items,
 )
 from nisse_llm.errors import RenderError
 from nisse_llm.options import RequestOptions
@@ -624,7 +625,7 @@ def _progress_for(log: LogLike) -> _Progress:
 
     Keyed by the log's own items (records or bare events), so only new items are unwrapped.
     """
-    items = log if isinstance(log, list | tuple) else list(log)
+    items = log_items(log)
     for end in range(len(items), 0, -1):
         cached = _PROGRESS.get(id(items[end - 1]))
         # Identity, not equality: {"a": 1} == {"a": 1.0}, yet they encode differently.

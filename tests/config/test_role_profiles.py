@@ -319,3 +319,34 @@ def test_a_role_profile_is_request_options_with_a_model() -> None:
     profile = RoleProfile(model=GPT, reasoning="low")
     assert profile.options == RequestOptions(reasoning="low")
     assert RoleProfile(model=GPT).options is None
+
+
+def test_sources_name_where_each_option_came_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A role table's keys get their file line; an option variable names itself; the role's
+    model keeps the role's own key whichever form wrote it."""
+    path = tmp_path / "n.toml"
+    path.write_text(
+        f"""[llm]
+base_url = "http://127.0.0.1:4000"
+token = "{TOKEN}"
+[roles]
+executor = "claude-sonnet-4-5"
+delegate = "claude-opus-4-1"
+consultant = "openai/gpt-5-mini"
+[roles.planner]
+model = "openai/gpt-5"
+reasoning = "high"
+""",
+        encoding="utf-8",
+    )
+    path.chmod(0o600)
+    monkeypatch.setenv("NISSE_ROLE_PLANNER_STOP", "END")
+    sources = load_settings(path).sources
+    assert sources["roles.executor"] == f"file {path}, line 5"
+    assert sources["roles.planner"] == f"file {path}, line 9"
+    assert sources["roles.planner.reasoning"] == f"file {path}, line 10"
+    assert sources["roles.planner.stop"] == "env NISSE_ROLE_PLANNER_STOP"
+    assert "roles.planner.model" not in sources
+    assert "roles.planner.temperature" not in sources
