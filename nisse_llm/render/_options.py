@@ -14,7 +14,11 @@ Mapping (the README's "Request options" table says the same):
   ``thinking`` (LiteLLM forwards it as sent; it would turn ``reasoning_effort: high`` into a
   4,096-token budget even above ``max_tokens``) and ``"off"`` sends nothing (the proxy
   refuses ``thinking`` for entries it does not know as reasoning models); an OpenAI model
-  gets ``reasoning_effort`` (a budget becomes a level, `effort_for_budget`).
+  gets ``reasoning_effort`` (a budget becomes a level, `effort_for_budget`). Thinking is
+  left out of a request that continues a tool loop whose last assistant turn carries no
+  thinking block of the request model (it was made without thinking, or by another model):
+  Anthropic refuses that pair ("When thinking is enabled, a final assistant message must
+  start with a thinking block"); the rules are still checked, and the next turn thinks.
 - ``temperature``, ``top_p``: sent to OpenAI models only (the chat route); refused for
   Anthropic models on either route.
 - ``stop``: ``stop`` on the chat route, ``stop_sequences`` on the messages route; an empty
@@ -104,11 +108,14 @@ def messages_fields(
     max_tokens: int | None,
     tools: Sequence[str],
     stubbed: bool,
+    unthought_loop: bool = False,
 ) -> MessagesFields:
     """The messages route's fields for ``options`` (`RenderError` for a broken rule).
 
     ``max_tokens`` is the client's default ceiling, ``tools`` the names of the tools the
     caller passed (none when ``stubbed``: the request declares stubs for the log's calls).
+    ``unthought_loop``: the request continues a tool loop whose last assistant turn has no
+    thinking of this model, so thinking is left out of it (module docstring).
     Every model on this route is served by Anthropic's API.
     """
     opts = options or _NO_OPTIONS
@@ -123,11 +130,10 @@ def messages_fields(
     thinking: AnthropicThinkingConfig | None = None
     if opts.reasoning is not None:
         budget = thinking_budget(opts.reasoning, ceiling)
-        thinking = (
-            AnthropicThinkingConfig(type="disabled")
-            if budget is None
-            else AnthropicThinkingConfig(type="enabled", budget_tokens=budget)
-        )
+        if budget is None:
+            thinking = AnthropicThinkingConfig(type="disabled")
+        elif not unthought_loop:
+            thinking = AnthropicThinkingConfig(type="enabled", budget_tokens=budget)
     return MessagesFields(
         max_tokens=ceiling,
         tool_choice=AnthropicToolChoiceNone() if stubbed else _anthropic_choice(opts, tools),
@@ -175,10 +181,12 @@ def chat_fields(
     tools: Sequence[str],
     stubbed: bool,
     prefixes: tuple[str, ...] = (),
+    unthought_loop: bool = False,
 ) -> dict[str, Any]:
     """The chat route's fields for ``options``, in wire order, unset ones left out
     (`RenderError` for a broken rule). ``prefixes`` are the operator's passthrough prefixes
-    (a model routed by one is an Anthropic model)."""
+    (a model routed by one is an Anthropic model); ``unthought_loop`` as for
+    `messages_fields` (Anthropic models only)."""
     opts = options or _NO_OPTIONS
     ceiling = _ceiling(opts, max_tokens)
     family: Family = "anthropic" if is_anthropic_model(model, prefixes) else "openai"
@@ -204,7 +212,8 @@ def chat_fields(
         if ceiling is None:  # the budget is checked against this ceiling: send it
             ceiling = DEFAULT_MAX_OUTPUT_TOKENS
         budget = thinking_budget(opts.reasoning, ceiling)
-        fields["thinking"] = OpenAIChatThinking(type="enabled", budget_tokens=budget)
+        if not unthought_loop:
+            fields["thinking"] = OpenAIChatThinking(type="enabled", budget_tokens=budget)
     elif opts.reasoning is not None:
         fields["reasoning_effort"] = effort_for_budget(opts.reasoning)
     if ceiling is not None:

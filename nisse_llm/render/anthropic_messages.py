@@ -632,6 +632,7 @@ def _envelope(
         max_tokens=max_tokens,
         tools=() if plan.stubbed or not plan.tools else [tool.name for tool in plan.tools],
         stubbed=plan.stubbed,
+        unthought_loop=_unthought_loop(plan.turns),
     )
     prompt: str | list[AnthropicTextBlock] | None = system if system and system.strip() else None
     tools = plan.tools
@@ -675,7 +676,8 @@ def _head_tail(
     # Stub tools are built per call, so they are known by name (all a stub depends on).
     known = tuple(tool.name for tool in tools) if plan.stubbed else tuple(map(id, tools))
     ttl = "off" if policy is None else policy.marker_ttl
-    key = (model, system, max_tokens, options, ttl, plan.stubbed, known)
+    unthought = options is not None and _unthought_loop(plan.turns)
+    key = (model, system, max_tokens, options, ttl, plan.stubbed, known, unthought)
     hit = _ENVELOPES.get(key)
     if hit is not None and (plan.stubbed or all(map(operator.is_, hit[2], tools))):
         return hit[0], hit[1]
@@ -694,6 +696,17 @@ def _head_tail(
     while len(_ENVELOPES) > _ENVELOPE_SLOTS:
         del _ENVELOPES[next(iter(_ENVELOPES))]
     return head, tail
+
+
+def _unthought_loop(turns: _TurnsLike) -> bool:
+    """Whether the request continues a tool loop whose last assistant turn does not start
+    with a thinking block: Anthropic refuses that turn with thinking on ("a final assistant
+    message must start with a thinking block")."""
+    for index in range(len(turns) - 1, -1, -1):
+        turn = turns[index]
+        if turn.role == "assistant":
+            return bool(turn.calls) and not isinstance(turn.sources[0], Reasoning)
+    return False
 
 
 def _map_turn(

@@ -193,6 +193,15 @@ def _plan(events: list[CanonicalEvent], replay: str | None = None) -> tuple[list
     return slots, list(used_tools)
 
 
+def _unthought_loop(slots: list[_Slot]) -> bool:
+    """Whether the last assistant turn made calls without thinking to replay (see
+    `nisse_llm.render._options`: thinking is then left out of the request)."""
+    for slot in reversed(slots):
+        if isinstance(slot, _Turn):
+            return bool(slot.calls) and not slot.thinking
+    return False
+
+
 def _replayable(block: Mapping[str, Any]) -> bool:
     """A thinking block exactly as Anthropic wrote it (the messages route's rule)."""
     kind = block.get("type")
@@ -726,6 +735,7 @@ def _option_fields(
     specs: list[ToolSpec],
     used_tools: bool,
     cache: PromptCache | None,
+    unthought: bool = False,
 ) -> dict[str, Any]:
     """The fields after ``tools`` (`nisse_llm.render._options`); with no tools passed but
     calls in the log, the stubs are declared with ``tool_choice: none``."""
@@ -736,6 +746,7 @@ def _option_fields(
         tools=[spec.name for spec in specs],
         stubbed=not specs and used_tools,
         prefixes=() if cache is None else cache.prefixes,
+        unthought_loop=unthought,
     )
 
 
@@ -769,7 +780,10 @@ class OpenAIChatRenderer:
         replay = model if chat_replays_thinking(options, model, prefixes) else None
         slots, used_tools = _plan(as_events(events), replay)
         specs = _tool_specs(tools)
-        fields = _option_fields(options, model, max_tokens, specs, bool(used_tools), cache)
+        unthought = replay is not None and _unthought_loop(slots)
+        fields = _option_fields(
+            options, model, max_tokens, specs, bool(used_tools), cache, unthought
+        )
         policy = active(cache, model)
         control = None if policy is None else OpenAIChatCacheControl(ttl=policy.marker_ttl)
         marks = set() if control is None else set(_breakpoints(slots))

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from nisse_llm.canonical import Reasoning, ToolSpec, UserText
+from nisse_llm.canonical import AssistantText, Reasoning, ToolSpec, UserText
 from nisse_llm.errors import RenderError
 from nisse_llm.option_rules import EFFORT_BUDGETS
 from nisse_llm.options import RequestOptions
@@ -346,3 +346,21 @@ def test_chat_with_thinking_on_replays_the_models_own_thinking_blocks() -> None:
         options=RequestOptions(reasoning="low"),
     )
     assert all("thinking_blocks" not in message for message in other["messages"])
+
+
+@pytest.mark.parametrize("route", ["messages", "chat"])
+def test_thinking_is_left_out_of_a_loop_whose_last_turn_did_not_think(route: str) -> None:
+    """Anthropic refuses thinking on when the last assistant turn called tools without its
+    thinking block; such a request goes without thinking, the next fresh turn thinks."""
+    conversation = CORPUS["single_tool_call"]
+    loop = conversation.events[:4]  # ends with the tool result the model must continue from
+    options = RequestOptions(reasoning="low")
+    render = ANT.render if route == "messages" else CHAT.render
+    body = render(loop, conversation.tools, CLAUDE, options=options)
+    assert "thinking" not in body
+    later = [*loop, AssistantText(text="Done.", model=CLAUDE), UserText(text="Next.")]
+    assert (
+        render(later, conversation.tools, CLAUDE, options=options)["thinking"]["type"] == "enabled"
+    )
+    with pytest.raises(RenderError, match="minimum thinking budget"):  # still checked
+        render(loop, conversation.tools, CLAUDE, options=RequestOptions(reasoning=10))
