@@ -202,3 +202,32 @@ def test_a_reasoning_tool_loop(
     }
     assert [block["type"] for block in assistant["content"]] == ["thinking", "text", "tool_use"]
     assert anthropic_violations(second) == []
+
+
+@pytest.mark.parametrize("route", ["messages", "chat"])
+def test_thinking_waits_for_a_fresh_turn_when_the_loop_did_not_think(
+    route: ClientRoute, options_proxy: LiteLLMProxy, script: Script
+) -> None:
+    """A tool call made without thinking (another role's model, or reasoning off) continued
+    with reasoning on: that request goes without thinking (Anthropic refuses the pair), and
+    the request after the next user turn thinks again."""
+    script.messages(
+        reply("Reading it.", ToolUse("read_file", {"path": "calc.py"})),
+        reply("add() subtracts."),
+        reply(FIRST, "Then fix it."),
+    )
+    log: list[CanonicalEvent] = [UserText(text="Why does test_add fail?")]
+    with client_for(options_proxy, route) as h:
+        events = h.client.complete(log, TOOLS, "claude-think")  # no reasoning asked
+        call = next(e for e in events if isinstance(e, ToolCall))
+        log += [*events, ToolResult(call_id=call.call_id, output="def add(a, b): return a - b")]
+        thinking_on = RequestOptions(reasoning="low", max_output_tokens=4000)
+        log += h.client.complete(log, TOOLS, "claude-think", options=thinking_on)
+        log.append(UserText(text="How do I fix it?"))
+        h.client.complete(log, TOOLS, "claude-think", options=thinking_on)
+    first, continued, fresh = (request.json for request in script.requests)
+    assert "thinking" not in first
+    assert "thinking" not in continued
+    assert continued["max_tokens"] == 4000
+    assert anthropic_violations(continued) == []
+    assert fresh["thinking"] == {"type": "enabled", "budget_tokens": 2000}
