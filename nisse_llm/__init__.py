@@ -21,6 +21,7 @@ from nisse_llm.canonical import (
     ToolResult,
     ToolSpec,
     Usage,
+    UserImage,
     UserText,
     mint_call_id,
 )
@@ -35,6 +36,7 @@ from nisse_llm.errors import (
     UnknownRoleError,
     UpstreamUnavailable,
 )
+from nisse_llm.images import Image, ImageError
 from nisse_llm.routing import has_native_adapter
 
 if TYPE_CHECKING:
@@ -116,6 +118,8 @@ __all__ = [
     "CanonicalEvent",
     "Completion",
     "ConfigError",
+    "Image",
+    "ImageError",
     "InsecureConfigFileWarning",
     "LLMError",
     "LiteLLMClient",
@@ -147,6 +151,7 @@ __all__ = [
     "UnknownRoleError",
     "UpstreamUnavailable",
     "Usage",
+    "UserImage",
     "UserText",
     "has_native_adapter",
     "load_settings",

@@ -18,6 +18,12 @@ Render rules, in the order a body is built:
   thinking blocks go back verbatim as the ``thinking_blocks`` of their turn's message, which
   LiteLLM puts at the head of the Anthropic message (a tool loop with thinking on needs them).
 - A log with nothing left to send is a `RenderError`.
+- A `UserImage` is a user message with one ``image_url`` part (a ``data:`` URL for bytes).
+  A ``tool`` message cannot carry images, so a turn's tool images follow its tool messages
+  in one user message: for each call in call order whose result has images,
+  `TOOL_IMAGES_LABEL` then its images. A breakpoint on an image message goes on its last
+  image part (LiteLLM forwards ``cache_control`` to the Anthropic image block). Images
+  over a provider limit are an `ImageError` naming the image (`nisse_llm.images`).
 - Tools passed are declared as function tools (two with one name are a `RenderError`; a
   schema without ``type`` gets ``"type": "object"``). With none passed but calls in the log,
   each tool name the log used is declared as a stub (`STUB_TOOL_DESCRIPTION`, parameters
@@ -48,7 +54,7 @@ from __future__ import annotations
 import operator
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any, Protocol, TypeAlias, assert_never, cast
 
@@ -66,14 +72,23 @@ from nisse_llm.canonical import (
     ToolLike,
     ToolResult,
     ToolSpec,
+    UserImage,
     UserText,
     as_events,
     as_tool_specs,
     log_items,
 )
 from nisse_llm.errors import RenderError
+from nisse_llm.images import Image
 from nisse_llm.options import RequestOptions
 from nisse_llm.render._cache import PromptCache, active
+from nisse_llm.render._images import (
+    chat_image,
+    chat_image_json,
+    check_images_once,
+    check_log_images,
+    event_images,
+)
 from nisse_llm.render._memo import FragmentMemo
 from nisse_llm.render._options import chat_fields, chat_replays_thinking
 from nisse_llm.render._rope import EMPTY, Rope
@@ -92,6 +107,7 @@ from nisse_llm.wire.openai_chat import (
     OpenAIChatToolCall,
     OpenAIChatToolMessage,
     OpenAIChatUserMessage,
+    OpenAIChatUserPart,
 )
 
 __all__ = [
@@ -99,6 +115,7 @@ __all__ = [
     "INTERRUPTED_RESULT",
     "STUB_TOOL_DESCRIPTION",
     "TOOL_ERROR_PREFIX",
+    "TOOL_IMAGES_LABEL",
     "OpenAIChatRenderer",
 ]
 
@@ -107,6 +124,9 @@ TOOL_ERROR_PREFIX = "[tool error] "
 #: The content of the synthetic result that answers a call the log never answered.
 INTERRUPTED_RESULT = TOOL_ERROR_PREFIX + INTERRUPTED_TEXT
 #: The description of a stub declared for a tool the log used but the request does not offer.
+#: Labels a tool result's images in the user message that carries them (a ``tool`` message
+#: cannot): formatted with the call's ``tool`` and ``call_id``.
+TOOL_IMAGES_LABEL = "Images from the {tool} call {call_id}:"
 #: Joins the texts of one assistant turn into one message.
 ASSISTANT_TEXT_SEPARATOR = "\n\n"
 
@@ -131,9 +151,31 @@ class _Turn:
     thinking: tuple[dict[str, Any], ...] = ()
 
 
-# What the body holds, in order: a user message, an assistant turn, a tool message for a
-# result, or (a bare ToolCall) the synthetic tool message of an unanswered call.
-_Slot: TypeAlias = UserText | _Turn | ToolResult | ToolCall
+@dataclass(frozen=True, slots=True, weakref_slot=True)
+class _Album:
+    """The user message after a turn's tool messages carrying its results' images.
+
+    ``results`` are the turn's results that hold images (empty: no message is sent).
+    """
+
+    calls: tuple[ToolCall, ...]
+    results: tuple[ToolResult, ...] = ()
+    ids: frozenset[str] = field(default=frozenset(), compare=False)
+
+    def parts(self) -> list[tuple[ToolCall, ToolResult]]:
+        """Each call with its result's images, in call order."""
+        by_id = {result.call_id: result for result in self.results}
+        return [(call, by_id[call.call_id]) for call in self.calls if call.call_id in by_id]
+
+
+def _album(calls: Sequence[ToolCall], results: Iterable[ToolResult] = ()) -> _Album:
+    return _Album(tuple(calls), tuple(results), frozenset(call.call_id for call in calls))
+
+
+# What the body holds, in order: a user message (text or image), an assistant turn, a tool
+# message for a result, (a bare ToolCall) the synthetic tool message of an unanswered call,
+# or the user message with a turn's tool images.
+_Slot: TypeAlias = UserText | UserImage | _Turn | ToolResult | ToolCall | _Album
 
 
 def _plan(events: list[CanonicalEvent], replay: str | None = None) -> tuple[list[_Slot], list[str]]:
@@ -166,6 +208,9 @@ def _plan(events: list[CanonicalEvent], replay: str | None = None) -> tuple[list
         if texts or calls:
             slots.append(_Turn(list(texts), list(calls), tuple(thinking)))
             slots.extend(results.get(call.call_id, call) for call in calls)
+            album = _album(calls, (r for c in calls if (r := results.get(c.call_id)) and r.images))
+            if album.results:
+                slots.append(album)
             texts.clear()
             calls.clear()
         thinking.clear()  # a turn with nothing else to say sends no thinking either
@@ -183,6 +228,9 @@ def _plan(events: list[CanonicalEvent], replay: str | None = None) -> tuple[list
             close_turn()
             if event.text.strip():
                 slots.append(event)
+        elif isinstance(event, UserImage):
+            close_turn()
+            slots.append(event)
         elif isinstance(event, ToolResult):
             close_turn()
         else:
@@ -240,6 +288,17 @@ def _map_content(
 def _map_message(slot: _Slot, control: OpenAIChatCacheControl | None = None) -> OpenAIChatMessage:
     if isinstance(slot, UserText):
         return OpenAIChatUserMessage(content=_map_content(slot.text, control))
+    if isinstance(slot, UserImage | _Album):
+        parts: list[OpenAIChatUserPart] = []
+        if isinstance(slot, UserImage):
+            parts.append(chat_image(slot.image))
+        for call, result in slot.parts() if isinstance(slot, _Album) else ():
+            label = TOOL_IMAGES_LABEL.format(tool=call.tool, call_id=call.call_id)
+            parts.append(OpenAIChatTextPart(text=label))
+            parts.extend(chat_image(image) for image in result.images)
+        if control is not None:  # the breakpoint goes on the message's last image
+            parts[-1] = parts[-1].model_copy(update={"cache_control": control})
+        return OpenAIChatUserMessage(content=parts)
     if isinstance(slot, _Turn):
         text = ASSISTANT_TEXT_SEPARATOR.join(text.text for text in slot.texts)
         return OpenAIChatAssistantMessage(
@@ -268,6 +327,8 @@ def _markable(slot: _Slot) -> bool:
         return bool(slot.texts)
     if type(slot) is ToolResult:
         return bool(_result_content(slot).strip())
+    if type(slot) is _Album:
+        return bool(slot.results)
     return True
 
 
@@ -356,6 +417,10 @@ def _map_fragment(item: object) -> Any:
     """
     if isinstance(item, UserText):
         return b'{"role":"user","content":' + _json(item.text) + b"}"
+    if isinstance(item, UserImage):
+        return b'{"role":"user","content":[' + chat_image_json(item.image) + b"]}"
+    if isinstance(item, _Album):
+        return _encode_album(item)
     if isinstance(item, AssistantText):
         return _json(item.text)
     if isinstance(item, ToolCall):
@@ -380,6 +445,18 @@ def _fragment(item: object) -> Any:
     return _MEMO.get(item, _map_fragment)
 
 
+def _encode_album(album: _Album) -> bytes:
+    """The user message of a turn's tool images; empty (nothing is sent) without any."""
+    parts: list[bytes] = []
+    for call, result in album.parts():
+        label = TOOL_IMAGES_LABEL.format(tool=call.tool, call_id=call.call_id)
+        parts.append(b'{"type":"text","text":' + _json(label) + b"}")
+        parts.extend(chat_image_json(image) for image in result.images)
+    if not parts:
+        return b""
+    return b'{"role":"user","content":[' + b",".join(parts) + b"]}"
+
+
 def _marked_part(text: str, control: bytes) -> bytes:
     return b'[{"type":"text","text":' + _json(text) + b',"cache_control":' + control + b"}]"
 
@@ -390,6 +467,10 @@ def _encode_marked(slot: _Slot, control: bytes) -> bytes:
         return b'{"role":"user","content":' + _marked_part(slot.text, control) + b"}"
     if isinstance(slot, _Turn):
         return _encode_turn(slot.texts, slot.calls, control)
+    if isinstance(slot, UserImage | _Album):
+        # The message ends with its last image part: ``...}}]}``; the mark closes that part.
+        encoded = cast(bytes, _fragment(slot))
+        return encoded[:-3] + b',"cache_control":' + control + b"}]}"
     if isinstance(slot, ToolResult | ToolCall):
         content = _marked_part(_tool_message_content(slot), control)
         return (
@@ -455,10 +536,12 @@ class _Slots:
         m: int,
         holes: dict[str, tuple[int, ToolCall]],
         extra: list[_Slot],
+        albums: dict[int, _Album] | None = None,
     ) -> None:
         self._shared = shared
         self._m = m
-        self._holes = dict(holes.values())
+        self._holes: dict[int, _Slot] = dict(holes.values())
+        self._holes.update(albums or {})
         self._extra = extra
 
     def __len__(self) -> int:
@@ -490,6 +573,12 @@ class _Progress:
     #: Blocks of the messages before the first hole (which no longer change). The one
     #: field a cached progress may have replaced: every rope of it is true for it.
     rope: Rope = EMPTY
+    #: The image message of each closed turn with calls still unanswered, by index: a
+    #: later log may add images to it in the shared list, so this progress keeps its own.
+    albums: dict[int, _Album] = field(default_factory=dict)
+    #: The images in the view, labelled, in log order (checked against the limits once).
+    images: list[tuple[str, Image]] = field(default_factory=list)
+    images_checked: bool = False
 
     def extend(self) -> _Progress:
         """A progress to consume more items, on this one's state cut back to its view."""
@@ -503,6 +592,9 @@ class _Progress:
             list(self.texts),
             list(self.calls),
             self.rope,
+            dict(self.albums),
+            list(self.images),
+            self.images_checked,
         )
 
     def rewind(self) -> None:
@@ -517,6 +609,9 @@ class _Progress:
         for index, call in self.holes.values():
             shared.messages[index] = b""
             shared.slots[index] = call
+        for index, album in self.albums.items():
+            shared.messages[index] = _album_bytes(album)
+            shared.slots[index] = album
         # Both dicts gained entries in position order, so those past n are the newest.
         for positions in (shared.call_ids, shared.tools):
             while positions and next(reversed(positions.values())) >= n:
@@ -538,6 +633,12 @@ class _Progress:
             self.holes[call.call_id] = (len(shared.messages), call)
             shared.messages.append(b"")
             shared.slots.append(call)
+        if self.calls:
+            # Where the turn's tool images go; sent only once a result brings some.
+            album = _album(self.calls)
+            self.albums[len(shared.messages)] = album
+            shared.messages.append(b"")
+            shared.slots.append(album)
         self.texts = []
         self.calls = []
 
@@ -563,6 +664,12 @@ class _Progress:
                 if event.text.strip():
                     shared.messages.append(cast(bytes, _fragment(event)))
                     shared.slots.append(event)
+            elif isinstance(event, UserImage):
+                self.close_turn()
+                shared.messages.append(cast(bytes, _fragment(event)))
+                shared.slots.append(event)
+                self.images += event_images(event, at)
+                self.images_checked = False
             elif isinstance(event, ToolResult):
                 if event.call_id not in call_ids:
                     raise RenderError(
@@ -574,6 +681,10 @@ class _Progress:
                     raise RenderError(f"tool call {event.call_id!r} has two results in the log")
                 shared.messages[hole[0]] = cast(bytes, _fragment(event))
                 shared.slots[hole[0]] = event
+                self._file_images(event)
+                if event.images:
+                    self.images += event_images(event, at)
+                    self.images_checked = False
             else:
                 assert_never(event)
             at += 1
@@ -581,6 +692,22 @@ class _Progress:
         self.n = len(shared.prefix)
         self.m = len(shared.messages)
         shared.tip = self.n
+
+    def _file_images(self, result: ToolResult) -> None:
+        """Add a result's images to its turn's album; let go of the album once the turn
+        is fully answered (it can no longer change)."""
+        shared = self.shared
+        found = [item for item in self.albums.items() if result.call_id in item[1].ids]
+        if not found:  # pragma: no cover - every closed turn with calls has an album
+            return
+        index, album = found[0]
+        if result.images:
+            album = _Album(album.calls, (*album.results, result), album.ids)
+            self.albums[index] = album
+            shared.messages[index] = _album_bytes(album)
+            shared.slots[index] = album
+        if not any(call.call_id in self.holes for call in album.calls):
+            del self.albums[index]
 
     def finish(self, start: int) -> tuple[int, list[bytes], _Slots]:
         """How many messages to send, those from ``start`` on (the open turn closed, every
@@ -597,8 +724,12 @@ class _Progress:
         for index, call in self.holes.values():
             if index >= start:
                 rest[index - start] = _interrupted_fragment(call)
+        for index, album in self.albums.items():
+            if index >= start:
+                rest[index - start] = _album_bytes(album)
         rest.extend(extra[max(0, start - m) :])
-        return m + len(extra), rest, _Slots(self.shared.slots, m, self.holes, extra_slots)
+        slots = _Slots(self.shared.slots, m, self.holes, extra_slots, self.albums)
+        return m + len(extra), rest, slots
 
     def final(self) -> int:
         """Messages before this index no longer change (no hole before them)."""
@@ -610,13 +741,18 @@ class _Progress:
         rope = self.rope
         final = min(self.final(), limit)
         if final > rope.covered:
-            run = self.shared.messages[rope.covered : final]
+            # An image message with no images yet is no message at all.
+            run = [message for message in self.shared.messages[rope.covered : final] if message]
             rope = self.rope = rope.extended(run, final)
         return rope
 
 
 def _interrupted_fragment(call: ToolCall) -> bytes:
     return cast(tuple[bytes, bytes], _fragment(call))[1]
+
+
+def _album_bytes(album: _Album) -> bytes:
+    return cast(bytes, _fragment(album)) if album.results else b""
 
 
 # Progress of recent logs, by the id of the last item consumed (held strongly by the
@@ -662,7 +798,7 @@ def _progress_for(log: LogLike) -> _Progress:
     return progress
 
 
-_BARE_TYPES = frozenset({UserText, AssistantText, ToolCall, ToolResult, Reasoning})
+_BARE_TYPES = frozenset({UserText, UserImage, AssistantText, ToolCall, ToolResult, Reasoning})
 
 
 def _fast_events(log: Sequence[object]) -> list[CanonicalEvent]:
@@ -688,6 +824,7 @@ def _render_parts(
     options: RequestOptions | None,
 ) -> list[bytes]:
     progress = _progress_for(events)
+    check_images_once(progress)
     specs = _tool_specs(tools)
     fields = _option_fields(options, model, max_tokens, specs, bool(progress.used_tools()), cache)
     policy = active(cache, model)
@@ -696,8 +833,12 @@ def _render_parts(
     if not count:
         raise RenderError(_NOTHING_TO_SEND)
     marks = [] if control is None else _breakpoints(slots)
-    # The last message always goes fresh, so the final part is never a bare block.
-    limit = min([count - 1, *marks])
+    # The last message always goes fresh, so the final part is never a bare block (an
+    # image message still without images is no message: the one before it goes fresh).
+    last = count - 1
+    if _empty_album(slots[last]):
+        last -= 1
+    limit = min([last, *marks])
     base = progress.rope.covered
     blocks, start = progress.grow_rope(limit).usable(limit)
     if start != base:  # the rope grew, or this call marks a message it covers
@@ -705,6 +846,7 @@ def _render_parts(
     if control is not None:
         for index in marks:
             rest[index - start] = _encode_marked(slots[index], control)
+    rest = [message for message in rest if message]
     head = b'{"model":' + pydantic_core.to_json(model) + b',"messages":['
     if system is not None and system.strip():
         head += b'{"role":"system","content":'
@@ -761,6 +903,10 @@ def _encode_fields(fields: dict[str, Any]) -> list[bytes]:
     ]
 
 
+def _empty_album(slot: _Slot) -> bool:
+    return type(slot) is _Album and not slot.results
+
+
 class OpenAIChatRenderer:
     """Renders canonical logs as chat-completions requests and parses the replies."""
 
@@ -776,6 +922,7 @@ class OpenAIChatRenderer:
         options: RequestOptions | None = None,
     ) -> OpenAIChatRequest:
         """The typed request body for ``events`` (see the module docstring for the rules)."""
+        check_log_images(events)
         prefixes = () if cache is None else cache.prefixes
         replay = model if chat_replays_thinking(options, model, prefixes) else None
         slots, used_tools = _plan(as_events(events), replay)
