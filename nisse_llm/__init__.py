@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from nisse_llm.logstore import LogStore
     from nisse_llm.models_info import Headroom, ModelInfo
     from nisse_llm.options import RequestOptions
+    from nisse_llm.profiles import RoleProfile
     from nisse_llm.render._cache import PromptCache
     from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
     from nisse_llm.render.openai_chat import OpenAIChatRenderer
@@ -87,6 +88,7 @@ _LAZY = {
     "Headroom": "nisse_llm.models_info",
     "ModelInfo": "nisse_llm.models_info",
     "RequestOptions": "nisse_llm.options",
+    "RoleProfile": "nisse_llm.profiles",
     "OpenAIChatRenderer": "nisse_llm.render.openai_chat",
     "AnthropicMessagesRenderer": "nisse_llm.render.anthropic_messages",
     "LiteLLMClient": "nisse_llm.clients",
@@ -141,6 +143,7 @@ __all__ = [
     "ReplyStream",
     "RequestOptions",
     "RoleMap",
+    "RoleProfile",
     "RoleRouter",
     "Settings",
     "StoredEvent",

@@ -132,13 +132,18 @@ def _render(
     system: str | None,
     options: RequestOptions | None,
 ) -> tuple[bytes, int]:
-    ceiling = core.max_tokens
-    if options is not None and options.max_output_tokens is not None:
-        ceiling = options.max_output_tokens
     parts = core.renderer.render_parts(
-        events, tools, model, system, max_tokens=ceiling, cache=core.prompt_cache
+        events,
+        tools,
+        model,
+        system,
+        max_tokens=core.max_tokens,
+        cache=core.prompt_cache,
+        options=options,
     )
-    return b"".join(parts), ceiling
+    rendered = b"".join(parts)
+    # The ceiling the body sends: the options' over the client's, as the call would send it.
+    return rendered, body_output_ceiling(rendered)
 
 
 def _refusal(call: Call, room: Headroom) -> ContextWindowExceeded:
@@ -325,6 +330,8 @@ class AsyncClientLimits:
 class _Resolves(Protocol):
     def _resolve(self, role: str) -> tuple[str, Any]: ...
 
+    def _call(self, role: str, options: RequestOptions | None) -> tuple[str, Any, Any]: ...
+
 
 class RouterLimits:
     """`model_info` and `headroom` by role, for `RoleRouter`."""
@@ -344,9 +351,10 @@ class RouterLimits:
         options: RequestOptions | None = None,
     ) -> Headroom:
         """How much of ``role``'s model's window this request would leave, counted before
-        sending (by the proxy's token counter; locally where it has none)."""
-        model, client = self._resolve(role)
-        room: Headroom = client.headroom(model, events, tools, system, options)
+        sending (by the proxy's token counter; locally where it has none); ``options`` over
+        the role's profile, as the call would send them."""
+        model, client, merged = self._call(role, options)
+        room: Headroom = client.headroom(model, events, tools, system, merged)
         return room
 
 
@@ -368,6 +376,6 @@ class AsyncRouterLimits:
         options: RequestOptions | None = None,
     ) -> Headroom:
         """How much of ``role``'s model's window this request would leave."""
-        model, client = self._resolve(role)
-        room: Headroom = await client.headroom(model, events, tools, system, options)
+        model, client, merged = self._call(role, options)
+        room: Headroom = await client.headroom(model, events, tools, system, merged)
         return room
