@@ -190,6 +190,26 @@ def _server_error(data: Mapping[str, Any]) -> tuple[str | None, str | None]:
     )
 
 
+def _unterminated(arguments: str) -> bool:
+    """Whether tool arguments are an object cut short: valid JSON up to where they stop.
+
+    LiteLLM 1.108.7 closes a stream whose upstream ended early as if it had finished
+    (on ``/chat/completions``, and on ``/v1/messages`` to an OpenAI upstream): an
+    invented ``finish_reason: "stop"`` / ``stop_reason: "end_turn"``, usage and the final
+    event. Arguments that are a proper prefix of a JSON object under a finish reason
+    other than the tool-call one (or the output ceiling) can only come from such a cut;
+    arguments that are wrong in any other way (two objects run together, stray text)
+    are not a cut and still fail the reply as bad arguments.
+    """
+    if not arguments.lstrip().startswith("{"):
+        return False
+    try:
+        from_json(arguments)
+    except ValueError as exc:
+        return str(exc).startswith("EOF while parsing")
+    return False
+
+
 # --- the shared driver -------------------------------------------------------------------
 
 
@@ -240,6 +260,9 @@ class StreamAccumulator(ABC):
         missing = self._missing_end()
         if missing is not None:
             raise self.interrupted(f"the stream ended {missing}")
+        cut = self._cut_shown()
+        if cut is not None:
+            raise self.interrupted(f"the stream was closed as finished, but {cut}")
         return self._parse(self.response_body(), requested_model=self.requested_model)
 
     def interrupted(
@@ -274,6 +297,10 @@ class StreamAccumulator(ABC):
     @abstractmethod
     def _missing_end(self) -> str | None:
         """Why the stream is not complete (``ended ...``), or ``None`` if it is."""
+
+    @abstractmethod
+    def _cut_shown(self) -> str | None:
+        """What shows a stream closed as finished was cut (see `_unterminated`), or ``None``."""
 
     @abstractmethod
     def _body(self, *, partial: bool) -> dict[str, Any]:
@@ -520,9 +547,30 @@ class OpenAIChatStreamAccumulator(StreamAccumulator):
             return "before [DONE]"
         if not self._choices:
             return "with no choices"
-        unfinished = [i for i, c in sorted(self._choices.items()) if c.finish_reason is None]
-        if unfinished:
-            return f"without a finish_reason for choice {unfinished[0]}"
+        # Only choice 0 is the reply: LiteLLM's re-streamed chunks drop finish_reason for
+        # the choices after the first, so their missing finish is no interruption.
+        first = self._choices.get(0)
+        if first is None or first.finish_reason is None:
+            return "without a finish_reason for choice 0"
+        return None
+
+    def _cut_shown(self) -> str | None:
+        state = self._choices[0]
+        finish = state.finish_reason
+        if finish in ("length", "content_filter"):
+            return None  # the parser's own failure says more (TruncatedResponse, ModelRefusal)
+        if finish not in ("tool_calls", "function_call"):
+            for _, call in sorted(state.tool_calls.items()):
+                if _unterminated(call.arguments):
+                    return (
+                        f"tool call {call.name!r}'s arguments stop mid-JSON "
+                        f"(finish_reason {finish!r})"
+                    )
+        for block in state.thinking:
+            # A finished Anthropic thinking block always carries its signature; LiteLLM
+            # sends it last, in a fragment of its own.
+            if block.get("type") == "thinking" and not block.get("signature"):
+                return "a thinking block came without its signature"
         return None
 
     def _body(self, *, partial: bool) -> dict[str, Any]:
@@ -741,6 +789,16 @@ class AnthropicStreamAccumulator(StreamAccumulator):
             return "before message_start"
         if not self._done:
             return "before message_stop"
+        return None
+
+    def _cut_shown(self) -> str | None:
+        stop = (self._message or {}).get("stop_reason")
+        if stop in ("tool_use", "max_tokens"):
+            return None
+        for _, state in sorted(self._blocks.items()):
+            if state.tool_index is not None and _unterminated("".join(state.json_parts)):
+                name = state.block.get("name")
+                return f"tool call {name!r}'s arguments stop mid-JSON (stop_reason {stop!r})"
         return None
 
     def _body(self, *, partial: bool) -> dict[str, Any]:
