@@ -30,7 +30,7 @@ from nisse_llm._transport import (
 )
 from nisse_llm.canonical import CanonicalEvent, Completion, LogLike, ToolLike, Usage
 from nisse_llm.routing import DEFAULT_PASSTHROUGH_PREFIXES, Route, has_native_adapter, route_for
-from nisse_llm.streaming import StreamAccumulator, StreamDelta
+from nisse_llm.streaming import StreamAccumulator, StreamDelta, completion_deltas
 
 if TYPE_CHECKING:
     from nisse_llm.config import Pin, Settings
@@ -175,9 +175,13 @@ class _ReplyStreamBase:
         return is_stream
 
     def _whole(self, response: httpx.Response) -> None:
-        # A server that ignores "stream": true answers a plain body: the same reply, no deltas.
+        # A server that ignores "stream": true answers a plain body: the same reply, and the
+        # deltas it implies (iterating still shows what `events` holds).
         self._settled = True
         self._completion = self._call.finish_completion(response)
+        self._pending = completion_deltas(self._completion)
+        self._pending.reverse()  # popped from the end, in order
+        self._deltas = len(self._pending)
 
     def _feed(self, chunk: bytes) -> None:
         assert self._acc is not None

@@ -28,7 +28,7 @@ from typing import Any, Protocol, TypeAlias
 from pydantic_core import from_json
 
 from nisse_llm._sse import ServerSentEvent, SSEDecoder
-from nisse_llm.canonical import Completion
+from nisse_llm.canonical import AssistantText, Completion, Reasoning, ToolCall
 from nisse_llm.errors import LLMError, StreamInterrupted
 from nisse_llm.routing import Route
 
@@ -49,6 +49,7 @@ __all__ = [
     "ToolArgumentsDelta",
     "ToolCallStarted",
     "accumulator_for",
+    "completion_deltas",
 ]
 
 
@@ -899,3 +900,28 @@ def accumulator_for(route: Route, *, requested_model: str, parse: ParseFn) -> St
         OpenAIChatStreamAccumulator if route == "openai_chat" else AnthropicStreamAccumulator
     )
     return cls(requested_model=requested_model, parse=parse)
+
+
+def completion_deltas(completion: Completion) -> list[StreamDelta]:
+    """The deltas a reply that arrived whole implies, in the order of its events.
+
+    A server may answer a stream request with the complete JSON body (LiteLLM does for
+    mock entries): iterating the stream still shows what `events` holds. Each text
+    and reasoning block is one delta; each tool call a start and its whole arguments.
+    """
+    out: list[StreamDelta] = []
+    calls = 0
+    for event in completion.events:
+        if isinstance(event, AssistantText):
+            if event.text:
+                out.append(TextDelta(event.text, event.text))
+        elif isinstance(event, ToolCall):
+            out.append(ToolCallStarted(calls, event.tool))
+            out.append(ToolArgumentsDelta(calls, json.dumps(event.arguments)))
+            calls += 1
+        elif isinstance(event, Reasoning):
+            block = event.block
+            text = block.get("thinking", block.get("reasoning_content"))
+            if isinstance(text, str) and text:
+                out.append(ReasoningDelta(text, text))
+    return out

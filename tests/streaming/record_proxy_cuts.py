@@ -2,7 +2,7 @@
 
 Run from the repository root with the proxy installed (``make proxy``)::
 
-    NISSE_LITELLM_BIN=.venv-proxy/bin/litellm python -m tests.streaming.record_proxy_cuts
+    NISSE_LITELLM_BIN=.venv-proxy/bin/litellm python -m tests.streaming.record_proxy_cuts [PREFIX]
 
 For each client route (``/chat/completions``, ``/v1/messages``) and each kind of model
 entry (``openai/``, ``anthropic/``), the scripted upstream streams a reply of long
@@ -16,6 +16,7 @@ content type, in ``tests/fixtures/proxy_cuts/<case>.json``, which the replay tes
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -138,18 +139,56 @@ def record(case: Case, proxy: LiteLLMProxy, server: ScriptedServer) -> dict[str,
     }
 
 
-def main() -> None:
-    """Record every case into tests/fixtures/proxy_cuts."""
+#: What the proxy's mock entry answers (LiteLLM's ``mock_response``), stream request or not.
+MOCK_TEXT = "A mocked reply, whole."
+
+
+def record_mock(route: str, proxy: LiteLLMProxy) -> dict[str, Any]:
+    """A stream request to a ``mock_response`` entry: the proxy answers a whole JSON body."""
+    body = _request_body(Case(route, "mock", "text", "whole"), proxy.base_url, proxy.token)
+    path = "/chat/completions" if route == "chat" else "/v1/messages"
+    headers = {"authorization": f"Bearer {proxy.token}", "content-type": "application/json"}
+    with httpx.Client(timeout=60, trust_env=False) as http:
+        response = http.post(proxy.base_url + path, content=body, headers=headers)
+    return {
+        "source": (
+            f"Recorded with the real LiteLLM proxy ({LITELLM_PIN}), a model entry with "
+            "mock_response, by tests/streaming/record_proxy_cuts.py"
+        ),
+        "case": f"{route}-mock-whole",
+        "client_route": route,
+        "mock_response": MOCK_TEXT,
+        "request": json.loads(body),
+        "status": response.status_code,
+        "content_type": response.headers.get("content-type"),
+        "transport_error": None,
+        "body": response.text,
+    }
+
+
+def _save(name: str, fixture: dict[str, Any]) -> None:
+    path = FIXTURES / f"{name}.json"
+    path.write_text(json.dumps(fixture, indent=1) + "\n", encoding="utf-8")
+    print(f"{name}: {fixture['status']} {fixture['content_type']} {len(fixture['body'])} chars")
+
+
+def main(only: str = "") -> None:
+    """Record every case (whose name starts with ``only``) into tests/fixtures/proxy_cuts."""
     FIXTURES.mkdir(parents=True, exist_ok=True)
     with ScriptedServer() as server:
-        models = [ProxyModel("gpt-rec", "openai"), ProxyModel("claude-rec", "anthropic")]
+        models = [
+            ProxyModel("gpt-rec", "openai"),
+            ProxyModel("claude-rec", "anthropic"),
+            ProxyModel("mock-rec", "openai", extra_params={"mock_response": MOCK_TEXT}),
+        ]
         with LiteLLMProxy(server.base_url, models=models, request_timeout_s=30) as proxy:
             for case in CASES:
-                fixture = record(case, proxy, server)
-                path = FIXTURES / f"{case.name}.json"
-                path.write_text(json.dumps(fixture, indent=1) + "\n", encoding="utf-8")
-                print(f"{case.name}: {fixture['status']} {len(fixture['body'])} chars")
+                if case.name.startswith(only):
+                    _save(case.name, record(case, proxy, server))
+            for route in ("chat", "messages"):
+                if f"{route}-mock".startswith(only) or only == "mock":
+                    _save(f"{route}-mock-whole", record_mock(route, proxy))
 
 
 if __name__ == "__main__":
-    main()
+    main(*sys.argv[1:2])
