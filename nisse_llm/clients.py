@@ -9,7 +9,6 @@ yields typed deltas, then holds the very events ``complete()`` would have return
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from types import TracebackType
@@ -126,6 +125,13 @@ def _stream_timeout(read_s: float, connect_s: float | None, idle_s: float) -> ht
     # A read timeout bounds each socket read, so on a stream it is exactly the idle limit
     # (also while waiting for the headers); the route's timeout still bounds writes.
     return httpx.Timeout(read_s, connect=read_s if connect_s is None else connect_s, read=idle_s)
+
+
+async def _asyncio_sleep(seconds: float) -> None:
+    """`asyncio.sleep`, imported when first awaited: a sync-only program never loads asyncio."""
+    import asyncio
+
+    await asyncio.sleep(seconds)
 
 
 _EVENT_STREAM = "text/event-stream"
@@ -572,7 +578,7 @@ class _AsyncClient(_ClientBase):
         timeout_s: float | None = None,
         connect_timeout_s: float | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
-        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+        sleep: Callable[[float], Awaitable[object]] = _asyncio_sleep,
         max_tokens: int | None = None,
         rate_limit_retries: int = 1,
         rate_limit_wait_s: float = 20.0,
