@@ -7,7 +7,6 @@ Responses tolerate unknown fields, nulls and block types the SDK never asks for;
 parser decides what those mean.
 """
 
-
 from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, NonNegativeInt, Tag

@@ -5,7 +5,6 @@ Messages route: ``{"type": "error", "error": {"type", "message"}, "request_id"}`
 LiteLLM may send ``type``/``param`` as the string ``"None"`` and ``code`` as a string.
 """
 
-
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError

@@ -9,7 +9,6 @@ an explicit ``null`` wherever a field is optional (LiteLLM sends ``"tool_calls":
 gateways add ``x_groq``, ``reasoning_details``, ``extra_content`` and more).
 """
 
-
 from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
