@@ -35,17 +35,12 @@ Dump convention: the body is ``render_request(...).model_dump_json(exclude_none=
 the log (``_PROGRESS``: the 16 latest logs, held strongly): an event already sent is
 never encoded again, and a re-sent log costs its new events plus one join.
 
-Parse rules: ``choices[0]`` is the answer (others are ignored); ``finish_reason``
-``"length"`` raises `TruncatedResponse`; a non-empty ``refusal`` or ``finish_reason``
-``"content_filter"`` raises `ModelRefusal`; provider call ids are replaced by minted ids;
-LiteLLM's ``thinking_blocks`` (else ``reasoning_content``) become `Reasoning` events.
-Anything else malformed is an `LLMError`.
+The reply side (parsing) lives in `nisse_llm.render.openai_chat_reply`.
 """
 
 from __future__ import annotations
 
 import operator
-import reprlib
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -53,7 +48,7 @@ from itertools import islice
 from typing import Any, Protocol, TypeAlias, assert_never, cast
 
 import pydantic_core
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from nisse_llm.canonical import (
     AssistantText,
@@ -66,18 +61,17 @@ from nisse_llm.canonical import (
     ToolLike,
     ToolResult,
     ToolSpec,
-    Usage,
     UserText,
     as_events,
     as_tool_specs,
-    mint_call_id,
+    log_items,
 )
-from nisse_llm.errors import LLMError, ModelRefusal, RenderError, TruncatedResponse
+from nisse_llm.errors import RenderError
 from nisse_llm.render._cache import PromptCache, active
 from nisse_llm.render._memo import FragmentMemo
 from nisse_llm.render._rope import EMPTY, Rope
 from nisse_llm.render._wording import INTERRUPTED_TEXT, STUB_TOOL_DESCRIPTION
-from nisse_llm.wire.errors import OpenAIErrorBody
+from nisse_llm.render.openai_chat_reply import parse_chat_completion
 from nisse_llm.wire.openai_chat import (
     OpenAIChatAssistantMessage,
     OpenAIChatCacheControl,
@@ -85,15 +79,11 @@ from nisse_llm.wire.openai_chat import (
     OpenAIChatFunctionCall,
     OpenAIChatMessage,
     OpenAIChatRequest,
-    OpenAIChatResponse,
-    OpenAIChatResponseMessage,
-    OpenAIChatResponseToolCall,
     OpenAIChatSystemMessage,
     OpenAIChatTextPart,
     OpenAIChatTool,
     OpenAIChatToolCall,
     OpenAIChatToolMessage,
-    OpenAIChatUsage,
     OpenAIChatUserMessage,
 )
 
@@ -611,7 +601,7 @@ def _progress_for(log: LogLike) -> _Progress:
 
     Keyed by the log's own items (records or bare events), so only new items are unwrapped.
     """
-    items = log if isinstance(log, list | tuple) else list(log)
+    items = log_items(log)
     for end in range(len(items), 0, -1):
         cached = _PROGRESS.get(id(items[end - 1]))
         # Identity, not equality: {"a": 1} == {"a": 1.0}, yet they encode differently.
@@ -803,149 +793,5 @@ class OpenAIChatRenderer:
         requested_model: str,
         max_tokens: int | None = None,
     ) -> Completion:
-        """A reply body as canonical events, usage and stop reason; errors per the module rules."""
-        response = _map_response(body)
-        if not response.choices:
-            raise LLMError("malformed chat completion: it has no choices")
-        choice = response.choices[0]
-        message = choice.message
-        produced_by = response.model or requested_model
-        if choice.finish_reason == "length":
-            ceiling = f" (max_tokens={max_tokens})" if max_tokens is not None else ""
-            raise TruncatedResponse(
-                f"{produced_by} hit its output ceiling{ceiling} mid-answer; "
-                "raise max_tokens or retry the turn"
-            )
-        if message.refusal or choice.finish_reason == "content_filter":
-            reason = message.refusal or "the provider's content filter stopped the answer"
-            raise ModelRefusal(f"{produced_by} refused: {reason}", server_message=reason)
-        events: list[CanonicalEvent] = []
-        events.extend(_map_reasoning(message, requested_model, response.model))
-        text = _map_text(message)
-        if text:
-            events.append(AssistantText(text=text, model=produced_by))
-        events.extend(_map_call(call) for call in message.tool_calls or ())
-        return Completion(
-            events=events,
-            usage=_map_usage(response.usage),
-            stop_reason=choice.finish_reason,
-            response_model=response.model,
-        )
-
-
-def _map_response(body: bytes | str | Mapping[str, Any]) -> OpenAIChatResponse:
-    try:
-        if isinstance(body, bytes | str):
-            return OpenAIChatResponse.model_validate_json(body)
-        if isinstance(body, Mapping):
-            return OpenAIChatResponse.model_validate(dict(body))
-    except ValueError as exc:  # ValidationError, or a str that cannot be encoded
-        raise _map_bad_body(body, exc) from None
-    raise LLMError(f"a chat completion must be bytes, str or a mapping, not {type(body).__name__}")
-
-
-_BOUNDED_REPR = reprlib.Repr()
-_BOUNDED_REPR.maxlevel = 4
-_BOUNDED_REPR.maxstring = _BOUNDED_REPR.maxother = 200
-
-
-def _map_bad_body(body: bytes | str | Mapping[str, Any], exc: ValueError) -> LLMError:
-    try:
-        error = (
-            OpenAIErrorBody.model_validate(dict(body))
-            if isinstance(body, Mapping)
-            else OpenAIErrorBody.model_validate_json(body)
-        )
-    except ValueError:
-        error = None
-    if error is not None:
-        detail = error.error
-        kind = None if detail.type in (None, "None") else _said(detail.type)
-        said = None if detail.message is None else _said(detail.message)[:500]
-        return LLMError(
-            f"the reply was an error, not a chat completion: {kind}: {said}",
-            error_type=kind,
-            server_message=said,
-        )
-    if isinstance(exc, ValidationError) and exc.errors():
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "body"
-        return LLMError(f"malformed chat completion: {where}: {first['msg']}")
-    return LLMError(f"malformed chat completion: {exc}")
-
-
-def _said(value: object) -> str:
-    # A decoded body may hold any JSON value here; str() of one nested thousands deep
-    # recurses past the interpreter's limit, so non-strings get a bounded repr.
-    return value if isinstance(value, str) else _BOUNDED_REPR.repr(value)
-
-
-def _map_text(message: OpenAIChatResponseMessage) -> str:
-    content = message.content
-    if content is None or isinstance(content, str):
-        return content or ""
-    return "".join(part.text for part in content if part.text)
-
-
-def _map_reasoning(
-    message: OpenAIChatResponseMessage, requested_model: str, response_model: str | None
-) -> list[Reasoning]:
-    if message.thinking_blocks:
-        return [
-            Reasoning(model=requested_model, response_model=response_model, block=block)
-            for block in message.thinking_blocks
-        ]
-    if message.reasoning_content:
-        block = {"type": "reasoning_content", "reasoning_content": message.reasoning_content}
-        return [Reasoning(model=requested_model, response_model=response_model, block=block)]
-    return []
-
-
-def _map_call(call: OpenAIChatResponseToolCall) -> ToolCall:
-    name = call.function.name
-    raw = call.function.arguments
-    if isinstance(raw, dict):
-        arguments: object = raw
-    elif not raw:
-        arguments = {}
-    else:
-        try:
-            arguments = pydantic_core.from_json(raw, allow_inf_nan=False)
-        except (ValueError, TypeError) as exc:  # TypeError: a str with a lone surrogate
-            raise LLMError(f"tool call {name!r} had non-JSON arguments: {raw[:200]!r}") from exc
-    if not isinstance(arguments, dict):
-        raise LLMError(
-            f"tool call {name!r} arguments were {type(arguments).__name__}, expected an object"
-        )
-    try:
-        return ToolCall(call_id=mint_call_id(), tool=name, arguments=arguments)
-    except ValidationError:
-        raise LLMError(
-            f"tool call {name[:80]!r} names no valid tool (names match ^[a-zA-Z0-9_-]{{1,64}}$)"
-        ) from None
-
-
-def _map_usage(usage: OpenAIChatUsage | None) -> Usage:
-    if usage is None:
-        return Usage()
-    prompt = usage.prompt_tokens_details
-    cache_read = (
-        (prompt.cached_tokens if prompt else None)
-        or usage.cache_read_input_tokens
-        or usage.prompt_cache_hit_tokens
-        or 0
-    )
-    cache_write = (
-        usage.cache_creation_input_tokens
-        or (prompt.cache_creation_tokens or prompt.cache_write_tokens if prompt else None)
-        or 0
-    )
-    try:
-        return Usage(
-            input=usage.prompt_tokens or 0,
-            output=usage.completion_tokens or 0,
-            cache_read=cache_read,
-            cache_write=cache_write,
-        )
-    except ValidationError:
-        raise LLMError(f"malformed chat completion: negative token counts in {usage}") from None
+        """A reply body as canonical events, usage and stop reason (`openai_chat_reply`)."""
+        return parse_chat_completion(body, requested_model=requested_model, max_tokens=max_tokens)
