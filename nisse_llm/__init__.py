@@ -21,6 +21,7 @@ from nisse_llm.canonical import (
     ToolResult,
     ToolSpec,
     Usage,
+    UserImage,
     UserText,
     mint_call_id,
 )
@@ -35,6 +36,7 @@ from nisse_llm.errors import (
     UnknownRoleError,
     UpstreamUnavailable,
 )
+from nisse_llm.images import Image, ImageError
 from nisse_llm.routing import has_native_adapter
 
 if TYPE_CHECKING:
@@ -58,6 +60,7 @@ if TYPE_CHECKING:
     )
     from nisse_llm.logstore import LogStore
     from nisse_llm.options import RequestOptions
+    from nisse_llm.profiles import RoleProfile
     from nisse_llm.render._cache import PromptCache
     from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
     from nisse_llm.render.openai_chat import OpenAIChatRenderer
@@ -81,6 +84,7 @@ _LAZY = {
     "InsecureConfigFileWarning": "nisse_llm.config",
     "LogStore": "nisse_llm.logstore",
     "RequestOptions": "nisse_llm.options",
+    "RoleProfile": "nisse_llm.profiles",
     "OpenAIChatRenderer": "nisse_llm.render.openai_chat",
     "AnthropicMessagesRenderer": "nisse_llm.render.anthropic_messages",
     "LiteLLMClient": "nisse_llm.clients",
@@ -114,6 +118,8 @@ __all__ = [
     "CanonicalEvent",
     "Completion",
     "ConfigError",
+    "Image",
+    "ImageError",
     "InsecureConfigFileWarning",
     "LLMError",
     "LiteLLMClient",
@@ -130,6 +136,7 @@ __all__ = [
     "ReplyStream",
     "RequestOptions",
     "RoleMap",
+    "RoleProfile",
     "RoleRouter",
     "Settings",
     "StoredEvent",
@@ -144,6 +151,7 @@ __all__ = [
     "UnknownRoleError",
     "UpstreamUnavailable",
     "Usage",
+    "UserImage",
     "UserText",
     "has_native_adapter",
     "load_settings",

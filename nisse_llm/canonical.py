@@ -15,6 +15,8 @@ from typing import Annotated, Any, Literal, TypeAlias, cast
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, TypeAdapter
 
+from nisse_llm.images import Image
+
 __all__ = [
     "CALL_ID_PATTERN",
     "DEFAULT_MAX_OUTPUT_TOKENS",
@@ -31,6 +33,7 @@ __all__ = [
     "ToolResult",
     "ToolSpec",
     "Usage",
+    "UserImage",
     "UserText",
     "as_events",
     "as_tool_specs",
@@ -68,6 +71,13 @@ class UserText(_Event):
     text: str
 
 
+class UserImage(_Event):
+    """An image from the user (a screenshot, a diagram), sent where it sits among the texts."""
+
+    kind: Literal["user_image"] = "user_image"
+    image: Image
+
+
 class AssistantText(_Event):
     """Text the model wrote; ``model`` is who produced it."""
 
@@ -92,6 +102,9 @@ class ToolResult(_Event):
     call_id: CallId
     output: str
     is_error: bool = False
+    #: Images the tool produced beside its text (left out of the stored record when none,
+    #: so logs without images keep their bytes).
+    images: tuple[Image, ...] = Field(default=(), exclude_if=lambda images: not images)
 
 
 class Reasoning(_Event):
@@ -116,7 +129,7 @@ class Reasoning(_Event):
 
 
 CanonicalEvent: TypeAlias = Annotated[
-    UserText | AssistantText | ToolCall | ToolResult | Reasoning,
+    UserText | UserImage | AssistantText | ToolCall | ToolResult | Reasoning,
     Field(discriminator="kind"),
 ]
 
@@ -137,7 +150,7 @@ class StoredEvent(BaseModel):
 
 
 LogLike: TypeAlias = Sequence[
-    StoredEvent | UserText | AssistantText | ToolCall | ToolResult | Reasoning
+    StoredEvent | UserText | UserImage | AssistantText | ToolCall | ToolResult | Reasoning
 ]
 
 

@@ -3,6 +3,8 @@
 Render rules (each answers something the API rejects):
 
 - ``system`` goes top level (left out when blank); ``max_tokens`` is always sent.
+- `RequestOptions` (ceiling, thinking, stop sequences, tool choice) map to their fields by
+  `nisse_llm.render._options`, which refuses a combination the API rejects.
 - Roles alternate and the first message is ``user``: adjacent same-role content is
   merged into one message. A log that opens with assistant content gets
   `LEADING_PLACEHOLDER` as its first user message; one that ends with assistant content
@@ -24,6 +26,10 @@ Render rules (each answers something the API rejects):
   the API requires tools whenever ``tool_use`` blocks are present. Two tools with one
   name are a `RenderError`; a schema without ``type`` gets ``"type": "object"``.
 - An empty log, or one with nothing left to send, is a `RenderError`.
+- A `UserImage` is an ``image`` block (``base64`` or ``url`` source) in the user message,
+  in log order among the user's texts; a result's images follow its text inside the
+  ``tool_result`` content (a list then). Image blocks may carry a cache breakpoint. Images
+  over a provider limit are an `ImageError` naming the image (`nisse_llm.images`).
 
 `render_bytes` is byte-identical to ``render_request(...).model_dump_json(exclude_none=True)``
 (UTF-8): each event's block is encoded once (memoised per event), a log that extends one
@@ -57,14 +63,24 @@ from nisse_llm.canonical import (
     ToolLike,
     ToolResult,
     ToolSpec,
+    UserImage,
     UserText,
     as_events,
     as_tool_specs,
     log_items,
 )
 from nisse_llm.errors import RenderError
+from nisse_llm.images import Image
+from nisse_llm.options import RequestOptions
 from nisse_llm.render._cache import PromptCache, active
+from nisse_llm.render._images import (
+    anthropic_image,
+    anthropic_image_json,
+    check_images_once,
+    event_images,
+)
 from nisse_llm.render._memo import FragmentMemo
+from nisse_llm.render._options import messages_fields
 from nisse_llm.render._rope import EMPTY, Rope
 from nisse_llm.render._wording import INTERRUPTED_TEXT, STUB_TOOL_DESCRIPTION
 from nisse_llm.render.anthropic_messages_reply import parse_message
@@ -77,8 +93,8 @@ from nisse_llm.wire.anthropic_messages import (
     AnthropicTextBlock,
     AnthropicThinkingBlock,
     AnthropicTool,
-    AnthropicToolChoiceNone,
     AnthropicToolResultBlock,
+    AnthropicToolResultContent,
     AnthropicToolUseBlock,
 )
 
@@ -96,7 +112,7 @@ TRAILING_PLACEHOLDER = "(Continue.)"
 INTERRUPTED_RESULT = INTERRUPTED_TEXT
 EMPTY_ERROR_OUTPUT = "(The tool failed without output.)"
 
-_EVENT_TYPES = frozenset({UserText, AssistantText, ToolCall, ToolResult, Reasoning})
+_EVENT_TYPES = frozenset({UserText, UserImage, AssistantText, ToolCall, ToolResult, Reasoning})
 
 #: Each event's encoded block, computed once per event object (events are frozen).
 _FRAGMENTS: FragmentMemo[CanonicalEvent, bytes] = FragmentMemo()
@@ -118,7 +134,7 @@ _MARKED_TOOLS: dict[str | None, FragmentMemo[AnthropicTool, AnthropicTool]] = {
 # A ToolCall inside a user turn is a hole: the place its result goes once it arrives
 # (an interrupted result if it never does).
 _Source: TypeAlias = (
-    UserText | AssistantText | ToolCall | ToolResult | Reasoning | AnthropicTextBlock
+    UserText | UserImage | AssistantText | ToolCall | ToolResult | Reasoning | AnthropicTextBlock
 )
 _Role: TypeAlias = Literal["user", "assistant"]
 _MESSAGE_OPEN: dict[_Role, bytes] = {
@@ -230,6 +246,9 @@ class _Progress:
     #: Blocks of the turns that no longer change (before the last turn and the first
     #: hole). The one field a cached progress may have replaced: each rope is true for it.
     rope: Rope = EMPTY
+    #: The images in the view, labelled, in log order (checked against the limits once).
+    images: list[tuple[str, Image]] = field(default_factory=list)
+    images_checked: bool = False
 
     def extend(self) -> _Progress:
         """A progress to consume more items, on this one's state cut back to its view."""
@@ -243,6 +262,8 @@ class _Progress:
             dict(self.holes),
             list(self.reasoning),
             rope=self.rope,
+            images=list(self.images),
+            images_checked=self.images_checked,
         )
 
     def rewind(self) -> None:
@@ -286,13 +307,20 @@ class _Progress:
         turns = shared.turns
         at = self.n
         for event in _bare_events(items):
-            if event.kind == "user_text" or event.kind == "tool_result":
+            if (
+                event.kind == "user_text"
+                or event.kind == "tool_result"
+                or event.kind == "user_image"
+            ):
                 self.reasoning = []  # reasoning that led no assistant content is left out
                 if turns and turns[-1].calls:  # only assistant turns make calls
                     self._answer()
+                if event.kind != "user_text" and (found := event_images(event, at)):
+                    self.images += found
+                    self.images_checked = False
                 if event.kind == "tool_result":
                     self._fill(event)
-                elif event.text.strip():
+                elif event.kind == "user_image" or event.text.strip():
                     if not turns or turns[-1].role != "user":
                         self._open(_Turn("user"))
                     self._own(len(turns) - 1).sources.append(event)
@@ -436,10 +464,11 @@ class AnthropicMessagesRenderer:
         *,
         max_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
         cache: PromptCache | None = None,
+        options: RequestOptions | None = None,
     ) -> dict[str, Any]:
         """The request body as a JSON-ready dict (the seeds' call shape)."""
         request = self.render_request(
-            events, tools, model, system, max_tokens=max_tokens, cache=cache
+            events, tools, model, system, max_tokens=max_tokens, cache=cache, options=options
         )
         try:
             return request.model_dump(mode="json", exclude_none=True)
@@ -455,6 +484,7 @@ class AnthropicMessagesRenderer:
         *,
         max_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
         cache: PromptCache | None = None,
+        options: RequestOptions | None = None,
     ) -> AnthropicMessagesRequest:
         """The request body as its typed model."""
         with _RENDER_LOCK:
@@ -469,7 +499,7 @@ class AnthropicMessagesRenderer:
                 _map_turn(turn, marks.get(index), _CONTROLS[policy.marker_ttl])
                 for index, turn in enumerate(turns)
             ]
-        return _envelope(model, system, max_tokens, plan, messages, policy)
+        return _envelope(model, system, max_tokens, plan, messages, policy, options)
 
     def render_bytes(
         self,
@@ -480,10 +510,13 @@ class AnthropicMessagesRenderer:
         *,
         max_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
         cache: PromptCache | None = None,
+        options: RequestOptions | None = None,
     ) -> bytes:
         """The encoded body, equal to ``render_request(...).model_dump_json(exclude_none=True)``."""
         return b"".join(
-            self.render_parts(events, tools, model, system, max_tokens=max_tokens, cache=cache)
+            self.render_parts(
+                events, tools, model, system, max_tokens=max_tokens, cache=cache, options=options
+            )
         )
 
     def render_parts(
@@ -495,11 +528,12 @@ class AnthropicMessagesRenderer:
         *,
         max_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
         cache: PromptCache | None = None,
+        options: RequestOptions | None = None,
     ) -> list[bytes]:
         """The body of `render_bytes` in parts that concatenate to it: the head, the cached
         blocks of the log's settled turns, and the rest with the tail (one fresh join)."""
         with _RENDER_LOCK:
-            return _render_parts(events, tools, model, system, max_tokens, cache)
+            return _render_parts(events, tools, model, system, max_tokens, cache, options)
 
     def parse(
         self,
@@ -519,10 +553,11 @@ def _render_parts(
     system: str | None,
     max_tokens: int | None,
     cache: PromptCache | None,
+    options: RequestOptions | None,
 ) -> list[bytes]:
     plan = _plan(events, tools, model)
     policy = active(cache, model)
-    head, tail = _head_tail(model, system, max_tokens, plan, policy)
+    head, tail = _head_tail(model, system, max_tokens, plan, policy, options)
     turns = plan.turns
     control = None if policy is None else policy.control_json
     marks = {} if control is None else _breakpoints(turns)
@@ -551,6 +586,7 @@ def _plan(events: LogLike, tools: Iterable[ToolLike] | None, model: str) -> _Pla
     if not items:
         raise RenderError("cannot render an empty log: the API needs at least one message")
     progress = _progress_for(items, model)
+    check_images_once(progress)
     turns = progress.finish()
     specs = as_tool_specs(tools)
     if specs:
@@ -614,10 +650,16 @@ def _envelope(
     plan: _Plan,
     messages: list[AnthropicMessage],
     policy: PromptCache | None = None,
+    options: RequestOptions | None = None,
 ) -> AnthropicMessagesRequest:
-    ceiling = DEFAULT_MAX_OUTPUT_TOKENS if max_tokens is None else max_tokens
-    if ceiling < 1:
-        raise RenderError(f"max_tokens must be a positive number, not {ceiling}")
+    fields = messages_fields(
+        options,
+        model=model,
+        max_tokens=max_tokens,
+        tools=() if plan.stubbed or not plan.tools else [tool.name for tool in plan.tools],
+        stubbed=plan.stubbed,
+        unthought_loop=_unthought_loop(plan.turns),
+    )
     prompt: str | list[AnthropicTextBlock] | None = system if system and system.strip() else None
     tools = plan.tools
     if policy is not None:
@@ -631,11 +673,13 @@ def _envelope(
             tools = [*tools[:-1], marked]
     return AnthropicMessagesRequest(
         model=model,
-        max_tokens=ceiling,
+        max_tokens=fields.max_tokens,
         system=prompt,
         messages=messages,
         tools=tools,
-        tool_choice=AnthropicToolChoiceNone() if plan.stubbed else None,
+        tool_choice=fields.tool_choice,
+        thinking=fields.thinking,
+        stop_sequences=fields.stop_sequences,
     )
 
 
@@ -646,18 +690,24 @@ _ENVELOPE_SLOTS = 16
 
 
 def _head_tail(
-    model: str, system: str | None, max_tokens: int | None, plan: _Plan, policy: PromptCache | None
+    model: str,
+    system: str | None,
+    max_tokens: int | None,
+    plan: _Plan,
+    policy: PromptCache | None,
+    options: RequestOptions | None,
 ) -> tuple[bytes, bytes]:
     """The body's encoded fields before ``messages`` and after it (as JSON objects)."""
     tools = tuple(plan.tools or ())
     # Stub tools are built per call, so they are known by name (all a stub depends on).
     known = tuple(tool.name for tool in tools) if plan.stubbed else tuple(map(id, tools))
     ttl = "off" if policy is None else policy.marker_ttl
-    key = (model, system, max_tokens, ttl, plan.stubbed, known)
+    unthought = options is not None and _unthought_loop(plan.turns)
+    key = (model, system, max_tokens, options, ttl, plan.stubbed, known, unthought)
     hit = _ENVELOPES.get(key)
     if hit is not None and (plan.stubbed or all(map(operator.is_, hit[2], tools))):
         return hit[0], hit[1]
-    envelope = _envelope(model, system, max_tokens, plan, [], policy)
+    envelope = _envelope(model, system, max_tokens, plan, [], policy, options)
     serializer = AnthropicMessagesRequest.__pydantic_serializer__
     try:
         head = serializer.to_json(
@@ -672,6 +722,17 @@ def _head_tail(
     while len(_ENVELOPES) > _ENVELOPE_SLOTS:
         del _ENVELOPES[next(iter(_ENVELOPES))]
     return head, tail
+
+
+def _unthought_loop(turns: _TurnsLike) -> bool:
+    """Whether the request continues a tool loop whose last assistant turn does not start
+    with a thinking block: Anthropic refuses that turn with thinking on ("a final assistant
+    message must start with a thinking block")."""
+    for index in range(len(turns) - 1, -1, -1):
+        turn = turns[index]
+        if turn.role == "assistant":
+            return bool(turn.calls) and not isinstance(turn.sources[0], Reasoning)
+    return False
 
 
 def _map_turn(
@@ -726,7 +787,7 @@ def _markable(source: _Source) -> bool:
     if type(source) is Reasoning:
         return False
     if type(source) is ToolResult:
-        return source.is_error or bool(source.output.strip())
+        return source.is_error or bool(source.output.strip()) or bool(source.images)
     return True
 
 
@@ -741,6 +802,8 @@ def _map_source(source: _Source, role: _Role) -> AnthropicRequestBlock:
 def _map_event(event: CanonicalEvent) -> AnthropicRequestBlock:
     if isinstance(event, UserText | AssistantText):
         return AnthropicTextBlock(text=event.text)
+    if isinstance(event, UserImage):
+        return anthropic_image(event.image)
     if isinstance(event, ToolCall):
         return AnthropicToolUseBlock(id=event.call_id, name=event.tool, input=event.arguments)
     if isinstance(event, ToolResult):
@@ -753,9 +816,16 @@ def _map_event(event: CanonicalEvent) -> AnthropicRequestBlock:
 
 
 def _map_result(result: ToolResult) -> AnthropicToolResultBlock:
-    content: str | None = result.output
+    content: str | list[AnthropicToolResultContent] | None = result.output
     if not result.output.strip():
         content = EMPTY_ERROR_OUTPUT if result.is_error else None
+    if result.images:
+        # Text first, then the images, as the tool gave them.
+        parts: list[AnthropicToolResultContent] = []
+        if content is not None:
+            parts.append(AnthropicTextBlock(text=content))
+        parts.extend(anthropic_image(image) for image in result.images)
+        content = parts
     return AnthropicToolResultBlock(
         tool_use_id=result.call_id, content=content, is_error=result.is_error
     )
@@ -798,6 +868,10 @@ def _encode_event(event: CanonicalEvent) -> bytes:
                 + to_json(event.arguments, inf_nan_mode="null")
                 + b"}"
             )
+        if event.kind == "user_image":
+            return anthropic_image_json(event.image)
+        if event.kind == "tool_result" and event.images:
+            return _encode_result_with_images(event)
         if event.kind == "tool_result":
             content = b""
             if event.output.strip():
@@ -812,6 +886,24 @@ def _encode_event(event: CanonicalEvent) -> bytes:
 
 
 _EMPTY_ERROR_CONTENT = b',"content":' + to_json(EMPTY_ERROR_OUTPUT)
+
+
+def _encode_result_with_images(result: ToolResult) -> bytes:
+    """A result carrying images: its content is a list, its text (if any) then each image."""
+    parts: list[bytes] = []
+    if result.output.strip():
+        parts.append(b'{"type":"text","text":' + to_json(result.output) + b"}")
+    elif result.is_error:
+        parts.append(b'{"type":"text","text":' + to_json(EMPTY_ERROR_OUTPUT) + b"}")
+    parts.extend(anthropic_image_json(image) for image in result.images)
+    flag = b'],"is_error":true}' if result.is_error else b'],"is_error":false}'
+    return (
+        b'{"type":"tool_result","tool_use_id":'
+        + to_json(result.call_id)
+        + b',"content":['
+        + b",".join(parts)
+        + flag
+    )
 
 
 def _encode_interrupted(call: ToolCall) -> bytes:

@@ -12,7 +12,9 @@ from typing import Annotated, Any, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, NonNegativeInt, Tag
 
 __all__ = [
+    "AnthropicBase64ImageSource",
     "AnthropicCacheControl",
+    "AnthropicImageBlock",
     "AnthropicMessage",
     "AnthropicMessagesRequest",
     "AnthropicMessagesResponse",
@@ -35,7 +37,9 @@ __all__ = [
     "AnthropicToolChoiceNone",
     "AnthropicToolChoiceTool",
     "AnthropicToolResultBlock",
+    "AnthropicToolResultContent",
     "AnthropicToolUseBlock",
+    "AnthropicURLImageSource",
     "AnthropicUsage",
 ]
 
@@ -63,6 +67,36 @@ class AnthropicTextBlock(_Request):
     cache_control: AnthropicCacheControl | None = None
 
 
+class AnthropicBase64ImageSource(_Request):
+    """An image's bytes, base64-encoded, with their media type."""
+
+    type: Literal["base64"] = "base64"
+    media_type: Literal["image/png", "image/jpeg", "image/gif", "image/webp"]
+    data: str
+
+
+class AnthropicURLImageSource(_Request):
+    """An image the API fetches from a URL."""
+
+    type: Literal["url"] = "url"
+    url: str
+
+
+class AnthropicImageBlock(_Request):
+    """An image in a user message or inside a tool result's content."""
+
+    type: Literal["image"] = "image"
+    source: Annotated[
+        AnthropicBase64ImageSource | AnthropicURLImageSource, Field(discriminator="type")
+    ]
+    cache_control: AnthropicCacheControl | None = None
+
+
+AnthropicToolResultContent: TypeAlias = Annotated[
+    AnthropicTextBlock | AnthropicImageBlock, Field(discriminator="type")
+]
+
+
 class AnthropicToolUseBlock(_Request):
     """A tool call the assistant made; ``id`` must match ``^[a-zA-Z0-9_-]+$``."""
 
@@ -78,7 +112,7 @@ class AnthropicToolResultBlock(_Request):
 
     type: Literal["tool_result"] = "tool_result"
     tool_use_id: str
-    content: str | list[AnthropicTextBlock] | None = None
+    content: str | list[AnthropicToolResultContent] | None = None
     is_error: bool | None = None
     cache_control: AnthropicCacheControl | None = None
 
@@ -102,6 +136,7 @@ class AnthropicRedactedThinkingBlock(_Request):
 
 AnthropicRequestBlock: TypeAlias = Annotated[
     AnthropicTextBlock
+    | AnthropicImageBlock
     | AnthropicToolUseBlock
     | AnthropicToolResultBlock
     | AnthropicThinkingBlock
@@ -177,7 +212,11 @@ class AnthropicThinkingConfig(_Request):
 
 
 class AnthropicMessagesRequest(_Request):
-    """A messages request body. Field order is wire order (see the module docstring)."""
+    """A messages request body. Field order is wire order (see the module docstring).
+
+    No ``temperature``, ``top_p`` or ``top_k``: API version 2026-10-21 removed them (a request
+    that sends any of them is a 400), as did the official SDK 2.x request types.
+    """
 
     model: str
     max_tokens: NonNegativeInt
@@ -188,9 +227,6 @@ class AnthropicMessagesRequest(_Request):
     thinking: AnthropicThinkingConfig | None = None
     metadata: AnthropicMetadata | None = None
     stop_sequences: list[str] | None = None
-    temperature: float | None = None
-    top_p: float | None = None
-    top_k: NonNegativeInt | None = None
     stream: bool | None = None
 
 
