@@ -922,10 +922,11 @@ class OpenAIChatRenderer:
         options: RequestOptions | None = None,
     ) -> OpenAIChatRequest:
         """The typed request body for ``events`` (see the module docstring for the rules)."""
-        check_log_images(events)
+        items = log_items(events)
+        check_log_images(items)
         prefixes = () if cache is None else cache.prefixes
         replay = model if chat_replays_thinking(options, model, prefixes) else None
-        slots, used_tools = _plan(as_events(events), replay)
+        slots, used_tools = _plan(as_events(items), replay)
         specs = _tool_specs(tools)
         unthought = replay is not None and _unthought_loop(slots)
         fields = _option_fields(
