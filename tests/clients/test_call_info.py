@@ -529,3 +529,34 @@ def test_preflight_follows_the_setting(tmp_path: Path, server: LoopbackServer) -
         assert router.client_for("planner").preflight
     with RoleRouter.from_pin(on, preflight=False) as router:
         assert not router.client_for("executor").preflight
+
+
+def test_router_headroom_uses_the_roles_profile_under_the_calls_options(
+    tmp_path: Path, server: LoopbackServer
+) -> None:
+    """The ceiling headroom subtracts is the one the call would send: the call's options over
+    the role's profile over the client's."""
+    path = write_config(
+        tmp_path / "profiled.toml",
+        {
+            "llm": {"base_url": server.base_url, "token": TOKEN},
+            "roles": {
+                "executor": {"model": "gpt-4o-mini", "max_output_tokens": 700},
+                "planner": "claude-sonnet-4-5",
+                "delegate": "gpt-4o-mini",
+                "consultant": "gpt-4o-mini",
+            },
+        },
+    )
+    server.plan(
+        Reply(200, _model_list(**{"gpt-4o-mini": 10_000})),
+        Reply(200, b'{"total_tokens": 100}'),
+        Reply(200, b'{"total_tokens": 100}'),
+    )
+    with RoleRouter.from_pin(load_settings(path).pin()) as router:
+        profiled = router.headroom("executor", [UserText(text="hi")], None)
+        overridden = router.headroom(
+            "executor", [UserText(text="hi")], None, options=RequestOptions(max_output_tokens=50)
+        )
+    assert (profiled.max_output_tokens, profiled.remaining) == (700, 10_000 - 100 - 700)
+    assert (overridden.max_output_tokens, overridden.remaining) == (50, 10_000 - 100 - 50)
