@@ -29,6 +29,7 @@ from nisse_llm.errors import (
     ConfigError,
     LLMError,
     ModelRefusal,
+    OutputValidationError,
     RenderError,
     StreamInterrupted,
     TruncatedResponse,
@@ -68,6 +69,8 @@ if TYPE_CHECKING:
         ToolArgumentsDelta,
         ToolCallStarted,
     )
+    from nisse_llm.toolbox import Toolbox
+    from nisse_llm.typed import TypedReply
 
 __version__ = "0.1.0"
 
@@ -98,6 +101,8 @@ _LAZY = {
     "PartialReply": "nisse_llm.errors",
     "PromptCache": "nisse_llm.render._cache",
     "select_client": "nisse_llm.clients",
+    "Toolbox": "nisse_llm.toolbox",
+    "TypedReply": "nisse_llm.typed",
 }
 
 __all__ = [
@@ -119,6 +124,7 @@ __all__ = [
     "LogStore",
     "ModelRefusal",
     "OpenAIChatRenderer",
+    "OutputValidationError",
     "PartialReply",
     "Pin",
     "PromptCache",
@@ -139,7 +145,9 @@ __all__ = [
     "ToolCallStarted",
     "ToolResult",
     "ToolSpec",
+    "Toolbox",
     "TruncatedResponse",
+    "TypedReply",
     "UpstreamUnavailable",
     "Usage",
     "UserText",
