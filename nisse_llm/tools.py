@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy
 import inspect
 import re
+import types
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, get_type_hints
 
@@ -218,6 +219,17 @@ def _check_name(name: str, source: object) -> str:
     return name
 
 
+def _parameter_hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    """The parameters' evaluated type hints; the return annotation is never evaluated (a
+    tool returning a class local to a function would otherwise be unreadable)."""
+    target = inspect.unwrap(fn)
+    annotations = dict(getattr(target, "__annotations__", None) or {})
+    annotations.pop("return", None)
+    shim = types.SimpleNamespace(__annotations__=annotations)
+    namespace = getattr(target, "__globals__", None)
+    return get_type_hints(shim, globalns=namespace, include_extras=True)
+
+
 def arguments_model(fn: Callable[..., Any]) -> type[BaseModel]:
     """A pydantic model of ``fn``'s parameters: each a field aliased by its own name.
 
@@ -227,7 +239,7 @@ def arguments_model(fn: Callable[..., Any]) -> type[BaseModel]:
     """
     try:
         signature = inspect.signature(fn)
-        hints = get_type_hints(fn, include_extras=True)
+        hints = _parameter_hints(fn)
     except (NameError, TypeError) as exc:
         raise TypeError(f"{fn!r}: cannot read the parameters' types: {exc}") from exc
     _, docs = parse_docstring(fn.__doc__)
@@ -387,7 +399,10 @@ def strict_schema(schema: Mapping[str, Any], dialect: Dialect) -> dict[str, Any]
             node["enum"] = [node.pop("const")]
         node.pop("default", None)
         notes: list[str] = []
-        for key in sorted(set(node) - allowed):
+        unsupported = set(node) - allowed
+        for key in [k for k in _BOUND_WORDS if k in unsupported] + sorted(
+            unsupported - set(_BOUND_WORDS)
+        ):
             if key in _BOUND_WORDS:
                 notes.append(_BOUND_WORDS[key].format(node[key]))
             elif key not in ("examples", "deprecated", "readOnly", "writeOnly", "$comment"):
