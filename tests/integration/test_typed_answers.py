@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Literal
 
 import httpx
 import pytest
 from pydantic import BaseModel
 
-from nisse_llm import OutputValidationError, Usage, UserText
+from nisse_llm import OutputValidationError, RoleRouter, Usage, UserText, load_settings
 from nisse_llm.routing import Route
 from nisse_llm.testing import Script, ScriptedServer, Tokens, ToolUse, reply
 from nisse_llm.testing.proxy import LiteLLMProxy, ProxyModel
@@ -30,6 +31,7 @@ from tests.integration.helpers import (
     tool_calls_sent,
     tool_results_sent,
 )
+from tests.tools.readme_agent import FIXED, agent_turns, readme_agent, results_sent
 
 pytestmark = pytest.mark.proxy
 
@@ -276,3 +278,26 @@ def test_chat_route_forwards_a_forced_tool_with_thinking(
     [request] = known_script.requests
     assert request.json["tool_choice"] == {"type": "tool", "name": "Risk"}
     assert request.json["thinking"] == {"type": "enabled", "budget_tokens": 2000}
+
+
+# --- the README's agent, through the proxy --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("model", "served_on"),
+    [("gpt-scripted", "openai_chat"), ("claude-scripted", "anthropic_messages")],
+)
+def test_readme_agent_through_the_proxy(
+    proxy: LiteLLMProxy, script: Script, tmp_path: Path, model: str, served_on: Route
+) -> None:
+    """The README's three-tool agent, as written, fixes the file and answers typed through
+    the proxy on each model's own route."""
+    agent = readme_agent()
+    script.add(served_on, *agent_turns(tmp_path))
+    roles = {"executor": model, "planner": model, "delegate": model, "consultant": model}
+    pin = load_settings(llm={"base_url": proxy.base_url, "token": proxy.token}, roles=roles).pin()
+    with RoleRouter.from_pin(pin) as llm:
+        outcome = agent.run_agent(llm, "Make check.py pass.")
+    assert outcome == agent.Outcome(done=True, summary="add() fixed")
+    assert (tmp_path / "calc.py").read_text() == FIXED
+    assert results_sent(script.requests[3].json)[2] == "exit 0\nok\n"
