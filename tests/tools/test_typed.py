@@ -28,7 +28,15 @@ from nisse_llm import (
 )
 from nisse_llm.canonical import Completion
 from nisse_llm.errors import LLMError
-from nisse_llm.testing import Script, ScriptedTransport, Tokens, ToolUse, reply
+from nisse_llm.testing import (
+    AsyncScriptedClient,
+    Script,
+    ScriptedClient,
+    ScriptedTransport,
+    Tokens,
+    ToolUse,
+    reply,
+)
 from nisse_llm.typed import ACCEPTED, NOT_RUN, TypedExchange
 
 BASE = "http://proxy.test"
@@ -355,3 +363,34 @@ def test_negative_repairs_are_refused() -> None:
         TypedExchange.begin(
             Plan, LOG, None, None, options=None, repair_attempts=-1, anthropic=False
         )
+
+
+# --- the scripted client -------------------------------------------------------------
+
+
+def test_scripted_client_complete_as_repairs_like_a_real_client() -> None:
+    """`ScriptedClient.complete_as` declares the answer tool, sends the errors back and
+    sums the scripted usage, so an agent's unit tests see what a real client does."""
+    client = ScriptedClient(
+        [
+            reply(ToolUse("Plan", BAD), usage=Tokens(input=10, output=2)),
+            reply(ToolUse("Plan", GOOD), usage=Tokens(input=20, output=3)),
+        ]
+    )
+    result = client.complete_as(Plan, LOG, [READ], "gpt-x", repair_attempts=1)
+    assert result.value == Plan(**GOOD)
+    assert result.usage == Usage(input=30, output=5)
+    first, second = client.calls
+    assert [t.name for t in first.tools] == ["read_file", "Plan"]
+    feedback = second.events[-1]
+    assert isinstance(feedback, ToolResult)
+    assert feedback.is_error
+    assert "- risk: Input should be 'low' or 'high' (got 'medium')" in feedback.output
+
+
+async def test_async_scripted_client_complete_as_raises_when_out_of_repairs() -> None:
+    """`AsyncScriptedClient.complete_as` raises `OutputValidationError` like a real client."""
+    client = AsyncScriptedClient([reply(ToolUse("Plan", BAD))])
+    with pytest.raises(OutputValidationError) as caught:
+        await client.complete_as(Plan, LOG, None, "claude-sonnet-4-5")
+    assert json.loads(caught.value.raw) == BAD
