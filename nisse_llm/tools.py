@@ -253,9 +253,7 @@ def arguments_model(fn: Callable[..., Any]) -> type[BaseModel]:
         default = ... if parameter.default is parameter.empty else parameter.default
         fields[f"p{position}"] = (hints.get(name, Any), Field(default, **extra))
     title = f"{getattr(fn, '__name__', 'tool')}_arguments"
-    model: type[BaseModel] = create_model(
-        title, __config__=ConfigDict(extra="forbid", populate_by_name=False), **fields
-    )
+    model: type[BaseModel] = create_model(title, __config__=ConfigDict(extra="forbid"), **fields)
     return model
 
 
@@ -288,7 +286,16 @@ def spec_from_model(
 # --- schemas ------------------------------------------------------------------------
 
 _SCHEMA_MAPS = ("properties", "$defs", "patternProperties", "dependentSchemas")
-_SCHEMA_ONE = ("items", "additionalProperties", "not", "contains", "propertyNames", "if", "then")
+_SCHEMA_ONE = (
+    "items",
+    "additionalProperties",
+    "not",
+    "contains",
+    "propertyNames",
+    "if",
+    "then",
+    "else",
+)
 _SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
 
 
@@ -300,7 +307,7 @@ def _walk(schema: Any, visit: Callable[[dict[str, Any]], dict[str, Any]]) -> Any
     for key, value in schema.items():
         if key in _SCHEMA_MAPS and isinstance(value, dict):
             out[key] = {name: _walk(sub, visit) for name, sub in value.items()}
-        elif key in _SCHEMA_ONE or key == "else":
+        elif key in _SCHEMA_ONE:
             out[key] = _walk(value, visit)
         elif key in _SCHEMA_LISTS and isinstance(value, list):
             out[key] = [_walk(sub, visit) for sub in value]
@@ -329,7 +336,7 @@ def _inline(schema: Any, defs: Mapping[str, Any], stack: tuple[str, ...], kept: 
     for key, value in schema.items():
         if key in _SCHEMA_MAPS and isinstance(value, dict) and key != "$defs":
             out[key] = {n: _inline(sub, defs, stack, kept) for n, sub in value.items()}
-        elif key in _SCHEMA_ONE or key == "else":
+        elif key in _SCHEMA_ONE:
             out[key] = _inline(value, defs, stack, kept)
         elif key in _SCHEMA_LISTS and isinstance(value, list):
             out[key] = [_inline(sub, defs, stack, kept) for sub in value]

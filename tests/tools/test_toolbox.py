@@ -228,3 +228,28 @@ def test_a_tool_returning_a_model_is_serialised() -> None:
 def test_grep_with_defaults() -> None:
     """A list argument validates and defaults fill the rest (the corpus' grep)."""
     assert BOX.run([_call("grep", pattern="x", paths=["a"])])[0].output == "x"
+
+
+def test_bound_methods_are_tools() -> None:
+    """A bound method is a tool without its ``self``: the agent's objects can hold state."""
+
+    class Notes:
+        def __init__(self) -> None:
+            self.lines: list[str] = []
+
+        def note(self, text: str) -> int:
+            """Keep a note.
+
+            Args:
+                text: What to keep.
+            """
+            self.lines.append(text)
+            return len(self.lines)
+
+    notes = Notes()
+    box = Toolbox([notes.note])
+    assert box.specs[0].parameters["properties"] == {
+        "text": {"description": "What to keep.", "type": "string"}
+    }
+    assert box.run([_call("note", text="hi")])[0].output == "1"
+    assert notes.lines == ["hi"]
