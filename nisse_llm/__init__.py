@@ -21,6 +21,7 @@ from nisse_llm.canonical import (
     ToolResult,
     ToolSpec,
     Usage,
+    UserImage,
     UserText,
     mint_call_id,
 )
@@ -33,8 +34,10 @@ from nisse_llm.errors import (
     RenderError,
     StreamInterrupted,
     TruncatedResponse,
+    UnknownRoleError,
     UpstreamUnavailable,
 )
+from nisse_llm.images import Image, ImageError
 from nisse_llm.routing import has_native_adapter
 
 if TYPE_CHECKING:
@@ -118,6 +121,8 @@ __all__ = [
     "CanonicalEvent",
     "Completion",
     "ConfigError",
+    "Image",
+    "ImageError",
     "InsecureConfigFileWarning",
     "LLMError",
     "LiteLLMClient",
@@ -148,8 +153,10 @@ __all__ = [
     "Toolbox",
     "TruncatedResponse",
     "TypedReply",
+    "UnknownRoleError",
     "UpstreamUnavailable",
     "Usage",
+    "UserImage",
     "UserText",
     "has_native_adapter",
     "load_settings",
