@@ -225,7 +225,7 @@ def test_messages_route_translates_output_format_for_an_openai_entry(
 def known_claude(upstream: ScriptedServer, litellm_bin: Any) -> Iterator[LiteLLMProxy]:
     """A proxy whose one entry names a Claude model the price map knows (reasoning, native
     structured output), served by the scripted upstream."""
-    entry = ProxyModel("claude-known", "anthropic", upstream_model="claude-sonnet-4-5")
+    entry = ProxyModel("claude-known", "anthropic", upstream_model="claude-sonnet-4-6")
     with LiteLLMProxy(upstream.base_url, models=[entry], executable=litellm_bin) as running:
         yield running
 
@@ -243,7 +243,7 @@ def known_script(upstream: ScriptedServer, known_claude: LiteLLMProxy) -> Iterat
 def test_chat_route_uses_output_format_for_a_claude_the_price_map_knows(
     known_claude: LiteLLMProxy, known_script: Script
 ) -> None:
-    """To ``anthropic/claude-sonnet-4-5``, ``response_format`` becomes Anthropic's native
+    """To ``anthropic/claude-sonnet-4-6``, ``response_format`` becomes Anthropic's native
     ``output_format``: the mechanism depends on the entry's price-map flags."""
     known_script.messages(reply(ANSWER))
     body = {"model": "claude-known", "messages": [{"role": "user", "content": "go"}]}

@@ -26,12 +26,12 @@ def judge_spec(spec: ToolSpec) -> None:
     """Raise unless ``spec`` passes every judge on both routes."""
     jsonschema.Draft202012Validator.check_schema(spec.parameters)
     assert spec.parameters["type"] == "object"
-    chat = OpenAIChatRenderer().render(_LOG, [spec], "gpt-4.1-mini", max_tokens=256)
+    chat = OpenAIChatRenderer().render(_LOG, [spec], "gpt-5.4-mini", max_tokens=256)
     judge_official(chat)
     judge_schema(chat)
     assert chat["tools"][0]["function"]["parameters"] == spec.parameters
     messages: dict[str, Any] = AnthropicMessagesRenderer().render(
-        _LOG, [spec], "claude-sonnet-4-5", max_tokens=256
+        _LOG, [spec], "claude-sonnet-4-6", max_tokens=256
     )
     assert official_violations(messages) == []
     assert anthropic_violations(messages) == []

@@ -10,11 +10,11 @@ from nisse_llm import RoleRouter, ToolSpec, load_settings
 from nisse_llm.testing import ScriptedServer
 from tests.tools.readme_agent import FIXED, agent_turns, readme_agent, results_sent, script_for
 
-ROLES = {"planner": "claude-sonnet-4-5", "delegate": "claude-sonnet-4-5", "consultant": "gpt-4.1"}
+ROLES = {"planner": "claude-sonnet-4-6", "delegate": "claude-sonnet-4-6", "consultant": "gpt-5.4"}
 
 
 @pytest.mark.parametrize(
-    ("route", "model"), [("chat", "gpt-4.1-mini"), ("messages", "claude-sonnet-4-5")]
+    ("route", "model"), [("chat", "gpt-5.4-mini"), ("messages", "claude-sonnet-4-6")]
 )
 def test_readme_agent_fixes_the_file_and_answers_typed(
     tmp_path: Path, route: str, model: str

@@ -55,8 +55,8 @@ LOG = [UserText(text="Plan the fix.")]
 READ = ToolSpec(name="read_file", parameters={"type": "object", "properties": {}})
 
 ROUTES = {
-    "chat": (LiteLLMClient, AsyncLiteLLMClient, "chat", "gpt-4.1-mini"),
-    "messages": (AnthropicPassthroughClient, AsyncAnthropicPassthroughClient, "messages", "claude-sonnet-4-5"),
+    "chat": (LiteLLMClient, AsyncLiteLLMClient, "chat", "gpt-5.4-mini"),
+    "messages": (AnthropicPassthroughClient, AsyncAnthropicPassthroughClient, "messages", "claude-sonnet-4-6"),
 }  # fmt: skip
 
 
@@ -184,10 +184,10 @@ async def test_async_clients_complete_as(route: str) -> None:
 
 
 ROLES = {
-    "executor": "gpt-4.1-mini",
-    "planner": "claude-sonnet-4-5",
-    "delegate": "claude-sonnet-4-5",
-    "consultant": "gpt-4.1-mini",
+    "executor": "gpt-5.4-mini",
+    "planner": "claude-sonnet-4-6",
+    "delegate": "claude-sonnet-4-6",
+    "consultant": "gpt-5.4-mini",
 }
 
 
@@ -392,5 +392,5 @@ async def test_async_scripted_client_complete_as_raises_when_out_of_repairs() ->
     """`AsyncScriptedClient.complete_as` raises `OutputValidationError` like a real client."""
     client = AsyncScriptedClient([reply(ToolUse("Plan", BAD))])
     with pytest.raises(OutputValidationError) as caught:
-        await client.complete_as(Plan, LOG, None, "claude-sonnet-4-5")
+        await client.complete_as(Plan, LOG, None, "claude-sonnet-4-6")
     assert json.loads(caught.value.raw) == BAD
