@@ -12,7 +12,9 @@ model got wrong comes back to the model, never as an exception in the agent:
 
 A tool's return value becomes the result's text deterministically: a ``str`` as it is,
 ``bytes`` decoded as UTF-8 (invalid bytes replaced), anything else as compact JSON
-(pydantic's serializer: models, dataclasses, dates, sets...; ``None`` is ``null``).
+(pydantic's serializer: models, dataclasses, dates, sets...; ``None`` is ``null``). An
+`Image`, or a list or tuple of strings and images holding at least one image, becomes the
+result's ``images`` beside the strings joined by newlines (a screenshot tool, say).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import to_json
 
 from nisse_llm.canonical import CanonicalEvent, ToolCall, ToolResult, ToolSpec
+from nisse_llm.images import Image
 from nisse_llm.tools import arguments_model
 
 __all__ = ["Toolbox", "result_text", "validation_feedback"]
@@ -62,6 +65,15 @@ def result_text(value: Any) -> str:
     if isinstance(value, bytes | bytearray):
         return bytes(value).decode("utf-8", "replace")
     return to_json(value, fallback=repr).decode()
+
+
+def _result(call: ToolCall, value: Any) -> ToolResult:
+    parts = value if isinstance(value, list | tuple) else (value,)
+    images = tuple(part for part in parts if isinstance(part, Image))
+    if images and all(isinstance(part, Image | str) for part in parts):
+        text = "\n".join(part for part in parts if isinstance(part, str))
+        return ToolResult(call_id=call.call_id, output=text, images=images)
+    return ToolResult(call_id=call.call_id, output=result_text(value))
 
 
 def _quote(value: Any) -> str:
@@ -175,7 +187,7 @@ class Toolbox:
             except Exception as exc:
                 results.append(self._failed(call, exc))
                 continue
-            results.append(ToolResult(call_id=call.call_id, output=result_text(value)))
+            results.append(_result(call, value))
         return results
 
     async def arun(
@@ -204,7 +216,7 @@ class Toolbox:
             except Exception as exc:
                 results.append(self._failed(call, exc))
                 continue
-            results.append(ToolResult(call_id=call.call_id, output=result_text(value)))
+            results.append(_result(call, value))
         return results
 
 

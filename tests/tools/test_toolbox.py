@@ -10,6 +10,8 @@ import pytest
 from pydantic import BaseModel
 
 from nisse_llm import AssistantText, Toolbox, ToolCall, ToolResult, ToolSpec, UserText
+from nisse_llm.images import Image
+from nisse_llm.testing.images import png
 from nisse_llm.toolbox import result_text
 from tests.tools.signatures import Point, Shape, draw, fetch, grep, positional, tricky_names
 
@@ -253,3 +255,25 @@ def test_bound_methods_are_tools() -> None:
     }
     assert box.run([_call("note", text="hi")])[0].output == "1"
     assert notes.lines == ["hi"]
+
+
+def test_a_tool_returning_images_fills_the_result_images() -> None:
+    """An `Image`, or strings and images together, become the result's images and text."""
+    shot = Image.from_bytes(png(4, 3))
+
+    def screenshot(note: str = "") -> Image | list[str | Image]:
+        """Take a screenshot."""
+        return [note, shot] if note else shot
+
+    box = Toolbox([screenshot])
+    alone, with_text = box.run(
+        [_call("screenshot", "call_a"), _call("screenshot", "call_b", note="the page")]
+    )
+    assert alone == ToolResult(call_id="call_a", output="", images=(shot,))
+    assert with_text == ToolResult(call_id="call_b", output="the page", images=(shot,))
+
+
+def test_a_list_without_images_stays_json() -> None:
+    """A list of plain values is JSON text, not an image result."""
+    assert Toolbox([grep]).run([_call("grep", pattern="x", paths=["a"])])[0].images == ()
+    assert result_text(["a", 1]) == '["a",1]'
