@@ -29,6 +29,7 @@ from nisse_llm._transport import (
     shared_ssl_context,
 )
 from nisse_llm.canonical import CanonicalEvent, Completion, LogLike, ToolLike, Usage
+from nisse_llm.options import RequestOptions
 from nisse_llm.routing import DEFAULT_PASSTHROUGH_PREFIXES, Route, has_native_adapter, route_for
 from nisse_llm.streaming import StreamAccumulator, StreamDelta
 
@@ -520,11 +521,13 @@ class _SyncClient(_ClientBase):
         system: str | None = None,
         *,
         cache: bool | None = None,
+        options: RequestOptions | None = None,
     ) -> list[CanonicalEvent]:
         """Send the log to ``model`` and return the reply's canonical events; ``cache``
-        overrides the client's prompt-cache setting for this call."""
+        overrides the client's prompt-cache setting for this call, ``options`` set how it is
+        made (their ``max_output_tokens`` wins over the client's ``max_tokens``)."""
         core = self._core
-        call = core.begin(events, tools, model, system, cache=cache)
+        call = core.begin(events, tools, model, system, cache=cache, options=options)
         while True:
             with call.sending():
                 response = self._http.post(core.endpoint, content=call.parts, headers=call.length)
@@ -596,13 +599,16 @@ class _SyncClient(_ClientBase):
         system: str | None = None,
         *,
         cache: bool | None = None,
+        options: RequestOptions | None = None,
     ) -> ReplyStream:
         """``complete()`` as a stream: ``with client.stream(...) as s: for delta in s: ...``.
 
         The log is rendered now (a `RenderError` raises here); the request goes out when
         the ``with`` is entered.
         """
-        call = self._core.begin(events, tools, model, system, stream=True, cache=cache)
+        call = self._core.begin(
+            events, tools, model, system, stream=True, cache=cache, options=options
+        )
         return ReplyStream(self, call)
 
     def close(self) -> None:
@@ -670,11 +676,13 @@ class _AsyncClient(_ClientBase):
         system: str | None = None,
         *,
         cache: bool | None = None,
+        options: RequestOptions | None = None,
     ) -> list[CanonicalEvent]:
         """Send the log to ``model`` and return the reply's canonical events; ``cache``
-        overrides the client's prompt-cache setting for this call."""
+        overrides the client's prompt-cache setting for this call, ``options`` set how it is
+        made (their ``max_output_tokens`` wins over the client's ``max_tokens``)."""
         core = self._core
-        call = core.begin(events, tools, model, system, cache=cache)
+        call = core.begin(events, tools, model, system, cache=cache, options=options)
         while True:
             with call.sending():
                 response = await self._http.post(
@@ -750,13 +758,16 @@ class _AsyncClient(_ClientBase):
         system: str | None = None,
         *,
         cache: bool | None = None,
+        options: RequestOptions | None = None,
     ) -> AsyncReplyStream:
         """``complete()`` as a stream: ``async with client.stream(...) as s: async for d in s``.
 
         The log is rendered now (a `RenderError` raises here); the request goes out when
         the ``async with`` is entered.
         """
-        call = self._core.begin(events, tools, model, system, stream=True, cache=cache)
+        call = self._core.begin(
+            events, tools, model, system, stream=True, cache=cache, options=options
+        )
         return AsyncReplyStream(self, call)
 
     async def aclose(self) -> None:
@@ -851,6 +862,15 @@ class _RouterBase(Generic[K]):
         model = self._pin.model_for(role)
         return model, self._clients[route_for(model, self._pin.passthrough_prefixes)]
 
+    def _call(
+        self, role: str, options: RequestOptions | None
+    ) -> tuple[str, K, RequestOptions | None]:
+        """``role``'s model, client and options: the call's over the role's profile (the
+        client's ``max_tokens`` is the last layer, applied where the body is rendered)."""
+        model, client = self._resolve(role)
+        profile = self._pin.options_for(role)
+        return model, client, profile if options is None else options.over(profile)
+
     def client_for(self, role: str) -> K:
         """The client ``role``'s calls go through (`LLMError` for an unknown role)."""
         return self._resolve(role)[1]
@@ -873,10 +893,14 @@ class RoleRouter(_RouterBase[_SyncClient]):
         events: LogLike,
         tools: Iterable[ToolLike] | None,
         system: str | None = None,
+        *,
+        options: RequestOptions | None = None,
+        cache: bool | None = None,
     ) -> list[CanonicalEvent]:
-        """Send the log to ``role``'s pinned model down that model's route."""
-        model, client = self._resolve(role)
-        return client.complete(events, tools, model, system)
+        """Send the log to ``role``'s pinned model down that model's route; ``options``
+        override the role's profile field by field, ``cache`` the prompt-cache setting."""
+        model, client, merged = self._call(role, options)
+        return client.complete(events, tools, model, system, cache=cache, options=merged)
 
     def complete_as(
         self,
@@ -907,10 +931,13 @@ class RoleRouter(_RouterBase[_SyncClient]):
         events: LogLike,
         tools: Iterable[ToolLike] | None,
         system: str | None = None,
+        *,
+        options: RequestOptions | None = None,
+        cache: bool | None = None,
     ) -> ReplyStream:
         """Stream the reply of ``role``'s pinned model (see `LiteLLMClient.stream`)."""
-        model, client = self._resolve(role)
-        return client.stream(events, tools, model, system)
+        model, client, merged = self._call(role, options)
+        return client.stream(events, tools, model, system, cache=cache, options=merged)
 
     def close(self) -> None:
         """Close every client's pool."""
@@ -943,10 +970,14 @@ class AsyncRoleRouter(_RouterBase[_AsyncClient]):
         events: LogLike,
         tools: Iterable[ToolLike] | None,
         system: str | None = None,
+        *,
+        options: RequestOptions | None = None,
+        cache: bool | None = None,
     ) -> list[CanonicalEvent]:
-        """Send the log to ``role``'s pinned model down that model's route."""
-        model, client = self._resolve(role)
-        return await client.complete(events, tools, model, system)
+        """Send the log to ``role``'s pinned model down that model's route; ``options``
+        override the role's profile field by field, ``cache`` the prompt-cache setting."""
+        model, client, merged = self._call(role, options)
+        return await client.complete(events, tools, model, system, cache=cache, options=merged)
 
     async def complete_as(
         self,
@@ -977,10 +1008,13 @@ class AsyncRoleRouter(_RouterBase[_AsyncClient]):
         events: LogLike,
         tools: Iterable[ToolLike] | None,
         system: str | None = None,
+        *,
+        options: RequestOptions | None = None,
+        cache: bool | None = None,
     ) -> AsyncReplyStream:
         """Stream the reply of ``role``'s pinned model (see `AsyncLiteLLMClient.stream`)."""
-        model, client = self._resolve(role)
-        return client.stream(events, tools, model, system)
+        model, client, merged = self._call(role, options)
+        return client.stream(events, tools, model, system, cache=cache, options=merged)
 
     async def aclose(self) -> None:
         """Close every client's pool."""
