@@ -581,7 +581,7 @@ class _SyncClient(_ClientBase):
     ) -> Completion:
         """`complete`, returning the whole `Completion` (this call's own usage)."""
         core = self._core
-        call = core.begin(events, tools, model, system, cache=cache)
+        call = core.begin(events, tools, model, system, cache=cache, options=options)
         while True:
             with call.sending():
                 response = self._http.post(core.endpoint, content=call.parts, headers=call.length)
@@ -738,7 +738,7 @@ class _AsyncClient(_ClientBase):
     ) -> Completion:
         """`complete`, returning the whole `Completion` (this call's own usage)."""
         core = self._core
-        call = core.begin(events, tools, model, system, cache=cache)
+        call = core.begin(events, tools, model, system, cache=cache, options=options)
         while True:
             with call.sending():
                 response = await self._http.post(
@@ -912,17 +912,20 @@ class RoleRouter(_RouterBase[_SyncClient]):
         *,
         options: RequestOptions | None = None,
         repair_attempts: int = 0,
+        cache: bool | None = None,
     ) -> TypedReply[M]:
-        """An answer from ``role``'s pinned model validated into ``output_type``."""
-        model, client = self._resolve(role)
+        """An answer from ``role``'s pinned model validated into ``output_type``; ``options``
+        override the role's profile (whose ``reasoning`` decides how the answer is asked)."""
+        model, client, merged = self._call(role, options)
         return client.complete_as(
             output_type,
             events,
             tools,
             model,
             system,
-            options=options,
+            options=merged,
             repair_attempts=repair_attempts,
+            cache=cache,
         )
 
     def stream(
@@ -989,17 +992,20 @@ class AsyncRoleRouter(_RouterBase[_AsyncClient]):
         *,
         options: RequestOptions | None = None,
         repair_attempts: int = 0,
+        cache: bool | None = None,
     ) -> TypedReply[M]:
-        """An answer from ``role``'s pinned model validated into ``output_type``."""
-        model, client = self._resolve(role)
+        """An answer from ``role``'s pinned model validated into ``output_type``; ``options``
+        override the role's profile (whose ``reasoning`` decides how the answer is asked)."""
+        model, client, merged = self._call(role, options)
         return await client.complete_as(
             output_type,
             events,
             tools,
             model,
             system,
-            options=options,
+            options=merged,
             repair_attempts=repair_attempts,
+            cache=cache,
         )
 
     def stream(

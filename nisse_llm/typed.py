@@ -263,7 +263,8 @@ def _summary(errors: list[dict[str, Any]]) -> str:
 
 
 def anthropic_rules(route: str, model: str) -> bool:
-    """Whether a request to ``model`` on ``route`` meets Anthropic's tool-choice rules."""
-    from nisse_llm.render._cache import is_anthropic_model
+    """Whether a request to ``model`` on ``route`` meets Anthropic's tool-choice rules: the
+    renderers' own test (`nisse_llm.option_rules`), so the two never disagree."""
+    from nisse_llm.option_rules import is_anthropic_model
 
     return route == "anthropic_messages" or is_anthropic_model(model)

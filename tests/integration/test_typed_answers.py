@@ -18,9 +18,16 @@ import httpx
 import pytest
 from pydantic import BaseModel
 
-from nisse_llm import OutputValidationError, RoleRouter, Usage, UserText, load_settings
+from nisse_llm import (
+    OutputValidationError,
+    RequestOptions,
+    RoleRouter,
+    Usage,
+    UserText,
+    load_settings,
+)
 from nisse_llm.routing import Route
-from nisse_llm.testing import Script, ScriptedServer, Tokens, ToolUse, reply
+from nisse_llm.testing import Script, ScriptedServer, Thinking, Tokens, ToolUse, reply
 from nisse_llm.testing.proxy import LiteLLMProxy, ProxyModel
 from tests.corpus import READ_FILE
 from tests.integration.helpers import (
@@ -50,6 +57,13 @@ LOG = [UserText(text="Review the change to calc.py.")]
 SYSTEM = "You review changes."
 
 
+#: The forced answer tool as each kind of upstream receives it, whichever route it came by.
+FORCED: dict[Route, dict[str, Any]] = {
+    "openai_chat": {"type": "function", "function": {"name": "Verdict"}},
+    "anthropic_messages": {"type": "tool", "name": "Verdict"},
+}
+
+
 def _answer(arguments: dict[str, Any], output: int) -> Any:
     return reply(ToolUse("Verdict", arguments), usage=Tokens(input=120, output=output))
 
@@ -74,6 +88,7 @@ def test_a_valid_answer_through_the_proxy(
     assert result.attempts == 1
     [request] = script.requests
     assert _tool_names(request.json, combo.upstream) == ["read_file", "Verdict"]
+    assert request.json["tool_choice"] == FORCED[combo.upstream]
 
 
 @pytest.mark.parametrize("combo", COMBOS, ids=COMBO_IDS)
@@ -301,3 +316,61 @@ def test_readme_agent_through_the_proxy(
     assert outcome == agent.Outcome(done=True, summary="add() fixed")
     assert (tmp_path / "calc.py").read_text() == FIXED
     assert results_sent(script.requests[3].json)[2] == "exit 0\nok\n"
+
+
+# --- reasoning on: the answer tool offered, not forced --------------------------------
+
+
+THINKING = RequestOptions(reasoning=2048, max_output_tokens=4096)
+
+
+def _thinking_reply() -> Any:
+    return reply(
+        Thinking("The change is small and tested.", "sig-typed-1"),
+        ToolUse("Verdict", GOOD),
+        usage=Tokens(input=120, output=30),
+    )
+
+
+def test_thinking_on_the_messages_route_offers_the_answer_tool(
+    proxy: LiteLLMProxy, script: Script
+) -> None:
+    """An Anthropic model thinking on /v1/messages: the upstream gets thinking and no forced
+    tool (which Anthropic refuses), the system prompt asks for the answer tool."""
+    script.messages(_thinking_reply())
+    with client_for(proxy, "messages") as harness:
+        result = harness.client.complete_as(
+            Verdict,
+            LOG,
+            None,
+            "claude-scripted",
+            SYSTEM,
+            options=THINKING,
+        )
+    assert result.value == Verdict(**GOOD)
+    [request] = script.requests
+    assert request.json["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+    assert request.json.get("tool_choice", {"type": "auto"}) == {"type": "auto"}
+    assert "calling the 'Verdict' tool" in json.dumps(request.json["system"])
+
+
+def test_thinking_on_the_chat_route_offers_the_answer_tool(
+    known_claude: LiteLLMProxy, known_script: Script
+) -> None:
+    """The same on /chat/completions to a Claude the proxy knows as a reasoning model: the
+    upstream gets thinking and ``tool_choice`` auto, never a forced tool."""
+    known_script.messages(_thinking_reply())
+    with client_for(known_claude, "chat") as harness:
+        result = harness.client.complete_as(
+            Verdict,
+            LOG,
+            None,
+            "claude-known",
+            SYSTEM,
+            options=THINKING,
+        )
+    assert result.value == Verdict(**GOOD)
+    [request] = known_script.requests
+    assert request.json["thinking"]["type"] == "enabled"
+    assert request.json.get("tool_choice", {"type": "auto"}) == {"type": "auto"}
+    assert _tool_names(request.json, "anthropic_messages") == ["Verdict"]

@@ -33,6 +33,7 @@ from nisse_llm.testing import (
     Script,
     ScriptedClient,
     ScriptedTransport,
+    Thinking,
     Tokens,
     ToolUse,
     reply,
@@ -90,6 +91,12 @@ def test_a_valid_answer_is_a_typed_reply(route: str) -> None:
     assert answered == ToolResult(call_id=call.call_id, output=ACCEPTED)
     [request] = script.requests
     assert _tool_names(request.json) == ["read_file", "Plan"]
+    forced = (
+        {"type": "function", "function": {"name": "Plan"}}
+        if route == "chat"
+        else {"type": "tool", "name": "Plan"}
+    )
+    assert request.json["tool_choice"] == forced
 
 
 @pytest.mark.parametrize("route", sorted(ROUTES))
@@ -215,6 +222,46 @@ async def test_async_router_complete_as() -> None:
     async with AsyncRoleRouter.from_pin(_pin(), transport=ScriptedTransport(script)) as router:
         result = await router.complete_as(Plan, "planner", LOG, None, repair_attempts=1)
     assert result.attempts == 2
+
+
+def test_thinking_on_the_messages_route_offers_the_answer_tool() -> None:
+    """With reasoning on, the body thinks, leaves the tool choice to the model and asks for
+    the answer tool in the system prompt; the reply's thinking stays in the events."""
+    script = Script().messages(reply(Thinking("Low risk.", "sig-1"), ToolUse("Plan", GOOD)))
+    with AnthropicPassthroughClient(BASE, "sk-test", transport=ScriptedTransport(script)) as client:
+        result = client.complete_as(
+            Plan,
+            LOG,
+            None,
+            "claude-sonnet-4-6",
+            "Be brief.",
+            options=RequestOptions(reasoning=2048),
+        )
+    assert result.value == Plan(**GOOD)
+    assert [type(e).__name__ for e in result.events] == ["Reasoning", "ToolCall", "ToolResult"]
+    [request] = script.requests
+    body = request.json
+    assert body["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+    assert body.get("tool_choice", {"type": "auto"}) == {"type": "auto"}
+    system = json.dumps(body["system"])
+    assert "Be brief." in system
+    assert "Give your final answer by calling the 'Plan' tool" in system
+
+
+def test_a_role_profile_with_reasoning_is_honoured_by_the_router() -> None:
+    """The router layers the call's options over the role's profile before choosing how to
+    ask: a thinking planner gets the offered tool, not a forced one."""
+    roles: dict[str, Any] = {**ROLES, "planner": {"model": "claude-sonnet-4-6", "reasoning": "low"}}
+    pin = load_settings(llm={"base_url": BASE, "token": "sk-test"}, roles=roles).pin()
+    script = Script().messages(reply(ToolUse("Plan", GOOD)), reply(ToolUse("Plan", GOOD)))
+    with RoleRouter.from_pin(pin, transport=ScriptedTransport(script)) as router:
+        router.complete_as(Plan, "planner", LOG, None)
+        router.complete_as(Plan, "planner", LOG, None, options=RequestOptions(reasoning="off"))
+    thinking, plain = (request.json for request in script.requests)
+    assert thinking["thinking"]["type"] == "enabled"
+    assert thinking.get("tool_choice", {"type": "auto"}) == {"type": "auto"}
+    assert plain["thinking"] == {"type": "disabled"}
+    assert plain["tool_choice"] == {"type": "tool", "name": "Plan"}
 
 
 def test_the_answer_name_must_not_clash_with_a_tool() -> None:
