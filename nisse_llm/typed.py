@@ -127,7 +127,15 @@ class TypedExchange(Generic[M]):
         """Plan the request; ``anthropic`` says whether the model is served by Anthropic."""
         if repair_attempts < 0:
             raise ValueError("repair_attempts must be 0 or more")
+        history = as_events(events)
         specs = as_tool_specs(tools)
+        # Offering the answer tool ends the renderers' "no tools: stub the log's calls" rule,
+        # so the log's calls to tools not passed are declared here as those stubs.
+        declared = {spec.name for spec in specs}
+        for event in history:
+            if isinstance(event, ToolCall) and event.tool not in declared:
+                declared.add(event.tool)
+                specs.append(_stub(event.tool))
         answer = answer_tool(output_type, (spec.name for spec in specs))
         forced = forces_tool(options, anthropic)
         choice = answer.name if forced else "auto"
@@ -145,7 +153,7 @@ class TypedExchange(Generic[M]):
             options=RequestOptions(tool_choice=choice).over(options),
             repair_attempts=repair_attempts,
             forced=forced,
-            history=as_events(events),
+            history=history,
         )
 
     @property
@@ -247,6 +255,12 @@ class TypedExchange(Generic[M]):
             usage=self.usage,
             attempts=self.attempts,
         )
+
+
+def _stub(name: str) -> ToolSpec:
+    from nisse_llm.render._wording import STUB_TOOL_DESCRIPTION
+
+    return ToolSpec(name=name, description=STUB_TOOL_DESCRIPTION, parameters={"type": "object"})
 
 
 def _errors(exc: ValidationError) -> list[dict[str, Any]]:

@@ -28,6 +28,8 @@ from nisse_llm import (
 )
 from nisse_llm.canonical import Completion
 from nisse_llm.errors import LLMError
+from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
+from nisse_llm.render.openai_chat import OpenAIChatRenderer
 from nisse_llm.testing import (
     AsyncScriptedClient,
     Script,
@@ -39,6 +41,8 @@ from nisse_llm.testing import (
     reply,
 )
 from nisse_llm.typed import ACCEPTED, NOT_RUN, TypedExchange
+from tests.render.anthropic_checker import anthropic_violations, official_violations
+from tests.render.test_openai_official import judge_official
 
 BASE = "http://proxy.test"
 
@@ -441,3 +445,24 @@ async def test_async_scripted_client_complete_as_raises_when_out_of_repairs() ->
     with pytest.raises(OutputValidationError) as caught:
         await client.complete_as(Plan, LOG, None, "claude-sonnet-4-6")
     assert json.loads(caught.value.raw) == BAD
+
+
+def test_the_logs_earlier_calls_are_declared_when_their_tools_are_not_passed() -> None:
+    """Asking for an answer after tool turns, with no tools passed, declares the log's
+    called tools as stubs beside the answer tool, and the bodies pass the official judges."""
+    call = ToolCall(call_id="call_r", tool="read_file", arguments={"path": "a.py"})
+    log = [*LOG, call, ToolResult(call_id="call_r", output="x = 1")]
+    exchange = TypedExchange.begin(
+        Plan, log, None, None, options=None, repair_attempts=0, anthropic=False
+    )
+    assert [t.name for t in exchange.tools] == ["read_file", "Plan"]
+    assert exchange.tools[0].description.startswith("Not offered in this request")
+    chat = OpenAIChatRenderer().render(
+        exchange.log, exchange.tools, "gpt-5.4-mini", options=exchange.options
+    )
+    judge_official(chat)
+    messages = AnthropicMessagesRenderer().render(
+        exchange.log, exchange.tools, "claude-sonnet-4-6", options=exchange.options
+    )
+    assert official_violations(messages) == []
+    assert anthropic_violations(messages) == []
