@@ -9,7 +9,6 @@ yields typed deltas, then holds the very events ``complete()`` would have return
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from types import TracebackType
@@ -31,7 +30,7 @@ from nisse_llm._transport import (
 from nisse_llm.canonical import CanonicalEvent, Completion, LogLike, ToolLike, Usage
 from nisse_llm.options import RequestOptions
 from nisse_llm.routing import DEFAULT_PASSTHROUGH_PREFIXES, Route, has_native_adapter, route_for
-from nisse_llm.streaming import StreamAccumulator, StreamDelta
+from nisse_llm.streaming import StreamAccumulator, StreamDelta, completion_deltas
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -135,6 +134,13 @@ def _stream_timeout(read_s: float, connect_s: float | None, idle_s: float) -> ht
     return httpx.Timeout(read_s, connect=read_s if connect_s is None else connect_s, read=idle_s)
 
 
+async def _asyncio_sleep(seconds: float) -> None:
+    """`asyncio.sleep`, imported when first awaited: a sync-only program never loads asyncio."""
+    import asyncio
+
+    await asyncio.sleep(seconds)
+
+
 _EVENT_STREAM = "text/event-stream"
 _STREAM_HEADERS = {"accept": _EVENT_STREAM}
 
@@ -182,9 +188,13 @@ class _ReplyStreamBase:
         return is_stream
 
     def _whole(self, response: httpx.Response) -> None:
-        # A server that ignores "stream": true answers a plain body: the same reply, no deltas.
+        # A server that ignores "stream": true answers a plain body: the same reply, and the
+        # deltas it implies (iterating still shows what `events` holds).
         self._settled = True
         self._completion = self._call.finish_completion(response)
+        self._pending = completion_deltas(self._completion)
+        self._pending.reverse()  # popped from the end, in order
+        self._deltas = len(self._pending)
 
     def _feed(self, chunk: bytes) -> None:
         assert self._acc is not None
@@ -636,7 +646,7 @@ class _AsyncClient(_ClientBase):
         timeout_s: float | None = None,
         connect_timeout_s: float | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
-        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+        sleep: Callable[[float], Awaitable[object]] = _asyncio_sleep,
         max_tokens: int | None = None,
         rate_limit_retries: int = 1,
         rate_limit_wait_s: float = 20.0,

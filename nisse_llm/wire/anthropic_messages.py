@@ -7,8 +7,6 @@ Responses tolerate unknown fields, nulls and block types the SDK never asks for;
 parser decides what those mean.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, NonNegativeInt, Tag
@@ -47,11 +45,11 @@ __all__ = [
 
 
 class _Request(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class _Response(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
 
 class AnthropicCacheControl(_Request):

@@ -12,8 +12,6 @@ an explicit ``null`` wherever a field is optional (LiteLLM sends ``"tool_calls":
 gateways add ``x_groq``, ``reasoning_details``, ``extra_content`` and more).
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -53,11 +51,11 @@ __all__ = [
 
 
 class _Request(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class _Response(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
 
 
 # --- request ---------------------------------------------------------------------------
