@@ -31,6 +31,7 @@ from nisse_llm.errors import (
     ContextWindowExceeded,
     LLMError,
     ModelRefusal,
+    OutputValidationError,
     RenderError,
     StreamInterrupted,
     TruncatedResponse,
@@ -74,6 +75,8 @@ if TYPE_CHECKING:
         ToolArgumentsDelta,
         ToolCallStarted,
     )
+    from nisse_llm.toolbox import Toolbox
+    from nisse_llm.typed import TypedReply
 
 __version__ = "0.1.0"
 
@@ -107,6 +110,8 @@ _LAZY = {
     "PartialReply": "nisse_llm.errors",
     "PromptCache": "nisse_llm.render._cache",
     "select_client": "nisse_llm.clients",
+    "Toolbox": "nisse_llm.toolbox",
+    "TypedReply": "nisse_llm.typed",
 }
 
 __all__ = [
@@ -133,6 +138,7 @@ __all__ = [
     "ModelInfo",
     "ModelRefusal",
     "OpenAIChatRenderer",
+    "OutputValidationError",
     "PartialReply",
     "Pin",
     "PromptCache",
@@ -154,7 +160,9 @@ __all__ = [
     "ToolCallStarted",
     "ToolResult",
     "ToolSpec",
+    "Toolbox",
     "TruncatedResponse",
+    "TypedReply",
     "UnknownRoleError",
     "UpstreamUnavailable",
     "Usage",
