@@ -36,6 +36,8 @@ import httpx
 from pydantic import SecretStr
 
 from nisse_llm._classify import RateLimitPolicy, Retry, classify_failure, redact
+from nisse_llm._egress import check_base_url, check_token, watch_token
+from nisse_llm._limits import ACCEPT_ENCODING, DeadlineExceeded, ReplyTooLarge
 from nisse_llm.canonical import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     CanonicalEvent,
@@ -44,7 +46,7 @@ from nisse_llm.canonical import (
     ToolLike,
     Usage,
 )
-from nisse_llm.errors import LLMError, StreamInterrupted, UpstreamUnavailable
+from nisse_llm.errors import ConfigError, LLMError, StreamInterrupted, UpstreamUnavailable
 from nisse_llm.render import Renderer
 from nisse_llm.render._cache import PromptCache
 from nisse_llm.routing import Route
@@ -160,10 +162,16 @@ class Core:
         prompt_cache: PromptCache | bool | None = True,
     ) -> None:
         self._token = token if isinstance(token, SecretStr) else SecretStr(token)
+        if self.token:
+            check_token(self.token)
+            watch_token(self.token)
         self.route = route
-        self.url = base_url.rstrip("/") + route.path
+        self.url = check_base_url(base_url.rstrip("/")) + route.path
         #: ``url`` parsed once: httpx would parse the string again on every request.
-        self.endpoint = httpx.URL(self.url)
+        try:
+            self.endpoint = httpx.URL(self.url)
+        except httpx.InvalidURL as exc:
+            raise ConfigError(f"base URL {base_url[:200]!r} cannot be parsed: {exc}") from None
         self.where = f"POST {route.path}"
         self.timeout_s = route.default_timeout_s if timeout_s is None else timeout_s
         self.max_tokens = max_tokens or DEFAULT_MAX_OUTPUT_TOKENS
@@ -177,6 +185,7 @@ class Core:
             **route.auth_headers(self._token.get_secret_value()),
             "content-type": "application/json",
             "accept": "application/json",
+            "accept-encoding": ACCEPT_ENCODING,
         }
         #: Usage of the most recent successful call on this client (any thread or task).
         self.last_usage: Usage | None = None
@@ -219,6 +228,36 @@ class Core:
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug("request %s %s: %s", self.where, model, _debug_text(call.body, self.token))
         return call
+
+
+def _scrubbed(exc: BaseException, token: str) -> bool:
+    """Redact ``token`` in the args of ``exc`` and of every exception chained to it.
+
+    A server may echo the token where httpx, httpcore or h11 quote it (a malformed
+    status line, header or chunk size); the chain stays for debugging, cleaned. False if
+    some exception still shows the token (its text is not made from its args).
+    """
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        current = todo.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if any(isinstance(a, str | bytes | bytearray) for a in current.args):
+            current.args = tuple(_redact_arg(a, token) for a in current.args)
+        if token in str(current) or token in repr(current):
+            return False
+        todo += [current.__cause__, current.__context__]
+    return True
+
+
+def _redact_arg(arg: object, token: str) -> object:
+    if isinstance(arg, str):
+        return redact(arg, token)
+    if isinstance(arg, bytes | bytearray):
+        return bytes(arg).replace(token.encode(), b"[redacted]")
+    return arg
 
 
 def _cache_policy(value: PromptCache | bool | None) -> PromptCache | None:
@@ -341,6 +380,8 @@ class Call:
         """Raise what a stream that broke mid-way means: `StreamInterrupted` or the parse failure."""
         if isinstance(exc, httpx.ReadTimeout):
             self._raise_parsed(acc.interrupted(f"no data for {idle_timeout_s:g} s"), cause=exc)
+        if isinstance(exc, DeadlineExceeded | ReplyTooLarge):
+            self._raise_parsed(acc.interrupted(str(exc)), cause=exc)
         if isinstance(exc, HTTPX_ERRORS):
             detail = redact(str(exc), self.core.token) or "no detail"
             self._raise_parsed(
@@ -398,6 +439,8 @@ class Call:
         self._log(logging.WARNING, None, exc)
         if token and cause is None and token in str(exc.__cause__):
             raise exc from None  # a parser's chained error quotes the token, as pydantic quotes input
+        if token and cause is not None and not _scrubbed(cause, token):
+            raise exc from None  # a chained exception shows the token and cannot be cleaned
         if cause is not None:
             raise exc from cause
         raise exc

@@ -19,6 +19,14 @@ import httpx
 from pydantic import SecretStr
 
 from nisse_llm._classify import RateLimitPolicy
+from nisse_llm._limits import (
+    DEFAULT_CALL_DEADLINE_S,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_STREAM_DEADLINE_S,
+    Limits,
+    async_transport,
+    sync_transport,
+)
 from nisse_llm._transport import (
     HTTPX_ERRORS,
     Call,
@@ -101,6 +109,9 @@ def _pin_options(pin: Pin, route: RouteSpec) -> dict[str, Any]:
         "rate_limit_wait_cap_s": pin.rate_limit_wait_cap_s,
         "stream_idle_timeout_s": pin.stream_idle_timeout_s,
         "prompt_cache": _pin_cache(pin),
+        "max_response_bytes": pin.max_response_bytes,
+        "call_deadline_s": pin.call_deadline_s,
+        "stream_deadline_s": pin.stream_deadline_s,
     }
 
 
@@ -110,6 +121,12 @@ def _pin_cache(pin: Pin) -> PromptCache:
     return PromptCache(
         enabled=pin.prompt_cache, ttl=pin.prompt_cache_ttl, prefixes=pin.passthrough_prefixes
     )
+
+
+async def _no_chunks() -> AsyncIterator[bytes]:
+    """An exhausted body: what a stream reads after its final event."""
+    return
+    yield
 
 
 async def _async_parts(parts: list[bytes]) -> AsyncIterator[bytes]:
@@ -187,6 +204,10 @@ class _ReplyStreamBase:
             self._broke(exc)
         self._pending.reverse()  # popped from the end, in arrival order
         self._deltas += len(self._pending)
+
+    def _final(self) -> bool:
+        """Whether the route's final event has arrived (the rest of the body is not read)."""
+        return self._acc is not None and self._acc.done
 
     def _ended(self) -> None:
         assert self._acc is not None
@@ -283,6 +304,10 @@ class ReplyStream(_ReplyStreamBase):
             except BaseException:
                 self._close()
                 raise
+            if self._final():
+                # The final event came: release the connection, read nothing after it.
+                self._close()
+                self._chunks = iter(())
             pending = self._pending
         return pending.pop()
 
@@ -371,6 +396,9 @@ class AsyncReplyStream(_ReplyStreamBase):
             except BaseException:
                 await self._close()
                 raise
+            if self._final():
+                await self._close()  # as in `ReplyStream`: nothing is read past the final event
+                self._chunks = _no_chunks()
             pending = self._pending
         return pending.pop()
 
@@ -480,6 +508,9 @@ class _SyncClient(_ClientBase):
         stream_idle_timeout_s: float = 120.0,
         on_usage: UsageCallback | None = None,
         prompt_cache: PromptCache | bool | None = True,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        call_deadline_s: float = DEFAULT_CALL_DEADLINE_S,
+        stream_deadline_s: float = DEFAULT_STREAM_DEADLINE_S,
     ) -> None:
         core = self._setup(
             base_url,
@@ -497,10 +528,11 @@ class _SyncClient(_ClientBase):
         self._stream_timeout = _stream_timeout(
             core.timeout_s, connect_timeout_s, stream_idle_timeout_s
         )
+        limits = Limits(max_response_bytes, call_deadline_s, stream_deadline_s)
         self._http = httpx.Client(
             headers=core.headers,
             timeout=_timeout(core.timeout_s, connect_timeout_s),
-            transport=transport,
+            transport=sync_transport(core.url, transport, limits, shared_ssl_context()),
             verify=shared_ssl_context(),
         )
 
@@ -576,6 +608,9 @@ class _AsyncClient(_ClientBase):
         stream_idle_timeout_s: float = 120.0,
         on_usage: UsageCallback | None = None,
         prompt_cache: PromptCache | bool | None = True,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        call_deadline_s: float = DEFAULT_CALL_DEADLINE_S,
+        stream_deadline_s: float = DEFAULT_STREAM_DEADLINE_S,
     ) -> None:
         core = self._setup(
             base_url,
@@ -593,10 +628,11 @@ class _AsyncClient(_ClientBase):
         self._stream_timeout = _stream_timeout(
             core.timeout_s, connect_timeout_s, stream_idle_timeout_s
         )
+        limits = Limits(max_response_bytes, call_deadline_s, stream_deadline_s)
         self._http = httpx.AsyncClient(
             headers=core.headers,
             timeout=_timeout(core.timeout_s, connect_timeout_s),
-            transport=transport,
+            transport=async_transport(core.url, transport, limits, shared_ssl_context()),
             verify=shared_ssl_context(),
         )
 
