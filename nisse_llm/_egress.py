@@ -34,6 +34,7 @@ __all__ = ["check_base_url", "check_token", "environment_proxy", "is_loopback", 
 _BYPASS: Callable[[str, dict[str, str]], bool] = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]
 _TOKEN: Final = re.compile(r"[\x21-\x7e]+")
 _REDACTED: Final = "[redacted]"
+_CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 # Every logger httpx and httpcore write to (a logger's filters see only its own records).
 _HTTP_LOGGERS: Final = (
     "httpx",
@@ -58,6 +59,8 @@ def _split(url: str) -> SplitResult:
 
 def check_base_url(url: str) -> str:
     """``url`` if it is an http(s) URL with a host, no userinfo, that parses; else `ConfigError`."""
+    if _CONTROL.search(url):
+        raise ConfigError(f"base URL {_shown(url)} holds control characters")
     parts = _split(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(f"base URL {_shown(url)} must be http:// or https:// with a host")

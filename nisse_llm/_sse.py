@@ -6,15 +6,27 @@ CRLF may be split across chunks); a leading BOM is dropped; ``:`` lines are comm
 NUL); an event with no data is not dispatched; an unterminated event at end of stream
 is discarded. Lines are split as bytes (CR and LF never occur inside a UTF-8 sequence),
 so a chunk boundary inside a character costs nothing; invalid UTF-8 becomes U+FFFD.
+
+Bounded: a line longer than `MAX_LINE_BYTES`, or an event whose data lines add up to
+more than `MAX_EVENT_BYTES`, raises `EventTooLarge` (a server flooding one line or one
+event must not grow memory until the reply's size cap).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["SSEDecoder", "ServerSentEvent"]
+__all__ = ["MAX_EVENT_BYTES", "MAX_LINE_BYTES", "EventTooLarge", "SSEDecoder", "ServerSentEvent"]
 
 _BOM = b"\xef\xbb\xbf"
+#: Longest line accepted (a whole reply in one ``data:`` line fits: some servers send one).
+MAX_LINE_BYTES = 16 * 1024 * 1024
+#: Most data one event may carry, its lines joined.
+MAX_EVENT_BYTES = 16 * 1024 * 1024
+
+
+class EventTooLarge(ValueError):
+    """A line or an event of the stream passed its size limit."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +45,7 @@ class SSEDecoder:
         "_data",
         "_event",
         "_last_id",
+        "_parked",
         "_partial",
         "_skip_lf",
         "_started",
@@ -41,6 +54,7 @@ class SSEDecoder:
 
     def __init__(self) -> None:
         self._partial: list[bytes] = []  # bytes of a line whose end has not arrived yet
+        self._parked = 0  # their total length
         self._skip_lf = False  # the last chunk ended in CR: a leading LF completes a CRLF
         self._started = False  # past the (optional) BOM
         self._data: list[str] = []
@@ -68,6 +82,9 @@ class SSEDecoder:
             # No line ends here: park it (joined once, not per chunk, so a long line
             # arriving in tiny chunks stays linear).
             self._partial.append(chunk)
+            self._parked += len(chunk)
+            if self._parked > MAX_LINE_BYTES:
+                raise EventTooLarge(f"a line of the stream passed {MAX_LINE_BYTES} bytes")
             if not self._started:
                 self._strip_bom()
             return []
@@ -75,6 +92,7 @@ class SSEDecoder:
             self._partial.append(chunk)
             chunk = b"".join(self._partial)
             self._partial = []
+            self._parked = 0
         if not self._started:
             self._started = True
             if chunk.startswith(_BOM):
@@ -86,12 +104,14 @@ class SSEDecoder:
                 self._skip_lf = True
             elif not last.endswith(b"\n"):
                 self._partial.append(ends.pop())
+                self._parked = len(self._partial[-1])
             lines = [line.rstrip(b"\r\n") for line in ends]
         else:
             lines = chunk.split(b"\n")
             tail = lines.pop()  # empty when the chunk ends with its line
             if tail:
                 self._partial.append(tail)
+                self._parked = len(tail)
         events: list[ServerSentEvent] = []
         data = self._data
         for line in lines:
@@ -111,11 +131,14 @@ class SSEDecoder:
                     )
                     data = self._data = []
                 self._event = ""
+        if data and sum(map(len, data)) > MAX_EVENT_BYTES:
+            raise EventTooLarge(f"an event of the stream passed {MAX_EVENT_BYTES} bytes of data")
         return events
 
     def close(self) -> None:
         """End of stream: any undispatched event is discarded, as the standard requires."""
         self._partial = []
+        self._parked = 0
         self._data = []
         self._event = ""
         self._skip_lf = False

@@ -38,6 +38,7 @@ from pydantic import SecretStr
 from nisse_llm._classify import RateLimitPolicy, Retry, classify_failure, redact
 from nisse_llm._egress import check_base_url, check_token, watch_token
 from nisse_llm._limits import ACCEPT_ENCODING, DeadlineExceeded, ReplyTooLarge
+from nisse_llm._sse import EventTooLarge
 from nisse_llm.canonical import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     CanonicalEvent,
@@ -380,7 +381,7 @@ class Call:
         """Raise what a stream that broke mid-way means: `StreamInterrupted` or the parse failure."""
         if isinstance(exc, httpx.ReadTimeout):
             self._raise_parsed(acc.interrupted(f"no data for {idle_timeout_s:g} s"), cause=exc)
-        if isinstance(exc, DeadlineExceeded | ReplyTooLarge):
+        if isinstance(exc, DeadlineExceeded | ReplyTooLarge | EventTooLarge):
             self._raise_parsed(acc.interrupted(str(exc)), cause=exc)
         if isinstance(exc, HTTPX_ERRORS):
             detail = redact(str(exc), self.core.token) or "no detail"

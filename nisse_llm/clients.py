@@ -123,12 +123,6 @@ def _pin_cache(pin: Pin) -> PromptCache:
     )
 
 
-async def _no_chunks() -> AsyncIterator[bytes]:
-    """An exhausted body: what a stream reads after its final event."""
-    return
-    yield
-
-
 async def _async_parts(parts: list[bytes]) -> AsyncIterator[bytes]:
     """The parts for an async client, which takes no sync iterable as content."""
     for part in parts:
@@ -298,16 +292,20 @@ class ReplyStream(_ReplyStreamBase):
                 raise
             except HTTPX_ERRORS as exc:
                 self._close()
-                self._broke(exc)
+                if not self._final():
+                    self._broke(exc)
+                chunk = b""  # the reply was whole: a failure after it ends nothing
+            if self._final():
+                # Past the final event: a clean end returned the connection to the pool
+                # above; bytes (keepalives) or a failure after it end the stream here.
+                self._close()
+                self._ended()
+                raise StopIteration
             try:
                 self._feed(chunk)
             except BaseException:
                 self._close()
                 raise
-            if self._final():
-                # The final event came: release the connection, read nothing after it.
-                self._close()
-                self._chunks = iter(())
             pending = self._pending
         return pending.pop()
 
@@ -390,15 +388,18 @@ class AsyncReplyStream(_ReplyStreamBase):
                 raise
             except HTTPX_ERRORS as exc:
                 await self._close()
-                self._broke(exc)
+                if not self._final():
+                    self._broke(exc)
+                chunk = b""
+            if self._final():  # as in `ReplyStream`: nothing is read past the final event
+                await self._close()
+                self._ended()
+                raise StopAsyncIteration
             try:
                 self._feed(chunk)
             except BaseException:
                 await self._close()
                 raise
-            if self._final():
-                await self._close()  # as in `ReplyStream`: nothing is read past the final event
-                self._chunks = _no_chunks()
             pending = self._pending
         return pending.pop()
 
