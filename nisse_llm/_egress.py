@@ -118,8 +118,8 @@ def proxy_error(variable: str, proxy: str, exc: BaseException) -> ConfigError:
     """The `ConfigError` for a proxy variable httpx cannot use (credentials not shown)."""
     scheme = proxy.partition("://")[0][:20]
     return ConfigError(
-        f"the environment variable {variable} (or its lower-case form) names a {scheme}:// "
-        f"proxy that cannot be used: {type(exc).__name__}: {_first_line(exc)}; "
+        f"the environment variable {variable} (or its lower-case form) names a proxy "
+        f"({scheme}://...) that cannot be used: {type(exc).__name__}: {_first_line(exc)}; "
         "use an http:// or https:// proxy (socks5:// needs httpx[socks]), or unset it"
     )
 

@@ -238,19 +238,18 @@ def _scrubbed(exc: BaseException, token: str) -> bool:
     status line, header or chunk size); the chain stays for debugging, cleaned. False if
     some exception still shows the token (its text is not made from its args).
     """
-    seen: set[int] = set()
-    todo: list[BaseException | None] = [exc]
+    found: dict[int, BaseException] = {}
+    todo: list[object] = [exc]
     while todo:
         current = todo.pop()
-        if current is None or id(current) in seen:
+        if not isinstance(current, BaseException) or id(current) in found:
             continue
-        seen.add(id(current))
+        found[id(current)] = current
+        todo += [current.__cause__, current.__context__, *current.args]
+    for current in found.values():
         if any(isinstance(a, str | bytes | bytearray) for a in current.args):
             current.args = tuple(_redact_arg(a, token) for a in current.args)
-        if token in str(current) or token in repr(current):
-            return False
-        todo += [current.__cause__, current.__context__]
-    return True
+    return not any(token in str(e) or token in repr(e) for e in found.values())
 
 
 def _redact_arg(arg: object, token: str) -> object:
