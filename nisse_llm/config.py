@@ -94,7 +94,10 @@ _MAX_SECONDS = 3600.0
 _MIN_REDACTED_LEN = 6
 _REDACTED = "[redacted]"
 # Largest configuration file read: a real one is a few hundred bytes.
-_MAX_CONFIG_BYTES = 1024 * 1024
+_MAX_CONFIG_BYTES = 64 * 1024
+# Most dots or brackets one line may hold: tomllib takes quadratic time in a key's depth
+# (8,000 dotted parts: 2 s), so deeper lines are refused before it sees them.
+_MAX_LINE_NESTING = 256
 
 Seconds: TypeAlias = Annotated[float, Field(gt=0, le=_MAX_SECONDS, allow_inf_nan=False)]
 WaitSeconds: TypeAlias = Annotated[float, Field(ge=0, le=_MAX_SECONDS, allow_inf_nan=False)]
@@ -551,6 +554,12 @@ def _read_toml(path: Path, named_by: str) -> dict[str, Any]:
         raise ConfigError(
             f"config file {path} is not UTF-8 text (line {line}, byte {exc.start})"
         ) from None
+    deep = _too_nested(text)
+    if deep:
+        raise ConfigError(
+            f"{path}, line {deep}: invalid TOML: nested too deeply (over {_MAX_LINE_NESTING} "
+            "dots or brackets on one line)"
+        )
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -562,6 +571,16 @@ def _read_toml(path: Path, named_by: str) -> dict[str, Any]:
     if not line:
         raise ConfigError(f"{path}: invalid TOML: {reason}")
     raise ConfigError(f"{path}, line {line}, column {column}: invalid TOML: {reason}")
+
+
+def _too_nested(text: str) -> int:
+    """The number of the first line nesting past `_MAX_LINE_NESTING`, or 0."""
+    for number, line in enumerate(text.split("\n"), 1):
+        if line.lstrip().startswith("#"):
+            continue
+        if max(line.count("."), line.count("[") + line.count("{")) > _MAX_LINE_NESTING:
+            return number
+    return 0
 
 
 def _read_regular_file(path: Path, named_by: str) -> bytes:
