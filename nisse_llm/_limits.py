@@ -11,9 +11,11 @@ sync and async, 2xx and error bodies all pass through one reader that:
   cut silently at `ERROR_BODY_BYTES`, all that classifying it needs;
 - raises `DeadlineExceeded` once an attempt runs past its deadline (``call_deadline_s``,
   or ``stream_deadline_s`` for a request that accepts ``text/event-stream``), counted
-  from the moment the request is handed to the transport. Async calls are cut at the
-  deadline itself; sync calls at the first byte that arrives after it, so at worst one
-  read timeout later (a read that receives nothing ends at the read timeout anyway).
+  from the moment the request is handed to the transport, connecting and headers
+  included. Async calls are cut by ``asyncio.timeout``; a sync client's own connection
+  pool reads through `_DeadlineBackend`, which shortens each socket read and write to the
+  time left, so both are cut at the deadline itself. (Over a caller's own transport a sync
+  call is checked as each chunk arrives: at worst one read timeout past the deadline.)
 
 Both exceptions are httpx transport errors, so the exchange classifies them as it does
 a reset: `UpstreamUnavailable`, or `StreamInterrupted` mid-stream.
@@ -25,10 +27,12 @@ import asyncio
 import ssl
 import time
 import zlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
+import httpcore
 import httpx
 
 from nisse_llm._egress import environment_proxy, proxy_error
@@ -227,6 +231,11 @@ class _Clock:
         self.deadline_s, self.key = limits.deadline_for(request)
         self.started = time.monotonic()
 
+    @property
+    def at(self) -> float:
+        """The deadline on the ``time.monotonic`` clock."""
+        return self.started + self.deadline_s
+
     def remaining(self) -> float:
         return self.deadline_s - (time.monotonic() - self.started)
 
@@ -248,8 +257,13 @@ class _SyncBody(httpx.SyncByteStream):
 
     def __iter__(self) -> Iterator[bytes]:
         decoder, clock = self._decoder, self._clock
+        chunks = iter(self._inner)
         try:
-            for raw in self._inner:
+            while True:
+                with _deadline(clock):
+                    raw = next(chunks, None)
+                if raw is None:
+                    break
                 clock.check()
                 yield from decoder.feed(raw)
                 if decoder.ended:
@@ -304,7 +318,8 @@ class BoundedTransport(httpx.BaseTransport):
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         clock = _Clock(self._limits, request)
-        response = self._inner.handle_request(request)
+        with _deadline(clock):
+            response = self._inner.handle_request(request)
         try:
             clock.check()
             decoder = _decoder(response, self._limits)
@@ -344,6 +359,102 @@ class AsyncBoundedTransport(httpx.AsyncBaseTransport):
         await self._inner.aclose()
 
 
+#: When the current sync attempt must end (``time.monotonic``), for `_DeadlineBackend`.
+_DEADLINE: ContextVar[float | None] = ContextVar("nisse_llm_deadline", default=None)
+
+
+class _deadline:
+    """Within the block, sync socket operations end by ``clock``'s deadline; a timeout
+    that the deadline caused is raised as `DeadlineExceeded`."""
+
+    __slots__ = ("_clock", "_reset")
+
+    def __init__(self, clock: _Clock) -> None:
+        self._clock = clock
+
+    def __enter__(self) -> None:
+        self._reset = _DEADLINE.set(self._clock.at)
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any
+    ) -> None:
+        _DEADLINE.reset(self._reset)
+        if isinstance(exc, httpx.TimeoutException) and self._clock.remaining() <= 0:
+            raise self._clock.exceeded() from None
+
+
+def _left(timeout: float | None) -> float | None:
+    """``timeout`` shortened to the time left before the current deadline, if any."""
+    at = _DEADLINE.get()
+    if at is None:
+        return timeout
+    left = max(at - time.monotonic(), 0.001)  # 0 would make the socket non-blocking
+    return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    """A socket stream whose every read and write ends by the current deadline."""
+
+    def __init__(self, inner: httpcore.NetworkStream) -> None:
+        self._inner = inner
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, _left(timeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, _left(timeout))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.NetworkStream:
+        return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname, _left(timeout)))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class _DeadlineBackend(httpcore.NetworkBackend):
+    """httpcore's sync network backend, its streams bounded by the current deadline."""
+
+    def __init__(self, inner: httpcore.NetworkBackend) -> None:
+        self._inner = inner
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.NetworkStream:
+        stream = self._inner.connect_tcp(host, port, _left(timeout), local_address, socket_options)
+        return _DeadlineStream(stream)
+
+    def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
+    ) -> httpcore.NetworkStream:
+        stream = self._inner.connect_unix_socket(path, _left(timeout), socket_options)
+        return _DeadlineStream(stream)
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+def _bound_sockets(transport: httpx.HTTPTransport) -> None:
+    # httpx does not expose httpcore's network_backend; its pool keeps the backend here
+    # (httpcore 1.x). Without it the deadline is still checked as each chunk arrives.
+    pool = getattr(transport, "_pool", None)
+    backend = getattr(pool, "_network_backend", None)
+    if isinstance(backend, httpcore.NetworkBackend):
+        pool._network_backend = _DeadlineBackend(backend)  # type: ignore[union-attr]
+
+
 def sync_transport(
     base_url: str, inner: httpx.BaseTransport | None, limits: Limits, verify: ssl.SSLContext
 ) -> BoundedTransport:
@@ -352,9 +463,11 @@ def sync_transport(
     if inner is None:
         proxy, variable = environment_proxy(base_url)
         try:
-            inner = httpx.HTTPTransport(verify=verify, proxy=proxy)
+            pool = httpx.HTTPTransport(verify=verify, proxy=proxy)
         except (ImportError, ValueError, httpx.InvalidURL) as exc:
             raise proxy_error(variable, proxy or "", exc) from None
+        _bound_sockets(pool)
+        inner = pool
     return BoundedTransport(inner, limits)
 
 

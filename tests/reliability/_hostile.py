@@ -87,6 +87,14 @@ def _drip_bytes(conn: Conn) -> None:
         pass
 
 
+def _drip_headers(conn: Conn) -> None:
+    """A status line, then one header line every `DRIP_S`, never ending the headers."""
+    if not conn.send(b"HTTP/1.1 200 OK\r\n"):
+        return
+    while conn.sleep(DRIP_S) and conn.send(b"X-Wait: 1\r\n"):
+        pass
+
+
 def _endless_error(conn: Conn) -> None:
     conn.send(head(400, JSON) + chunk(ERROR_HEAD))
     piece = chunk(b"x" * 65536)
@@ -129,6 +137,8 @@ def _case(name: str) -> tuple[Route, Script]:
         return "anthropic_messages", endless(200, PING * 1024, SSE)
     if name == "endless_empty_deltas":
         return "openai_chat", endless(200, EMPTY_DELTA * 256, SSE)
+    if name == "drip_headers":
+        return "anthropic_messages", _drip_headers
     if name == "drip_bytes":
         return "openai_chat", _drip_bytes
     if name == "drip_keepalives":
