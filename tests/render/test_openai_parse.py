@@ -318,7 +318,7 @@ def test_negative_token_counts_raise_llm_error() -> None:
     body = _completion(content="ok")
     body["usage"]["prompt_tokens"] = -1
     with pytest.raises(
-        LLMError, match="usage.prompt_tokens: Input should be greater than or equal to 0"
+        LLMError, match=r"usage\.prompt_tokens: Input should be greater than or equal to 0"
     ):
         CHAT.parse(body, requested_model=REQUESTED)
 
