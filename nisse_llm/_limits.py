@@ -214,14 +214,12 @@ def _rebuilt(
     response: httpx.Response, stream: httpx.SyncByteStream | httpx.AsyncByteStream
 ) -> httpx.Response:
     # The body is handed on decoded: without its encoding headers httpx reads it as is.
-    headers = [
-        (k, v)
-        for k, v in response.headers.multi_items()
-        if k.lower() not in ("content-encoding", "content-length")
-    ]
-    return httpx.Response(
-        response.status_code, headers=headers, stream=stream, extensions=response.extensions
-    )
+    headers = response.headers
+    if "content-encoding" in headers:
+        del headers["content-encoding"]
+        headers.pop("content-length", None)
+    response.stream = stream
+    return response
 
 
 class _Clock:
