@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from nisse_llm.canonical import (
     AssistantText,
+    CallInfo,
     CanonicalEvent,
     Completion,
     Reasoning,
@@ -20,6 +21,7 @@ from nisse_llm.canonical import (
     ToolResult,
     ToolSpec,
     Usage,
+    UserImage,
     UserText,
     mint_call_id,
 )
@@ -31,8 +33,10 @@ from nisse_llm.errors import (
     RenderError,
     StreamInterrupted,
     TruncatedResponse,
+    UnknownRoleError,
     UpstreamUnavailable,
 )
+from nisse_llm.images import Image, ImageError
 from nisse_llm.routing import has_native_adapter
 
 if TYPE_CHECKING:
@@ -55,6 +59,7 @@ if TYPE_CHECKING:
         load_settings,
     )
     from nisse_llm.logstore import LogStore
+    from nisse_llm.options import RequestOptions
     from nisse_llm.render._cache import PromptCache
     from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
     from nisse_llm.render.openai_chat import OpenAIChatRenderer
@@ -77,6 +82,7 @@ _LAZY = {
     "RoleMap": "nisse_llm.config",
     "InsecureConfigFileWarning": "nisse_llm.config",
     "LogStore": "nisse_llm.logstore",
+    "RequestOptions": "nisse_llm.options",
     "OpenAIChatRenderer": "nisse_llm.render.openai_chat",
     "AnthropicMessagesRenderer": "nisse_llm.render.anthropic_messages",
     "LiteLLMClient": "nisse_llm.clients",
@@ -92,7 +98,7 @@ _LAZY = {
     "RefusalDelta": "nisse_llm.streaming",
     "ToolCallStarted": "nisse_llm.streaming",
     "ToolArgumentsDelta": "nisse_llm.streaming",
-    "PartialReply": "nisse_llm.streaming",
+    "PartialReply": "nisse_llm.errors",
     "PromptCache": "nisse_llm.render._cache",
     "select_client": "nisse_llm.clients",
 }
@@ -106,9 +112,12 @@ __all__ = [
     "AsyncReplyStream",
     "AsyncRoleRouter",
     "BudgetExhausted",
+    "CallInfo",
     "CanonicalEvent",
     "Completion",
     "ConfigError",
+    "Image",
+    "ImageError",
     "InsecureConfigFileWarning",
     "LLMError",
     "LiteLLMClient",
@@ -123,6 +132,7 @@ __all__ = [
     "RefusalDelta",
     "RenderError",
     "ReplyStream",
+    "RequestOptions",
     "RoleMap",
     "RoleRouter",
     "Settings",
@@ -135,8 +145,10 @@ __all__ = [
     "ToolResult",
     "ToolSpec",
     "TruncatedResponse",
+    "UnknownRoleError",
     "UpstreamUnavailable",
     "Usage",
+    "UserImage",
     "UserText",
     "has_native_adapter",
     "load_settings",

@@ -11,27 +11,42 @@
         ├── BudgetExhausted  keep the work; resume after the operator restores the budget
         └── StreamInterrupted  a streamed reply broke mid-way; what arrived rides along
 
+A caller's own mistake (an unknown role, a prompt passed where a log belongs) is not a
+failed model call: it raises `UnknownRoleError` (a `ValueError`) or a plain `TypeError`,
+outside this tree, so an agent's ``except LLMError`` never hides a bug in the agent.
+
 Status, the server's error type and message, and any wait the server asked for ride on
 the exception so the caller's resume logic can act on them without parsing text.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from nisse_llm.streaming import PartialReply
+from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = [
     "BudgetExhausted",
     "ConfigError",
     "LLMError",
     "ModelRefusal",
+    "PartialReply",
+    "PartialToolCall",
     "RenderError",
     "StreamInterrupted",
     "TruncatedResponse",
+    "UnknownRoleError",
     "UpstreamUnavailable",
 ]
+
+
+class UnknownRoleError(ValueError):
+    """A caller asked for a role that does not exist: a bug in the caller, not a failed call."""
+
+    def __init__(self, role: object, roles: tuple[str, ...]) -> None:
+        super().__init__(f"unknown role {role!r}; the roles are {', '.join(roles)}")
+        #: The role asked for, and the roles that exist.
+        self.role = role
+        self.roles = roles
 
 
 class LLMError(RuntimeError):
@@ -100,6 +115,31 @@ class UpstreamUnavailable(LLMError):
 
 class BudgetExhausted(UpstreamUnavailable):
     """A spend limit at the proxy is gone: keep the work, never retry, tell the operator."""
+
+
+@dataclass(frozen=True, slots=True)
+class PartialToolCall:
+    """A tool call as far as it arrived: its name (if it came) and raw argument JSON."""
+
+    index: int
+    tool: str | None
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class PartialReply:
+    """What a broken stream delivered, for diagnosis; never a result to act on.
+
+    ``body`` is the reply so far in the route's non-streaming shape (tool arguments
+    that did not finish are kept as raw strings). It lives here, beside the error that
+    carries it, so the error tree imports nothing above it.
+    """
+
+    text: str
+    reasoning: str
+    tool_calls: tuple[PartialToolCall, ...]
+    events: int
+    body: dict[str, Any] = field(repr=False)
 
 
 class StreamInterrupted(UpstreamUnavailable):

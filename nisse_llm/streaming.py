@@ -23,14 +23,14 @@ import json
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias
 
 from pydantic_core import from_json
 
 from nisse_llm._sse import ServerSentEvent, SSEDecoder
 from nisse_llm.canonical import TOOL_NAME_PATTERN, Completion
-from nisse_llm.errors import LLMError, StreamInterrupted
+from nisse_llm.errors import LLMError, PartialReply, PartialToolCall, StreamInterrupted
 from nisse_llm.routing import Route
 
 __all__ = [
@@ -117,31 +117,7 @@ StreamDelta: TypeAlias = (
 )
 
 
-# --- failure -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class PartialToolCall:
-    """A tool call as far as it arrived: its name (if it came) and raw argument JSON."""
-
-    index: int
-    tool: str | None
-    arguments: str
-
-
-@dataclass(frozen=True, slots=True)
-class PartialReply:
-    """What a broken stream delivered, for diagnosis; never a result to act on.
-
-    ``body`` is the reply so far in the route's non-streaming shape (tool arguments
-    that did not finish are kept as raw strings).
-    """
-
-    text: str
-    reasoning: str
-    tool_calls: tuple[PartialToolCall, ...]
-    events: int
-    body: dict[str, Any] = field(repr=False)
+# --- failure: `PartialReply` and `PartialToolCall` live in `errors` (below everything) ---
 
 
 def _malformed(what: str, data: object) -> LLMError:

@@ -1,10 +1,10 @@
 """Prompt-cache policy: which requests carry Anthropic ``cache_control`` breakpoints (pure).
 
-A model is an Anthropic model when it takes the messages passthrough by the policy's
-prefixes (`nisse_llm.routing.has_native_adapter`: ``claude-``, ``anthropic/`` unless
-configured otherwise), or when its name is a LiteLLM route to Anthropic: ``anthropic/...``,
-or ``bedrock/...``, ``vertex_ai/...``, ``openrouter/anthropic/...`` naming a ``claude``
-model. LiteLLM forwards ``cache_control`` to those providers; other models get nothing.
+A model is an Anthropic model when its name says so (``claude-...``, ``anthropic/...``, or
+a LiteLLM route to Anthropic: ``bedrock/...``, ``vertex_ai/...``, ``openrouter/anthropic/...``
+naming a ``claude`` model), or when it takes the messages passthrough by one of the
+operator's extra prefixes, which the caller passes in (renderers read no configuration).
+LiteLLM forwards ``cache_control`` to those providers; other models get nothing.
 
 The TTL ``"5m"`` is the API's default, so it is left out of the marker (the smaller body
 is also the one older gateways accept); ``"1h"`` is sent as ``"ttl": "1h"``.
@@ -15,32 +15,34 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from nisse_llm.routing import DEFAULT_PASSTHROUGH_PREFIXES, has_native_adapter
-
 __all__ = ["MAX_BREAKPOINTS", "PromptCache", "active", "is_anthropic_model"]
 
 #: "A maximum of 4 blocks with cache_control may be provided" (the API's 400 past it).
 MAX_BREAKPOINTS = 4
 
+#: Names that are Anthropic's by themselves: Claude's own names and LiteLLM's provider prefix.
+_ANTHROPIC_NAMES = ("claude-", "anthropic/")
 _LITELLM_CLAUDE_ROUTES = ("bedrock/", "vertex_ai/", "openrouter/anthropic/")
 
 
-def is_anthropic_model(
-    model: str, prefixes: tuple[str, ...] = DEFAULT_PASSTHROUGH_PREFIXES
-) -> bool:
-    """Whether ``model`` is served by Anthropic, so cache breakpoints pay off (module rule)."""
-    if has_native_adapter(model, prefixes) or model.startswith("anthropic/"):
+def is_anthropic_model(model: str, prefixes: tuple[str, ...] = ()) -> bool:
+    """Whether ``model`` is served by Anthropic, so cache breakpoints pay off (module rule).
+
+    ``prefixes`` are the operator's passthrough prefixes: a model routed to the messages
+    passthrough by one of them is an Anthropic model too.
+    """
+    if model.startswith(_ANTHROPIC_NAMES) or (prefixes and model.startswith(prefixes)):
         return True
     return model.startswith(_LITELLM_CLAUDE_ROUTES) and "claude" in model.lower()
 
 
 @dataclass(frozen=True, slots=True)
 class PromptCache:
-    """Whether to mark cache breakpoints, their lifetime, and the passthrough prefixes."""
+    """Whether to mark cache breakpoints, their lifetime, and the operator's passthrough prefixes."""
 
     enabled: bool = True
     ttl: Literal["5m", "1h"] | None = None
-    prefixes: tuple[str, ...] = DEFAULT_PASSTHROUGH_PREFIXES
+    prefixes: tuple[str, ...] = ()
 
     def applies(self, model: str) -> bool:
         """Whether a request to ``model`` carries breakpoints under this policy."""

@@ -24,17 +24,17 @@ Render rules (each answers something the API rejects):
   the API requires tools whenever ``tool_use`` blocks are present. Two tools with one
   name are a `RenderError`; a schema without ``type`` gets ``"type": "object"``.
 - An empty log, or one with nothing left to send, is a `RenderError`.
+- A `UserImage` is an ``image`` block (``base64`` or ``url`` source) in the user message,
+  in log order among the user's texts; a result's images follow its text inside the
+  ``tool_result`` content (a list then). Image blocks may carry a cache breakpoint. Images
+  over a provider limit are an `ImageError` naming the image (`nisse_llm.images`).
 
 `render_bytes` is byte-identical to ``render_request(...).model_dump_json(exclude_none=True)``
 (UTF-8): each event's block is encoded once (memoised per event), a log that extends one
 rendered before resumes that log's plan, finished messages keep their bytes, and the
 body is one join; re-sending a grown log costs its new events, not its history.
 
-Parse rules: provider ids are dropped and calls get minted ids; ``max_tokens`` and
-``model_context_window_exceeded`` raise `TruncatedResponse`, ``refusal`` raises
-`ModelRefusal`; block types the SDK never asks for (server tools and their results) and
-``pause_turn`` (only server tools pause) raise `LLMError` naming them, as does a call
-whose input is not an object; any malformed body raises `LLMError`.
+The reply side (parsing) lives in `nisse_llm.render.anthropic_messages_reply`.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any, Literal, Protocol, TypeAlias, assert_never, cast
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from pydantic_core import to_json
 
 from nisse_llm.canonical import (
@@ -61,34 +61,37 @@ from nisse_llm.canonical import (
     ToolLike,
     ToolResult,
     ToolSpec,
-    Usage,
+    UserImage,
     UserText,
     as_events,
     as_tool_specs,
-    mint_call_id,
+    log_items,
 )
-from nisse_llm.errors import LLMError, ModelRefusal, RenderError, TruncatedResponse
+from nisse_llm.errors import RenderError
+from nisse_llm.images import Image
 from nisse_llm.render._cache import PromptCache, active
+from nisse_llm.render._images import (
+    anthropic_image,
+    anthropic_image_json,
+    check_images_once,
+    event_images,
+)
 from nisse_llm.render._memo import FragmentMemo
 from nisse_llm.render._rope import EMPTY, Rope
 from nisse_llm.render._wording import INTERRUPTED_TEXT, STUB_TOOL_DESCRIPTION
+from nisse_llm.render.anthropic_messages_reply import parse_message
 from nisse_llm.wire.anthropic_messages import (
     AnthropicCacheControl,
     AnthropicMessage,
     AnthropicMessagesRequest,
-    AnthropicMessagesResponse,
     AnthropicRedactedThinkingBlock,
     AnthropicRequestBlock,
-    AnthropicResponseOtherBlock,
-    AnthropicResponseRedactedThinkingBlock,
-    AnthropicResponseTextBlock,
-    AnthropicResponseThinkingBlock,
-    AnthropicResponseToolUseBlock,
     AnthropicTextBlock,
     AnthropicThinkingBlock,
     AnthropicTool,
     AnthropicToolChoiceNone,
     AnthropicToolResultBlock,
+    AnthropicToolResultContent,
     AnthropicToolUseBlock,
 )
 
@@ -106,9 +109,7 @@ TRAILING_PLACEHOLDER = "(Continue.)"
 INTERRUPTED_RESULT = INTERRUPTED_TEXT
 EMPTY_ERROR_OUTPUT = "(The tool failed without output.)"
 
-_EVENT_TYPES = frozenset({UserText, AssistantText, ToolCall, ToolResult, Reasoning})
-_TRUNCATION_STOPS = frozenset({"max_tokens", "model_context_window_exceeded"})
-_SNIPPET = 300
+_EVENT_TYPES = frozenset({UserText, UserImage, AssistantText, ToolCall, ToolResult, Reasoning})
 
 #: Each event's encoded block, computed once per event object (events are frozen).
 _FRAGMENTS: FragmentMemo[CanonicalEvent, bytes] = FragmentMemo()
@@ -130,7 +131,7 @@ _MARKED_TOOLS: dict[str | None, FragmentMemo[AnthropicTool, AnthropicTool]] = {
 # A ToolCall inside a user turn is a hole: the place its result goes once it arrives
 # (an interrupted result if it never does).
 _Source: TypeAlias = (
-    UserText | AssistantText | ToolCall | ToolResult | Reasoning | AnthropicTextBlock
+    UserText | UserImage | AssistantText | ToolCall | ToolResult | Reasoning | AnthropicTextBlock
 )
 _Role: TypeAlias = Literal["user", "assistant"]
 _MESSAGE_OPEN: dict[_Role, bytes] = {
@@ -242,6 +243,9 @@ class _Progress:
     #: Blocks of the turns that no longer change (before the last turn and the first
     #: hole). The one field a cached progress may have replaced: each rope is true for it.
     rope: Rope = EMPTY
+    #: The images in the view, labelled, in log order (checked against the limits once).
+    images: list[tuple[str, Image]] = field(default_factory=list)
+    images_checked: bool = False
 
     def extend(self) -> _Progress:
         """A progress to consume more items, on this one's state cut back to its view."""
@@ -255,6 +259,8 @@ class _Progress:
             dict(self.holes),
             list(self.reasoning),
             rope=self.rope,
+            images=list(self.images),
+            images_checked=self.images_checked,
         )
 
     def rewind(self) -> None:
@@ -298,13 +304,20 @@ class _Progress:
         turns = shared.turns
         at = self.n
         for event in _bare_events(items):
-            if event.kind == "user_text" or event.kind == "tool_result":
+            if (
+                event.kind == "user_text"
+                or event.kind == "tool_result"
+                or event.kind == "user_image"
+            ):
                 self.reasoning = []  # reasoning that led no assistant content is left out
                 if turns and turns[-1].calls:  # only assistant turns make calls
                     self._answer()
+                if event.kind != "user_text" and (found := event_images(event, at)):
+                    self.images += found
+                    self.images_checked = False
                 if event.kind == "tool_result":
                     self._fill(event)
-                elif event.text.strip():
+                elif event.kind == "user_image" or event.text.strip():
                     if not turns or turns[-1].role != "user":
                         self._open(_Turn("user"))
                     self._own(len(turns) - 1).sources.append(event)
@@ -520,34 +533,8 @@ class AnthropicMessagesRenderer:
         requested_model: str,
         max_tokens: int | None = None,
     ) -> Completion:
-        """Canonical events, usage and stop reason of a 200 reply; `LLMError` if it is not one."""
-        response = _validate(body)
-        if response.type is not None and response.type != "message":
-            raise _not_a_message(response)
-        produced_by = response.model or requested_model
-        stop = response.stop_reason
-        if stop == "refusal":
-            raise _refusal(response, requested_model)
-        if stop in _TRUNCATION_STOPS:
-            raise TruncatedResponse(_truncation_message(stop, requested_model, max_tokens))
-        if response.content is None:
-            raise LLMError("malformed messages response: no content list")
-        events: list[CanonicalEvent] = []
-        for block in response.content:
-            event = _map_response_block(block, requested_model, response.model, produced_by)
-            if event is not None:
-                events.append(event)
-        if stop == "pause_turn":
-            raise LLMError(
-                "messages response stopped with pause_turn (a paused server-tool turn); "
-                "nisse_llm declares no server tools and cannot resume it"
-            )
-        return Completion(
-            events=events,
-            usage=_map_usage(response),
-            stop_reason=stop,
-            response_model=response.model,
-        )
+        """Canonical events, usage and stop reason of a 200 reply (`anthropic_messages_reply`)."""
+        return parse_message(body, requested_model=requested_model, max_tokens=max_tokens)
 
 
 def _render_parts(
@@ -585,10 +572,11 @@ def _render_parts(
 def _plan(events: LogLike, tools: Iterable[ToolLike] | None, model: str) -> _Plan:
     if not model:
         raise RenderError("cannot render a request without a model name")
-    items = events if isinstance(events, list | tuple) else list(events)
+    items = log_items(events)
     if not items:
         raise RenderError("cannot render an empty log: the API needs at least one message")
     progress = _progress_for(items, model)
+    check_images_once(progress)
     turns = progress.finish()
     specs = as_tool_specs(tools)
     if specs:
@@ -764,7 +752,7 @@ def _markable(source: _Source) -> bool:
     if type(source) is Reasoning:
         return False
     if type(source) is ToolResult:
-        return source.is_error or bool(source.output.strip())
+        return source.is_error or bool(source.output.strip()) or bool(source.images)
     return True
 
 
@@ -779,6 +767,8 @@ def _map_source(source: _Source, role: _Role) -> AnthropicRequestBlock:
 def _map_event(event: CanonicalEvent) -> AnthropicRequestBlock:
     if isinstance(event, UserText | AssistantText):
         return AnthropicTextBlock(text=event.text)
+    if isinstance(event, UserImage):
+        return anthropic_image(event.image)
     if isinstance(event, ToolCall):
         return AnthropicToolUseBlock(id=event.call_id, name=event.tool, input=event.arguments)
     if isinstance(event, ToolResult):
@@ -791,9 +781,16 @@ def _map_event(event: CanonicalEvent) -> AnthropicRequestBlock:
 
 
 def _map_result(result: ToolResult) -> AnthropicToolResultBlock:
-    content: str | None = result.output
+    content: str | list[AnthropicToolResultContent] | None = result.output
     if not result.output.strip():
         content = EMPTY_ERROR_OUTPUT if result.is_error else None
+    if result.images:
+        # Text first, then the images, as the tool gave them.
+        parts: list[AnthropicToolResultContent] = []
+        if content is not None:
+            parts.append(AnthropicTextBlock(text=content))
+        parts.extend(anthropic_image(image) for image in result.images)
+        content = parts
     return AnthropicToolResultBlock(
         tool_use_id=result.call_id, content=content, is_error=result.is_error
     )
@@ -836,6 +833,10 @@ def _encode_event(event: CanonicalEvent) -> bytes:
                 + to_json(event.arguments, inf_nan_mode="null")
                 + b"}"
             )
+        if event.kind == "user_image":
+            return anthropic_image_json(event.image)
+        if event.kind == "tool_result" and event.images:
+            return _encode_result_with_images(event)
         if event.kind == "tool_result":
             content = b""
             if event.output.strip():
@@ -850,6 +851,24 @@ def _encode_event(event: CanonicalEvent) -> bytes:
 
 
 _EMPTY_ERROR_CONTENT = b',"content":' + to_json(EMPTY_ERROR_OUTPUT)
+
+
+def _encode_result_with_images(result: ToolResult) -> bytes:
+    """A result carrying images: its content is a list, its text (if any) then each image."""
+    parts: list[bytes] = []
+    if result.output.strip():
+        parts.append(b'{"type":"text","text":' + to_json(result.output) + b"}")
+    elif result.is_error:
+        parts.append(b'{"type":"text","text":' + to_json(EMPTY_ERROR_OUTPUT) + b"}")
+    parts.extend(anthropic_image_json(image) for image in result.images)
+    flag = b'],"is_error":true}' if result.is_error else b'],"is_error":false}'
+    return (
+        b'{"type":"tool_result","tool_use_id":'
+        + to_json(result.call_id)
+        + b',"content":['
+        + b",".join(parts)
+        + flag
+    )
 
 
 def _encode_interrupted(call: ToolCall) -> bytes:
@@ -881,111 +900,3 @@ def _fragments(turn: _Turn) -> list[bytes]:
         else:
             fragments.append(_FRAGMENTS.get(cast(CanonicalEvent, source), _encode_event))
     return fragments
-
-
-def _validate(body: bytes | str | Mapping[str, Any]) -> AnthropicMessagesResponse:
-    try:
-        if isinstance(body, bytes | str):
-            return AnthropicMessagesResponse.model_validate_json(body)
-        return AnthropicMessagesResponse.model_validate(body)
-    except (ValidationError, ValueError) as exc:
-        raise LLMError(f"malformed messages response: {_first_problem(exc)}") from exc
-
-
-def _first_problem(exc: Exception) -> str:
-    if isinstance(exc, ValidationError):
-        errors = exc.errors(include_url=False, include_input=False)
-        if errors:
-            where = ".".join(str(part) for part in errors[0]["loc"]) or "body"
-            return f"{where}: {errors[0]['msg']} ({exc.error_count()} problem(s))"
-    return str(exc)[:_SNIPPET]
-
-
-def _map_response_block(
-    block: Any, requested_model: str, response_model: str | None, produced_by: str
-) -> CanonicalEvent | None:
-    if isinstance(block, AnthropicResponseTextBlock):
-        return AssistantText(text=block.text, model=produced_by) if block.text else None
-    if isinstance(block, AnthropicResponseToolUseBlock):
-        return _map_tool_use(block)
-    if isinstance(block, AnthropicResponseThinkingBlock | AnthropicResponseRedactedThinkingBlock):
-        return Reasoning(
-            model=requested_model,
-            response_model=response_model,
-            block=block.model_dump(exclude_unset=True),
-        )
-    if isinstance(block, AnthropicResponseOtherBlock):
-        raise LLMError(
-            f"messages response holds a {block.type!r} block, which nisse_llm never asks for "
-            "(it declares client tools only)"
-        )
-    raise LLMError(f"messages response holds an unreadable block: {type(block).__name__}")
-
-
-def _map_tool_use(block: AnthropicResponseToolUseBlock) -> ToolCall:
-    if not isinstance(block.input, dict):
-        raise LLMError(
-            f"the model called {block.name!r} with input that is not a JSON object: "
-            f"{str(block.input)[:_SNIPPET]}"
-        )
-    try:
-        # Provider ids are dropped at the boundary; the log owns identity (spec A10).
-        return ToolCall(call_id=mint_call_id(), tool=block.name, arguments=block.input)
-    except ValidationError as exc:
-        raise LLMError(
-            f"the model's call of {block.name[:80]!r} is not a valid tool call: "
-            f"{_first_problem(exc)}"
-        ) from exc
-
-
-def _map_usage(response: AnthropicMessagesResponse) -> Usage:
-    usage = response.usage
-    if usage is None:
-        return Usage()
-    cache_read = usage.cache_read_input_tokens or 0
-    cache_write = usage.cache_creation_input_tokens or 0
-    return Usage(
-        input=(usage.input_tokens or 0) + cache_read + cache_write,
-        output=usage.output_tokens or 0,
-        cache_read=cache_read,
-        cache_write=cache_write,
-    )
-
-
-def _refusal(response: AnthropicMessagesResponse, requested_model: str) -> ModelRefusal:
-    said = " ".join(
-        block.text
-        for block in response.content or ()
-        if isinstance(block, AnthropicResponseTextBlock) and block.text
-    )
-    details = (response.model_extra or {}).get("stop_details")
-    explanation = details.get("explanation") if isinstance(details, dict) else None
-    message = f"{requested_model} refused to answer (stop_reason refusal)"
-    if isinstance(explanation, str) and explanation:
-        message += f": {explanation[:_SNIPPET]}"
-    if said:
-        message += f"; it said: {said[:_SNIPPET]!r}"
-    return ModelRefusal(message, error_type="refusal")
-
-
-def _not_a_message(response: AnthropicMessagesResponse) -> LLMError:
-    """An error body (or anything else) where a message belongs, with what it said."""
-    detail = (response.model_extra or {}).get("error")
-    error_type = message = None
-    if isinstance(detail, dict):
-        error_type = detail.get("type") if isinstance(detail.get("type"), str) else None
-        message = detail.get("message") if isinstance(detail.get("message"), str) else None
-    text = f"messages response has type {response.type!r}, not 'message'"
-    if error_type or message:
-        text += f": {error_type or 'error'}: {(message or '')[:_SNIPPET]}"
-    return LLMError(text, error_type=error_type, server_message=message and message[:_SNIPPET])
-
-
-def _truncation_message(stop: str, model: str, max_tokens: int | None) -> str:
-    if stop == "model_context_window_exceeded":
-        return (
-            f"{model} ran out of context window mid-answer (stop_reason {stop}); "
-            "shorten the log before retrying"
-        )
-    ceiling = f"the output ceiling of {max_tokens} tokens" if max_tokens else "its output ceiling"
-    return f"{model} hit {ceiling} mid-answer (stop_reason {stop}); raise llm.max_output_tokens"

@@ -1,0 +1,84 @@
+"""Per-request options, provider-neutral: how a call is made, beside which model makes it.
+
+Pure: no I/O, no environment. Every field is optional; ``None`` means "not set here": the
+value is inherited from a lower layer, or, when no layer sets it, nothing is sent and the
+provider's default applies. Layers, highest first: the call's options, the role's profile
+(routers), the client's defaults (``llm.max_output_tokens``). `RequestOptions.over`
+combines two layers.
+
+Whether a combination is valid for a given model and route (a thinking budget below the
+output ceiling, no sampling for Anthropic models, a named tool among the tools passed) is
+decided when a request is rendered, where the model and the tools are known.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt
+
+from nisse_llm.canonical import TOOL_NAME_PATTERN
+
+__all__ = ["ReasoningEffort", "ReasoningSetting", "RequestOptions", "ToolChoice"]
+
+#: Named effort levels; ``"off"`` asks for no reasoning at all.
+ReasoningEffort: TypeAlias = Literal["off", "low", "medium", "high"]
+#: An effort level, or an explicit thinking budget in tokens.
+ReasoningSetting: TypeAlias = ReasoningEffort | PositiveInt
+#: ``"auto"``, ``"none"``, ``"required"`` (some tool), or the name of the one tool to call.
+ToolChoice: TypeAlias = (
+    Literal["auto", "none", "required"] | Annotated[str, Field(pattern=TOOL_NAME_PATTERN)]
+)
+StopSequence = Annotated[str, Field(min_length=1)]
+
+
+class RequestOptions(BaseModel):
+    """How a request is made: output ceiling, reasoning, sampling, stop sequences, tools."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    max_output_tokens: PositiveInt | None = Field(
+        default=None, description="Output ceiling for the reply, in tokens."
+    )
+    reasoning: ReasoningSetting | None = Field(
+        default=None,
+        description=('Reasoning: "off", "low", "medium", "high", or a thinking budget in tokens.'),
+    )
+    temperature: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=2.0,
+        allow_inf_nan=False,
+        description="Sampling temperature, 0 to 2 (not for Anthropic models).",
+    )
+    top_p: float | None = Field(
+        default=None,
+        gt=0.0,
+        le=1.0,
+        allow_inf_nan=False,
+        description="Nucleus sampling mass, above 0 and at most 1 (not for Anthropic models).",
+    )
+    stop: tuple[StopSequence, ...] | None = Field(
+        default=None, description="Sequences that end the reply when the model writes them."
+    )
+    tool_choice: ToolChoice | None = Field(
+        default=None,
+        description='"auto", "none", "required" (some tool), or the name of one tool to call.',
+    )
+    parallel_tool_calls: bool | None = Field(
+        default=None, description="Whether the model may call several tools in one turn."
+    )
+
+    def over(self, base: RequestOptions | None) -> RequestOptions:
+        """These options layered over ``base``: each field set here wins, the rest inherit."""
+        if base is None:
+            return self
+        mine = self.model_dump(exclude_none=True)
+        if not mine:
+            return base
+        return base.model_copy(update=mine)
+
+    @property
+    def is_empty(self) -> bool:
+        """True when no field is set."""
+        return not self.model_dump(exclude_none=True)
