@@ -32,6 +32,7 @@ delegate = "claude-alt"
 consultant = "gpt-alt"
 """
     )
+    path.chmod(0o600)  # owner-only, whatever the umask: others-writable files warn
 
 
 def test_roles_route_by_the_pin_taken_at_start_whatever_the_file_says_later(
