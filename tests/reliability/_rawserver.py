@@ -173,6 +173,36 @@ def compress(data_size: int, wbits: int) -> bytes:
     return b"".join([*parts, c.flush()])
 
 
+ECHO_PLACES = ["status-line", "header", "content-length", "chunk-size", "reason-phrase"]
+
+
+def echo(where: str) -> Script:
+    """A server that echoes the caller's token in a malformed status line, header,
+    Content-Length or chunk size, or in a reason phrase: where httpx, httpcore and h11
+    quote what they reject."""
+
+    def script(conn: Conn) -> None:
+        token = conn.token
+        if where == "status-line":
+            conn.send(f"HTTP/1.1 2{token} OK\r\n\r\n".encode())
+        elif where == "header":
+            conn.send(f"HTTP/1.1 200 OK\r\nX-Key {token}\r\n\r\n".encode())
+        elif where == "content-length":
+            conn.send(f"HTTP/1.1 200 OK\r\nContent-Length: {token}\r\n\r\n".encode())
+        elif where == "chunk-size":
+            conn.send(head(200, ("Content-Type", "application/json")))
+            conn.send(f"{token}\r\nxx\r\n".encode())
+        elif where == "reason-phrase":
+            body = b"bad"
+            conn.send(
+                f"HTTP/1.1 502 {token}\r\nContent-Type: text/plain\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n".encode()
+                + body
+            )
+
+    return script
+
+
 def whole(status: int, body: bytes, *headers: tuple[str, str]) -> Script:
     """Answer with ``body`` under Content-Length, then hang up."""
 
@@ -193,16 +223,6 @@ def endless(status: int, piece: bytes, *headers: tuple[str, str], every_s: float
         while conn.send(framed):
             if every_s and not conn.sleep(every_s):
                 return
-
-    return script
-
-
-def then(first: bytes, rest: Script) -> Script:
-    """Send ``first`` (already framed), then run ``rest`` without its head."""
-
-    def script(conn: Conn) -> None:
-        if conn.send(first):
-            rest(conn)
 
     return script
 

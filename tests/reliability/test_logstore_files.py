@@ -8,7 +8,10 @@ acknowledged stay readable where they went.
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,6 +19,7 @@ import pytest
 
 from nisse_llm.canonical import StoredEvent, UserText
 from nisse_llm.logstore import LogFileReplaced, LogStore
+from tests.reliability import figures
 
 
 def _record(seq: int) -> StoredEvent:
@@ -150,3 +154,28 @@ def test_the_store_still_appends_while_its_file_stays_put(tmp_path: Path) -> Non
         for seq in range(100, 200):
             store.append(_record(seq))
     assert [r.seq for r in LogStore(path).read().records] == list(range(200))
+
+
+@pytest.mark.parametrize(("case", "kept"), [("store_rotated", 1), ("store_deleted", 0)])
+def test_a_rotated_or_deleted_store_in_its_own_process(
+    tmp_path: Path, case: str, kept: int
+) -> None:
+    """The same refusal measured alone in a child process: LogFileReplaced at once, in
+    flat memory; the rotated file keeps the one record acknowledged before (the deleted
+    one took it with it) and the refused record is in no file."""
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.reliability._hostile_token", case, "sync", str(tmp_path)],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    report = json.loads(done.stdout)
+    figures.record(
+        f"log store {case}: {report['outcome']} in {report['seconds']} s, peak +{report['growth_mb']} MB"
+    )
+    assert report["outcome"] == "LogFileReplaced"
+    assert report["records_in_files"] == kept
+    assert report["seconds"] < 1.0
+    assert report["growth_mb"] < 20

@@ -12,6 +12,8 @@ import hashlib
 import json
 import logging
 import os
+import subprocess
+import sys
 import traceback
 import warnings
 from collections.abc import Iterator
@@ -62,10 +64,13 @@ from tests.clients.loopback import (
 from tests.clients.stream_harness import read_stream
 from tests.clients.stream_upstream import Body, Raw, StreamingUpstream
 from tests.clients.stream_upstream import serve as serve_streaming
-from tests.reliability._rawserver import Conn, RawServer, Script, whole
+from tests.reliability import figures
+from tests.reliability._rawserver import ECHO_PLACES, Conn, RawServer, whole
+from tests.reliability._rawserver import echo as _echo
 from tests.reliability._rawserver import head as raw_head
 
-SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMAS = ROOT / "schemas"
 # The server names the caller's key in headers too, as some gateways do in WWW-Authenticate.
 ECHO_HEADERS = (("www-authenticate", f'Bearer realm="proxy", key="{TOKEN}"'), ("x-key", TOKEN))
 HTML_502 = f"<html><body><h1>502 Bad Gateway</h1><!-- key {TOKEN_MARK} --></body></html>".encode()
@@ -488,32 +493,6 @@ def _chain_texts(exc: BaseException) -> list[str]:
     return texts
 
 
-def _echo(where: str) -> Script:
-    """A server that echoes the caller's token in a malformed status line, header,
-    Content-Length or chunk size, where httpx, httpcore and h11 quote what they reject."""
-
-    def script(conn: Conn) -> None:
-        token = conn.token
-        if where == "status-line":
-            conn.send(f"HTTP/1.1 2{token} OK\r\n\r\n".encode())
-        elif where == "header":
-            conn.send(f"HTTP/1.1 200 OK\r\nX-Key {token}\r\n\r\n".encode())
-        elif where == "content-length":
-            conn.send(f"HTTP/1.1 200 OK\r\nContent-Length: {token}\r\n\r\n".encode())
-        elif where == "chunk-size":
-            conn.send(raw_head(200, ("Content-Type", "application/json")))
-            conn.send(f"{token}\r\nxx\r\n".encode())
-        elif where == "reason-phrase":
-            conn.send(
-                f"HTTP/1.1 502 {token}\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n\r\nbad".encode()
-            )
-
-    return script
-
-
-ECHO_PLACES = ["status-line", "header", "content-length", "chunk-size", "reason-phrase"]
-
-
 @pytest.mark.parametrize("kind", ["complete", "stream"])
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("where", ECHO_PLACES)
@@ -688,3 +667,52 @@ def test_a_rewritten_pin_record_never_sends_the_token_elsewhere(
         assert attacker.connections == 0
         assert len(operator.requests) == 1
         _assert_clean(_chain_texts(caught.value), "forged record error")
+
+
+# --- the same probes in their own processes: time and memory bounded --------------------
+
+
+def _probe(case: str, mode: str, directory: Path) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.reliability._hostile_token", case, mode, str(directory)],
+        cwd=ROOT,
+        env={k: v for k, v in os.environ.items() if not k.upper().endswith("_PROXY")},
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    report: dict[str, Any] = json.loads(done.stdout)
+    figures.record(
+        f"token probe {case} {mode}: {report['outcome']} in {report['seconds']} s, "
+        f"peak +{report['growth_mb']} MB"
+    )
+    return report
+
+
+TOKEN_PROBES: dict[str, tuple[str, dict[str, Any]]] = {
+    **{f"echo_{where}": ("UpstreamUnavailable", {"tokens_sent": [TOKEN]}) for where in ECHO_PLACES},
+    "userinfo": ("ConfigError", {"connections": 0}),
+    "proxy_loopback": ("ok", {"proxy_connections": 0, "connections": 1}),
+    "forged_pin": ("ConfigError", {"connections": 0}),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", list(TOKEN_PROBES))
+def test_token_probes_in_their_own_process_are_bounded_and_send_nothing_astray(
+    case: str, mode: Mode, tmp_path: Path
+) -> None:
+    """Each probe, run alone in a child process: the class raised, under 2 s and 20 MB at
+    peak, the token in no error text, chained exception, traceback or log record, and
+    each server saw exactly what it should (no connection where the token must not go)."""
+    outcome, seen = TOKEN_PROBES[case]
+    report = _probe(case, mode, tmp_path)
+
+    assert report["outcome"] == outcome, report["message"]
+    assert report["seconds"] < 2.0
+    assert report["growth_mb"] < 20
+    assert not report["token_in_error"]
+    assert not report["token_in_logs"]
+    for key, value in seen.items():
+        assert report[key] == value, key
