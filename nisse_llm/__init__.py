@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     )
     from nisse_llm.logstore import LogStore
     from nisse_llm.options import RequestOptions
+    from nisse_llm.profiles import RoleProfile
     from nisse_llm.render._cache import PromptCache
     from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
     from nisse_llm.render.openai_chat import OpenAIChatRenderer
@@ -83,6 +84,7 @@ _LAZY = {
     "InsecureConfigFileWarning": "nisse_llm.config",
     "LogStore": "nisse_llm.logstore",
     "RequestOptions": "nisse_llm.options",
+    "RoleProfile": "nisse_llm.profiles",
     "OpenAIChatRenderer": "nisse_llm.render.openai_chat",
     "AnthropicMessagesRenderer": "nisse_llm.render.anthropic_messages",
     "LiteLLMClient": "nisse_llm.clients",
@@ -134,6 +136,7 @@ __all__ = [
     "ReplyStream",
     "RequestOptions",
     "RoleMap",
+    "RoleProfile",
     "RoleRouter",
     "Settings",
     "StoredEvent",

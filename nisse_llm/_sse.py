@@ -7,26 +7,45 @@ NUL); an event with no data is not dispatched; an unterminated event at end of s
 is discarded. Lines are split as bytes (CR and LF never occur inside a UTF-8 sequence),
 so a chunk boundary inside a character costs nothing; invalid UTF-8 becomes U+FFFD.
 
-Bounded: a line longer than `MAX_LINE_BYTES`, or an event whose data lines add up to
-more than `MAX_EVENT_BYTES`, raises `EventTooLarge` (a server flooding one line or one
-event must not grow memory until the reply's size cap).
+Speed: while a stream holds no CR (every LLM API and proxy measured ends lines in LF),
+bytes are cut at blank lines (``\\n\\n``) into whole events, and an event that is one
+``data:`` line, optionally after one ``event:`` line (nearly every event of a reply),
+is taken without a line loop. Anything else in an event goes through the line rules,
+and the first CR switches the stream to them for good.
+
+Bounded: an event whose bytes pass `MAX_EVENT_BYTES` before its blank line, a line
+longer than `MAX_LINE_BYTES`, or an event whose data lines add up to more than
+`MAX_EVENT_BYTES` raises `EventTooLarge` (a server flooding one line or one event must
+not grow memory until the reply's size cap).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeAlias
 
-__all__ = ["MAX_EVENT_BYTES", "MAX_LINE_BYTES", "EventTooLarge", "SSEDecoder", "ServerSentEvent"]
+__all__ = [
+    "MAX_EVENT_BYTES",
+    "MAX_LINE_BYTES",
+    "EventTooLarge",
+    "RawEvent",
+    "SSEDecoder",
+    "ServerSentEvent",
+]
 
 _BOM = b"\xef\xbb\xbf"
 #: Longest line accepted (a whole reply in one ``data:`` line fits: some servers send one).
 MAX_LINE_BYTES = 16 * 1024 * 1024
-#: Most data one event may carry, its lines joined.
+#: Most bytes one event may carry before its blank line (its data lines joined, by lines).
 MAX_EVENT_BYTES = 16 * 1024 * 1024
 
 
 class EventTooLarge(ValueError):
     """A line or an event of the stream passed its size limit."""
+
+
+#: One dispatched event before decoding: its type ("" when unnamed), data bytes, last id.
+RawEvent: TypeAlias = tuple[str, bytes, str | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +64,8 @@ class SSEDecoder:
         "_data",
         "_event",
         "_last_id",
+        "_lines",
+        "_names",
         "_parked",
         "_partial",
         "_skip_lf",
@@ -53,13 +74,17 @@ class SSEDecoder:
     )
 
     def __init__(self) -> None:
-        self._partial: list[bytes] = []  # bytes of a line whose end has not arrived yet
+        # Bytes not yet dispatched: since the last blank line (by events), or of a line
+        # whose end has not arrived yet (by lines).
+        self._partial: list[bytes] = []
         self._parked = 0  # their total length
+        self._lines = False  # a CR was seen: decode line by line from now on
         self._skip_lf = False  # the last chunk ended in CR: a leading LF completes a CRLF
         self._started = False  # past the (optional) BOM
-        self._data: list[str] = []
+        self._data: list[bytes] = []
         self._event = ""
         self._last_id: str | None = None
+        self._names: dict[bytes, str] = {}
         #: The reconnection time the server last asked for, if it did.
         self.retry_ms: int | None = None
 
@@ -70,69 +95,65 @@ class SSEDecoder:
 
     def feed(self, chunk: bytes) -> list[ServerSentEvent]:
         """The events completed by this chunk, in order (often none, sometimes several)."""
+        return [
+            ServerSentEvent(data.decode("utf-8", "replace"), name or "message", last_id)
+            for name, data, last_id in self.feed_raw(chunk)
+        ]
+
+    def feed_raw(self, chunk: bytes) -> list[RawEvent]:
+        """`feed`, with each event's data left as bytes and an unnamed event's type ``""``."""
         if not chunk:
             return []
-        if self._skip_lf:
-            self._skip_lf = False
-            if chunk[:1] == b"\n":
-                chunk = chunk[1:]
-                if not chunk:
-                    return []
-        if b"\n" not in chunk and b"\r" not in chunk:
-            # No line ends here: park it (joined once, not per chunk, so a long line
-            # arriving in tiny chunks stays linear).
-            self._partial.append(chunk)
-            self._parked += len(chunk)
-            if self._parked > MAX_LINE_BYTES:
-                raise EventTooLarge(f"a line of the stream passed {MAX_LINE_BYTES} bytes")
-            if not self._started:
-                self._strip_bom()
-            return []
-        if self._partial:
-            self._partial.append(chunk)
-            chunk = b"".join(self._partial)
+        if not self._started:
+            chunk = self._strip_bom(chunk)
+            if not chunk:
+                return []
+        if self._lines:
+            return self._feed_lines(chunk)
+        if b"\r" in chunk:
+            self._lines = True
+            pending = b"".join(self._partial)
             self._partial = []
             self._parked = 0
-        if not self._started:
-            self._started = True
-            if chunk.startswith(_BOM):
-                chunk = chunk[3:]
-        if b"\r" in chunk:
-            ends = chunk.splitlines(keepends=True)
-            last = ends[-1]
-            if last.endswith(b"\r"):
-                self._skip_lf = True
-            elif not last.endswith(b"\n"):
-                self._partial.append(ends.pop())
-                self._parked = len(self._partial[-1])
-            lines = [line.rstrip(b"\r\n") for line in ends]
-        else:
-            lines = chunk.split(b"\n")
-            tail = lines.pop()  # empty when the chunk ends with its line
-            if tail:
-                self._partial.append(tail)
-                self._parked = len(tail)
-        events: list[ServerSentEvent] = []
-        data = self._data
-        for line in lines:
-            # The hot path first: nearly every line of a reply is "data: {...}".
-            if line[:6] == b"data: ":
-                data.append(line[6:].decode("utf-8", "replace"))
-            elif line:
-                self._field(line)
-            else:
-                if data:
-                    events.append(
-                        ServerSentEvent(
-                            data=data[0] if len(data) == 1 else "\n".join(data),
-                            event=self._event or "message",
-                            id=self._last_id,
-                        )
-                    )
-                    data = self._data = []
-                self._event = ""
-        if data and sum(map(len, data)) > MAX_EVENT_BYTES:
-            raise EventTooLarge(f"an event of the stream passed {MAX_EVENT_BYTES} bytes of data")
+            return self._feed_lines(pending + chunk)
+        partial = self._partial
+        if b"\n\n" not in chunk and not (
+            chunk[:1] == b"\n" and partial and partial[-1][-1:] == b"\n"
+        ):
+            # No event ends here: park it (joined once, not per chunk, so a long event
+            # arriving in tiny chunks stays linear).
+            partial.append(chunk)
+            self._park(len(chunk), MAX_EVENT_BYTES, "an event")
+            return []
+        if partial:
+            partial.append(chunk)
+            chunk = b"".join(partial)
+            self._partial = partial = []
+        blocks = chunk.split(b"\n\n")
+        tail = blocks.pop()  # empty when the chunk ends with its event
+        self._parked = 0
+        if tail:
+            partial.append(tail)
+            self._park(len(tail), MAX_EVENT_BYTES, "an event")
+        events: list[RawEvent] = []
+        names = self._names
+        for block in blocks:
+            # The hot path first: "data: {...}", with or without one "event: x" line before.
+            if block[:6] == b"data: ":
+                if b"\n" not in block:
+                    events.append(("", block[6:], self._last_id))
+                    continue
+            elif block[:7] == b"event: ":
+                head, _, rest = block.partition(b"\n")
+                if rest[:6] == b"data: " and b"\n" not in rest:
+                    name = names.get(head)
+                    if name is None:
+                        name = names[head] = head[7:].decode("utf-8", "replace")
+                    events.append((name, rest[6:], self._last_id))
+                    continue
+            for line in block.split(b"\n"):
+                self._line(line, events)
+            self._line(b"", events)
         return events
 
     def close(self) -> None:
@@ -143,23 +164,71 @@ class SSEDecoder:
         self._event = ""
         self._skip_lf = False
 
-    def _strip_bom(self) -> None:
+    def _strip_bom(self, chunk: bytes) -> bytes:
         # A BOM may itself arrive split; decide only once three bytes are known.
-        head = b"".join(self._partial)
+        head = b"".join(self._partial) + chunk if self._partial else chunk
         if len(head) < 3 and _BOM.startswith(head):
-            return
+            self._partial = [head]
+            return b""
+        self._partial = []
         self._started = True
-        if head.startswith(_BOM):
-            self._partial = [head[3:]] if len(head) > 3 else []
+        return head[3:] if head.startswith(_BOM) else head
 
-    def _field(self, line: bytes) -> None:
+    def _feed_lines(self, chunk: bytes) -> list[RawEvent]:
+        if self._skip_lf:
+            self._skip_lf = False
+            if chunk[:1] == b"\n":
+                chunk = chunk[1:]
+                if not chunk:
+                    return []
+        if b"\n" not in chunk and b"\r" not in chunk:
+            self._partial.append(chunk)
+            self._park(len(chunk), MAX_LINE_BYTES, "a line")
+            return []
+        if self._partial:
+            self._partial.append(chunk)
+            chunk = b"".join(self._partial)
+            self._partial = []
+        self._parked = 0
+        ends = chunk.splitlines(keepends=True)
+        last = ends[-1]
+        if last.endswith(b"\r"):
+            self._skip_lf = True
+        elif not last.endswith(b"\n"):
+            self._partial.append(ends.pop())
+            self._park(len(self._partial[-1]), MAX_LINE_BYTES, "a line")
+        events: list[RawEvent] = []
+        for line in ends:
+            self._line(line.rstrip(b"\r\n"), events)
+        if self._data and sum(map(len, self._data)) > MAX_EVENT_BYTES:
+            raise EventTooLarge(f"an event of the stream passed {MAX_EVENT_BYTES} bytes of data")
+        return events
+
+    def _park(self, size: int, limit: int, what: str) -> None:
+        self._parked += size
+        if self._parked > limit:
+            raise EventTooLarge(f"{what} of the stream passed {limit} bytes")
+
+    def _line(self, line: bytes, events: list[RawEvent]) -> None:
+        if not line:
+            data = self._data
+            if data:
+                events.append(
+                    (self._event, data[0] if len(data) == 1 else b"\n".join(data), self._last_id)
+                )
+                self._data = []
+            self._event = ""
+            return
+        if line[:6] == b"data: ":
+            self._data.append(line[6:])
+            return
         if line[:1] == b":":
             return
         name, colon, value = line.partition(b":")
         if colon and value[:1] == b" ":
             value = value[1:]
         if name == b"data":
-            self._data.append(value.decode("utf-8", "replace"))
+            self._data.append(value)
         elif name == b"event":
             self._event = value.decode("utf-8", "replace")
         elif name == b"id":

@@ -179,7 +179,7 @@ def log_items(log: object) -> Sequence[object]:
     return list(log)
 
 
-def as_events(log: Iterable[StoredEvent | CanonicalEvent]) -> list[CanonicalEvent]:
+def as_events(log: Iterable[object]) -> list[CanonicalEvent]:
     """The bare events of a log that may mix `StoredEvent` records and bare events.
 
     An item that is neither is a caller's mistake: `TypeError`, naming what it was.

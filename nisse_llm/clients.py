@@ -9,7 +9,6 @@ yields typed deltas, then holds the very events ``complete()`` would have return
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from types import TracebackType
@@ -37,8 +36,9 @@ from nisse_llm._transport import (
     shared_ssl_context,
 )
 from nisse_llm.canonical import CanonicalEvent, Completion, LogLike, ToolLike, Usage
+from nisse_llm.options import RequestOptions
 from nisse_llm.routing import DEFAULT_PASSTHROUGH_PREFIXES, Route, has_native_adapter, route_for
-from nisse_llm.streaming import StreamAccumulator, StreamDelta
+from nisse_llm.streaming import StreamAccumulator, StreamDelta, completion_deltas
 
 if TYPE_CHECKING:
     from nisse_llm.config import Pin, Settings
@@ -139,6 +139,13 @@ def _stream_timeout(read_s: float, connect_s: float | None, idle_s: float) -> ht
     return httpx.Timeout(read_s, connect=read_s if connect_s is None else connect_s, read=idle_s)
 
 
+async def _asyncio_sleep(seconds: float) -> None:
+    """`asyncio.sleep`, imported when first awaited: a sync-only program never loads asyncio."""
+    import asyncio
+
+    await asyncio.sleep(seconds)
+
+
 _EVENT_STREAM = "text/event-stream"
 _STREAM_HEADERS = {"accept": _EVENT_STREAM}
 
@@ -186,9 +193,13 @@ class _ReplyStreamBase:
         return is_stream
 
     def _whole(self, response: httpx.Response) -> None:
-        # A server that ignores "stream": true answers a plain body: the same reply, no deltas.
+        # A server that ignores "stream": true answers a plain body: the same reply, and the
+        # deltas it implies (iterating still shows what `events` holds).
         self._settled = True
         self._completion = self._call.finish_completion(response)
+        self._pending = completion_deltas(self._completion)
+        self._pending.reverse()  # popped from the end, in order
+        self._deltas = len(self._pending)
 
     def _feed(self, chunk: bytes) -> None:
         assert self._acc is not None
@@ -547,11 +558,13 @@ class _SyncClient(_ClientBase):
         system: str | None = None,
         *,
         cache: bool | None = None,
+        options: RequestOptions | None = None,
     ) -> list[CanonicalEvent]:
         """Send the log to ``model`` and return the reply's canonical events; ``cache``
-        overrides the client's prompt-cache setting for this call."""
+        overrides the client's prompt-cache setting for this call, ``options`` set how it is
+        made (their ``max_output_tokens`` wins over the client's ``max_tokens``)."""
         core = self._core
-        call = core.begin(events, tools, model, system, cache=cache)
+        call = core.begin(events, tools, model, system, cache=cache, options=options)
         while True:
             with call.sending():
                 response = self._http.post(core.endpoint, content=call.parts, headers=call.length)
@@ -569,13 +582,16 @@ class _SyncClient(_ClientBase):
         system: str | None = None,
         *,
         cache: bool | None = None,
+        options: RequestOptions | None = None,
     ) -> ReplyStream:
         """``complete()`` as a stream: ``with client.stream(...) as s: for delta in s: ...``.
 
         The log is rendered now (a `RenderError` raises here); the request goes out when
         the ``with`` is entered.
         """
-        call = self._core.begin(events, tools, model, system, stream=True, cache=cache)
+        call = self._core.begin(
+            events, tools, model, system, stream=True, cache=cache, options=options
+        )
         return ReplyStream(self, call)
 
     def close(self) -> None:
@@ -603,7 +619,7 @@ class _AsyncClient(_ClientBase):
         timeout_s: float | None = None,
         connect_timeout_s: float | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
-        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+        sleep: Callable[[float], Awaitable[object]] = _asyncio_sleep,
         max_tokens: int | None = None,
         rate_limit_retries: int = 1,
         rate_limit_wait_s: float = 20.0,
@@ -647,11 +663,13 @@ class _AsyncClient(_ClientBase):
         system: str | None = None,
         *,
         cache: bool | None = None,
+        options: RequestOptions | None = None,
     ) -> list[CanonicalEvent]:
         """Send the log to ``model`` and return the reply's canonical events; ``cache``
-        overrides the client's prompt-cache setting for this call."""
+        overrides the client's prompt-cache setting for this call, ``options`` set how it is
+        made (their ``max_output_tokens`` wins over the client's ``max_tokens``)."""
         core = self._core
-        call = core.begin(events, tools, model, system, cache=cache)
+        call = core.begin(events, tools, model, system, cache=cache, options=options)
         while True:
             with call.sending():
                 response = await self._http.post(
@@ -671,13 +689,16 @@ class _AsyncClient(_ClientBase):
         system: str | None = None,
         *,
         cache: bool | None = None,
+        options: RequestOptions | None = None,
     ) -> AsyncReplyStream:
         """``complete()`` as a stream: ``async with client.stream(...) as s: async for d in s``.
 
         The log is rendered now (a `RenderError` raises here); the request goes out when
         the ``async with`` is entered.
         """
-        call = self._core.begin(events, tools, model, system, stream=True, cache=cache)
+        call = self._core.begin(
+            events, tools, model, system, stream=True, cache=cache, options=options
+        )
         return AsyncReplyStream(self, call)
 
     async def aclose(self) -> None:
@@ -772,6 +793,15 @@ class _RouterBase(Generic[K]):
         model = self._pin.model_for(role)
         return model, self._clients[route_for(model, self._pin.passthrough_prefixes)]
 
+    def _call(
+        self, role: str, options: RequestOptions | None
+    ) -> tuple[str, K, RequestOptions | None]:
+        """``role``'s model, client and options: the call's over the role's profile (the
+        client's ``max_tokens`` is the last layer, applied where the body is rendered)."""
+        model, client = self._resolve(role)
+        profile = self._pin.options_for(role)
+        return model, client, profile if options is None else options.over(profile)
+
     def client_for(self, role: str) -> K:
         """The client ``role``'s calls go through (`LLMError` for an unknown role)."""
         return self._resolve(role)[1]
@@ -794,10 +824,14 @@ class RoleRouter(_RouterBase[_SyncClient]):
         events: LogLike,
         tools: Iterable[ToolLike] | None,
         system: str | None = None,
+        *,
+        options: RequestOptions | None = None,
+        cache: bool | None = None,
     ) -> list[CanonicalEvent]:
-        """Send the log to ``role``'s pinned model down that model's route."""
-        model, client = self._resolve(role)
-        return client.complete(events, tools, model, system)
+        """Send the log to ``role``'s pinned model down that model's route; ``options``
+        override the role's profile field by field, ``cache`` the prompt-cache setting."""
+        model, client, merged = self._call(role, options)
+        return client.complete(events, tools, model, system, cache=cache, options=merged)
 
     def stream(
         self,
@@ -805,10 +839,13 @@ class RoleRouter(_RouterBase[_SyncClient]):
         events: LogLike,
         tools: Iterable[ToolLike] | None,
         system: str | None = None,
+        *,
+        options: RequestOptions | None = None,
+        cache: bool | None = None,
     ) -> ReplyStream:
         """Stream the reply of ``role``'s pinned model (see `LiteLLMClient.stream`)."""
-        model, client = self._resolve(role)
-        return client.stream(events, tools, model, system)
+        model, client, merged = self._call(role, options)
+        return client.stream(events, tools, model, system, cache=cache, options=merged)
 
     def close(self) -> None:
         """Close every client's pool."""
@@ -841,10 +878,14 @@ class AsyncRoleRouter(_RouterBase[_AsyncClient]):
         events: LogLike,
         tools: Iterable[ToolLike] | None,
         system: str | None = None,
+        *,
+        options: RequestOptions | None = None,
+        cache: bool | None = None,
     ) -> list[CanonicalEvent]:
-        """Send the log to ``role``'s pinned model down that model's route."""
-        model, client = self._resolve(role)
-        return await client.complete(events, tools, model, system)
+        """Send the log to ``role``'s pinned model down that model's route; ``options``
+        override the role's profile field by field, ``cache`` the prompt-cache setting."""
+        model, client, merged = self._call(role, options)
+        return await client.complete(events, tools, model, system, cache=cache, options=merged)
 
     def stream(
         self,
@@ -852,10 +893,13 @@ class AsyncRoleRouter(_RouterBase[_AsyncClient]):
         events: LogLike,
         tools: Iterable[ToolLike] | None,
         system: str | None = None,
+        *,
+        options: RequestOptions | None = None,
+        cache: bool | None = None,
     ) -> AsyncReplyStream:
         """Stream the reply of ``role``'s pinned model (see `AsyncLiteLLMClient.stream`)."""
-        model, client = self._resolve(role)
-        return client.stream(events, tools, model, system)
+        model, client, merged = self._call(role, options)
+        return client.stream(events, tools, model, system, cache=cache, options=merged)
 
     async def aclose(self) -> None:
         """Close every client's pool."""
