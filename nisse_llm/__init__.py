@@ -30,6 +30,7 @@ from nisse_llm.errors import (
     ConfigError,
     LLMError,
     ModelRefusal,
+    OutputValidationError,
     RenderError,
     StreamInterrupted,
     TruncatedResponse,
@@ -72,6 +73,8 @@ if TYPE_CHECKING:
         ToolArgumentsDelta,
         ToolCallStarted,
     )
+    from nisse_llm.toolbox import Toolbox
+    from nisse_llm.typed import TypedReply
 
 __version__ = "0.1.0"
 
@@ -103,6 +106,8 @@ _LAZY = {
     "PartialReply": "nisse_llm.errors",
     "PromptCache": "nisse_llm.render._cache",
     "select_client": "nisse_llm.clients",
+    "Toolbox": "nisse_llm.toolbox",
+    "TypedReply": "nisse_llm.typed",
 }
 
 __all__ = [
@@ -126,6 +131,7 @@ __all__ = [
     "LogStore",
     "ModelRefusal",
     "OpenAIChatRenderer",
+    "OutputValidationError",
     "PartialReply",
     "Pin",
     "PromptCache",
@@ -147,7 +153,9 @@ __all__ = [
     "ToolCallStarted",
     "ToolResult",
     "ToolSpec",
+    "Toolbox",
     "TruncatedResponse",
+    "TypedReply",
     "UnknownRoleError",
     "UpstreamUnavailable",
     "Usage",

@@ -41,8 +41,14 @@ from nisse_llm.routing import DEFAULT_PASSTHROUGH_PREFIXES, Route, has_native_ad
 from nisse_llm.streaming import StreamAccumulator, StreamDelta, completion_deltas
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from nisse_llm.config import Pin, Settings
+    from nisse_llm.options import RequestOptions
     from nisse_llm.render._cache import PromptCache
+    from nisse_llm.typed import TypedReply
+
+    M = TypeVar("M", bound=BaseModel)
 
 __all__ = [
     "AnthropicPassthroughClient",
@@ -574,6 +580,60 @@ class _SyncClient(_ClientBase):
             self._sleep(wait)
             call.slept(wait)
 
+    def complete_as(
+        self,
+        output_type: type[M],
+        events: LogLike,
+        tools: Iterable[ToolLike] | None,
+        model: str,
+        system: str | None = None,
+        *,
+        options: RequestOptions | None = None,
+        repair_attempts: int = 0,
+        cache: bool | None = None,
+    ) -> TypedReply[M]:
+        """An answer validated into ``output_type`` (see `nisse_llm.typed`): a `TypedReply`,
+        or `OutputValidationError` once ``repair_attempts`` more asks have failed too."""
+        from nisse_llm.typed import TypedExchange, anthropic_rules
+
+        exchange = TypedExchange.begin(
+            output_type,
+            events,
+            tools,
+            system,
+            options=options,
+            repair_attempts=repair_attempts,
+            anthropic=anthropic_rules(self.route, model),
+        )
+        while True:
+            completion = self._completion(
+                exchange.log, exchange.tools, model, exchange.system, exchange.options, cache
+            )
+            reply = exchange.settle(completion)
+            if reply is not None:
+                return reply
+
+    def _completion(
+        self,
+        events: LogLike,
+        tools: Iterable[ToolLike] | None,
+        model: str,
+        system: str | None,
+        options: RequestOptions | None,
+        cache: bool | None,
+    ) -> Completion:
+        """`complete`, returning the whole `Completion` (this call's own usage)."""
+        core = self._core
+        call = core.begin(events, tools, model, system, cache=cache, options=options)
+        while True:
+            with call.sending():
+                response = self._http.post(core.endpoint, content=call.parts, headers=call.length)
+            wait = call.received(response)
+            if wait is None:
+                return call.finish_completion(response)
+            self._sleep(wait)
+            call.slept(wait)
+
     def stream(
         self,
         events: LogLike,
@@ -678,6 +738,62 @@ class _AsyncClient(_ClientBase):
             wait = call.received(response)
             if wait is None:
                 return call.finish(response)
+            await self._sleep(wait)
+            call.slept(wait)
+
+    async def complete_as(
+        self,
+        output_type: type[M],
+        events: LogLike,
+        tools: Iterable[ToolLike] | None,
+        model: str,
+        system: str | None = None,
+        *,
+        options: RequestOptions | None = None,
+        repair_attempts: int = 0,
+        cache: bool | None = None,
+    ) -> TypedReply[M]:
+        """An answer validated into ``output_type`` (see `nisse_llm.typed`): a `TypedReply`,
+        or `OutputValidationError` once ``repair_attempts`` more asks have failed too."""
+        from nisse_llm.typed import TypedExchange, anthropic_rules
+
+        exchange = TypedExchange.begin(
+            output_type,
+            events,
+            tools,
+            system,
+            options=options,
+            repair_attempts=repair_attempts,
+            anthropic=anthropic_rules(self.route, model),
+        )
+        while True:
+            completion = await self._completion(
+                exchange.log, exchange.tools, model, exchange.system, exchange.options, cache
+            )
+            reply = exchange.settle(completion)
+            if reply is not None:
+                return reply
+
+    async def _completion(
+        self,
+        events: LogLike,
+        tools: Iterable[ToolLike] | None,
+        model: str,
+        system: str | None,
+        options: RequestOptions | None,
+        cache: bool | None,
+    ) -> Completion:
+        """`complete`, returning the whole `Completion` (this call's own usage)."""
+        core = self._core
+        call = core.begin(events, tools, model, system, cache=cache, options=options)
+        while True:
+            with call.sending():
+                response = await self._http.post(
+                    core.endpoint, content=_async_parts(call.parts), headers=call.length
+                )
+            wait = call.received(response)
+            if wait is None:
+                return call.finish_completion(response)
             await self._sleep(wait)
             call.slept(wait)
 
@@ -833,6 +949,32 @@ class RoleRouter(_RouterBase[_SyncClient]):
         model, client, merged = self._call(role, options)
         return client.complete(events, tools, model, system, cache=cache, options=merged)
 
+    def complete_as(
+        self,
+        output_type: type[M],
+        role: str,
+        events: LogLike,
+        tools: Iterable[ToolLike] | None,
+        system: str | None = None,
+        *,
+        options: RequestOptions | None = None,
+        repair_attempts: int = 0,
+        cache: bool | None = None,
+    ) -> TypedReply[M]:
+        """An answer from ``role``'s pinned model validated into ``output_type``; ``options``
+        override the role's profile (whose ``reasoning`` decides how the answer is asked)."""
+        model, client, merged = self._call(role, options)
+        return client.complete_as(
+            output_type,
+            events,
+            tools,
+            model,
+            system,
+            options=merged,
+            repair_attempts=repair_attempts,
+            cache=cache,
+        )
+
     def stream(
         self,
         role: str,
@@ -886,6 +1028,32 @@ class AsyncRoleRouter(_RouterBase[_AsyncClient]):
         override the role's profile field by field, ``cache`` the prompt-cache setting."""
         model, client, merged = self._call(role, options)
         return await client.complete(events, tools, model, system, cache=cache, options=merged)
+
+    async def complete_as(
+        self,
+        output_type: type[M],
+        role: str,
+        events: LogLike,
+        tools: Iterable[ToolLike] | None,
+        system: str | None = None,
+        *,
+        options: RequestOptions | None = None,
+        repair_attempts: int = 0,
+        cache: bool | None = None,
+    ) -> TypedReply[M]:
+        """An answer from ``role``'s pinned model validated into ``output_type``; ``options``
+        override the role's profile (whose ``reasoning`` decides how the answer is asked)."""
+        model, client, merged = self._call(role, options)
+        return await client.complete_as(
+            output_type,
+            events,
+            tools,
+            model,
+            system,
+            options=merged,
+            repair_attempts=repair_attempts,
+            cache=cache,
+        )
 
     def stream(
         self,
