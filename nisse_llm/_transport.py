@@ -38,6 +38,9 @@ from pydantic import SecretStr
 
 from nisse_llm._callinfo import call_info, priced, usage_keywords
 from nisse_llm._classify import RateLimitPolicy, Retry, classify_failure, redact
+from nisse_llm._egress import check_base_url, check_token, watch_token
+from nisse_llm._limits import ACCEPT_ENCODING, DeadlineExceeded, ReplyTooLarge
+from nisse_llm._sse import EventTooLarge
 from nisse_llm.canonical import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     CallInfo,
@@ -47,7 +50,7 @@ from nisse_llm.canonical import (
     ToolLike,
     Usage,
 )
-from nisse_llm.errors import LLMError, StreamInterrupted, UpstreamUnavailable
+from nisse_llm.errors import ConfigError, LLMError, StreamInterrupted, UpstreamUnavailable
 from nisse_llm.models_info import ModelInfo
 from nisse_llm.options import RequestOptions
 from nisse_llm.render import Renderer
@@ -180,12 +183,18 @@ class Core:
         preflight: bool = False,
     ) -> None:
         self._token = token if isinstance(token, SecretStr) else SecretStr(token)
+        if self.token:
+            check_token(self.token)
+            watch_token(self.token)
         self.route = route
         #: The proxy's base URL, for its endpoints beside the route (model info, counter).
-        self.base_url = base_url.rstrip("/")
-        self.url = base_url.rstrip("/") + route.path
+        self.base_url = check_base_url(base_url.rstrip("/"))
+        self.url = self.base_url + route.path
         #: ``url`` parsed once: httpx would parse the string again on every request.
-        self.endpoint = httpx.URL(self.url)
+        try:
+            self.endpoint = httpx.URL(self.url)
+        except httpx.InvalidURL as exc:
+            raise ConfigError(f"base URL {base_url[:200]!r} cannot be parsed: {exc}") from None
         #: The request as messages name it: method and full URL (never credentials), so
         #: "Connection refused" says where.
         self.where = f"POST {_public_url(self.endpoint)}"
@@ -203,6 +212,7 @@ class Core:
             **route.auth_headers(self._token.get_secret_value()),
             "content-type": "application/json",
             "accept": "application/json",
+            "accept-encoding": ACCEPT_ENCODING,
         }
         #: Usage of the most recent successful call on this client (any thread or task).
         self.last_usage: Usage | None = None
@@ -263,6 +273,35 @@ class Core:
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug("request %s %s: %s", self.where, model, _debug_text(call.body, self.token))
         return call
+
+
+def _scrubbed(exc: BaseException, token: str) -> bool:
+    """Redact ``token`` in the args of ``exc`` and of every exception chained to it.
+
+    A server may echo the token where httpx, httpcore or h11 quote it (a malformed
+    status line, header or chunk size); the chain stays for debugging, cleaned. False if
+    some exception still shows the token (its text is not made from its args).
+    """
+    found: dict[int, BaseException] = {}
+    todo: list[object] = [exc]
+    while todo:
+        current = todo.pop()
+        if not isinstance(current, BaseException) or id(current) in found:
+            continue
+        found[id(current)] = current
+        todo += [current.__cause__, current.__context__, *current.args]
+    for current in found.values():
+        if any(isinstance(a, str | bytes | bytearray) for a in current.args):
+            current.args = tuple(_redact_arg(a, token) for a in current.args)
+    return not any(token in str(e) or token in repr(e) for e in found.values())
+
+
+def _redact_arg(arg: object, token: str) -> object:
+    if isinstance(arg, str):
+        return redact(arg, token)
+    if isinstance(arg, bytes | bytearray):
+        return bytes(arg).replace(token.encode(), b"[redacted]")
+    return arg
 
 
 def _public_url(url: httpx.URL) -> str:
@@ -437,6 +476,8 @@ class Call:
         """Raise what a stream that broke mid-way means: `StreamInterrupted` or the parse failure."""
         if isinstance(exc, httpx.ReadTimeout):
             self._raise_parsed(acc.interrupted(f"no data for {idle_timeout_s:g} s"), cause=exc)
+        if isinstance(exc, DeadlineExceeded | ReplyTooLarge | EventTooLarge):
+            self._raise_parsed(acc.interrupted(str(exc)), cause=exc)
         if isinstance(exc, HTTPX_ERRORS):
             detail = redact(str(exc), self.core.token) or "no detail"
             self._raise_parsed(
@@ -519,6 +560,8 @@ class Call:
         self._log(logging.WARNING, None, exc)
         if token and cause is None and token in str(exc.__cause__):
             raise exc from None  # a parser's chained error quotes the token, as pydantic quotes input
+        if token and cause is not None and not _scrubbed(cause, token):
+            raise exc from None  # a chained exception shows the token and cannot be cleaned
         if cause is not None:
             raise exc from cause
         raise exc

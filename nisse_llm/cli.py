@@ -14,6 +14,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import TextIO
 
+from nisse_llm._terminal import printable
 from nisse_llm.cli_complete import register as _register_complete
 from nisse_llm.config import Settings, load_settings
 from nisse_llm.errors import (
@@ -273,7 +274,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return handler(args)
     except LLMError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {printable(str(exc))}", file=sys.stderr)  # may quote a server's body
         return exit_code(exc)
     except OSError as exc:  # e.g. an unwritable schema folder
         print(f"error: {exc}", file=sys.stderr)

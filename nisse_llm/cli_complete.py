@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, assert_never
 
 from pydantic import TypeAdapter, ValidationError
 
+from nisse_llm._terminal import printable
 from nisse_llm.canonical import (
     AssistantText,
     CanonicalEvent,
@@ -170,7 +171,7 @@ def _stream(
                 if isinstance(delta, TextDelta):
                     if printed and delta.text_so_far == delta.text:
                         out.write("\n")  # a new text block starts
-                    out.write(delta.text)
+                    out.write(printable(delta.text))
                     out.flush()
                     printed = True
         finally:
@@ -184,13 +185,15 @@ def _stream(
 
 def _print_event(event: CanonicalEvent) -> None:
     if isinstance(event, AssistantText):
-        print(event.text)
+        print(printable(event.text))
     elif isinstance(event, ToolCall):
-        print(f"tool call {event.tool} {json.dumps(event.arguments, ensure_ascii=False)}")
+        arguments = json.dumps(event.arguments, ensure_ascii=False)
+        print(f"tool call {event.tool} {printable(arguments)}")
     elif isinstance(event, Reasoning):
-        print(f"[reasoning block: {event.block.get('type', 'unknown')}]", file=sys.stderr)
+        kind = str(event.block.get("type", "unknown"))[:80]
+        print(f"[reasoning block: {printable(kind)}]", file=sys.stderr)
     elif isinstance(event, UserText | UserImage | ToolResult):
         # A reply never holds these; shown rather than dropped if a parser ever yields one.
-        print(f"[{event.kind}] {event}", file=sys.stderr)
+        print(printable(f"[{event.kind}] {event}"), file=sys.stderr)
     else:
         assert_never(event)

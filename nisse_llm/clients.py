@@ -18,7 +18,15 @@ import httpx
 from pydantic import SecretStr
 
 from nisse_llm._classify import RateLimitPolicy
-from nisse_llm._limits import AsyncClientLimits, AsyncRouterLimits, ClientLimits, RouterLimits
+from nisse_llm._headroom import AsyncClientLimits, AsyncRouterLimits, ClientLimits, RouterLimits
+from nisse_llm._limits import (
+    DEFAULT_CALL_DEADLINE_S,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_STREAM_DEADLINE_S,
+    Limits,
+    async_transport,
+    sync_transport,
+)
 from nisse_llm._transport import (
     HTTPX_ERRORS,
     Call,
@@ -110,6 +118,9 @@ def _pin_options(pin: Pin, route: RouteSpec) -> dict[str, Any]:
         "stream_idle_timeout_s": pin.stream_idle_timeout_s,
         "prompt_cache": _pin_cache(pin),
         "preflight": pin.preflight,
+        "max_response_bytes": pin.max_response_bytes,
+        "call_deadline_s": pin.call_deadline_s,
+        "stream_deadline_s": pin.stream_deadline_s,
     }
 
 
@@ -208,6 +219,10 @@ class _ReplyStreamBase:
         self._pending.reverse()  # popped from the end, in arrival order
         self._deltas += len(self._pending)
 
+    def _final(self) -> bool:
+        """Whether the route's final event has arrived (the rest of the body is not read)."""
+        return self._acc is not None and self._acc.done
+
     def _ended(self) -> None:
         assert self._acc is not None
         self._settled = True
@@ -300,7 +315,15 @@ class ReplyStream(_ReplyStreamBase):
                 raise
             except HTTPX_ERRORS as exc:
                 self._close()
-                self._broke(exc)
+                if not self._final():
+                    self._broke(exc)
+                chunk = b""  # the reply was whole: a failure after it ends nothing
+            if self._final():
+                # Past the final event: a clean end returned the connection to the pool
+                # above; bytes (keepalives) or a failure after it end the stream here.
+                self._close()
+                self._ended()
+                raise StopIteration
             try:
                 self._feed(chunk)
             except BaseException:
@@ -391,7 +414,13 @@ class AsyncReplyStream(_ReplyStreamBase):
                 raise
             except HTTPX_ERRORS as exc:
                 await self._close()
-                self._broke(exc)
+                if not self._final():
+                    self._broke(exc)
+                chunk = b""
+            if self._final():  # as in `ReplyStream`: nothing is read past the final event
+                await self._close()
+                self._ended()
+                raise StopAsyncIteration
             try:
                 self._feed(chunk)
             except BaseException:
@@ -523,6 +552,9 @@ class _SyncClient(ClientLimits, _ClientBase):
         on_usage: UsageCallback | None = None,
         prompt_cache: PromptCache | bool | None = True,
         preflight: bool = False,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        call_deadline_s: float = DEFAULT_CALL_DEADLINE_S,
+        stream_deadline_s: float = DEFAULT_STREAM_DEADLINE_S,
     ) -> None:
         core = self._setup(
             base_url,
@@ -541,10 +573,11 @@ class _SyncClient(ClientLimits, _ClientBase):
         self._stream_timeout = _stream_timeout(
             core.timeout_s, connect_timeout_s, stream_idle_timeout_s
         )
+        limits = Limits(max_response_bytes, call_deadline_s, stream_deadline_s)
         self._http = httpx.Client(
             headers=core.headers,
             timeout=_timeout(core.timeout_s, connect_timeout_s),
-            transport=transport,
+            transport=sync_transport(core.url, transport, limits, shared_ssl_context()),
             verify=shared_ssl_context(),
         )
 
@@ -682,6 +715,9 @@ class _AsyncClient(AsyncClientLimits, _ClientBase):
         on_usage: UsageCallback | None = None,
         prompt_cache: PromptCache | bool | None = True,
         preflight: bool = False,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        call_deadline_s: float = DEFAULT_CALL_DEADLINE_S,
+        stream_deadline_s: float = DEFAULT_STREAM_DEADLINE_S,
     ) -> None:
         core = self._setup(
             base_url,
@@ -700,10 +736,11 @@ class _AsyncClient(AsyncClientLimits, _ClientBase):
         self._stream_timeout = _stream_timeout(
             core.timeout_s, connect_timeout_s, stream_idle_timeout_s
         )
+        limits = Limits(max_response_bytes, call_deadline_s, stream_deadline_s)
         self._http = httpx.AsyncClient(
             headers=core.headers,
             timeout=_timeout(core.timeout_s, connect_timeout_s),
-            transport=transport,
+            transport=async_transport(core.url, transport, limits, shared_ssl_context()),
             verify=shared_ssl_context(),
         )
 

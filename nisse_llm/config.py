@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import tomllib
 import warnings
 from collections.abc import Iterator, Mapping
@@ -39,6 +40,7 @@ from pydantic import (
 from pydantic_core import ErrorDetails, PydanticCustomError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from nisse_llm._egress import check_base_url
 from nisse_llm.canonical import DEFAULT_MAX_OUTPUT_TOKENS
 from nisse_llm.errors import ConfigError, UnknownRoleError
 from nisse_llm.options import RequestOptions
@@ -83,6 +85,9 @@ ENV_VARS: Mapping[str, str] = {
     "llm.prompt_cache": "NISSE_PROMPT_CACHE",
     "llm.prompt_cache_ttl": "NISSE_PROMPT_CACHE_TTL",
     "llm.preflight": "NISSE_PREFLIGHT",
+    "llm.max_response_bytes": "NISSE_MAX_RESPONSE_BYTES",
+    "llm.call_deadline_s": "NISSE_CALL_DEADLINE_S",
+    "llm.stream_deadline_s": "NISSE_STREAM_DEADLINE_S",
     "roles.executor": "NISSE_ROLE_EXECUTOR",
     "roles.planner": "NISSE_ROLE_PLANNER",
     "roles.delegate": "NISSE_ROLE_DELEGATE",
@@ -110,6 +115,11 @@ _MAX_SECONDS = 3600.0
 # Tokens shorter than this are not searched for in messages: the search would mangle text.
 _MIN_REDACTED_LEN = 6
 _REDACTED = "[redacted]"
+# Largest configuration file read: a real one is a few hundred bytes.
+_MAX_CONFIG_BYTES = 64 * 1024
+# Most dots or brackets one line may hold: tomllib takes quadratic time in a key's depth
+# (8,000 dotted parts: 2 s), so deeper lines are refused before it sees them.
+_MAX_LINE_NESTING = 256
 
 Seconds: TypeAlias = Annotated[float, Field(gt=0, le=_MAX_SECONDS, allow_inf_nan=False)]
 WaitSeconds: TypeAlias = Annotated[float, Field(ge=0, le=_MAX_SECONDS, allow_inf_nan=False)]
@@ -117,7 +127,8 @@ Prefix: TypeAlias = Annotated[str, Field(min_length=1, max_length=256, pattern=r
 
 
 class InsecureConfigFileWarning(UserWarning):
-    """A TOML file holding the proxy token can be read by group or others."""
+    """A TOML file holding the proxy token can be read by group or others, or any TOML
+    file can be written by them (it could redirect ``base_url``, and the token with it)."""
 
 
 class LLMSettings(BaseModel):
@@ -188,6 +199,26 @@ class LLMSettings(BaseModel):
         description="Count each request's tokens at the proxy before sending it and raise "
         "ContextWindowExceeded, sending nothing, when it cannot fit the model's window.",
     )
+    max_response_bytes: int = Field(
+        64 * 1024 * 1024,
+        ge=1024,
+        le=4 * 1024**3,
+        description="Largest reply body read, in bytes after decompression (complete and "
+        "stream, 2xx bodies); past it the call raises UpstreamUnavailable (StreamInterrupted "
+        "mid-stream) and nothing more is read. Error bodies are read to 64 KiB at most.",
+    )
+    call_deadline_s: Seconds = Field(
+        600.0,
+        description="Total seconds one attempt of complete() may take, from sending the "
+        "request to the last byte of the reply, however the server trickles it; past it "
+        "the call raises UpstreamUnavailable. Each 429 retry is a new attempt.",
+    )
+    stream_deadline_s: Seconds = Field(
+        3600.0,
+        description="Total seconds one attempt of stream() may take, from sending the "
+        "request to the reply's final event, keepalives and pings included; past it the "
+        "stream raises StreamInterrupted (UpstreamUnavailable before the first byte).",
+    )
 
     @field_validator("base_url")
     @classmethod
@@ -196,6 +227,10 @@ class LLMSettings(BaseModel):
             raise PydanticCustomError(
                 "base_url", "must be an http:// or https:// URL with a host and no query"
             )
+        try:
+            check_base_url(value)
+        except ConfigError as exc:
+            raise PydanticCustomError("base_url", "{reason}", {"reason": exc.message}) from None
         value = value.rstrip("/")
         for suffix in _APPENDED_PATHS:
             if value.lower().endswith(suffix):
@@ -374,8 +409,20 @@ class Pin(LLMSettings):
         return entry
 
     @classmethod
-    def from_record(cls, record: Mapping[str, Any], token: str | SecretStr) -> Pin:
-        """The pin a record was made from, given the token; `ConfigError` if it is not one."""
+    def from_record(
+        cls,
+        record: Mapping[str, Any],
+        token: str | SecretStr,
+        *,
+        base_url: str | None = None,
+    ) -> Pin:
+        """The pin a record was made from, given the token and the operator's base URL.
+
+        The token goes only where the operator points it: ``base_url`` (else the current
+        ``NISSE_LLM_BASE_URL``) must be the record's, or `ConfigError` names both. The
+        record's fingerprint is an unkeyed hash: it detects damage, not tampering, since
+        whoever can edit the record can recompute it. `ConfigError` if it is not a record.
+        """
         if not isinstance(record, Mapping):
             raise ConfigError(f"a pin record must be a mapping, got {type(record).__name__}")
         body = dict(record)
@@ -416,11 +463,32 @@ class Pin(LLMSettings):
         else:
             if pin._record_body()["roles"] != roles:
                 raise ConfigError("malformed pin record: a role's route does not match its model")
+            operator_url = _operator_base_url(base_url)
+            if pin.base_url != operator_url:
+                raise ConfigError(
+                    f"the pin record's base URL {pin.base_url!r} is not the operator's "
+                    f"{operator_url!r}: the token is not sent to a URL read from a task "
+                    "file; resume with the record's URL configured, or start a new pin"
+                )
             return pin
         raise ConfigError(
             "malformed pin record:\n" + "\n".join(f"  - {p}" for p in problems),
             problems=problems,
         )
+
+
+def _operator_base_url(base_url: str | None) -> str:
+    """The operator's base URL, normalised as settings normalise it; `ConfigError` if none."""
+    env = ENV_VARS["llm.base_url"]
+    given = base_url if base_url is not None else os.environ.get(env, "").strip()
+    if not given:
+        raise ConfigError(
+            f"Pin.from_record needs the operator's base URL: pass base_url= (for example "
+            f"settings.llm.base_url) or set {env}; the record's own URL is never trusted"
+        )
+    if not re.fullmatch(BASE_URL_PATTERN, given):
+        raise ConfigError(f"base_url={given[:200]!r} is not an http:// or https:// URL")
+    return check_base_url(given).rstrip("/")
 
 
 def _profile_of(entry: Mapping[str, Any]) -> dict[str, Any]:
@@ -499,6 +567,7 @@ class _TomlSource(PydanticBaseSettingsSource):
         llm = data.get("llm")
         if isinstance(llm, dict) and "token" in llm:
             _warn_if_exposed(load.path)
+        _warn_if_writable(load.path)
         _role_tables(data)
         load.file = data
         return _copy(data)
@@ -675,7 +744,7 @@ def _decode_env_list(raw: str) -> list[str] | str:
 
 def _read_toml(path: Path, named_by: str) -> tuple[dict[str, Any], str]:
     try:
-        raw = path.read_bytes()
+        raw = _read_regular_file(path, named_by)
     except FileNotFoundError:
         raise ConfigError(f"config file {path} (named by {named_by}) does not exist") from None
     except OSError as exc:
@@ -689,11 +758,73 @@ def _read_toml(path: Path, named_by: str) -> tuple[dict[str, Any], str]:
         raise ConfigError(
             f"config file {path} is not UTF-8 text (line {line}, byte {exc.start})"
         ) from None
+    deep = _too_nested(text)
+    if deep:
+        raise ConfigError(
+            f"{path}, line {deep}: invalid TOML: nested too deeply (over {_MAX_LINE_NESTING} "
+            "dots or brackets on one line)"
+        )
     try:
         return tomllib.loads(text), text
     except tomllib.TOMLDecodeError as exc:
         line, column, reason = _syntax_position(str(exc), text)
+    except RecursionError:
+        line, column, reason = 0, 0, "nested too deeply"
+    except ValueError as exc:  # an integer of more digits than Python converts
+        line, column, reason = 0, 0, _first_line(exc)
+    if not line:
+        raise ConfigError(f"{path}: invalid TOML: {reason}")
     raise ConfigError(f"{path}, line {line}, column {column}: invalid TOML: {reason}")
+
+
+def _too_nested(text: str) -> int:
+    """The number of the first line nesting past `_MAX_LINE_NESTING`, or 0."""
+    for number, line in enumerate(text.split("\n"), 1):
+        if line.lstrip().startswith("#"):
+            continue
+        if max(line.count("."), line.count("[") + line.count("{")) > _MAX_LINE_NESTING:
+            return number
+    return 0
+
+
+def _read_regular_file(path: Path, named_by: str) -> bytes:
+    """The bytes of a regular file of at most `_MAX_CONFIG_BYTES`, opened without blocking
+    (a FIFO would wait for a writer, /dev/zero never ends); `ConfigError` otherwise."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ConfigError(
+                f"config file {path} (named by {named_by}) is not a regular file "
+                f"({_file_kind(info.st_mode)})"
+            )
+        if info.st_size > _MAX_CONFIG_BYTES:
+            raise ConfigError(
+                f"config file {path} (named by {named_by}) holds {info.st_size} bytes; "
+                f"a configuration is at most {_MAX_CONFIG_BYTES}"
+            )
+        with os.fdopen(os.dup(fd), "rb") as file:
+            raw = file.read(_MAX_CONFIG_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(raw) > _MAX_CONFIG_BYTES:
+        raise ConfigError(f"config file {path} grew past {_MAX_CONFIG_BYTES} bytes while read")
+    return raw
+
+
+def _file_kind(mode: int) -> str:
+    kinds = (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a device"),
+        (stat.S_ISBLK, "a device"),
+        (stat.S_ISSOCK, "a socket"),
+    )
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).splitlines() or ["no detail"])[0][:200]
 
 
 def _syntax_position(message: str, text: str) -> tuple[int, int, str]:
@@ -717,6 +848,23 @@ def _warn_if_exposed(path: Path) -> None:
             InsecureConfigFileWarning(
                 f"{path} holds llm.token and is readable by group or others "
                 f"(mode {mode & 0o777:04o}); run chmod 600 {path}, or set NISSE_LLM_TOKEN instead"
+            ),
+            stacklevel=2,
+        )
+
+
+def _warn_if_writable(path: Path) -> None:
+    # Whoever can write the file can point base_url elsewhere while the token comes from
+    # the environment: as grave as a readable token.
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return
+    if os.name == "posix" and mode & 0o022:
+        warnings.warn(
+            InsecureConfigFileWarning(
+                f"{path} is writable by group or others (mode {mode & 0o777:04o}): they can "
+                f"redirect llm.base_url and so the token; run chmod go-w {path}"
             ),
             stacklevel=2,
         )
@@ -811,7 +959,7 @@ def _describe(load: _Load, err: ErrorDetails) -> Iterator[str]:
         else:
             reason = _reason(load, loc, err)
         item = f" (item {rest[0]})" if rest else ""
-        if key != "llm.token":
+        if key != "llm.token" and not _holds_userinfo(key, err.get("input")):
             reason += f", got {_show(err.get('input'))}"
         yield _explain(load, (key,), reason + item)
 
@@ -1024,6 +1172,11 @@ def _redact(text: str, secrets: set[str]) -> str:
     for secret in sorted(secrets, key=len, reverse=True):
         text = text.replace(secret, _REDACTED)
     return text
+
+
+def _holds_userinfo(key: str, value: Any) -> bool:
+    # A base URL with user:password@ is not echoed: the password would be in the message.
+    return key == "llm.base_url" and "@" in str(value)
 
 
 def _show(value: Any) -> str:
