@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     )
     from nisse_llm.logstore import LogStore
     from nisse_llm.models_info import Headroom, ModelInfo
+    from nisse_llm.online import OnlineReport, acheck_online, check_online
     from nisse_llm.options import RequestOptions
     from nisse_llm.profiles import RoleProfile
     from nisse_llm.render._cache import PromptCache
@@ -88,6 +89,9 @@ _LAZY = {
     "RoleMap": "nisse_llm.config",
     "InsecureConfigFileWarning": "nisse_llm.config",
     "LogStore": "nisse_llm.logstore",
+    "OnlineReport": "nisse_llm.online",
+    "check_online": "nisse_llm.online",
+    "acheck_online": "nisse_llm.online",
     "Headroom": "nisse_llm.models_info",
     "ModelInfo": "nisse_llm.models_info",
     "RequestOptions": "nisse_llm.options",
@@ -137,6 +141,7 @@ __all__ = [
     "LogStore",
     "ModelInfo",
     "ModelRefusal",
+    "OnlineReport",
     "OpenAIChatRenderer",
     "OutputValidationError",
     "PartialReply",
@@ -168,6 +173,8 @@ __all__ = [
     "Usage",
     "UserImage",
     "UserText",
+    "acheck_online",
+    "check_online",
     "has_native_adapter",
     "load_settings",
     "mint_call_id",

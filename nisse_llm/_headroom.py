@@ -25,6 +25,7 @@ from nisse_llm.models_info import (
     body_output_ceiling,
     estimate_input_tokens,
     headroom_of,
+    read_model_ids,
     read_model_infos,
     read_token_count,
     token_count_request,
@@ -44,6 +45,7 @@ __all__ = [
 ]
 
 MODEL_INFO_PATH: Final = "/v1/model/info"
+MODELS_PATH: Final = "/v1/models"
 TOKEN_COUNTER_PATH: Final = "/utils/token_counter"
 # A server without the endpoint (a plain OpenAI-compatible one): no limits, count locally.
 _ABSENT: Final = frozenset({404, 405, 501})
@@ -193,6 +195,11 @@ class ClientLimits:
         when it lists no such model. Read once per client (``GET /v1/model/info``)."""
         return self._model_infos().get(model)
 
+    def served_models(self) -> list[str]:
+        """The model names the proxy serves now (``GET /v1/models``; read afresh each time)."""
+        request = SideRequest(self._core, "GET", MODELS_PATH)
+        return request.parse(self._exchange(request), read_model_ids)
+
     def _count(self, model: str, rendered: bytes) -> tuple[int, Source]:
         request = SideRequest(
             self._core, "POST", TOKEN_COUNTER_PATH, token_count_request(rendered, model)
@@ -278,6 +285,11 @@ class AsyncClientLimits:
     async def model_info(self, model: str) -> ModelInfo | None:
         """What the proxy reports for ``model``, or None (see `ClientLimits.model_info`)."""
         return (await self._model_infos()).get(model)
+
+    async def served_models(self) -> list[str]:
+        """The model names the proxy serves now (see `ClientLimits.served_models`)."""
+        request = SideRequest(self._core, "GET", MODELS_PATH)
+        return request.parse(await self._exchange(request), read_model_ids)
 
     async def _count(self, model: str, rendered: bytes) -> tuple[int, Source]:
         request = SideRequest(

@@ -16,7 +16,7 @@ from typing import TextIO
 
 from nisse_llm._terminal import printable
 from nisse_llm.cli_complete import register as _register_complete
-from nisse_llm.config import Settings, load_settings
+from nisse_llm.config import Pin, Settings, load_settings
 from nisse_llm.errors import (
     BudgetExhausted,
     ConfigError,
@@ -95,7 +95,38 @@ def _config_check(args: argparse.Namespace) -> int:
     _table(sys.stdout, [header, *rows])
     print("settings:")
     _table(sys.stdout, [("  key", "value", "source"), *_setting_rows(settings)])
+    if args.online:
+        return _online(pin)
     return EXIT_OK
+
+
+def _online(pin: Pin) -> int:
+    """The live check: one line per role with its verdict; the exit code says what failed."""
+    from nisse_llm.online import check_online
+
+    print(f"online: asking {pin.base_url} (no tokens spent)")
+    report = check_online(pin)
+    if not report.reachable:
+        print(f"proxy: unreachable: {printable(str(report.error))}")
+        return EXIT_UPSTREAM
+    if not report.token_accepted:
+        print(f"token: refused by the proxy: {printable(str(report.error))}")
+        return EXIT_USAGE
+    print("proxy: answered; token: accepted")
+    rows = [("role", "model", "route", "ceiling", "served", "verdict")]
+    rows += [
+        (
+            check.role,
+            check.model,
+            check.route,
+            str(check.ceiling),
+            "yes" if check.served else "no",
+            check.verdict + "".join(f"; {note}" for note in check.notes),
+        )
+        for check in report.roles
+    ]
+    _table(sys.stdout, rows)
+    return EXIT_OK if report.ok else EXIT_USAGE
 
 
 def _options_cell(options: RequestOptions | Mapping[str, object] | None) -> str:
@@ -192,6 +223,13 @@ def _register_config(commands: argparse._SubParsersAction[argparse.ArgumentParse
         action.add_argument(
             "--config", metavar="PATH", help="TOML file (default: $NISSE_CONFIG, else none)"
         )
+        if name == "check":
+            action.add_argument(
+                "--online",
+                action="store_true",
+                help="also ask the proxy (no tokens spent): is it up, is the token accepted, "
+                "is each role's model served, does its ceiling fit, is reasoning supported",
+            )
         if name == "show":
             action.add_argument(
                 "--json",

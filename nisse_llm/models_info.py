@@ -26,6 +26,7 @@ __all__ = [
     "body_output_ceiling",
     "estimate_input_tokens",
     "headroom_of",
+    "read_model_ids",
     "read_model_infos",
     "read_token_count",
     "token_count_request",
@@ -129,6 +130,22 @@ def read_model_infos(body: bytes) -> dict[str, ModelInfo]:
         raw = entry.get("model_info")
         infos.setdefault(entry["model_name"], _model_info(raw if isinstance(raw, dict) else {}))
     return infos
+
+
+def read_model_ids(body: bytes) -> list[str]:
+    """The model names of a ``/v1/models`` body (OpenAI's list shape); `ValueError` if it
+    is not one."""
+    try:
+        data = json.loads(body)["data"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"not a model list: {exc}") from None
+    if not isinstance(data, list):
+        raise ValueError("not a model list: 'data' is not a list")
+    return [
+        entry["id"]
+        for entry in data
+        if isinstance(entry, dict) and isinstance(entry.get("id"), str)
+    ]
 
 
 def _body(rendered: bytes) -> dict[str, Any]:

@@ -195,6 +195,14 @@ def scripted_models(dead_base: str) -> list[ProxyModel]:
         ProxyModel(
             "claude-tiny", "anthropic", upstream_model="nisse-tiny-claude", model_info=window
         ),
+        # A model whose info says it cannot reason (what `config check --online` refuses
+        # a reasoning profile for).
+        ProxyModel(
+            "gpt-noreason",
+            "openai",
+            upstream_model="nisse-noreason-gpt",
+            model_info={"supports_reasoning": False, "max_output_tokens": 32768},
+        ),
     ]
     return models
 
