@@ -27,27 +27,32 @@ def _client(proxy: LiteLLMProxy, combo: Combo, **options: Any) -> Any:
     return cls(proxy.base_url, proxy.token, max_tokens=1024, **options)
 
 
-def _pooled(client: Any) -> int:
-    return len(client._http._transport._inner._pool.connections)
+def _pool(client: Any) -> list[Any]:
+    return list(client._http._transport._inner._pool.connections)
 
 
 @pytest.mark.parametrize("combo", COMBOS, ids=COMBO_IDS)
 def test_streams_end_at_their_final_event_and_keep_the_connection(
     proxy: LiteLLMProxy, script: Script, combo: Combo
 ) -> None:
-    """stream, complete, stream on one client through LiteLLM: each reply whole, and one
-    pooled connection serves all three (the stream released it at its final event)."""
+    """stream, complete, stream on one client through LiteLLM: each reply whole, and the
+    pool does not grow after the first stream (each stream released its connection at its
+    final event). The first stream opens a second connection once, to read the model's
+    prices for its cost while it streams; both are idle at the end."""
     texts = ["first streamed reply", "a completed reply", "second streamed reply"]
     script.add(combo.upstream, *(reply(text) for text in texts))
     with _client(proxy, combo, call_deadline_s=60, stream_deadline_s=60) as client:
         with client.stream(LOG, None, combo.model()) as stream:
             list(stream)
         first = stream.events
+        after_first = len(_pool(client))
+        assert after_first <= 2
         second = client.complete(LOG, None, combo.model())
         with client.stream(LOG, None, combo.model()) as stream:
             list(stream)
         third = stream.events
-        assert _pooled(client) == 1
+        assert len(_pool(client)) == after_first
+        assert all(connection.is_idle() for connection in _pool(client))
     got = [
         [e.text for e in events if isinstance(e, AssistantText)]
         for events in (first, second, third)
