@@ -55,7 +55,7 @@ if TYPE_CHECKING:
         Settings,
         load_settings,
     )
-    from nisse_llm.logstore import LogStore
+    from nisse_llm.logstore import LogStore, TaskHeaderMissing, TaskPinMismatch
     from nisse_llm.options import RequestOptions
     from nisse_llm.render._cache import PromptCache
     from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
@@ -68,6 +68,7 @@ if TYPE_CHECKING:
         ToolArgumentsDelta,
         ToolCallStarted,
     )
+    from nisse_llm.taskrecord import CallRecord, ResumedTask, UsageTotal, UsageTotals
 
 __version__ = "0.1.0"
 
@@ -79,6 +80,12 @@ _LAZY = {
     "RoleMap": "nisse_llm.config",
     "InsecureConfigFileWarning": "nisse_llm.config",
     "LogStore": "nisse_llm.logstore",
+    "TaskHeaderMissing": "nisse_llm.logstore",
+    "TaskPinMismatch": "nisse_llm.logstore",
+    "CallRecord": "nisse_llm.taskrecord",
+    "ResumedTask": "nisse_llm.taskrecord",
+    "UsageTotal": "nisse_llm.taskrecord",
+    "UsageTotals": "nisse_llm.taskrecord",
     "RequestOptions": "nisse_llm.options",
     "OpenAIChatRenderer": "nisse_llm.render.openai_chat",
     "AnthropicMessagesRenderer": "nisse_llm.render.anthropic_messages",
@@ -110,6 +117,7 @@ __all__ = [
     "AsyncRoleRouter",
     "BudgetExhausted",
     "CallInfo",
+    "CallRecord",
     "CanonicalEvent",
     "Completion",
     "ConfigError",
@@ -128,11 +136,14 @@ __all__ = [
     "RenderError",
     "ReplyStream",
     "RequestOptions",
+    "ResumedTask",
     "RoleMap",
     "RoleRouter",
     "Settings",
     "StoredEvent",
     "StreamInterrupted",
+    "TaskHeaderMissing",
+    "TaskPinMismatch",
     "TextDelta",
     "ToolArgumentsDelta",
     "ToolCall",
@@ -142,6 +153,8 @@ __all__ = [
     "TruncatedResponse",
     "UpstreamUnavailable",
     "Usage",
+    "UsageTotal",
+    "UsageTotals",
     "UserText",
     "has_native_adapter",
     "load_settings",

@@ -28,6 +28,7 @@ import ssl
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Final, NoReturn, Protocol
@@ -51,8 +52,10 @@ from nisse_llm.routing import Route
 from nisse_llm.streaming import StreamAccumulator, accumulator_for
 
 __all__ = [
+    "CALL_ROLE",
     "HTTPX_ERRORS",
     "Call",
+    "CallObserver",
     "Core",
     "PartsRenderer",
     "RouteSpec",
@@ -69,6 +72,13 @@ logger.addHandler(logging.NullHandler())
 #: Called once per successful call with its usage and the model the request named, on the
 #: caller's thread or task; an exception it raises reaches the caller.
 UsageCallback = Callable[[Usage, str], None]
+
+#: The role a router is completing for; a call reads it when it begins (None elsewhere).
+CALL_ROLE: ContextVar[str | None] = ContextVar("nisse_llm_call_role", default=None)
+#: Called once when a call ends, before it returns or raises: with the call, its usage
+#: (None without a parsed reply) and its outcome: ``"ok"``, ``"closed"`` (a stream left
+#: early) or the error's class name. An exception it raises reaches the caller instead.
+CallObserver = Callable[["Call", Usage | None, str], None]
 
 # The roots of every exception httpx raises (HTTPError covers transport errors and
 # timeouts; the other three are not HTTPError subclasses).
@@ -137,6 +147,7 @@ class Core:
         "headers",
         "last_usage",
         "max_tokens",
+        "on_call",
         "on_usage",
         "policy",
         "prompt_cache",
@@ -169,6 +180,8 @@ class Core:
         self.max_tokens = max_tokens or DEFAULT_MAX_OUTPUT_TOKENS
         self.policy = policy
         self.on_usage = on_usage
+        #: Told of every call's end (a router sets it to write the task record).
+        self.on_call: CallObserver | None = None
         #: The prompt-cache policy of every call that does not override it (None: off).
         self.prompt_cache = _cache_policy(prompt_cache)
         self.renderer = route.renderer()
@@ -231,11 +244,23 @@ def _cache_policy(value: PromptCache | bool | None) -> PromptCache | None:
 class Call:
     """One request's state across its attempts; see the module docstring for the loop."""
 
-    __slots__ = ("attempts", "core", "length", "model", "parts", "started", "status", "waited_s")
+    __slots__ = (
+        "attempts",
+        "core",
+        "length",
+        "model",
+        "parts",
+        "role",
+        "started",
+        "status",
+        "waited_s",
+    )
 
     def __init__(self, core: Core, model: str) -> None:
         self.core = core
         self.model = model
+        #: The role a router made this call for (None for a call made on a client).
+        self.role = CALL_ROLE.get()
         #: The body in parts, sent as they are (no megabyte join per call) under ``length``:
         #: an explicit Content-Length keeps httpx from framing an iterable body as chunked.
         self.parts: list[bytes] = []
@@ -356,7 +381,13 @@ class Call:
 
     def abandoned(self, deltas: int) -> None:
         """Log a stream the caller closed before its end: no usage is known or reported."""
+        self._observe(None, "closed")
         self._log(logging.INFO, None, None, closed_after=deltas)
+
+    def _observe(self, usage: Usage | None, outcome: str) -> None:
+        observer = self.core.on_call
+        if observer is not None:
+            observer(self, usage, outcome)
 
     def _settle(self, parse: Callable[[], Completion]) -> Completion:
         try:
@@ -370,6 +401,7 @@ class Call:
         core = self.core
         usage = completion.usage
         core.last_usage = usage
+        self._observe(usage, "ok")
         self._log(logging.INFO, usage, None)
         if core.on_usage is not None:
             core.on_usage(usage, self.model)
@@ -395,6 +427,7 @@ class Call:
                 exc.server_message = redact(exc.server_message, token)
             if exc.error_type is not None:  # a server may echo anything in error.type too
                 exc.error_type = redact(exc.error_type, token)
+        self._observe(None, type(exc).__name__)
         self._log(logging.WARNING, None, exc)
         if token and cause is None and token in str(exc.__cause__):
             raise exc from None  # a parser's chained error quotes the token, as pydantic quotes input

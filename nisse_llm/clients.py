@@ -20,20 +20,23 @@ from pydantic import SecretStr
 
 from nisse_llm._classify import RateLimitPolicy
 from nisse_llm._transport import (
+    CALL_ROLE,
     HTTPX_ERRORS,
     Call,
+    CallObserver,
     Core,
     PartsRenderer,
     RouteSpec,
     UsageCallback,
     shared_ssl_context,
 )
-from nisse_llm.canonical import CanonicalEvent, Completion, LogLike, ToolLike, Usage
+from nisse_llm.canonical import CallInfo, CanonicalEvent, Completion, LogLike, ToolLike, Usage
 from nisse_llm.routing import DEFAULT_PASSTHROUGH_PREFIXES, Route, has_native_adapter, route_for
 from nisse_llm.streaming import StreamAccumulator, StreamDelta
 
 if TYPE_CHECKING:
     from nisse_llm.config import Pin, Settings
+    from nisse_llm.logstore import LogStore
     from nisse_llm.render._cache import PromptCache
 
 __all__ = [
@@ -710,12 +713,51 @@ _ASYNC_CLIENTS: Mapping[Route, type[_AsyncClient]] = {
 K = TypeVar("K", bound=_ClientBase)
 
 
+def _call_info(call: Call) -> CallInfo | None:
+    """What the proxy said about ``call``, where the client exposes it."""
+    for found in (getattr(call, "info", None), getattr(call.core, "last_call", None)):
+        if isinstance(found, CallInfo):
+            return found
+    return None
+
+
+def _recorder(store: LogStore) -> CallObserver:
+    """An observer that appends each call's record to ``store`` as the call ends."""
+    from nisse_llm.taskrecord import CallRecord
+
+    def record(call: Call, usage: Usage | None, outcome: str) -> None:
+        store.append_call(
+            CallRecord(
+                role=call.role,
+                model=call.model,
+                route=call.core.route.name,
+                usage=usage or Usage(),
+                call=_call_info(call),
+                outcome=outcome,
+            )
+        )
+
+    return record
+
+
 class _RouterBase(Generic[K]):
     """Role -> model by the pin alone, model -> route by the pin's prefixes, one client per route."""
 
-    def __init__(self, pin: Pin, clients: Mapping[Route, K]) -> None:
+    def __init__(
+        self, pin: Pin, clients: Mapping[Route, K], *, store: LogStore | None = None
+    ) -> None:
         self._pin = pin
         self._clients = dict(clients)
+        self._store = store
+        if store is not None:
+            observer = _recorder(store)
+            for client in self._clients.values():
+                client._core.on_call = observer
+
+    @property
+    def store(self) -> LogStore | None:
+        """The task file every call's record is appended to (None: calls are not recorded)."""
+        return self._store
 
     @staticmethod
     def _clients_for(
@@ -745,9 +787,13 @@ class RoleRouter(_RouterBase[_SyncClient]):
     """Complete by role through a pin's mapping; one connection pool per route used."""
 
     @classmethod
-    def from_pin(cls, pin: Pin, **options: Any) -> Self:
-        """A router over ``pin``; ``options`` (transport, sleep, on_usage...) go to each client."""
-        return cls(pin, cls._clients_for(pin, _SYNC_CLIENTS, options))
+    def from_pin(cls, pin: Pin, *, store: LogStore | None = None, **options: Any) -> Self:
+        """A router over ``pin``; ``options`` (transport, sleep, on_usage...) go to each client.
+
+        With ``store``, every call's record (role, model, route, usage, cost, outcome) is
+        appended to that task file as the call ends, success or failure.
+        """
+        return cls(pin, cls._clients_for(pin, _SYNC_CLIENTS, options), store=store)
 
     def complete(
         self,
@@ -758,7 +804,11 @@ class RoleRouter(_RouterBase[_SyncClient]):
     ) -> list[CanonicalEvent]:
         """Send the log to ``role``'s pinned model down that model's route."""
         model, client = self._resolve(role)
-        return client.complete(events, tools, model, system)
+        marked = CALL_ROLE.set(role)
+        try:
+            return client.complete(events, tools, model, system)
+        finally:
+            CALL_ROLE.reset(marked)
 
     def stream(
         self,
@@ -769,7 +819,11 @@ class RoleRouter(_RouterBase[_SyncClient]):
     ) -> ReplyStream:
         """Stream the reply of ``role``'s pinned model (see `LiteLLMClient.stream`)."""
         model, client = self._resolve(role)
-        return client.stream(events, tools, model, system)
+        marked = CALL_ROLE.set(role)
+        try:
+            return client.stream(events, tools, model, system)
+        finally:
+            CALL_ROLE.reset(marked)
 
     def close(self) -> None:
         """Close every client's pool."""
@@ -792,9 +846,13 @@ class AsyncRoleRouter(_RouterBase[_AsyncClient]):
     """`RoleRouter` for asyncio."""
 
     @classmethod
-    def from_pin(cls, pin: Pin, **options: Any) -> Self:
-        """A router over ``pin``; ``options`` (transport, sleep, on_usage...) go to each client."""
-        return cls(pin, cls._clients_for(pin, _ASYNC_CLIENTS, options))
+    def from_pin(cls, pin: Pin, *, store: LogStore | None = None, **options: Any) -> Self:
+        """A router over ``pin``; ``options`` (transport, sleep, on_usage...) go to each client.
+
+        With ``store``, every call's record (role, model, route, usage, cost, outcome) is
+        appended to that task file as the call ends, success or failure.
+        """
+        return cls(pin, cls._clients_for(pin, _ASYNC_CLIENTS, options), store=store)
 
     async def complete(
         self,
@@ -805,7 +863,11 @@ class AsyncRoleRouter(_RouterBase[_AsyncClient]):
     ) -> list[CanonicalEvent]:
         """Send the log to ``role``'s pinned model down that model's route."""
         model, client = self._resolve(role)
-        return await client.complete(events, tools, model, system)
+        marked = CALL_ROLE.set(role)
+        try:
+            return await client.complete(events, tools, model, system)
+        finally:
+            CALL_ROLE.reset(marked)
 
     def stream(
         self,
@@ -816,7 +878,11 @@ class AsyncRoleRouter(_RouterBase[_AsyncClient]):
     ) -> AsyncReplyStream:
         """Stream the reply of ``role``'s pinned model (see `AsyncLiteLLMClient.stream`)."""
         model, client = self._resolve(role)
-        return client.stream(events, tools, model, system)
+        marked = CALL_ROLE.set(role)
+        try:
+            return client.stream(events, tools, model, system)
+        finally:
+            CALL_ROLE.reset(marked)
 
     async def aclose(self) -> None:
         """Close every client's pool."""
