@@ -52,7 +52,6 @@ from nisse_llm.routing import Route
 from nisse_llm.streaming import StreamAccumulator, accumulator_for
 
 __all__ = [
-    "CALL_ROLE",
     "HTTPX_ERRORS",
     "Call",
     "CallObserver",
@@ -61,6 +60,7 @@ __all__ = [
     "RouteSpec",
     "UsageCallback",
     "logger",
+    "router_role",
     "shared_ssl_context",
 ]
 
@@ -69,12 +69,14 @@ logger = logging.getLogger("nisse_llm")
 # prints every WARNING record to stderr when no logging is configured.
 logger.addHandler(logging.NullHandler())
 
+#: The role a router is completing for, read by `Core.begin` (set only around a router's
+#: call into its client, so a client's signature need not carry it).
+router_role: ContextVar[str | None] = ContextVar("nisse_llm_router_role", default=None)
+
 #: Called once per successful call with its usage and the model the request named, on the
 #: caller's thread or task; an exception it raises reaches the caller.
 UsageCallback = Callable[[Usage, str], None]
 
-#: The role a router is completing for; a call reads it when it begins (None elsewhere).
-CALL_ROLE: ContextVar[str | None] = ContextVar("nisse_llm_call_role", default=None)
 #: Called once when a call ends, before it returns or raises: with the call, its usage
 #: (None without a parsed reply) and its outcome: ``"ok"``, ``"closed"`` (a stream left
 #: early) or the error's class name. An exception it raises reaches the caller instead.
@@ -216,6 +218,7 @@ class Core:
         """Render a request and start its call (a render failure is logged and raised);
         ``cache`` turns the client's prompt-cache policy on or off for this call."""
         call = Call(self, model)
+        call.role = router_role.get()
         policy = self.prompt_cache
         if cache is not None:
             policy = _cache_policy(cache) if policy is None else replace(policy, enabled=cache)
@@ -259,8 +262,8 @@ class Call:
     def __init__(self, core: Core, model: str) -> None:
         self.core = core
         self.model = model
-        #: The role a router made this call for (None for a call made on a client).
-        self.role = CALL_ROLE.get()
+        #: The router role this call went through, if any.
+        self.role: str | None = None
         #: The body in parts, sent as they are (no megabyte join per call) under ``length``:
         #: an explicit Content-Length keeps httpx from framing an iterable body as chunked.
         self.parts: list[bytes] = []

@@ -20,7 +20,6 @@ from pydantic import SecretStr
 
 from nisse_llm._classify import RateLimitPolicy
 from nisse_llm._transport import (
-    CALL_ROLE,
     HTTPX_ERRORS,
     Call,
     CallObserver,
@@ -28,6 +27,7 @@ from nisse_llm._transport import (
     PartsRenderer,
     RouteSpec,
     UsageCallback,
+    router_role,
     shared_ssl_context,
 )
 from nisse_llm.canonical import CallInfo, CanonicalEvent, Completion, LogLike, ToolLike, Usage
@@ -804,11 +804,11 @@ class RoleRouter(_RouterBase[_SyncClient]):
     ) -> list[CanonicalEvent]:
         """Send the log to ``role``'s pinned model down that model's route."""
         model, client = self._resolve(role)
-        marked = CALL_ROLE.set(role)
+        acting = router_role.set(role)
         try:
             return client.complete(events, tools, model, system)
         finally:
-            CALL_ROLE.reset(marked)
+            router_role.reset(acting)
 
     def stream(
         self,
@@ -819,11 +819,11 @@ class RoleRouter(_RouterBase[_SyncClient]):
     ) -> ReplyStream:
         """Stream the reply of ``role``'s pinned model (see `LiteLLMClient.stream`)."""
         model, client = self._resolve(role)
-        marked = CALL_ROLE.set(role)
+        acting = router_role.set(role)
         try:
             return client.stream(events, tools, model, system)
         finally:
-            CALL_ROLE.reset(marked)
+            router_role.reset(acting)
 
     def close(self) -> None:
         """Close every client's pool."""
@@ -863,11 +863,11 @@ class AsyncRoleRouter(_RouterBase[_AsyncClient]):
     ) -> list[CanonicalEvent]:
         """Send the log to ``role``'s pinned model down that model's route."""
         model, client = self._resolve(role)
-        marked = CALL_ROLE.set(role)
+        acting = router_role.set(role)
         try:
             return await client.complete(events, tools, model, system)
         finally:
-            CALL_ROLE.reset(marked)
+            router_role.reset(acting)
 
     def stream(
         self,
@@ -878,11 +878,11 @@ class AsyncRoleRouter(_RouterBase[_AsyncClient]):
     ) -> AsyncReplyStream:
         """Stream the reply of ``role``'s pinned model (see `AsyncLiteLLMClient.stream`)."""
         model, client = self._resolve(role)
-        marked = CALL_ROLE.set(role)
+        acting = router_role.set(role)
         try:
             return client.stream(events, tools, model, system)
         finally:
-            CALL_ROLE.reset(marked)
+            router_role.reset(acting)
 
     async def aclose(self) -> None:
         """Close every client's pool."""
