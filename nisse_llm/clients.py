@@ -713,12 +713,16 @@ _ASYNC_CLIENTS: Mapping[Route, type[_AsyncClient]] = {
 K = TypeVar("K", bound=_ClientBase)
 
 
-def _call_info(call: Call) -> CallInfo | None:
-    """What the proxy said about ``call``, where the client exposes it."""
-    for found in (getattr(call, "info", None), getattr(call.core, "last_call", None)):
-        if isinstance(found, CallInfo):
-            return found
-    return None
+def _call_info(call: Call, outcome: str) -> CallInfo | None:
+    """What the proxy said about ``call``: its own `CallInfo` where the call carries one,
+    else, for a reply just parsed, the client's ``last_call`` (set in the same step)."""
+    info = getattr(call, "info", _ABSENT)
+    if info is _ABSENT and outcome == "ok":
+        info = getattr(call.core, "last_call", None)
+    return info if isinstance(info, CallInfo) else None
+
+
+_ABSENT = object()
 
 
 def _recorder(store: LogStore) -> CallObserver:
@@ -732,7 +736,7 @@ def _recorder(store: LogStore) -> CallObserver:
                 model=call.model,
                 route=call.core.route.name,
                 usage=usage or Usage(),
-                call=_call_info(call),
+                call=_call_info(call, outcome),
                 outcome=outcome,
             )
         )

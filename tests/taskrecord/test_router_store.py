@@ -200,3 +200,21 @@ def test_agent_killed_between_tool_call_and_result_resumes_from_the_file(tmp_pat
     (request,) = script.requests
     assert request.last_tool_result == "def add(a, b): return a - b"
     assert request.last_user_text == QUESTION
+
+
+def test_call_info_comes_from_the_call_or_the_clients_last_call() -> None:
+    """A record takes the call's own `CallInfo`; a client that only exposes ``last_call``
+    lends it to a reply just parsed, never to a failure (it would be another call's)."""
+    from types import SimpleNamespace
+
+    from nisse_llm.canonical import CallInfo
+    from nisse_llm.clients import _call_info
+
+    own, last = CallInfo(call_id="own"), CallInfo(call_id="last")
+    core = SimpleNamespace(last_call=last)
+
+    assert _call_info(SimpleNamespace(info=own, core=core), "ok") is own  # type: ignore[arg-type]
+    assert _call_info(SimpleNamespace(info=None, core=core), "ok") is None  # type: ignore[arg-type]
+    assert _call_info(SimpleNamespace(core=core), "ok") is last  # type: ignore[arg-type]
+    assert _call_info(SimpleNamespace(core=core), "UpstreamUnavailable") is None  # type: ignore[arg-type]
+    assert _call_info(SimpleNamespace(core=SimpleNamespace()), "ok") is None  # type: ignore[arg-type]
