@@ -37,8 +37,11 @@ from nisse_llm.taskrecord import (
     StoredHeader,
     StoredRecord,
     TaskHeader,
+    TaskHeaderMissing,
+    TaskPinMismatch,
     UsageTotals,
     pending_calls,
+    pin_difference,
 )
 
 if TYPE_CHECKING:
@@ -85,27 +88,6 @@ class LogTornTail(LogCorrupt):
 
 class LogSequenceError(ValueError):
     """A record's sequence number is not above the last one in the log: nothing was written."""
-
-
-class TaskHeaderMissing(LookupError):
-    """The file holds no task header (missing, empty, or events only): `begin` a new task."""
-
-    def __init__(self, message: str, *, path: Path) -> None:
-        super().__init__(message)
-        #: The file that was to hold a task.
-        self.path = path
-
-
-class TaskPinMismatch(ValueError):
-    """The task file was begun with another pin: open the right file, or begin a new task."""
-
-    def __init__(self, message: str, *, path: Path, stored: str, given: str) -> None:
-        super().__init__(message)
-        #: The task file.
-        self.path = path
-        #: The fingerprint in the file's header, and the one `begin` was given.
-        self.stored = stored
-        self.given = given
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,7 +249,7 @@ class LogStore:
         if stored != record:
             raise TaskPinMismatch(
                 f"{self.path}: the task was begun with pin {stored.get('fingerprint')}, "
-                f"not {record.get('fingerprint')}{_pin_difference(stored, record)}; "
+                f"not {record.get('fingerprint')}{pin_difference(stored, record)}; "
                 "resume it with resume(token), or begin a new task in another file",
                 path=self.path,
                 stored=str(stored.get("fingerprint")),
@@ -550,18 +532,3 @@ def _pin_from_record(record: dict[str, Any], token: str | SecretStr) -> Pin:
     from nisse_llm.config import Pin
 
     return Pin.from_record(record, token)
-
-
-def _pin_difference(stored: dict[str, Any], given: dict[str, Any]) -> str:
-    """``" (differs in: a, roles.planner)"``: the keys whose values differ, for the message."""
-    keys: list[str] = []
-    for key in sorted((set(stored) | set(given)) - {"fingerprint"}):
-        left, right = stored.get(key), given.get(key)
-        if left == right:
-            continue
-        if isinstance(left, dict) and isinstance(right, dict):
-            inner = sorted(set(left) | set(right))
-            keys += [f"{key}.{k}" for k in inner if left.get(k) != right.get(k)]
-        else:
-            keys.append(key)
-    return f" (differs in: {', '.join(keys)})" if keys else ""

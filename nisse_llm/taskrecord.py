@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Discriminator, NonNegativeInt, Tag
@@ -41,13 +42,37 @@ __all__ = [
     "StoredHeader",
     "StoredRecord",
     "TaskHeader",
+    "TaskHeaderMissing",
+    "TaskPinMismatch",
     "UsageTotal",
     "UsageTotals",
     "pending_calls",
+    "pin_difference",
 ]
 
 #: Version of the header layout; a header of another format is refused.
 TASK_FORMAT: Literal[1] = 1
+
+
+class TaskHeaderMissing(LookupError):
+    """The file holds no task header (missing, empty, or events only): `begin` a new task."""
+
+    def __init__(self, message: str, *, path: Path) -> None:
+        super().__init__(message)
+        #: The file that was to hold a task.
+        self.path = path
+
+
+class TaskPinMismatch(ValueError):
+    """The task file was begun with another pin: open the right file, or begin a new task."""
+
+    def __init__(self, message: str, *, path: Path, stored: str, given: str) -> None:
+        super().__init__(message)
+        #: The task file.
+        self.path = path
+        #: The fingerprint in the file's header, and the one `begin` was given.
+        self.stored = stored
+        self.given = given
 
 
 class _Frozen(BaseModel):
@@ -217,3 +242,18 @@ class ResumedTask:
     store: LogStore
     #: The torn bytes a crash left at the end of the file and `resume` removed (None if none).
     repaired: bytes | None = None
+
+
+def pin_difference(stored: dict[str, Any], given: dict[str, Any]) -> str:
+    """``" (differs in: a, roles.planner)"``: the keys whose values differ, for the message."""
+    keys: list[str] = []
+    for key in sorted((set(stored) | set(given)) - {"fingerprint"}):
+        left, right = stored.get(key), given.get(key)
+        if left == right:
+            continue
+        if isinstance(left, dict) and isinstance(right, dict):
+            inner = sorted(set(left) | set(right))
+            keys += [f"{key}.{k}" for k in inner if left.get(k) != right.get(k)]
+        else:
+            keys.append(key)
+    return f" (differs in: {', '.join(keys)})" if keys else ""
