@@ -754,6 +754,7 @@ class _RouterBase(Generic[K]):
         self._clients = dict(clients)
         self._store = store
         if store is not None:
+            store.begin(pin)  # a new file gets the header; another task's file is refused
             observer = _recorder(store)
             for client in self._clients.values():
                 client._core.on_call = observer
@@ -795,7 +796,8 @@ class RoleRouter(_RouterBase[_SyncClient]):
         """A router over ``pin``; ``options`` (transport, sleep, on_usage...) go to each client.
 
         With ``store``, every call's record (role, model, route, usage, cost, outcome) is
-        appended to that task file as the call ends, success or failure.
+        appended to that task file as the call ends, success or failure; the store is
+        begun with ``pin`` first (`TaskPinMismatch` if it holds another task).
         """
         return cls(pin, cls._clients_for(pin, _SYNC_CLIENTS, options), store=store)
 
@@ -854,7 +856,8 @@ class AsyncRoleRouter(_RouterBase[_AsyncClient]):
         """A router over ``pin``; ``options`` (transport, sleep, on_usage...) go to each client.
 
         With ``store``, every call's record (role, model, route, usage, cost, outcome) is
-        appended to that task file as the call ends, success or failure.
+        appended to that task file as the call ends, success or failure; the store is
+        begun with ``pin`` first (`TaskPinMismatch` if it holds another task).
         """
         return cls(pin, cls._clients_for(pin, _ASYNC_CLIENTS, options), store=store)
 

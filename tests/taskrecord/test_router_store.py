@@ -103,17 +103,14 @@ def test_router_without_a_store_records_nothing(tmp_path: Path) -> None:
 def test_a_store_that_cannot_be_written_reaches_the_caller(tmp_path: Path) -> None:
     """A call whose record cannot be appended raises the store's error, never silently."""
     path = tmp_path / "task.jsonl"
-    store = LogStore(path).begin(make_pin())
-    with path.open("ab") as file:
-        file.write(b'{"seq":1,')
+    store = LogStore(path)
     script = Script().chat(reply("done"))
-    with (
-        RoleRouter.from_pin(
-            store=store, pin=make_pin(), transport=ScriptedTransport(script)
-        ) as llm,
-        pytest.raises(LogTornTail),
-    ):
+    llm = RoleRouter.from_pin(make_pin(), store=store, transport=ScriptedTransport(script))
+    with path.open("ab") as file:  # a torn line the store must not write after
+        file.write(b'{"seq":1,')
+    with llm, pytest.raises(LogTornTail):
         llm.complete("executor", [UserText(text="go")], None)
+    assert len(script.requests) == 1  # the call was made; its record could not be written
 
 
 def test_concurrent_async_roles_are_each_recorded_under_their_own_role(tmp_path: Path) -> None:
@@ -218,3 +215,20 @@ def test_call_info_comes_from_the_call_or_the_clients_last_call() -> None:
     assert _call_info(SimpleNamespace(core=core), "ok") is last  # type: ignore[arg-type]
     assert _call_info(SimpleNamespace(core=core), "UpstreamUnavailable") is None  # type: ignore[arg-type]
     assert _call_info(SimpleNamespace(core=SimpleNamespace()), "ok") is None  # type: ignore[arg-type]
+
+
+def test_a_router_begins_its_store_and_refuses_another_tasks(tmp_path: Path) -> None:
+    """A router given a fresh store writes the pin header; given another task's file, it
+    refuses before any call is made."""
+    from nisse_llm.logstore import TaskPinMismatch
+
+    fresh = LogStore(tmp_path / "fresh.jsonl")
+    with RoleRouter.from_pin(make_pin(), store=fresh, transport=ScriptedTransport(Script())):
+        pass
+    assert LogStore(tmp_path / "fresh.jsonl").resume(TOKEN).pin == make_pin()
+
+    other = LogStore(tmp_path / "other.jsonl").begin(make_pin(executor="gpt-4.1"))
+    script = Script()
+    with pytest.raises(TaskPinMismatch):
+        RoleRouter.from_pin(make_pin(), store=other, transport=ScriptedTransport(script))
+    assert script.requests == []
