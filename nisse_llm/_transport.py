@@ -156,6 +156,7 @@ class Core:
         "renderer",
         "route",
         "timeout_s",
+        "token_source",
         "url",
         "where",
     )
@@ -177,7 +178,11 @@ class Core:
         self.url = base_url.rstrip("/") + route.path
         #: ``url`` parsed once: httpx would parse the string again on every request.
         self.endpoint = httpx.URL(self.url)
-        self.where = f"POST {route.path}"
+        #: The request as messages name it: method and full URL (never credentials), so
+        #: "Connection refused" says where.
+        self.where = f"POST {_public_url(self.endpoint)}"
+        #: Where the token came from, named when the proxy refuses it.
+        self.token_source = "the token passed to the client"
         self.timeout_s = route.default_timeout_s if timeout_s is None else timeout_s
         self.max_tokens = max_tokens or DEFAULT_MAX_OUTPUT_TOKENS
         self.policy = policy
@@ -235,6 +240,38 @@ class Core:
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug("request %s %s: %s", self.where, model, _debug_text(call.body, self.token))
         return call
+
+
+def _public_url(url: httpx.URL) -> str:
+    """``scheme://host:port/path``: the port always shown, credentials never."""
+    port = url.port or (443 if url.scheme == "https" else 80)
+    host = f"[{url.host}]" if ":" in url.host else url.host
+    return f"{url.scheme}://{host}:{port}{url.path}"
+
+
+#: A refused token: 401/403, or LiteLLM's answer to an unknown key without a database
+#: (400 "No connected db.", type no_db_connection).
+_TOKEN_REFUSALS = frozenset({401, 403})
+
+
+def _with_token_hint(exc: LLMError, token_source: str) -> LLMError:
+    """``exc`` with a hint at the token and where it came from, when the proxy refused it."""
+    if type(exc) is not LLMError:
+        return exc
+    said = (exc.server_message or "").lower()
+    refused = exc.status in _TOKEN_REFUSALS or (
+        exc.status == 400
+        and (exc.error_type == "no_db_connection" or said.startswith("no connected db"))
+    )
+    if not refused:
+        return exc
+    return LLMError(
+        f"{exc.message}; the proxy refused the token: check NISSE_LLM_TOKEN or llm.token "
+        f"(this one came from {token_source})",
+        status=exc.status,
+        error_type=exc.error_type,
+        server_message=exc.server_message,
+    )
 
 
 def _cache_policy(value: PromptCache | bool | None) -> PromptCache | None:
@@ -327,7 +364,7 @@ class Call:
         )
         if isinstance(verdict, Retry):
             return verdict.wait_s
-        self.fail(verdict)
+        self.fail(_with_token_hint(verdict, core.token_source))
 
     def slept(self, wait_s: float) -> None:
         """Record a wait taken before the next attempt."""

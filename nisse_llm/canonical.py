@@ -11,9 +11,11 @@ import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import Annotated, Any, Literal, TypeAlias, cast
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, TypeAdapter
+
+from nisse_llm.images import Image
 
 __all__ = [
     "CALL_ID_PATTERN",
@@ -31,11 +33,13 @@ __all__ = [
     "ToolResult",
     "ToolSpec",
     "Usage",
+    "UserImage",
     "UserText",
     "as_events",
     "as_tool_specs",
     "dump_jsonl",
     "load_jsonl",
+    "log_items",
     "mint_call_id",
 ]
 
@@ -67,6 +71,13 @@ class UserText(_Event):
     text: str
 
 
+class UserImage(_Event):
+    """An image from the user (a screenshot, a diagram), sent where it sits among the texts."""
+
+    kind: Literal["user_image"] = "user_image"
+    image: Image
+
+
 class AssistantText(_Event):
     """Text the model wrote; ``model`` is who produced it."""
 
@@ -91,6 +102,9 @@ class ToolResult(_Event):
     call_id: CallId
     output: str
     is_error: bool = False
+    #: Images the tool produced beside its text (left out of the stored record when none,
+    #: so logs without images keep their bytes).
+    images: tuple[Image, ...] = Field(default=(), exclude_if=lambda images: not images)
 
 
 class Reasoning(_Event):
@@ -115,7 +129,7 @@ class Reasoning(_Event):
 
 
 CanonicalEvent: TypeAlias = Annotated[
-    UserText | AssistantText | ToolCall | ToolResult | Reasoning,
+    UserText | UserImage | AssistantText | ToolCall | ToolResult | Reasoning,
     Field(discriminator="kind"),
 ]
 
@@ -136,7 +150,7 @@ class StoredEvent(BaseModel):
 
 
 LogLike: TypeAlias = Sequence[
-    StoredEvent | UserText | AssistantText | ToolCall | ToolResult | Reasoning
+    StoredEvent | UserText | UserImage | AssistantText | ToolCall | ToolResult | Reasoning
 ]
 
 
@@ -145,9 +159,43 @@ def _stored() -> TypeAdapter[StoredEvent]:
     return TypeAdapter(StoredEvent)
 
 
+_EVENT_NAMES = "UserText, AssistantText, ToolCall, ToolResult, Reasoning"
+
+
+def log_items(log: object) -> Sequence[object]:
+    """``log`` as a sequence of its items; `TypeError` when it is not a log at all.
+
+    A string, bytes or a mapping is iterable but is a caller's mistake (a prompt passed
+    where ``[UserText(text=...)]`` belongs), so it is refused by name, not rendered.
+    """
+    if isinstance(log, list | tuple):
+        return log
+    if isinstance(log, str | bytes | bytearray | Mapping) or not isinstance(log, Iterable):
+        hint = " (wrap a prompt as [UserText(text=...)])" if isinstance(log, str) else ""
+        raise TypeError(
+            f"a log is a list of canonical events ({_EVENT_NAMES}) or StoredEvent records, "
+            f"not {type(log).__name__}{hint}"
+        )
+    return list(log)
+
+
 def as_events(log: Iterable[StoredEvent | CanonicalEvent]) -> list[CanonicalEvent]:
-    """The bare events of a log that may mix `StoredEvent` records and bare events."""
-    return [item.event if isinstance(item, StoredEvent) else item for item in log]
+    """The bare events of a log that may mix `StoredEvent` records and bare events.
+
+    An item that is neither is a caller's mistake: `TypeError`, naming what it was.
+    """
+    events: list[CanonicalEvent] = []
+    for item in log_items(log):
+        if isinstance(item, StoredEvent):
+            events.append(item.event)
+        elif isinstance(item, _Event):
+            events.append(cast(CanonicalEvent, item))
+        else:
+            raise TypeError(
+                f"a log holds canonical events ({_EVENT_NAMES}) or StoredEvent records, "
+                f"not {type(item).__name__}: {str(item)[:80]!r}"
+            )
+    return events
 
 
 def dump_jsonl(records: Iterable[StoredEvent]) -> bytes:

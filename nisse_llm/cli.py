@@ -18,6 +18,7 @@ from nisse_llm.cli_complete import register as _register_complete
 from nisse_llm.config import Settings, load_settings
 from nisse_llm.errors import BudgetExhausted, ConfigError, LLMError, UpstreamUnavailable
 from nisse_llm.schema import check_schemas, write_schemas
+from nisse_llm.starter import DEFAULT_CONFIG_NAME, init_config
 
 __all__ = [
     "EXIT_BUDGET",
@@ -65,58 +66,131 @@ def _load(args: argparse.Namespace) -> Settings:
 def _config_check(args: argparse.Namespace) -> int:
     settings = _load(args)
     pin = settings.pin()
+    sources = settings.sources
     source = settings.config_file or "environment only (no file: --config or NISSE_CONFIG)"
     print(f"configuration OK: {source}")
     print(f"proxy: {pin.base_url}")
-    rows = [(role, model, pin.route(role)) for role, model in pin.roles.pinned().items()]
-    _table(sys.stdout, [("role", "model", "route"), *rows])
+    rows = [
+        (role, model, pin.route(role), sources.get(f"roles.{role}", "default"))
+        for role, model in pin.roles.pinned().items()
+    ]
+    _table(sys.stdout, [("role", "model", "route", "source"), *rows])
+    print("settings:")
+    _table(sys.stdout, [("  key", "value", "source"), *_setting_rows(settings)])
     return EXIT_OK
 
 
+def _setting_rows(settings: Settings) -> list[tuple[str, str, str]]:
+    """Every key but the roles' models (in the role table): value and source; the token
+    only says whether it is set."""
+    values = settings.model_dump(mode="json")
+    rows = []
+    for key, source in settings.sources.items():
+        table, *path = key.split(".")
+        if table == "roles" and len(path) == 1:
+            continue
+        if key == "llm.token":
+            shown = "(set, never shown)"
+        else:
+            node = values.get(table)
+            for part in path:
+                node = node.get(part) if isinstance(node, dict) else None
+            shown = _shown(node)
+        rows.append((f"  {key}", shown, source))
+    return rows
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, list):
+        return ", ".join(str(item) for item in value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "(none)" if value is None else str(value)
+
+
 def _config_show(args: argparse.Namespace) -> int:
-    record = _load(args).pin().record()
+    settings = _load(args)
+    record = settings.pin().record()
+    sources = settings.sources
     if args.json:
-        print(json.dumps(record, indent=2, sort_keys=True))
+        print(json.dumps({"record": record, "sources": sources}, indent=2, sort_keys=True))
         return EXIT_OK
     for key, value in record.items():
         if key == "roles":
             continue
-        shown = ", ".join(value) if isinstance(value, list) else value
-        print(f"{key}: {shown}")
+        origin = sources.get(f"llm.{key}")
+        print(f"{key}: {_shown(value)}" + (f"  ({origin})" if origin else ""))
     print("roles:")
     _table(
         sys.stdout,
-        [(f"  {role}", entry["model"], entry["route"]) for role, entry in record["roles"].items()],
+        [
+            (f"  {role}", entry["model"], entry["route"], sources.get(f"roles.{role}", "default"))
+            for role, entry in record["roles"].items()
+        ],
     )
     return EXIT_OK
 
 
+def _config_init(args: argparse.Namespace) -> int:
+    for path in init_config(args.path, force=args.force):
+        print(f"wrote {path}")
+    return EXIT_OK
+
+
 def _register_config(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    config = commands.add_parser("config", help="check or show the configuration")
-    actions = config.add_subparsers(dest="action", required=True, metavar="{check,show}")
+    config = commands.add_parser("config", help="check, show or start a configuration")
+    actions = config.add_subparsers(dest="action", required=True, metavar="{check,show,init}")
     for name, handler, summary in (
-        ("check", _config_check, "validate and print each role's model and route"),
-        ("show", _config_show, "print the pinned record (the token is never shown)"),
+        (
+            "check",
+            _config_check,
+            "validate; print each role's model and route, and every value's source",
+        ),
+        (
+            "show",
+            _config_show,
+            "print the pinned record and where each value came from (never the token)",
+        ),
     ):
         action = actions.add_parser(name, help=summary, description=summary)
         action.add_argument(
             "--config", metavar="PATH", help="TOML file (default: $NISSE_CONFIG, else none)"
         )
         if name == "show":
-            action.add_argument("--json", action="store_true", help="print the record as JSON")
+            action.add_argument(
+                "--json",
+                action="store_true",
+                help='print {"record": the pin record, "sources": key -> source} as JSON',
+            )
         action.set_defaults(handler=handler)
+    summary = "write a commented starter TOML and its JSON Schema beside it"
+    init = actions.add_parser("init", help=summary, description=summary)
+    init.add_argument(
+        "path",
+        nargs="?",
+        default=DEFAULT_CONFIG_NAME,
+        help=f"the TOML to write, or a folder for {DEFAULT_CONFIG_NAME} (default: ./{DEFAULT_CONFIG_NAME})",
+    )
+    init.add_argument("--force", action="store_true", help="replace an existing TOML")
+    init.set_defaults(handler=_config_init)
 
 
 def _schema(args: argparse.Namespace) -> int:
     if args.check:
-        stale = check_schemas(args.dir)
-        for name in stale:
-            print(f"stale: {args.dir}/{name}", file=sys.stderr)
-        if stale:
-            print("run `nisse-llm schema` to regenerate", file=sys.stderr)
-            return EXIT_ERROR
-        print(f"schemas in {args.dir} are current")
-        return EXIT_OK
+        found = check_schemas(args.dir)
+        if found.current:
+            print(f"schemas in {args.dir} are current")
+            return EXIT_OK
+        print(f"looked in {found.folder}", file=sys.stderr)
+        for label, names in (
+            ("missing", found.missing),
+            ("stale", found.stale),
+            ("no longer generated", found.extra),
+        ):
+            for name in names:
+                print(f"{label}: {args.dir}/{name}", file=sys.stderr)
+        print(f"run `nisse-llm schema --dir {args.dir}` to regenerate", file=sys.stderr)
+        return EXIT_ERROR
     changed = write_schemas(args.dir)
     for name in changed:
         print(f"wrote {args.dir}/{name}")
@@ -129,7 +203,12 @@ def _register_schema(commands: argparse._SubParsersAction[argparse.ArgumentParse
     summary = "write the JSON Schema files, or check that they are current"
     schema = commands.add_parser("schema", help=summary, description=summary)
     schema.add_argument("--check", action="store_true", help="exit 1 when a file is stale")
-    schema.add_argument("--dir", default="schemas", help="schema folder (default: schemas)")
+    schema.add_argument(
+        "--dir",
+        default="schemas",
+        help="schema folder (default: schemas); the files are rendered from the installed "
+        "package, so any folder works without a repository checkout",
+    )
     schema.set_defaults(handler=_schema)
 
 

@@ -21,6 +21,7 @@ from nisse_llm.canonical import (
     Reasoning,
     ToolCall,
     ToolResult,
+    UserImage,
     UserText,
 )
 from nisse_llm.config import RoleMap
@@ -49,6 +50,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     output.add_argument(
         "--stream", action="store_true", help="print the reply's text as it arrives"
     )
+    parser.add_argument(
+        "--image",
+        metavar="PATH",
+        action="append",
+        default=[],
+        help="an image (PNG, JPEG, GIF or WebP) sent before the prompt; repeatable",
+    )
     parser.add_argument("prompt", metavar="PROMPT", help="the user message")
     parser.set_defaults(handler=_complete)
 
@@ -64,7 +72,7 @@ def _complete(args: argparse.Namespace) -> int:
         if args.stream:
             events = _stream(router, args)
         else:
-            events = router.complete(args.role, [UserText(text=args.prompt)], None, args.system)
+            events = router.complete(args.role, _prompt(args), None, args.system)
         usage = router.client_for(args.role).last_usage
     for event in events:
         if args.json:
@@ -80,13 +88,22 @@ def _complete(args: argparse.Namespace) -> int:
     return 0
 
 
+def _prompt(args: argparse.Namespace) -> list[CanonicalEvent]:
+    """The user turn: each ``--image`` in order (images before the text they go with), then
+    the prompt. A file that is not a whole PNG/JPEG/GIF/WebP is an `ImageError`."""
+    from nisse_llm.images import Image
+
+    images: list[CanonicalEvent] = [UserImage(image=Image.from_path(p)) for p in args.image]
+    return [*images, UserText(text=args.prompt)]
+
+
 def _stream(router: RoleRouter, args: argparse.Namespace) -> list[CanonicalEvent]:
     """Print text deltas as they arrive; return the events still to print (not the text)."""
     from nisse_llm.streaming import TextDelta
 
     out = sys.stdout
     printed = False
-    with router.stream(args.role, [UserText(text=args.prompt)], None, args.system) as stream:
+    with router.stream(args.role, _prompt(args), None, args.system) as stream:
         try:
             for delta in stream:
                 if isinstance(delta, TextDelta):
@@ -111,7 +128,7 @@ def _print_event(event: CanonicalEvent) -> None:
         print(f"tool call {event.tool} {json.dumps(event.arguments, ensure_ascii=False)}")
     elif isinstance(event, Reasoning):
         print(f"[reasoning block: {event.block.get('type', 'unknown')}]", file=sys.stderr)
-    elif isinstance(event, UserText | ToolResult):
+    elif isinstance(event, UserText | UserImage | ToolResult):
         # A reply never holds these; shown rather than dropped if a parser ever yields one.
         print(f"[{event.kind}] {event}", file=sys.stderr)
     else:

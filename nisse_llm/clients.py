@@ -454,7 +454,9 @@ class _ClientBase:
     def from_pin(cls, pin: Pin, **options: Any) -> Self:
         """A client configured by a pin; ``options`` (transport, sleep, on_usage...) win."""
         merged = {**_pin_options(pin, cls.ROUTE), **options}
-        return cls(pin.base_url, pin.token, **merged)
+        client = cls(pin.base_url, pin.token, **merged)
+        client._core.token_source = pin.token_source
+        return client
 
     @classmethod
     def from_settings(cls, settings: Settings, **options: Any) -> Self:

@@ -38,7 +38,7 @@ from pydantic_core import ErrorDetails, PydanticCustomError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from nisse_llm.canonical import DEFAULT_MAX_OUTPUT_TOKENS
-from nisse_llm.errors import ConfigError, LLMError
+from nisse_llm.errors import ConfigError, UnknownRoleError
 from nisse_llm.routing import DEFAULT_PASSTHROUGH_PREFIXES, Route, route_for
 
 __all__ = [
@@ -81,6 +81,10 @@ ENV_VARS: Mapping[str, str] = {
 RECORD_FORMAT = 1
 
 BASE_URL_PATTERN = r"^https?://[^\s/?#]+[^\s?#]*$"
+#: Paths the SDK appends to ``llm.base_url`` (longest first): a base URL ending in one is
+#: a pasted endpoint, and every request would go to a doubled path. A real mount prefix
+#: (``https://gw.example/litellm``) is kept.
+_APPENDED_PATHS = ("/v1/chat/completions", "/chat/completions", "/v1/messages", "/v1")
 # Printable ASCII without spaces: anything else cannot travel in an HTTP header.
 _TOKEN_PATTERN = re.compile(r"[\x21-\x7e]+")
 # Longest wait, timeout or retry wait accepted: beyond an hour a value is a typo.
@@ -170,7 +174,20 @@ class LLMSettings(BaseModel):
             raise PydanticCustomError(
                 "base_url", "must be an http:// or https:// URL with a host and no query"
             )
-        return value.rstrip("/")
+        value = value.rstrip("/")
+        for suffix in _APPENDED_PATHS:
+            if value.lower().endswith(suffix):
+                raise PydanticCustomError(
+                    "base_url_path",
+                    "ends with {suffix}, which the SDK appends itself (requests would go to "
+                    "{doubled}); use {fixed}",
+                    {
+                        "suffix": suffix,
+                        "doubled": value + "/v1/messages",
+                        "fixed": value[: -len(suffix)] or "the URL without it",
+                    },
+                )
+        return value
 
     @field_validator("token")
     @classmethod
@@ -215,9 +232,10 @@ class RoleMap(BaseModel):
     )
 
     def resolve(self, role: str) -> str:
-        """The model string for ``role``; `LLMError` when no such role exists."""
+        """The model string for ``role``; `UnknownRoleError` (a ``ValueError``) when no such
+        role exists: asking for one is the caller's mistake, not a failed call."""
         if role not in self.ROLES:
-            raise LLMError(f"unknown role {role!r}; the roles are {', '.join(self.ROLES)}")
+            raise UnknownRoleError(role, self.ROLES)
         return str(getattr(self, role))
 
     def pinned(self) -> dict[str, str]:
@@ -235,6 +253,25 @@ class Pin(LLMSettings):
     model_config = ConfigDict(title="pin")
 
     roles: RoleMap
+
+    #: Where the token came from (``"env NISSE_LLM_TOKEN"``), for hints on a refused token;
+    #: never part of the record.
+    _token_source: str = PrivateAttr(default="")
+
+    def __eq__(self, other: object) -> bool:
+        # Where the token came from is the operator's view, not part of what a task runs
+        # with: two pins with the same settings are equal wherever their token was read.
+        if not isinstance(other, Pin):
+            return NotImplemented
+        return dict(self) == dict(other)
+
+    __hash__ = LLMSettings.__hash__
+
+    @property
+    def token_source(self) -> str:
+        """Where this pin's token came from: a settings source, or the caller of
+        `from_record`."""
+        return self._token_source or "the token passed to Pin.from_record"
 
     def model_for(self, role: str) -> str:
         """The model string pinned for ``role``."""
@@ -269,7 +306,12 @@ class Pin(LLMSettings):
         if not isinstance(record, Mapping):
             raise ConfigError(f"a pin record must be a mapping, got {type(record).__name__}")
         body = dict(record)
-        stated = body.pop("fingerprint", None)
+        if "fingerprint" not in body:
+            raise ConfigError(
+                "pin record has no fingerprint: it was not written by Pin.record() (or the "
+                "key was removed); store the whole record"
+            )
+        stated = body.pop("fingerprint")
         if body.get("format") != RECORD_FORMAT:
             raise ConfigError(
                 f"not a pin record of format {RECORD_FORMAT} (format is {body.get('format')!r})"
@@ -327,6 +369,7 @@ class _Load:
     arguments: dict[str, Any] = field(default_factory=dict)
     environment: dict[str, Any] = field(default_factory=dict)
     file: dict[str, Any] = field(default_factory=dict)
+    file_text: str = ""
     problems: list[str] = field(default_factory=list)
 
 
@@ -361,7 +404,7 @@ class _TomlSource(PydanticBaseSettingsSource):
         load = _LOAD.get()
         if load.path is None:
             return {}
-        data = _read_toml(load.path, load.path_named_by)
+        data, load.file_text = _read_toml(load.path, load.path_named_by)
         for table in ("llm", "roles"):
             if table in data and not isinstance(data[table], dict):
                 load.problems.append(
@@ -390,6 +433,7 @@ class Settings(BaseSettings):
     roles: RoleMap = Field(description="The model string each role resolves to.")
 
     _config_file: Path | None = PrivateAttr(default=None)
+    _sources: dict[str, str] = PrivateAttr(default_factory=dict)
 
     def __init__(self, config_file: str | os.PathLike[str] | None = None, **tables: Any) -> None:
         load = _start_load(config_file, tables)
@@ -406,11 +450,20 @@ class Settings(BaseSettings):
         if errors or load.problems:
             raise _config_error(load, errors)
         self._config_file = load.path
+        self._sources = _sources(load)
 
     @property
     def config_file(self) -> Path | None:
         """The TOML file this was loaded from, if any."""
         return self._config_file
+
+    @property
+    def sources(self) -> dict[str, str]:
+        """Where each value came from, by TOML key (``llm.base_url``): ``"default"``,
+        ``"file PATH, line N"`` (the line when the parser's text shows it),
+        ``"env NAME"`` or ``"argument TABLE="``. For the operator's view only: the pin
+        record holds no sources."""
+        return dict(self._sources)
 
     @classmethod
     def settings_customise_sources(
@@ -426,7 +479,9 @@ class Settings(BaseSettings):
 
     def pin(self) -> Pin:
         """A frozen snapshot for one task: later edits of the file or environment miss it."""
-        return Pin.model_validate({**dict(self.llm), "roles": self.roles})
+        pin = Pin.model_validate({**dict(self.llm), "roles": self.roles})
+        pin._token_source = self._sources.get("llm.token", "")
+        return pin
 
 
 def load_settings(path: str | os.PathLike[str] | None = None, **overrides: Any) -> Settings:
@@ -458,7 +513,7 @@ def _start_load(config_file: str | os.PathLike[str] | None, tables: Mapping[str,
 def _decode_env(table: str, name: str, raw: str) -> Any:
     """An environment string as the field's type, or unchanged so validation reports it."""
     if (table, name) == ("llm", "passthrough_prefixes"):
-        return [part.strip() for part in raw.split(",")]
+        return _decode_env_list(raw)
     model = LLMSettings if table == "llm" else RoleMap
     annotation = model.model_fields[name].annotation
     if annotation in (int, float, bool):
@@ -469,7 +524,27 @@ def _decode_env(table: str, name: str, raw: str) -> Any:
     return raw
 
 
-def _read_toml(path: Path, named_by: str) -> dict[str, Any]:
+class _BadEnvList(str):
+    """A list variable that looks like JSON but is not a JSON array of strings."""
+
+    __slots__ = ()
+
+
+def _decode_env_list(raw: str) -> list[str] | str:
+    """A list variable: comma-separated, or a JSON array of strings (what it means, never
+    one string with brackets and quotes in it)."""
+    if raw.startswith("["):
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            value = None
+        if isinstance(value, list) and all(isinstance(item, str) for item in value):
+            return [item.strip() for item in value]
+        return _BadEnvList(raw)
+    return [part.strip() for part in raw.split(",")]
+
+
+def _read_toml(path: Path, named_by: str) -> tuple[dict[str, Any], str]:
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -486,7 +561,7 @@ def _read_toml(path: Path, named_by: str) -> dict[str, Any]:
             f"config file {path} is not UTF-8 text (line {line}, byte {exc.start})"
         ) from None
     try:
-        return tomllib.loads(text)
+        return tomllib.loads(text), text
     except tomllib.TOMLDecodeError as exc:
         line, column, reason = _syntax_position(str(exc), text)
     raise ConfigError(f"{path}, line {line}, column {column}: invalid TOML: {reason}")
@@ -522,8 +597,20 @@ def _warn_if_exposed(path: Path) -> None:
 
 
 def _config_error(load: _Load, errors: list[ErrorDetails]) -> ConfigError:
-    problems = list(load.problems)
+    misspelled = _misspelled_tables(load, errors)
+    problems = [
+        f"[{typo}]: unknown table in {_origin(load, (typo,)) or 'an unknown source'}; it is "
+        f"probably [{table}] misspelled, which is why [{table}]'s keys are missing: rename "
+        f"it [{table}]"
+        for table, typo in misspelled.items()
+    ]
+    problems.extend(load.problems)
     for err in errors:
+        loc = tuple(str(part) for part in err["loc"])
+        if loc and loc[0] in misspelled and err["type"] == "missing":
+            continue  # explained by the misspelled table, first in the list
+        if len(loc) == 1 and loc[0] in misspelled.values() and err["type"] == "extra_forbidden":
+            continue
         problems.extend(_describe(load, err))
     secrets = _known_tokens(load)
     problems = [_redact(p, secrets) for p in dict.fromkeys(problems)]
@@ -533,6 +620,38 @@ def _config_error(load: _Load, errors: list[ErrorDetails]) -> ConfigError:
         f"  - {p}" for p in problems
     )
     return ConfigError(message, problems=tuple(problems))
+
+
+def _unquotes(value: str, kind: str) -> bool:
+    """Whether the quoted ``value`` is what the field wants once its quotes are dropped."""
+    text = value.strip()
+    if kind.startswith("bool"):
+        return text in ("true", "false")
+    try:
+        (int if kind.startswith("int") else float)(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _misspelled_tables(load: _Load, errors: list[ErrorDetails]) -> dict[str, str]:
+    """Known table -> the unknown table that is probably it misspelled, for each known
+    table reported missing (whole or key by key) beside a close unknown table."""
+    missing = {str(e["loc"][0]) for e in errors if e["type"] == "missing" and e["loc"]}
+    unknown = [
+        str(e["loc"][0])
+        for e in errors
+        if e["type"] == "extra_forbidden"
+        and len(e["loc"]) == 1
+        and isinstance((load.arguments | load.file).get(str(e["loc"][0])), Mapping)
+    ]
+    given_badly = {p.split(":", 1)[0] for p in load.problems}
+    found: dict[str, str] = {}
+    for table in sorted((missing & set(_TABLES)) - given_badly):
+        close = difflib.get_close_matches(table, unknown, n=1, cutoff=0.6)
+        if close:
+            found[table] = close[0]
+    return found
 
 
 def _describe(load: _Load, err: ErrorDetails) -> Iterator[str]:
@@ -555,10 +674,24 @@ def _describe(load: _Load, err: ErrorDetails) -> Iterator[str]:
     else:
         key = ".".join(loc[:2])
         item = f" (item {loc[2]})" if len(loc) > 2 else ""
-        reason = _PLAIN.get(err["type"]) or _lower_first(err["msg"])
+        reason = _reason(load, loc, err)
         if key != "llm.token":
             reason += f", got {_show(err.get('input'))}"
         yield _explain(load, (key,), reason + item)
+
+
+def _reason(load: _Load, loc: tuple[str, ...], err: ErrorDetails) -> str:
+    """The problem in the operator's words: what was written, and how to write it."""
+    kind, value = err["type"], err.get("input")
+    from_text = not _holds(load.environment, loc)  # environment values are all strings
+    if isinstance(value, _BadEnvList):
+        return (
+            "looks like a JSON array but is not one of strings; write a JSON array of "
+            'strings (["claude-", "anthropic/"]) or a comma-separated list (claude-,anthropic/)'
+        )
+    if from_text and isinstance(value, str) and kind in _QUOTED and _unquotes(value, kind):
+        return f"is a string, not {_QUOTED[kind]}; drop the quotes"
+    return _PLAIN.get(kind) or _lower_first(err["msg"])
 
 
 _TABLES: Mapping[str, type[BaseModel]] = {"llm": LLMSettings, "roles": RoleMap}
@@ -567,6 +700,18 @@ _TABLES: Mapping[str, type[BaseModel]] = {"llm": LLMSettings, "roles": RoleMap}
 _PLAIN: Mapping[str, str] = {
     "string_pattern_mismatch": "must be one word: no spaces",
     "string_too_short": "must not be empty",
+    "tuple_type": 'must be an array of strings, such as ["claude-", "anthropic/"]',
+    "list_type": "must be an array",
+}
+
+#: Types a quoted value was meant to be (``max_output_tokens = "8192"``).
+_QUOTED: Mapping[str, str] = {
+    "int_type": "an integer",
+    "int_parsing": "an integer",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "bool_type": "a boolean (true or false)",
+    "bool_parsing": "a boolean (true or false)",
 }
 
 
@@ -621,16 +766,73 @@ def _origin(load: _Load, loc: tuple[str, ...]) -> str | None:
     if _holds(load.arguments, loc):
         return f"the argument {loc[0]}="
     if _holds(load.environment, loc):
-        return f"environment variable {ENV_VARS['.'.join(loc[:2])]}"
+        return f"environment variable {ENV_VARS.get('.'.join(loc), ENV_VARS.get('.'.join(loc[:2]), '?'))}"
     if _holds(load.file, loc):
         return f"file {load.path}"
     return None
 
 
+def _sources(load: _Load) -> dict[str, str]:
+    """Every key's source: each key any layer set, and every table field's default."""
+    keys: dict[tuple[str, ...], None] = {}
+    for table, model in _TABLES.items():
+        keys.update(((table, name), None) for name in model.model_fields)
+    for layer in (load.arguments, load.environment, load.file):
+        keys.update(dict.fromkeys(_flat_keys(layer)))
+    found = {}
+    for loc in keys:
+        origin = _origin(load, loc)
+        if origin is None:
+            found[".".join(loc)] = "default"
+        elif origin.startswith("file "):
+            line = _file_line(load.file_text, loc)
+            found[".".join(loc)] = f"{origin}, line {line}" if line else origin
+        elif origin.startswith("environment variable "):
+            found[".".join(loc)] = "env " + origin.removeprefix("environment variable ")
+        else:
+            found[".".join(loc)] = origin.removeprefix("the ")
+    return dict(sorted(found.items()))
+
+
+def _flat_keys(data: Mapping[str, Any], prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    for key, value in data.items():
+        if isinstance(value, Mapping) and len(prefix) < 2:
+            yield from _flat_keys(value, (*prefix, str(key)))
+        elif prefix:
+            yield (*prefix, str(key))
+
+
+def _file_line(text: str, loc: tuple[str, ...]) -> int | None:
+    """The line of ``loc``'s assignment in the TOML text: under its ``[table]`` header, or
+    as a dotted key (``llm.base_url = ...``) before any table. ``None`` when not found."""
+    *tables, key = loc
+    wanted = ".".join(tables)
+    current = ""
+    assignment = re.compile(r"\s*(?P<key>[A-Za-z0-9_.\-\"' ]+?)\s*=")
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        header = re.fullmatch(r"\[\s*([^\[\]]+?)\s*\]\s*(#.*)?", stripped)
+        if header:
+            current = re.sub(r"[\s\"']", "", header[1])
+            continue
+        found = assignment.match(line)
+        if not found:
+            continue
+        name = found["key"].replace(" ", "").replace('"', "").replace("'", "")
+        full = f"{current}.{name}" if current else name
+        if full == f"{wanted}.{key}" if wanted else full == key:
+            return number
+    return None
+
+
 def _holds(data: Mapping[str, Any], loc: tuple[str, ...]) -> bool:
+    """Whether ``data`` holds ``loc``, down to the first value that is not a table (an
+    error's location may go on into a list's items)."""
     node: Any = data
-    for part in loc[:2]:
-        if not isinstance(node, Mapping) or part not in node:
+    for part in loc:
+        if not isinstance(node, Mapping):
+            return True
+        if part not in node:
             return False
         node = node[part]
     return True

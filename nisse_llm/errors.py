@@ -11,6 +11,10 @@
         ├── BudgetExhausted  keep the work; resume after the operator restores the budget
         └── StreamInterrupted  a streamed reply broke mid-way; what arrived rides along
 
+A caller's own mistake (an unknown role, a prompt passed where a log belongs) is not a
+failed model call: it raises `UnknownRoleError` (a `ValueError`) or a plain `TypeError`,
+outside this tree, so an agent's ``except LLMError`` never hides a bug in the agent.
+
 Status, the server's error type and message, and any wait the server asked for ride on
 the exception so the caller's resume logic can act on them without parsing text.
 """
@@ -30,8 +34,19 @@ __all__ = [
     "RenderError",
     "StreamInterrupted",
     "TruncatedResponse",
+    "UnknownRoleError",
     "UpstreamUnavailable",
 ]
+
+
+class UnknownRoleError(ValueError):
+    """A caller asked for a role that does not exist: a bug in the caller, not a failed call."""
+
+    def __init__(self, role: object, roles: tuple[str, ...]) -> None:
+        super().__init__(f"unknown role {role!r}; the roles are {', '.join(roles)}")
+        #: The role asked for, and the roles that exist.
+        self.role = role
+        self.roles = roles
 
 
 class LLMError(RuntimeError):

@@ -20,8 +20,10 @@ from nisse_llm.canonical import CanonicalEvent, StoredEvent
 from nisse_llm.config import ENV_VARS, LLMSettings, RoleMap, Settings
 
 __all__ = [
+    "CONFIG_SCHEMA_FILE",
     "DIALECT",
     "TARGETS",
+    "SchemaCheck",
     "SchemaTarget",
     "check_schemas",
     "config_schema",
@@ -31,6 +33,8 @@ __all__ = [
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 SUFFIX = ".schema.json"
+#: The configuration file's schema: what a TOML's ``#:schema`` line names.
+CONFIG_SCHEMA_FILE = "nisse-llm.config" + SUFFIX
 
 
 @dataclass(frozen=True)
@@ -98,7 +102,7 @@ def _lazy_model(module: str, name: str) -> Callable[[], dict[str, Any] | None]:
 
 
 TARGETS: tuple[SchemaTarget, ...] = (
-    SchemaTarget("nisse-llm.config" + SUFFIX, config_schema),
+    SchemaTarget(CONFIG_SCHEMA_FILE, config_schema),
     SchemaTarget("canonical-event" + SUFFIX, _canonical_event_schema),
     SchemaTarget("stored-event" + SUFFIX, lambda: _model_schema(StoredEvent)),
     SchemaTarget("stored-record" + SUFFIX, _stored_record_schema),
@@ -144,20 +148,38 @@ def write_schemas(directory: str | Path) -> list[str]:
     return changed
 
 
-def check_schemas(directory: str | Path) -> list[str]:
-    """Names of stale files: missing, different from a fresh render, or no longer generated."""
-    folder = Path(directory)
+@dataclass(frozen=True)
+class SchemaCheck:
+    """What `check_schemas` found in one folder, file names sorted in each list."""
+
+    folder: Path
+    missing: list[str]
+    stale: list[str]
+    extra: list[str]
+
+    @property
+    def current(self) -> bool:
+        """True when every file is present, equal to a fresh render, and none is left over."""
+        return not (self.missing or self.stale or self.extra)
+
+
+def check_schemas(directory: str | Path) -> SchemaCheck:
+    """Compare ``directory`` with a fresh render: files missing, stale (different), and
+    extra (schema files no longer generated)."""
+    folder = Path(directory).absolute()
     rendered = render_schemas()
-    stale = [
+    missing = sorted(name for name in rendered if not (folder / name).is_file())
+    stale = sorted(
         name
         for name, text in rendered.items()
-        if not (folder / name).is_file() or (folder / name).read_text(encoding="utf-8") != text
-    ]
-    if folder.is_dir():
-        stale += sorted(
-            path.name for path in folder.glob("*" + SUFFIX) if path.name not in rendered
-        )
-    return stale
+        if name not in missing and (folder / name).read_text(encoding="utf-8") != text
+    )
+    extra = (
+        sorted(path.name for path in folder.glob("*" + SUFFIX) if path.name not in rendered)
+        if folder.is_dir()
+        else []
+    )
+    return SchemaCheck(folder=folder, missing=missing, stale=stale, extra=extra)
 
 
 def _drop_required(node: Any) -> None:

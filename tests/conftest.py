@@ -11,5 +11,5 @@ import pytest
 def _clean_nisse_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test starts with no NISSE_* variables, so a developer's shell cannot leak in."""
     for name in list(os.environ):
-        if name.startswith("NISSE_") and name != "NISSE_LITELLM_BIN":
+        if name.startswith("NISSE_") and name not in ("NISSE_LITELLM_BIN", "NISSE_REDIS_BIN"):
             monkeypatch.delenv(name)

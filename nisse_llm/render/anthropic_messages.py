@@ -24,6 +24,10 @@ Render rules (each answers something the API rejects):
   the API requires tools whenever ``tool_use`` blocks are present. Two tools with one
   name are a `RenderError`; a schema without ``type`` gets ``"type": "object"``.
 - An empty log, or one with nothing left to send, is a `RenderError`.
+- A `UserImage` is an ``image`` block (``base64`` or ``url`` source) in the user message,
+  in log order among the user's texts; a result's images follow its text inside the
+  ``tool_result`` content (a list then). Image blocks may carry a cache breakpoint. Images
+  over a provider limit are an `ImageError` naming the image (`nisse_llm.images`).
 
 `render_bytes` is byte-identical to ``render_request(...).model_dump_json(exclude_none=True)``
 (UTF-8): each event's block is encoded once (memoised per event), a log that extends one
@@ -57,12 +61,21 @@ from nisse_llm.canonical import (
     ToolLike,
     ToolResult,
     ToolSpec,
+    UserImage,
     UserText,
     as_events,
     as_tool_specs,
+    log_items,
 )
 from nisse_llm.errors import RenderError
+from nisse_llm.images import Image
 from nisse_llm.render._cache import PromptCache, active
+from nisse_llm.render._images import (
+    anthropic_image,
+    anthropic_image_json,
+    check_images_once,
+    event_images,
+)
 from nisse_llm.render._memo import FragmentMemo
 from nisse_llm.render._rope import EMPTY, Rope
 from nisse_llm.render._wording import INTERRUPTED_TEXT, STUB_TOOL_DESCRIPTION
@@ -78,6 +91,7 @@ from nisse_llm.wire.anthropic_messages import (
     AnthropicTool,
     AnthropicToolChoiceNone,
     AnthropicToolResultBlock,
+    AnthropicToolResultContent,
     AnthropicToolUseBlock,
 )
 
@@ -95,7 +109,7 @@ TRAILING_PLACEHOLDER = "(Continue.)"
 INTERRUPTED_RESULT = INTERRUPTED_TEXT
 EMPTY_ERROR_OUTPUT = "(The tool failed without output.)"
 
-_EVENT_TYPES = frozenset({UserText, AssistantText, ToolCall, ToolResult, Reasoning})
+_EVENT_TYPES = frozenset({UserText, UserImage, AssistantText, ToolCall, ToolResult, Reasoning})
 
 #: Each event's encoded block, computed once per event object (events are frozen).
 _FRAGMENTS: FragmentMemo[CanonicalEvent, bytes] = FragmentMemo()
@@ -117,7 +131,7 @@ _MARKED_TOOLS: dict[str | None, FragmentMemo[AnthropicTool, AnthropicTool]] = {
 # A ToolCall inside a user turn is a hole: the place its result goes once it arrives
 # (an interrupted result if it never does).
 _Source: TypeAlias = (
-    UserText | AssistantText | ToolCall | ToolResult | Reasoning | AnthropicTextBlock
+    UserText | UserImage | AssistantText | ToolCall | ToolResult | Reasoning | AnthropicTextBlock
 )
 _Role: TypeAlias = Literal["user", "assistant"]
 _MESSAGE_OPEN: dict[_Role, bytes] = {
@@ -229,6 +243,9 @@ class _Progress:
     #: Blocks of the turns that no longer change (before the last turn and the first
     #: hole). The one field a cached progress may have replaced: each rope is true for it.
     rope: Rope = EMPTY
+    #: The images in the view, labelled, in log order (checked against the limits once).
+    images: list[tuple[str, Image]] = field(default_factory=list)
+    images_checked: bool = False
 
     def extend(self) -> _Progress:
         """A progress to consume more items, on this one's state cut back to its view."""
@@ -242,6 +259,8 @@ class _Progress:
             dict(self.holes),
             list(self.reasoning),
             rope=self.rope,
+            images=list(self.images),
+            images_checked=self.images_checked,
         )
 
     def rewind(self) -> None:
@@ -285,13 +304,20 @@ class _Progress:
         turns = shared.turns
         at = self.n
         for event in _bare_events(items):
-            if event.kind == "user_text" or event.kind == "tool_result":
+            if (
+                event.kind == "user_text"
+                or event.kind == "tool_result"
+                or event.kind == "user_image"
+            ):
                 self.reasoning = []  # reasoning that led no assistant content is left out
                 if turns and turns[-1].calls:  # only assistant turns make calls
                     self._answer()
+                if event.kind != "user_text" and (found := event_images(event, at)):
+                    self.images += found
+                    self.images_checked = False
                 if event.kind == "tool_result":
                     self._fill(event)
-                elif event.text.strip():
+                elif event.kind == "user_image" or event.text.strip():
                     if not turns or turns[-1].role != "user":
                         self._open(_Turn("user"))
                     self._own(len(turns) - 1).sources.append(event)
@@ -546,10 +572,11 @@ def _render_parts(
 def _plan(events: LogLike, tools: Iterable[ToolLike] | None, model: str) -> _Plan:
     if not model:
         raise RenderError("cannot render a request without a model name")
-    items = events if isinstance(events, list | tuple) else list(events)
+    items = log_items(events)
     if not items:
         raise RenderError("cannot render an empty log: the API needs at least one message")
     progress = _progress_for(items, model)
+    check_images_once(progress)
     turns = progress.finish()
     specs = as_tool_specs(tools)
     if specs:
@@ -725,7 +752,7 @@ def _markable(source: _Source) -> bool:
     if type(source) is Reasoning:
         return False
     if type(source) is ToolResult:
-        return source.is_error or bool(source.output.strip())
+        return source.is_error or bool(source.output.strip()) or bool(source.images)
     return True
 
 
@@ -740,6 +767,8 @@ def _map_source(source: _Source, role: _Role) -> AnthropicRequestBlock:
 def _map_event(event: CanonicalEvent) -> AnthropicRequestBlock:
     if isinstance(event, UserText | AssistantText):
         return AnthropicTextBlock(text=event.text)
+    if isinstance(event, UserImage):
+        return anthropic_image(event.image)
     if isinstance(event, ToolCall):
         return AnthropicToolUseBlock(id=event.call_id, name=event.tool, input=event.arguments)
     if isinstance(event, ToolResult):
@@ -752,9 +781,16 @@ def _map_event(event: CanonicalEvent) -> AnthropicRequestBlock:
 
 
 def _map_result(result: ToolResult) -> AnthropicToolResultBlock:
-    content: str | None = result.output
+    content: str | list[AnthropicToolResultContent] | None = result.output
     if not result.output.strip():
         content = EMPTY_ERROR_OUTPUT if result.is_error else None
+    if result.images:
+        # Text first, then the images, as the tool gave them.
+        parts: list[AnthropicToolResultContent] = []
+        if content is not None:
+            parts.append(AnthropicTextBlock(text=content))
+        parts.extend(anthropic_image(image) for image in result.images)
+        content = parts
     return AnthropicToolResultBlock(
         tool_use_id=result.call_id, content=content, is_error=result.is_error
     )
@@ -797,6 +833,10 @@ def _encode_event(event: CanonicalEvent) -> bytes:
                 + to_json(event.arguments, inf_nan_mode="null")
                 + b"}"
             )
+        if event.kind == "user_image":
+            return anthropic_image_json(event.image)
+        if event.kind == "tool_result" and event.images:
+            return _encode_result_with_images(event)
         if event.kind == "tool_result":
             content = b""
             if event.output.strip():
@@ -811,6 +851,24 @@ def _encode_event(event: CanonicalEvent) -> bytes:
 
 
 _EMPTY_ERROR_CONTENT = b',"content":' + to_json(EMPTY_ERROR_OUTPUT)
+
+
+def _encode_result_with_images(result: ToolResult) -> bytes:
+    """A result carrying images: its content is a list, its text (if any) then each image."""
+    parts: list[bytes] = []
+    if result.output.strip():
+        parts.append(b'{"type":"text","text":' + to_json(result.output) + b"}")
+    elif result.is_error:
+        parts.append(b'{"type":"text","text":' + to_json(EMPTY_ERROR_OUTPUT) + b"}")
+    parts.extend(anthropic_image_json(image) for image in result.images)
+    flag = b'],"is_error":true}' if result.is_error else b'],"is_error":false}'
+    return (
+        b'{"type":"tool_result","tool_use_id":'
+        + to_json(result.call_id)
+        + b',"content":['
+        + b",".join(parts)
+        + flag
+    )
 
 
 def _encode_interrupted(call: ToolCall) -> bytes:

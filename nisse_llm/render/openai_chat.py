@@ -15,6 +15,12 @@ Render rules, in the order a body is built:
 - Blank (empty or whitespace) text is left out, and so is an assistant message left with
   no text and no calls. `Reasoning` is never sent on this route.
 - A log with nothing left to send is a `RenderError`.
+- A `UserImage` is a user message with one ``image_url`` part (a ``data:`` URL for bytes).
+  A ``tool`` message cannot carry images, so a turn's tool images follow its tool messages
+  in one user message: for each call in call order whose result has images,
+  `TOOL_IMAGES_LABEL` then its images. A breakpoint on an image message goes on its last
+  image part (LiteLLM forwards ``cache_control`` to the Anthropic image block). Images
+  over a provider limit are an `ImageError` naming the image (`nisse_llm.images`).
 - Tools passed are declared as function tools (two with one name are a `RenderError`; a
   schema without ``type`` gets ``"type": "object"``). With none passed but calls in the log,
   each tool name the log used is declared as a stub (`STUB_TOOL_DESCRIPTION`, parameters
@@ -43,7 +49,7 @@ from __future__ import annotations
 import operator
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any, Protocol, TypeAlias, assert_never, cast
 
@@ -61,12 +67,22 @@ from nisse_llm.canonical import (
     ToolLike,
     ToolResult,
     ToolSpec,
+    UserImage,
     UserText,
     as_events,
     as_tool_specs,
+    log_items,
 )
 from nisse_llm.errors import RenderError
+from nisse_llm.images import Image
 from nisse_llm.render._cache import PromptCache, active
+from nisse_llm.render._images import (
+    chat_image,
+    chat_image_json,
+    check_images_once,
+    check_log_images,
+    event_images,
+)
 from nisse_llm.render._memo import FragmentMemo
 from nisse_llm.render._rope import EMPTY, Rope
 from nisse_llm.render._wording import INTERRUPTED_TEXT, STUB_TOOL_DESCRIPTION
@@ -84,6 +100,7 @@ from nisse_llm.wire.openai_chat import (
     OpenAIChatToolCall,
     OpenAIChatToolMessage,
     OpenAIChatUserMessage,
+    OpenAIChatUserPart,
 )
 
 __all__ = [
@@ -91,6 +108,7 @@ __all__ = [
     "INTERRUPTED_RESULT",
     "STUB_TOOL_DESCRIPTION",
     "TOOL_ERROR_PREFIX",
+    "TOOL_IMAGES_LABEL",
     "OpenAIChatRenderer",
 ]
 
@@ -99,6 +117,9 @@ TOOL_ERROR_PREFIX = "[tool error] "
 #: The content of the synthetic result that answers a call the log never answered.
 INTERRUPTED_RESULT = TOOL_ERROR_PREFIX + INTERRUPTED_TEXT
 #: The description of a stub declared for a tool the log used but the request does not offer.
+#: Labels a tool result's images in the user message that carries them (a ``tool`` message
+#: cannot): formatted with the call's ``tool`` and ``call_id``.
+TOOL_IMAGES_LABEL = "Images from the {tool} call {call_id}:"
 #: Joins the texts of one assistant turn into one message.
 ASSISTANT_TEXT_SEPARATOR = "\n\n"
 
@@ -121,9 +142,31 @@ class _Turn:
     calls: list[ToolCall]
 
 
-# What the body holds, in order: a user message, an assistant turn, a tool message for a
-# result, or (a bare ToolCall) the synthetic tool message of an unanswered call.
-_Slot: TypeAlias = UserText | _Turn | ToolResult | ToolCall
+@dataclass(frozen=True, slots=True, weakref_slot=True)
+class _Album:
+    """The user message after a turn's tool messages carrying its results' images.
+
+    ``results`` are the turn's results that hold images (empty: no message is sent).
+    """
+
+    calls: tuple[ToolCall, ...]
+    results: tuple[ToolResult, ...] = ()
+    ids: frozenset[str] = field(default=frozenset(), compare=False)
+
+    def parts(self) -> list[tuple[ToolCall, ToolResult]]:
+        """Each call with its result's images, in call order."""
+        by_id = {result.call_id: result for result in self.results}
+        return [(call, by_id[call.call_id]) for call in self.calls if call.call_id in by_id]
+
+
+def _album(calls: Sequence[ToolCall], results: Iterable[ToolResult] = ()) -> _Album:
+    return _Album(tuple(calls), tuple(results), frozenset(call.call_id for call in calls))
+
+
+# What the body holds, in order: a user message (text or image), an assistant turn, a tool
+# message for a result, (a bare ToolCall) the synthetic tool message of an unanswered call,
+# or the user message with a turn's tool images.
+_Slot: TypeAlias = UserText | UserImage | _Turn | ToolResult | ToolCall | _Album
 
 
 def _plan(events: list[CanonicalEvent]) -> tuple[list[_Slot], list[str]]:
@@ -154,6 +197,9 @@ def _plan(events: list[CanonicalEvent]) -> tuple[list[_Slot], list[str]]:
         if texts or calls:
             slots.append(_Turn(list(texts), list(calls)))
             slots.extend(results.get(call.call_id, call) for call in calls)
+            album = _album(calls, (r for c in calls if (r := results.get(c.call_id)) and r.images))
+            if album.results:
+                slots.append(album)
             texts.clear()
             calls.clear()
 
@@ -169,6 +215,9 @@ def _plan(events: list[CanonicalEvent]) -> tuple[list[_Slot], list[str]]:
             close_turn()
             if event.text.strip():
                 slots.append(event)
+        elif isinstance(event, UserImage):
+            close_turn()
+            slots.append(event)
         elif isinstance(event, ToolResult):
             close_turn()
         else:
@@ -207,6 +256,17 @@ def _map_content(
 def _map_message(slot: _Slot, control: OpenAIChatCacheControl | None = None) -> OpenAIChatMessage:
     if isinstance(slot, UserText):
         return OpenAIChatUserMessage(content=_map_content(slot.text, control))
+    if isinstance(slot, UserImage | _Album):
+        parts: list[OpenAIChatUserPart] = []
+        if isinstance(slot, UserImage):
+            parts.append(chat_image(slot.image))
+        for call, result in slot.parts() if isinstance(slot, _Album) else ():
+            label = TOOL_IMAGES_LABEL.format(tool=call.tool, call_id=call.call_id)
+            parts.append(OpenAIChatTextPart(text=label))
+            parts.extend(chat_image(image) for image in result.images)
+        if control is not None:  # the breakpoint goes on the message's last image
+            parts[-1] = parts[-1].model_copy(update={"cache_control": control})
+        return OpenAIChatUserMessage(content=parts)
     if isinstance(slot, _Turn):
         text = ASSISTANT_TEXT_SEPARATOR.join(text.text for text in slot.texts)
         return OpenAIChatAssistantMessage(
@@ -234,6 +294,8 @@ def _markable(slot: _Slot) -> bool:
         return bool(slot.texts)
     if type(slot) is ToolResult:
         return bool(_result_content(slot).strip())
+    if type(slot) is _Album:
+        return bool(slot.results)
     return True
 
 
@@ -322,6 +384,10 @@ def _map_fragment(item: object) -> Any:
     """
     if isinstance(item, UserText):
         return b'{"role":"user","content":' + _json(item.text) + b"}"
+    if isinstance(item, UserImage):
+        return b'{"role":"user","content":[' + chat_image_json(item.image) + b"]}"
+    if isinstance(item, _Album):
+        return _encode_album(item)
     if isinstance(item, AssistantText):
         return _json(item.text)
     if isinstance(item, ToolCall):
@@ -346,6 +412,18 @@ def _fragment(item: object) -> Any:
     return _MEMO.get(item, _map_fragment)
 
 
+def _encode_album(album: _Album) -> bytes:
+    """The user message of a turn's tool images; empty (nothing is sent) without any."""
+    parts: list[bytes] = []
+    for call, result in album.parts():
+        label = TOOL_IMAGES_LABEL.format(tool=call.tool, call_id=call.call_id)
+        parts.append(b'{"type":"text","text":' + _json(label) + b"}")
+        parts.extend(chat_image_json(image) for image in result.images)
+    if not parts:
+        return b""
+    return b'{"role":"user","content":[' + b",".join(parts) + b"]}"
+
+
 def _marked_part(text: str, control: bytes) -> bytes:
     return b'[{"type":"text","text":' + _json(text) + b',"cache_control":' + control + b"}]"
 
@@ -356,6 +434,10 @@ def _encode_marked(slot: _Slot, control: bytes) -> bytes:
         return b'{"role":"user","content":' + _marked_part(slot.text, control) + b"}"
     if isinstance(slot, _Turn):
         return _encode_turn(slot.texts, slot.calls, control)
+    if isinstance(slot, UserImage | _Album):
+        # The message ends with its last image part: ``...}}]}``; the mark closes that part.
+        encoded = cast(bytes, _fragment(slot))
+        return encoded[:-3] + b',"cache_control":' + control + b"}]}"
     if isinstance(slot, ToolResult | ToolCall):
         content = _marked_part(_tool_message_content(slot), control)
         return (
@@ -421,10 +503,12 @@ class _Slots:
         m: int,
         holes: dict[str, tuple[int, ToolCall]],
         extra: list[_Slot],
+        albums: dict[int, _Album] | None = None,
     ) -> None:
         self._shared = shared
         self._m = m
-        self._holes = dict(holes.values())
+        self._holes: dict[int, _Slot] = dict(holes.values())
+        self._holes.update(albums or {})
         self._extra = extra
 
     def __len__(self) -> int:
@@ -456,6 +540,12 @@ class _Progress:
     #: Blocks of the messages before the first hole (which no longer change). The one
     #: field a cached progress may have replaced: every rope of it is true for it.
     rope: Rope = EMPTY
+    #: The image message of each closed turn with calls still unanswered, by index: a
+    #: later log may add images to it in the shared list, so this progress keeps its own.
+    albums: dict[int, _Album] = field(default_factory=dict)
+    #: The images in the view, labelled, in log order (checked against the limits once).
+    images: list[tuple[str, Image]] = field(default_factory=list)
+    images_checked: bool = False
 
     def extend(self) -> _Progress:
         """A progress to consume more items, on this one's state cut back to its view."""
@@ -469,6 +559,9 @@ class _Progress:
             list(self.texts),
             list(self.calls),
             self.rope,
+            dict(self.albums),
+            list(self.images),
+            self.images_checked,
         )
 
     def rewind(self) -> None:
@@ -483,6 +576,9 @@ class _Progress:
         for index, call in self.holes.values():
             shared.messages[index] = b""
             shared.slots[index] = call
+        for index, album in self.albums.items():
+            shared.messages[index] = _album_bytes(album)
+            shared.slots[index] = album
         # Both dicts gained entries in position order, so those past n are the newest.
         for positions in (shared.call_ids, shared.tools):
             while positions and next(reversed(positions.values())) >= n:
@@ -504,6 +600,12 @@ class _Progress:
             self.holes[call.call_id] = (len(shared.messages), call)
             shared.messages.append(b"")
             shared.slots.append(call)
+        if self.calls:
+            # Where the turn's tool images go; sent only once a result brings some.
+            album = _album(self.calls)
+            self.albums[len(shared.messages)] = album
+            shared.messages.append(b"")
+            shared.slots.append(album)
         self.texts = []
         self.calls = []
 
@@ -529,6 +631,12 @@ class _Progress:
                 if event.text.strip():
                     shared.messages.append(cast(bytes, _fragment(event)))
                     shared.slots.append(event)
+            elif isinstance(event, UserImage):
+                self.close_turn()
+                shared.messages.append(cast(bytes, _fragment(event)))
+                shared.slots.append(event)
+                self.images += event_images(event, at)
+                self.images_checked = False
             elif isinstance(event, ToolResult):
                 if event.call_id not in call_ids:
                     raise RenderError(
@@ -540,6 +648,10 @@ class _Progress:
                     raise RenderError(f"tool call {event.call_id!r} has two results in the log")
                 shared.messages[hole[0]] = cast(bytes, _fragment(event))
                 shared.slots[hole[0]] = event
+                self._file_images(event)
+                if event.images:
+                    self.images += event_images(event, at)
+                    self.images_checked = False
             else:
                 assert_never(event)
             at += 1
@@ -547,6 +659,22 @@ class _Progress:
         self.n = len(shared.prefix)
         self.m = len(shared.messages)
         shared.tip = self.n
+
+    def _file_images(self, result: ToolResult) -> None:
+        """Add a result's images to its turn's album; let go of the album once the turn
+        is fully answered (it can no longer change)."""
+        shared = self.shared
+        found = [item for item in self.albums.items() if result.call_id in item[1].ids]
+        if not found:  # pragma: no cover - every closed turn with calls has an album
+            return
+        index, album = found[0]
+        if result.images:
+            album = _Album(album.calls, (*album.results, result), album.ids)
+            self.albums[index] = album
+            shared.messages[index] = _album_bytes(album)
+            shared.slots[index] = album
+        if not any(call.call_id in self.holes for call in album.calls):
+            del self.albums[index]
 
     def finish(self, start: int) -> tuple[int, list[bytes], _Slots]:
         """How many messages to send, those from ``start`` on (the open turn closed, every
@@ -563,8 +691,12 @@ class _Progress:
         for index, call in self.holes.values():
             if index >= start:
                 rest[index - start] = _interrupted_fragment(call)
+        for index, album in self.albums.items():
+            if index >= start:
+                rest[index - start] = _album_bytes(album)
         rest.extend(extra[max(0, start - m) :])
-        return m + len(extra), rest, _Slots(self.shared.slots, m, self.holes, extra_slots)
+        slots = _Slots(self.shared.slots, m, self.holes, extra_slots, self.albums)
+        return m + len(extra), rest, slots
 
     def final(self) -> int:
         """Messages before this index no longer change (no hole before them)."""
@@ -576,13 +708,18 @@ class _Progress:
         rope = self.rope
         final = min(self.final(), limit)
         if final > rope.covered:
-            run = self.shared.messages[rope.covered : final]
+            # An image message with no images yet is no message at all.
+            run = [message for message in self.shared.messages[rope.covered : final] if message]
             rope = self.rope = rope.extended(run, final)
         return rope
 
 
 def _interrupted_fragment(call: ToolCall) -> bytes:
     return cast(tuple[bytes, bytes], _fragment(call))[1]
+
+
+def _album_bytes(album: _Album) -> bytes:
+    return cast(bytes, _fragment(album)) if album.results else b""
 
 
 # Progress of recent logs, by the id of the last item consumed (held strongly by the
@@ -600,7 +737,7 @@ def _progress_for(log: LogLike) -> _Progress:
 
     Keyed by the log's own items (records or bare events), so only new items are unwrapped.
     """
-    items = log if isinstance(log, list | tuple) else list(log)
+    items = log_items(log)
     for end in range(len(items), 0, -1):
         cached = _PROGRESS.get(id(items[end - 1]))
         # Identity, not equality: {"a": 1} == {"a": 1.0}, yet they encode differently.
@@ -628,7 +765,7 @@ def _progress_for(log: LogLike) -> _Progress:
     return progress
 
 
-_BARE_TYPES = frozenset({UserText, AssistantText, ToolCall, ToolResult, Reasoning})
+_BARE_TYPES = frozenset({UserText, UserImage, AssistantText, ToolCall, ToolResult, Reasoning})
 
 
 def _fast_events(log: Sequence[object]) -> list[CanonicalEvent]:
@@ -653,6 +790,7 @@ def _render_parts(
     cache: PromptCache | None,
 ) -> list[bytes]:
     progress = _progress_for(events)
+    check_images_once(progress)
     specs = _tool_specs(tools)
     policy = active(cache, model)
     control = None if policy is None else policy.control_json
@@ -660,8 +798,12 @@ def _render_parts(
     if not count:
         raise RenderError(_NOTHING_TO_SEND)
     marks = [] if control is None else _breakpoints(slots)
-    # The last message always goes fresh, so the final part is never a bare block.
-    limit = min([count - 1, *marks])
+    # The last message always goes fresh, so the final part is never a bare block (an
+    # image message still without images is no message: the one before it goes fresh).
+    last = count - 1
+    if _empty_album(slots[last]):
+        last -= 1
+    limit = min([last, *marks])
     base = progress.rope.covered
     blocks, start = progress.grow_rope(limit).usable(limit)
     if start != base:  # the rope grew, or this call marks a message it covers
@@ -669,6 +811,7 @@ def _render_parts(
     if control is not None:
         for index in marks:
             rest[index - start] = _encode_marked(slots[index], control)
+    rest = [message for message in rest if message]
     head = b'{"model":' + pydantic_core.to_json(model) + b',"messages":['
     if system is not None and system.strip():
         head += b'{"role":"system","content":'
@@ -693,6 +836,10 @@ def _render_parts(
     return [head, *blocks, b",".join(rest)]
 
 
+def _empty_album(slot: _Slot) -> bool:
+    return type(slot) is _Album and not slot.results
+
+
 def _check_max_tokens(max_tokens: int | None) -> None:
     if max_tokens is not None and max_tokens < 1:
         raise RenderError(f"max_tokens must be at least 1, got {max_tokens}")
@@ -713,6 +860,7 @@ class OpenAIChatRenderer:
     ) -> OpenAIChatRequest:
         """The typed request body for ``events`` (see the module docstring for the rules)."""
         _check_max_tokens(max_tokens)
+        check_log_images(events)
         slots, used_tools = _plan(as_events(events))
         specs = _tool_specs(tools)
         policy = active(cache, model)

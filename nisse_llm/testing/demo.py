@@ -40,9 +40,9 @@ from nisse_llm.testing.turns import reply
 
 __all__ = ["DEMO_MODELS", "main"]
 
-PLANNER = "claude-sonnet-4-5"
-EXECUTOR = "gpt-4.1-mini"
-CONSULTANT = "claude-opus-4-1"
+PLANNER = "claude-sonnet-4-6"
+EXECUTOR = "gpt-5.4-mini"
+CONSULTANT = "claude-opus-4-8"
 
 #: The proxy's model entries: the same names as config/litellm.dev.yaml, whose real
 #: deployments the same TOML reaches. The consultant's deployment has a budget its

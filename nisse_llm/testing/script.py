@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -70,6 +71,8 @@ class RecordedRequest:
     headers: Mapping[str, str]
     body: bytes
     route: Route | None
+    #: When it arrived (``time.time()``, seconds since the epoch): for per-window counts.
+    received_at: float = 0.0
 
     @property
     def json(self) -> Any:
@@ -192,11 +195,16 @@ class Script:
     left, else the next turn of its route's queue. A request finding neither gets a 500
     naming the route, and is listed in `unscripted`, so a test that under-scripts fails
     loudly rather than hanging.
+
+    A ``fallback`` answers instead when both are empty: it maps the request to a turn
+    (a load run's upstream answers any number of calls this way). It is kept by `reset`;
+    requests it answers are not `unscripted`.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, fallback: Callable[[RecordedRequest], Turn] | None = None) -> None:
         self._lock = threading.Lock()
         self._state = _State()
+        self._fallback = fallback
 
     def add(self, route: Route, *turns: Turn) -> Script:
         """Append turns to a route's queue; returns the script for chaining."""
@@ -314,6 +322,7 @@ class Script:
             headers={name.lower(): value for name, value in pairs},
             body=body,
             route=route,
+            received_at=time.time(),
         )
         if request.method == "GET" and request.path.split("?", 1)[0].rstrip("/").endswith(
             "/models"
@@ -328,6 +337,8 @@ class Script:
             queue = state.queues[route] if route else None
             if turn is None:
                 turn = queue.popleft() if queue else None
+            if turn is None and route is not None and self._fallback is not None:
+                turn = self._fallback(request)
             if turn is None:
                 state.unscripted.append(request)
             state.answered += 1

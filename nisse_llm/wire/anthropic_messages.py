@@ -14,7 +14,9 @@ from typing import Annotated, Any, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, NonNegativeInt, Tag
 
 __all__ = [
+    "AnthropicBase64ImageSource",
     "AnthropicCacheControl",
+    "AnthropicImageBlock",
     "AnthropicMessage",
     "AnthropicMessagesRequest",
     "AnthropicMessagesResponse",
@@ -37,7 +39,9 @@ __all__ = [
     "AnthropicToolChoiceNone",
     "AnthropicToolChoiceTool",
     "AnthropicToolResultBlock",
+    "AnthropicToolResultContent",
     "AnthropicToolUseBlock",
+    "AnthropicURLImageSource",
     "AnthropicUsage",
 ]
 
@@ -65,6 +69,36 @@ class AnthropicTextBlock(_Request):
     cache_control: AnthropicCacheControl | None = None
 
 
+class AnthropicBase64ImageSource(_Request):
+    """An image's bytes, base64-encoded, with their media type."""
+
+    type: Literal["base64"] = "base64"
+    media_type: Literal["image/png", "image/jpeg", "image/gif", "image/webp"]
+    data: str
+
+
+class AnthropicURLImageSource(_Request):
+    """An image the API fetches from a URL."""
+
+    type: Literal["url"] = "url"
+    url: str
+
+
+class AnthropicImageBlock(_Request):
+    """An image in a user message or inside a tool result's content."""
+
+    type: Literal["image"] = "image"
+    source: Annotated[
+        AnthropicBase64ImageSource | AnthropicURLImageSource, Field(discriminator="type")
+    ]
+    cache_control: AnthropicCacheControl | None = None
+
+
+AnthropicToolResultContent: TypeAlias = Annotated[
+    AnthropicTextBlock | AnthropicImageBlock, Field(discriminator="type")
+]
+
+
 class AnthropicToolUseBlock(_Request):
     """A tool call the assistant made; ``id`` must match ``^[a-zA-Z0-9_-]+$``."""
 
@@ -80,7 +114,7 @@ class AnthropicToolResultBlock(_Request):
 
     type: Literal["tool_result"] = "tool_result"
     tool_use_id: str
-    content: str | list[AnthropicTextBlock] | None = None
+    content: str | list[AnthropicToolResultContent] | None = None
     is_error: bool | None = None
     cache_control: AnthropicCacheControl | None = None
 
@@ -104,6 +138,7 @@ class AnthropicRedactedThinkingBlock(_Request):
 
 AnthropicRequestBlock: TypeAlias = Annotated[
     AnthropicTextBlock
+    | AnthropicImageBlock
     | AnthropicToolUseBlock
     | AnthropicToolResultBlock
     | AnthropicThinkingBlock

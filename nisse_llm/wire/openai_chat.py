@@ -23,6 +23,8 @@ __all__ = [
     "OpenAIChatContentPart",
     "OpenAIChatFunction",
     "OpenAIChatFunctionCall",
+    "OpenAIChatImagePart",
+    "OpenAIChatImageURL",
     "OpenAIChatMessage",
     "OpenAIChatNamedToolChoice",
     "OpenAIChatNamedToolChoiceFunction",
@@ -41,6 +43,7 @@ __all__ = [
     "OpenAIChatToolMessage",
     "OpenAIChatUsage",
     "OpenAIChatUserMessage",
+    "OpenAIChatUserPart",
 ]
 
 
@@ -70,6 +73,27 @@ class OpenAIChatTextPart(_Request):
     cache_control: OpenAIChatCacheControl | None = None
 
 
+class OpenAIChatImageURL(_Request):
+    """Where an image part's image is: an http(s) URL or a ``data:<type>;base64,`` URL."""
+
+    url: str
+    detail: Literal["auto", "low", "high"] | None = None
+
+
+class OpenAIChatImagePart(_Request):
+    """An image part of a user message's list-shaped ``content``."""
+
+    type: Literal["image_url"] = "image_url"
+    image_url: OpenAIChatImageURL
+    #: LiteLLM's extension: forwarded to an Anthropic model's image block.
+    cache_control: OpenAIChatCacheControl | None = None
+
+
+OpenAIChatUserPart: TypeAlias = Annotated[
+    OpenAIChatTextPart | OpenAIChatImagePart, Field(discriminator="type")
+]
+
+
 class OpenAIChatSystemMessage(_Request):
     """The system prompt, sent as the first message."""
 
@@ -81,7 +105,7 @@ class OpenAIChatUserMessage(_Request):
     """Text from the user."""
 
     role: Literal["user"] = "user"
-    content: str | list[OpenAIChatTextPart]
+    content: str | list[OpenAIChatUserPart]
 
 
 class OpenAIChatFunctionCall(_Request):

@@ -96,7 +96,7 @@ def test_exit_codes_by_failure(
     assert main(["complete", "--role", "executor", "--config", config, "hi"]) == code
     out, err = capsys.readouterr()
     assert out == ""
-    assert err.startswith("error: POST /chat/completions")
+    assert err.startswith(f"error: POST {server.base_url}/chat/completions: ")
     assert TOKEN not in err
 
 
@@ -142,6 +142,7 @@ def test_console_script_runs(config: str, server: LoopbackServer) -> None:
     assert "model=claude-opus-4-1" in runs[0].stderr
     assert (runs[1].returncode, runs[1].stdout) == (3, "")
     assert runs[1].stderr.splitlines() == [
-        'error: POST /v1/messages: upstream unavailable (503): {"error": {"message": "down", '
+        f"error: POST {server.base_url}/v1/messages: upstream unavailable (503): "
+        '{"error": {"message": "down", '
         '"type": "None", "param": "None", "code": "503"}}'
     ]

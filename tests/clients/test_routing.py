@@ -17,7 +17,7 @@ from nisse_llm.clients import (
     select_client,
 )
 from nisse_llm.config import Pin, load_settings
-from nisse_llm.errors import LLMError, UpstreamUnavailable
+from nisse_llm.errors import LLMError, UnknownRoleError, UpstreamUnavailable
 from tests.clients.harness import TOKEN
 from tests.clients.loopback import LoopbackServer, Reply, SleepLog, error_body
 from tests.config.helpers import write_config
@@ -98,8 +98,11 @@ def test_router_holds_one_client_per_route(tmp_path: Path, server: LoopbackServe
         assert router.client_for("planner") is router.client_for("delegate")
         assert isinstance(router.client_for("executor"), LiteLLMClient)
         assert isinstance(router.client_for("planner"), AnthropicPassthroughClient)
-        with pytest.raises(LLMError, match="unknown role 'reviewer'"):
+        with pytest.raises(UnknownRoleError, match="unknown role 'reviewer'") as caught:
             router.complete("reviewer", [UserText(text="hi")], None)
+        assert not isinstance(caught.value, LLMError)
+        with pytest.raises(TypeError, match=r"not str \(wrap a prompt as \[UserText"):
+            router.complete("executor", "hi", None)  # type: ignore[arg-type]
 
 
 async def test_async_router_routes_by_role(tmp_path: Path, server: LoopbackServer) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -31,6 +32,29 @@ TABLE = [
     "delegate    claude-opus-4-1    anthropic_messages",
     "consultant  openai/gpt-5-mini  openai_chat",
 ]
+#: What `config check` prints for config/nisse-llm.example.toml (current models).
+EXAMPLE_TABLE = [
+    "role        model              route",
+    "executor    claude-sonnet-4-6  anthropic_messages",
+    "planner     claude-opus-4-8    anthropic_messages",
+    "delegate    claude-haiku-4-5   anthropic_messages",
+    "consultant  openai/gpt-5.5     openai_chat",
+]
+
+
+def _role_table(out: str, *, sources: bool = False) -> list[str]:
+    """The role table of `config check` (header and four rows), without the source column
+    unless ``sources``; each row as the old three-column text."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("role "))
+    rows = [re.split(r"  +", line.strip()) for line in lines[start : start + 5]]
+    if sources:
+        return [" | ".join(row) for row in rows]
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    return [
+        "  ".join(cell.ljust(w) for cell, w in zip(row[:3], widths, strict=True)).rstrip()
+        for row in rows
+    ]
 
 
 def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -47,11 +71,8 @@ def test_config_check_prints_each_role_model_and_route(
     path = write_config(tmp_path / "c.toml", COMPLETE)
     code, out, err = _run(["config", "check", "--config", str(path)], capsys)
     assert (code, err) == (0, "")
-    assert out.splitlines() == [
-        f"configuration OK: {path}",
-        "proxy: http://127.0.0.1:4000",
-        *TABLE,
-    ]
+    assert out.splitlines()[:2] == [f"configuration OK: {path}", "proxy: http://127.0.0.1:4000"]
+    assert _role_table(out) == TABLE
 
 
 def test_config_check_reads_nisse_config_and_the_environment(
@@ -62,7 +83,9 @@ def test_config_check_reads_nisse_config_and_the_environment(
     monkeypatch.setenv("NISSE_ROLE_PLANNER", "claude-haiku-4-5")
     code, out, _ = _run(["config", "check"], capsys)
     assert code == 0
-    assert "planner     claude-haiku-4-5   anthropic_messages" in out.splitlines()
+    assert "planner | claude-haiku-4-5 | anthropic_messages | env NISSE_ROLE_PLANNER" in (
+        _role_table(out, sources=True)
+    )
 
 
 def test_config_check_prints_every_error_and_exits_2(
@@ -76,7 +99,10 @@ def test_config_check_prints_every_error_and_exits_2(
     with pytest.raises(ConfigError) as caught:
         load_settings(path)
     assert err == f"error: {caught.value}\n"
-    assert err.startswith(f"error: invalid configuration (file {path}), 8 problems:\n")
+    # The misspelled [role] leads, standing for the four roles it leaves missing.
+    assert err.startswith(
+        f"error: invalid configuration (file {path}), 4 problems:\n  - [role]: unknown table"
+    )
     assert (
         "  - llm.max_output_tokens (env NISSE_MAX_OUTPUT_TOKENS): input should be a valid integer, got 'lots'; from environment variable NISSE_MAX_OUTPUT_TOKENS\n"
         in err
@@ -107,7 +133,7 @@ def test_a_readable_token_file_is_a_warning_not_a_failure(
     path = write_config(tmp_path / "c.toml", COMPLETE, mode=0o640)
     code, out, err = _run(["config", "check", "--config", str(path)], capsys)
     assert code == 0
-    assert out.splitlines()[2:] == TABLE
+    assert _role_table(out) == TABLE
     assert err == (
         f"warning: {path} holds llm.token and is readable by group or others (mode 0640); "
         f"run chmod 600 {path}, or set NISSE_LLM_TOKEN instead\n"
@@ -121,7 +147,10 @@ def test_config_show_json_prints_the_pin_record(
     path = write_config(tmp_path / "c.toml", complete(llm={"prompt_cache_ttl": "1h"}))
     code, out, _ = _run(["config", "show", "--json", "--config", str(path)], capsys)
     assert code == 0
-    assert json.loads(out) == load_settings(path).pin().record()
+    shown = json.loads(out)
+    assert shown["record"] == load_settings(path).pin().record()
+    assert shown["sources"] == load_settings(path).sources
+    assert shown["sources"]["llm.prompt_cache_ttl"].startswith(f"file {path}, line ")
 
 
 def test_config_show_prints_a_readable_record(
@@ -132,10 +161,15 @@ def test_config_show_prints_a_readable_record(
     code, out, _ = _run(["config", "show", "--config", str(path)], capsys)
     lines = out.splitlines()
     assert code == 0
-    assert lines[:3] == ["format: 1", "base_url: http://127.0.0.1:4000", "max_output_tokens: 16384"]
-    assert "passthrough_prefixes: claude-, anthropic/" in lines
+    assert lines[0] == "format: 1"
+    assert lines[1].startswith(f"base_url: http://127.0.0.1:4000  (file {path}, line ")
+    assert lines[2] == "max_output_tokens: 16384  (default)"
+    assert "passthrough_prefixes: claude-, anthropic/  (default)" in lines
     assert f"fingerprint: {load_settings(path).pin().fingerprint}" in lines
-    assert lines[-5:] == ["roles:", *(f"  {row}" for row in TABLE[1:])]
+    assert lines[-5] == "roles:"
+    roles = [re.split(r"  +", line.strip()) for line in lines[-4:]]
+    assert [row[:3] for row in roles] == [re.split(r"  +", row) for row in TABLE[1:]]
+    assert all(row[3].startswith(f"file {path}, line ") for row in roles)
 
 
 def test_schema_check_passes_on_the_committed_schemas(capsys: pytest.CaptureFixture[str]) -> None:
@@ -155,10 +189,28 @@ def test_schema_check_lists_stale_files_and_exits_1(
     code, out, err = _run(["schema", "--check", "--dir", str(tmp_path)], capsys)
     assert (code, out) == (1, "")
     assert err == (
-        f"stale: {tmp_path}/nisse-llm.config.schema.json\nrun `nisse-llm schema` to regenerate\n"
+        f"looked in {tmp_path}\nstale: {tmp_path}/nisse-llm.config.schema.json\n"
+        f"run `nisse-llm schema --dir {tmp_path}` to regenerate\n"
     )
+    (tmp_path / "canonical-event.schema.json").unlink()
+    (tmp_path / "old.schema.json").write_text("{}\n")
+    code, _, err = _run(["schema", "--check", "--dir", str(tmp_path)], capsys)
+    assert code == 1
+    assert f"missing: {tmp_path}/canonical-event.schema.json" in err.splitlines()
+    assert f"no longer generated: {tmp_path}/old.schema.json" in err.splitlines()
     assert _run(["schema", "--dir", str(tmp_path)], capsys)[0] == 0
     assert _run(["schema", "--check", "--dir", str(tmp_path)], capsys)[0] == 0
+
+
+def test_schema_check_on_a_missing_folder_says_where_it_looked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A folder that does not exist: every file is missing, and the absolute path is named."""
+    where = tmp_path / "nowhere"
+    code, out, err = _run(["schema", "--check", "--dir", str(where)], capsys)
+    assert (code, out) == (1, "")
+    assert err.splitlines()[0] == f"looked in {where}"
+    assert f"missing: {where}/nisse-llm.config.schema.json" in err.splitlines()
 
 
 @pytest.mark.parametrize(
@@ -223,9 +275,9 @@ def test_the_installed_script_checks_the_example(tmp_path: Path) -> None:
         env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines() == [
+    assert result.stdout.splitlines()[:2] == [
         f"configuration OK: {EXAMPLE.relative_to(REPO)}",
         "proxy: http://127.0.0.1:4000",
-        *TABLE,
     ]
+    assert _role_table(result.stdout) == EXAMPLE_TABLE
     assert "Traceback" not in result.stderr

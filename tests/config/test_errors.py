@@ -87,8 +87,8 @@ def test_a_wrong_type_in_the_file_names_the_file(tmp_path: Path) -> None:
     """A string where an integer belongs is refused (no silent coercion) and names the file."""
     path = write_config(tmp_path / "c.toml", complete(llm={"max_output_tokens": "16384"}))
     assert _problems(path) == (
-        "llm.max_output_tokens (env NISSE_MAX_OUTPUT_TOKENS): input should be a valid "
-        f"integer, got '16384'; from file {path}",
+        "llm.max_output_tokens (env NISSE_MAX_OUTPUT_TOKENS): is a string, not an integer; "
+        f"drop the quotes, got '16384'; from file {path}",
     )
 
 
@@ -118,10 +118,36 @@ def test_an_unknown_table_is_an_error_with_a_suggestion(tmp_path: Path) -> None:
     """A typo such as [role] is refused, naming the file and the table meant."""
     document = {"llm": COMPLETE["llm"], "role": COMPLETE["roles"]}
     path = write_config(tmp_path / "c.toml", document)
-    problems = _problems(path)
-    assert (
-        f"[role]: unknown table in file {path} (did you mean [roles]?); the tables are [llm], [roles]"
-        in problems
+    assert _problems(path) == (
+        f"[role]: unknown table in file {path}; it is probably [roles] misspelled, which is "
+        "why [roles]'s keys are missing: rename it [roles]",
+    )
+
+
+def test_a_misspelled_table_leads_the_list_and_hides_what_it_implies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cause comes first; the four missing roles it implies are not listed one by one,
+    and the other problems still are."""
+    monkeypatch.setenv("NISSE_MAX_OUTPUT_TOKENS", "lots")
+    document = {"llm": COMPLETE["llm"], "rols": {"planner": "x"}}
+    problems = _problems(write_config(tmp_path / "c.toml", document))
+    assert problems[0].startswith("[rols]: unknown table in file ")
+    assert "rename it [roles]" in problems[0]
+    assert not any("roles.executor" in p for p in problems)
+    assert len(problems) == 2
+    assert problems[1].startswith("llm.max_output_tokens (env NISSE_MAX_OUTPUT_TOKENS)")
+
+
+def test_an_unknown_table_with_every_role_set_elsewhere_keeps_the_suggestion(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the roles come from the environment, [role] is just an unknown table."""
+    for role, model in COMPLETE["roles"].items():
+        monkeypatch.setenv(f"NISSE_ROLE_{role.upper()}", model)
+    path = write_config(tmp_path / "c.toml", {"llm": COMPLETE["llm"], "role": {"x": "y"}})
+    assert _problems(path) == (
+        f"[role]: unknown table in file {path} (did you mean [roles]?); the tables are [llm], [roles]",
     )
 
 

@@ -11,7 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 from nisse_llm.config import Pin, RoleMap, load_settings
-from nisse_llm.errors import ConfigError, LLMError
+from nisse_llm.errors import ConfigError, LLMError, UnknownRoleError
 from tests.config.helpers import COMPLETE, TOKEN, complete, write_config
 
 
@@ -212,15 +212,18 @@ def test_a_record_that_is_not_a_mapping_is_refused() -> None:
         Pin.from_record([], TOKEN)  # type: ignore[arg-type]
 
 
-def test_an_unknown_role_is_an_llm_error(pin: Pin) -> None:
-    """RoleMap.resolve raises LLMError naming the role and the roles that exist."""
-    with pytest.raises(LLMError) as caught:
+def test_an_unknown_role_is_the_callers_mistake(pin: Pin) -> None:
+    """RoleMap.resolve raises UnknownRoleError, a ValueError and never an LLMError (which
+    means a model call failed), naming the role and the roles that exist."""
+    with pytest.raises(UnknownRoleError) as caught:
         pin.roles.resolve("architect")
-    assert type(caught.value) is LLMError
+    assert isinstance(caught.value, ValueError)
+    assert not isinstance(caught.value, LLMError)
     assert str(caught.value) == (
         "unknown role 'architect'; the roles are executor, planner, delegate, consultant"
     )
-    with pytest.raises(LLMError):
+    assert (caught.value.role, caught.value.roles) == ("architect", RoleMap.ROLES)
+    with pytest.raises(UnknownRoleError):
         pin.route("ROLES")
 
 

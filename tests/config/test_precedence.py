@@ -19,10 +19,10 @@ CASES: dict[str, tuple[Any, str, Any, Any, Any, Any, Any]] = {
     "llm.base_url": (
         "http://file.test:1",
         "https://env.test:2/",
-        "http://arg.test:3/v1",
+        "http://arg.test:3/proxy",
         "http://file.test:1",
         "https://env.test:2",
-        "http://arg.test:3/v1",
+        "http://arg.test:3/proxy",
         _MISSING,
     ),
     "llm.token": (

@@ -32,7 +32,7 @@ def _validator(name: str = CONFIG_SCHEMA.name) -> jsonschema.Draft202012Validato
 
 def test_committed_schemas_are_current() -> None:
     """Every generated schema equals the committed file; run `nisse-llm schema` if not."""
-    assert check_schemas(SCHEMAS) == []
+    assert check_schemas(SCHEMAS).current
 
 
 def test_the_example_file_validates_against_the_committed_schema() -> None:
@@ -122,19 +122,20 @@ def test_rendering_is_deterministic() -> None:
 def test_check_reports_missing_changed_and_orphaned_files(tmp_path: Path) -> None:
     """check_schemas names stale files; write_schemas brings the folder back to current."""
     assert write_schemas(tmp_path) == list(render_schemas())
-    assert check_schemas(tmp_path) == []
+    assert check_schemas(tmp_path).current
     (tmp_path / "stored-event.schema.json").write_text("{}\n")
     (tmp_path / "canonical-event.schema.json").unlink()
     (tmp_path / "old.schema.json").write_text("{}\n")
-    assert check_schemas(tmp_path) == [
-        "canonical-event.schema.json",
-        "stored-event.schema.json",
-        "old.schema.json",
-    ]
+    found = check_schemas(tmp_path)
+    assert not found.current
+    assert found.folder == tmp_path.absolute()
+    assert found.missing == ["canonical-event.schema.json"]
+    assert found.stale == ["stored-event.schema.json"]
+    assert found.extra == ["old.schema.json"]
     assert sorted(write_schemas(tmp_path)) == [
         "canonical-event.schema.json",
         "old.schema.json",
         "stored-event.schema.json",
     ]
-    assert check_schemas(tmp_path) == []
+    assert check_schemas(tmp_path).current
     assert not (tmp_path / "old.schema.json").exists()

@@ -30,12 +30,12 @@ def test_demo_runs_a_session_and_stops_its_proxy(
     assert "config/litellm.dev.yaml" in text
     record = json.loads(text[text.index("{", text.index("pin record")) : text.index("[4/5]")])
     assert record["roles"]["planner"] == {
-        "model": "claude-sonnet-4-5",
+        "model": "claude-sonnet-4-6",
         "route": "anthropic_messages",
     }
-    assert record["roles"]["executor"] == {"model": "gpt-4.1-mini", "route": "openai_chat"}
-    assert "planner (claude-sonnet-4-5 via /v1/messages; usage: in 412, out 38)" in text
-    assert "executor (gpt-4.1-mini via /chat/completions; usage: in 530, out 17)" in text
+    assert record["roles"]["executor"] == {"model": "gpt-5.4-mini", "route": "openai_chat"}
+    assert "planner (claude-sonnet-4-6 via /v1/messages; usage: in 412, out 38)" in text
+    assert "executor (gpt-5.4-mini via /chat/completions; usage: in 530, out 17)" in text
     assert "calls run_tests(" in text
     assert "tool result (error): FAILED tests/test_calc.py::test_add" in text
     assert "says: Done: add() returned a - b" in text

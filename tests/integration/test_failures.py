@@ -179,6 +179,12 @@ def test_wrong_token_is_llm_error_401_without_the_token(
     error = caught.value
     assert not isinstance(error, UpstreamUnavailable)
     assert error.status == 401
+    path = "/chat/completions" if route == "chat" else "/v1/messages"
+    assert str(error).startswith(f"POST {proxy.base_url}{path}: request rejected (401)")
+    assert str(error).endswith(
+        "the proxy refused the token: check NISSE_LLM_TOKEN or llm.token "
+        "(this one came from the token passed to the client)"
+    )
     assert wrong not in str(error)
     assert wrong not in (error.server_message or "")
     assert wrong not in repr(error.args)

@@ -51,8 +51,33 @@ def _check_result_content(block: dict[str, Any], where: str, problems: list[str]
         for index, inner in enumerate(content):
             if isinstance(inner, dict) and inner.get("type") == "text":
                 _check_text(inner, f"{where}.content.{index}", problems)
+            elif isinstance(inner, dict) and inner.get("type") == "image":
+                _check_image(inner, f"{where}.content.{index}", problems)
+            else:
+                problems.append(f"{where}.content.{index}: not a text or image block")
     if block.get("is_error") is True and content in (None, "", []):
         problems.append(f"{where}: an error tool_result has no content")
+
+
+_IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
+
+
+def _check_image(block: dict[str, Any], where: str, problems: list[str]) -> None:
+    # The image source kinds the API documents for a request: base64 (with one of four
+    # media types) or url.
+    source = block.get("source")
+    if not isinstance(source, dict):
+        problems.append(f"{where}: an image block needs a source")
+    elif source.get("type") == "base64":
+        if source.get("media_type") not in _IMAGE_TYPES:
+            problems.append(f"{where}: image media_type {source.get('media_type')!r}")
+        if not isinstance(source.get("data"), str) or not source["data"]:
+            problems.append(f"{where}: image data missing")
+    elif source.get("type") == "url":
+        if not isinstance(source.get("url"), str):
+            problems.append(f"{where}: image url missing")
+    else:
+        problems.append(f"{where}: unknown image source type {source.get('type')!r}")
 
 
 def anthropic_violations(body: dict[str, Any]) -> list[str]:
@@ -103,6 +128,10 @@ def anthropic_violations(body: dict[str, Any]) -> list[str]:
                 thinking_allowed = False
             if kind == "text":
                 _check_text(block, at, problems)
+            elif kind == "image":
+                if role != "user":
+                    problems.append(f"{at}: image outside a user message")
+                _check_image(block, at, problems)
             elif kind == "tool_result":
                 uses_tools = True
                 if role != "user":

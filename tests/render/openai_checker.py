@@ -57,7 +57,18 @@ def check_chat_body(body: Mapping[str, Any]) -> None:
             if not _nonblank(message["content"]):
                 raise _fail(index, "blank system prompt")
         elif role == "user":
-            if not _nonblank(message["content"]):
+            content = message["content"]
+            if isinstance(content, list):
+                if not content:
+                    raise _fail(index, "an empty content list")
+                for part in content:
+                    if part["type"] == "text" and not _nonblank(part["text"]):
+                        raise _fail(index, "a blank text part")
+                    if part["type"] == "image_url" and not part["image_url"]["url"]:
+                        raise _fail(index, "an image part without its url")
+                    if part["type"] not in ("text", "image_url"):
+                        raise _fail(index, f"unknown user part {part['type']!r}")
+            elif not _nonblank(content):
                 raise _fail(index, "blank user text")
         elif role == "assistant":
             calls = message.get("tool_calls")

