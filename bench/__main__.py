@@ -36,6 +36,7 @@ class Plan:
     render_rounds: int
     stream_deltas: int
     stream_rounds: int
+    first_use_rounds: int = 15
     smoke: bool = False
 
 
@@ -71,6 +72,7 @@ SMOKE = Plan(
     render_rounds=3,
     stream_deltas=10,
     stream_rounds=3,
+    first_use_rounds=1,
     smoke=True,
 )
 
@@ -138,6 +140,10 @@ def run(plan: Plan, *, log: bool) -> report.Results:
         res.streaming = streaming.measure(
             base_url, deltas=plan.stream_deltas, rounds=plan.stream_rounds, warmup=plan.warmup
         )
+
+        say("first use")
+        res.first_use = procs.first_use_times(base_url, rounds=plan.first_use_rounds)
+        res.first_use_rounds = plan.first_use_rounds
 
         say("import times")
         res.imports = procs.import_times(list(plan.import_labels), rounds=plan.import_rounds)

@@ -29,8 +29,71 @@ _TIMER = "import time\nt = time.perf_counter()\n{stmt}\nprint(time.perf_counter(
 
 
 def _env() -> dict[str, str]:
-    # LiteLLM otherwise fetches its price map over the network at import.
-    return {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    # LiteLLM otherwise fetches its price map over the network at import. Bytecode is
+    # written (and read from the warm-up round on), as for an installed package: without
+    # it nisse_llm, imported from the source tree, would be compiled in every process.
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+# First use, in a fresh process, timed in CPU seconds (steadier than wall time on a shared
+# machine) from before the first import to after the reply is read: {base}, {body}, {headers}
+# are filled in. The first is the target's numerator, the second its base.
+FIRST_USE: dict[str, str] = {
+    "nisse_llm: import, an event, a client, one request": (
+        "from nisse_llm import LiteLLMClient, UserText\n"
+        "events = [UserText(text='hi')]\n"
+        "with LiteLLMClient({base!r}, 'sk-bench') as client:\n"
+        "    client.complete(events, None, 'bench-model')\n"
+    ),
+    "httpx, pydantic: import, a client, one request": (
+        "import json\nimport httpx, pydantic\n"
+        "with httpx.Client() as http:\n"
+        "    json.loads(http.post({base!r} + '/chat/completions', content={body!r},"
+        " headers={headers!r}).content)\n"
+    ),
+    # The least any pydantic-model API pays: pydantic's model machinery, one model built.
+    "the same + one pydantic model built and used": (
+        "import json\nimport httpx, pydantic\nfrom pydantic import BaseModel\n"
+        "class Event(BaseModel):\n    text: str\n"
+        "Event(text='hi')\n"
+        "with httpx.Client() as http:\n"
+        "    json.loads(http.post({base!r} + '/chat/completions', content={body!r},"
+        " headers={headers!r}).content)\n"
+    ),
+}
+_CPU_TIMER = "import time\nt = time.process_time()\n{stmt}\nprint(time.process_time() - t)\n"
+
+
+def first_use_times(base_url: str, *, rounds: int) -> dict[str, float | None]:
+    """Median CPU seconds of each `FIRST_USE` program, fresh processes interleaved."""
+    from nisse_llm import LiteLLMClient, UserText
+
+    with LiteLLMClient(base_url, "sk-bench") as client:
+        body = client._core.begin([UserText(text="hi")], None, "bench-model", None).body
+        headers = dict(client._core.headers)
+    programs = {
+        label: _CPU_TIMER.format(stmt=stmt.format(base=base_url, body=body, headers=headers))
+        for label, stmt in FIRST_USE.items()
+    }
+    labels = list(programs)
+    samples: dict[str, list[float]] = {label: [] for label in labels}
+    for r in range(rounds + 1):
+        shift = r % len(labels)
+        for label in labels[shift:] + labels[:shift]:
+            proc = subprocess.run(
+                [sys.executable, "-c", programs[label]],
+                capture_output=True,
+                text=True,
+                env=_env(),
+                check=False,
+            )
+            if proc.returncode != 0:
+                raise RuntimeError(f"{label} failed: {proc.stderr.strip()[-500:]}")
+            if r > 0:
+                samples[label].append(float(proc.stdout.strip().splitlines()[-1]))
+    return {label: statistics.median(values) for label, values in samples.items()}
 
 
 def _import_once(stmt: str) -> float | None:

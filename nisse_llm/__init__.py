@@ -30,6 +30,7 @@ from nisse_llm.errors import (
     ConfigError,
     LLMError,
     ModelRefusal,
+    OutputValidationError,
     RenderError,
     StreamInterrupted,
     TruncatedResponse,
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
     )
     from nisse_llm.logstore import LogStore, TaskHeaderMissing, TaskPinMismatch
     from nisse_llm.options import RequestOptions
+    from nisse_llm.profiles import RoleProfile
     from nisse_llm.render._cache import PromptCache
     from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
     from nisse_llm.render.openai_chat import OpenAIChatRenderer
@@ -72,6 +74,8 @@ if TYPE_CHECKING:
         ToolCallStarted,
     )
     from nisse_llm.taskrecord import CallRecord, ResumedTask, UsageTotal, UsageTotals
+    from nisse_llm.toolbox import Toolbox
+    from nisse_llm.typed import TypedReply
 
 __version__ = "0.1.0"
 
@@ -90,6 +94,7 @@ _LAZY = {
     "UsageTotal": "nisse_llm.taskrecord",
     "UsageTotals": "nisse_llm.taskrecord",
     "RequestOptions": "nisse_llm.options",
+    "RoleProfile": "nisse_llm.profiles",
     "OpenAIChatRenderer": "nisse_llm.render.openai_chat",
     "AnthropicMessagesRenderer": "nisse_llm.render.anthropic_messages",
     "LiteLLMClient": "nisse_llm.clients",
@@ -108,6 +113,8 @@ _LAZY = {
     "PartialReply": "nisse_llm.errors",
     "PromptCache": "nisse_llm.render._cache",
     "select_client": "nisse_llm.clients",
+    "Toolbox": "nisse_llm.toolbox",
+    "TypedReply": "nisse_llm.typed",
 }
 
 __all__ = [
@@ -132,6 +139,7 @@ __all__ = [
     "LogStore",
     "ModelRefusal",
     "OpenAIChatRenderer",
+    "OutputValidationError",
     "PartialReply",
     "Pin",
     "PromptCache",
@@ -143,6 +151,7 @@ __all__ = [
     "RequestOptions",
     "ResumedTask",
     "RoleMap",
+    "RoleProfile",
     "RoleRouter",
     "Settings",
     "StoredEvent",
@@ -155,7 +164,9 @@ __all__ = [
     "ToolCallStarted",
     "ToolResult",
     "ToolSpec",
+    "Toolbox",
     "TruncatedResponse",
+    "TypedReply",
     "UnknownRoleError",
     "UpstreamUnavailable",
     "Usage",

@@ -46,6 +46,7 @@ from nisse_llm.canonical import (
     Usage,
 )
 from nisse_llm.errors import LLMError, StreamInterrupted, UpstreamUnavailable
+from nisse_llm.options import RequestOptions
 from nisse_llm.render import Renderer
 from nisse_llm.render._cache import PromptCache
 from nisse_llm.routing import Route
@@ -114,6 +115,7 @@ class PartsRenderer(Renderer, Protocol):
         *,
         max_tokens: int | None = None,
         cache: PromptCache | None = None,
+        options: RequestOptions | None = None,
     ) -> list[bytes]: ...
 
 
@@ -219,9 +221,12 @@ class Core:
         *,
         stream: bool = False,
         cache: bool | None = None,
+        options: RequestOptions | None = None,
     ) -> Call:
         """Render a request and start its call (a render failure is logged and raised);
-        ``cache`` turns the client's prompt-cache policy on or off for this call."""
+        ``cache`` turns the client's prompt-cache policy on or off for this call, and
+        ``options`` (already layered over the role's profile) set how it is made; their
+        ``max_output_tokens`` wins over the client's ``max_tokens``."""
         call = Call(self, model)
         call.role = router_role.get()
         policy = self.prompt_cache
@@ -229,7 +234,13 @@ class Core:
             policy = _cache_policy(cache) if policy is None else replace(policy, enabled=cache)
         try:
             parts = self.renderer.render_parts(
-                events, tools, model, system, max_tokens=self.max_tokens, cache=policy
+                events,
+                tools,
+                model,
+                system,
+                max_tokens=self.max_tokens,
+                cache=policy,
+                options=options,
             )
         except LLMError as exc:
             call.fail(exc)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import secrets
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Annotated, Any, Literal, TypeAlias, cast
@@ -179,7 +179,7 @@ def log_items(log: object) -> Sequence[object]:
     return list(log)
 
 
-def as_events(log: Iterable[StoredEvent | CanonicalEvent]) -> list[CanonicalEvent]:
+def as_events(log: Iterable[object]) -> list[CanonicalEvent]:
     """The bare events of a log that may mix `StoredEvent` records and bare events.
 
     An item that is neither is a caller's mistake: `TypeError`, naming what it was.
@@ -217,6 +217,26 @@ class ToolSpec(BaseModel):
     name: Annotated[str, Field(pattern=TOOL_NAME_PATTERN)]
     description: str = ""
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+
+    @classmethod
+    def from_function(
+        cls, fn: Callable[..., Any], *, name: str | None = None, description: str | None = None
+    ) -> ToolSpec:
+        """A spec from a function (sync or async): its name, its docstring's summary, and a
+        schema of its parameters from their type hints and the docstring's ``Args:``."""
+        from nisse_llm.tools import spec_from_function
+
+        return spec_from_function(fn, name=name, description=description)
+
+    @classmethod
+    def from_model(
+        cls, model: type[BaseModel], *, name: str | None = None, description: str | None = None
+    ) -> ToolSpec:
+        """A spec whose arguments are ``model``'s fields (name and description default to the
+        class's name and docstring)."""
+        from nisse_llm.tools import spec_from_model
+
+        return spec_from_model(model, name=name, description=description)
 
 
 ToolLike: TypeAlias = ToolSpec | Mapping[str, Any]

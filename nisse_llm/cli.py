@@ -11,12 +11,13 @@ import argparse
 import json
 import sys
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TextIO
 
 from nisse_llm.cli_complete import register as _register_complete
 from nisse_llm.config import Settings, load_settings
 from nisse_llm.errors import BudgetExhausted, ConfigError, LLMError, UpstreamUnavailable
+from nisse_llm.options import RequestOptions
 from nisse_llm.schema import check_schemas, write_schemas
 from nisse_llm.starter import DEFAULT_CONFIG_NAME, init_config
 
@@ -70,14 +71,32 @@ def _config_check(args: argparse.Namespace) -> int:
     source = settings.config_file or "environment only (no file: --config or NISSE_CONFIG)"
     print(f"configuration OK: {source}")
     print(f"proxy: {pin.base_url}")
-    rows = [
+    rows: list[tuple[str, ...]] = [
         (role, model, pin.route(role), sources.get(f"roles.{role}", "default"))
         for role, model in pin.roles.pinned().items()
     ]
-    _table(sys.stdout, [("role", "model", "route", "source"), *rows])
+    profiles = [_options_cell(pin.options_for(role)) for role in pin.roles.ROLES]
+    if any(profiles):  # the options column appears once a role has a profile
+        header: tuple[str, ...] = ("role", "model", "route", "source", "options")
+        rows = [(*row, cell) for row, cell in zip(rows, profiles, strict=True)]
+    else:
+        header = ("role", "model", "route", "source")
+    _table(sys.stdout, [header, *rows])
     print("settings:")
     _table(sys.stdout, [("  key", "value", "source"), *_setting_rows(settings)])
     return EXIT_OK
+
+
+def _options_cell(options: RequestOptions | Mapping[str, object] | None) -> str:
+    """A role's options as ``key=value`` pairs (JSON values), empty when it sets none."""
+    if options is None:
+        return ""
+    fields = (
+        options.model_dump(mode="json", exclude_none=True)
+        if isinstance(options, RequestOptions)
+        else options
+    )
+    return " ".join(f"{key}={json.dumps(value)}" for key, value in fields.items())
 
 
 def _setting_rows(settings: Settings) -> list[tuple[str, str, str]]:
@@ -124,7 +143,13 @@ def _config_show(args: argparse.Namespace) -> int:
     _table(
         sys.stdout,
         [
-            (f"  {role}", entry["model"], entry["route"], sources.get(f"roles.{role}", "default"))
+            (
+                f"  {role}",
+                entry["model"],
+                entry["route"],
+                sources.get(f"roles.{role}", "default"),
+                _options_cell(entry.get("options")),
+            )
             for role, entry in record["roles"].items()
         ],
     )

@@ -1,5 +1,7 @@
 """The ``nisse-llm complete`` subcommand: one prompt to a role's pinned model, the reply printed.
 
+Request options (``--reasoning``, ``--max-output-tokens``, ``--tool-choice``,
+``--temperature``) are validated as `RequestOptions` fields and override the role's profile.
 The reply goes to stdout (text, then one line per tool call; or the canonical events as
 JSON lines with ``--json``), usage to stderr. With ``--stream`` the text is printed as it
 arrives, the tool calls once the reply is whole. Errors propagate to the CLI's exit-code
@@ -11,9 +13,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, assert_never
 
-from pydantic import TypeAdapter
+from pydantic import TypeAdapter, ValidationError
 
 from nisse_llm.canonical import (
     AssistantText,
@@ -25,6 +28,7 @@ from nisse_llm.canonical import (
     UserText,
 )
 from nisse_llm.config import RoleMap
+from nisse_llm.options import RequestOptions
 
 if TYPE_CHECKING:
     from nisse_llm.clients import RoleRouter
@@ -50,6 +54,31 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     output.add_argument(
         "--stream", action="store_true", help="print the reply's text as it arrives"
     )
+    options = parser.add_argument_group("request options (override the role's profile)")
+    options.add_argument(
+        "--reasoning",
+        metavar="LEVEL",
+        type=_option("reasoning", lambda text: int(text) if text.isdecimal() else text),
+        help="off, low, medium, high, or a thinking budget in tokens",
+    )
+    options.add_argument(
+        "--max-output-tokens",
+        metavar="N",
+        type=_option("max_output_tokens", int),
+        help="output ceiling for the reply, in tokens",
+    )
+    options.add_argument(
+        "--tool-choice",
+        metavar="CHOICE",
+        type=_option("tool_choice", str),
+        help="auto, none, required, or a tool name",
+    )
+    options.add_argument(
+        "--temperature",
+        metavar="T",
+        type=_option("temperature", float),
+        help="sampling temperature, 0 to 2 (OpenAI-family models only)",
+    )
     parser.add_argument(
         "--image",
         metavar="PATH",
@@ -61,6 +90,31 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     parser.set_defaults(handler=_complete)
 
 
+def _option(name: str, parse: Callable[[str], object]) -> Callable[[str], object]:
+    """An argparse type: the text parsed and validated as the `RequestOptions` field ``name``."""
+
+    def convert(text: str) -> object:
+        try:
+            value = parse(text)
+            RequestOptions.model_validate({name: value})
+        except (ValueError, ValidationError) as exc:
+            errors = exc.errors(include_url=False) if isinstance(exc, ValidationError) else ()
+            reason = errors[0]["msg"] if errors else str(exc)
+            raise argparse.ArgumentTypeError(f"invalid value {text!r}: {reason}") from None
+        return value
+
+    return convert
+
+
+def _request_options(args: argparse.Namespace) -> RequestOptions | None:
+    given = {
+        name: getattr(args, name)
+        for name in ("reasoning", "max_output_tokens", "tool_choice", "temperature")
+        if getattr(args, name) is not None
+    }
+    return RequestOptions.model_validate(given) if given else None
+
+
 def _complete(args: argparse.Namespace) -> int:
     # Deferred: the CLI imports this module to register it, and `config check` should not
     # pay for httpx and the renderers.
@@ -68,11 +122,12 @@ def _complete(args: argparse.Namespace) -> int:
     from nisse_llm.clients import RoleRouter
 
     pin = _load(args).pin()
+    options = _request_options(args)
     with RoleRouter.from_pin(pin) as router:
         if args.stream:
-            events = _stream(router, args)
+            events = _stream(router, args, options)
         else:
-            events = router.complete(args.role, _prompt(args), None, args.system)
+            events = router.complete(args.role, _prompt(args), None, args.system, options=options)
         usage = router.client_for(args.role).last_usage
     for event in events:
         if args.json:
@@ -97,13 +152,15 @@ def _prompt(args: argparse.Namespace) -> list[CanonicalEvent]:
     return [*images, UserText(text=args.prompt)]
 
 
-def _stream(router: RoleRouter, args: argparse.Namespace) -> list[CanonicalEvent]:
+def _stream(
+    router: RoleRouter, args: argparse.Namespace, options: RequestOptions | None
+) -> list[CanonicalEvent]:
     """Print text deltas as they arrive; return the events still to print (not the text)."""
     from nisse_llm.streaming import TextDelta
 
     out = sys.stdout
     printed = False
-    with router.stream(args.role, _prompt(args), None, args.system) as stream:
+    with router.stream(args.role, _prompt(args), None, args.system, options=options) as stream:
         try:
             for delta in stream:
                 if isinstance(delta, TextDelta):

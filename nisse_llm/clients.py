@@ -9,9 +9,9 @@ yields typed deltas, then holds the very events ``complete()`` would have return
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
 
@@ -31,13 +31,20 @@ from nisse_llm._transport import (
     shared_ssl_context,
 )
 from nisse_llm.canonical import CallInfo, CanonicalEvent, Completion, LogLike, ToolLike, Usage
+from nisse_llm.options import RequestOptions
 from nisse_llm.routing import DEFAULT_PASSTHROUGH_PREFIXES, Route, has_native_adapter, route_for
-from nisse_llm.streaming import StreamAccumulator, StreamDelta
+from nisse_llm.streaming import StreamAccumulator, StreamDelta, completion_deltas
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from nisse_llm.config import Pin, Settings
     from nisse_llm.logstore import LogStore
+    from nisse_llm.options import RequestOptions
     from nisse_llm.render._cache import PromptCache
+    from nisse_llm.typed import TypedReply
+
+    M = TypeVar("M", bound=BaseModel)
 
 __all__ = [
     "AnthropicPassthroughClient",
@@ -131,6 +138,13 @@ def _stream_timeout(read_s: float, connect_s: float | None, idle_s: float) -> ht
     return httpx.Timeout(read_s, connect=read_s if connect_s is None else connect_s, read=idle_s)
 
 
+async def _asyncio_sleep(seconds: float) -> None:
+    """`asyncio.sleep`, imported when first awaited: a sync-only program never loads asyncio."""
+    import asyncio
+
+    await asyncio.sleep(seconds)
+
+
 _EVENT_STREAM = "text/event-stream"
 _STREAM_HEADERS = {"accept": _EVENT_STREAM}
 
@@ -178,9 +192,13 @@ class _ReplyStreamBase:
         return is_stream
 
     def _whole(self, response: httpx.Response) -> None:
-        # A server that ignores "stream": true answers a plain body: the same reply, no deltas.
+        # A server that ignores "stream": true answers a plain body: the same reply, and the
+        # deltas it implies (iterating still shows what `events` holds).
         self._settled = True
         self._completion = self._call.finish_completion(response)
+        self._pending = completion_deltas(self._completion)
+        self._pending.reverse()  # popped from the end, in order
+        self._deltas = len(self._pending)
 
     def _feed(self, chunk: bytes) -> None:
         assert self._acc is not None
@@ -517,17 +535,73 @@ class _SyncClient(_ClientBase):
         system: str | None = None,
         *,
         cache: bool | None = None,
+        options: RequestOptions | None = None,
     ) -> list[CanonicalEvent]:
         """Send the log to ``model`` and return the reply's canonical events; ``cache``
-        overrides the client's prompt-cache setting for this call."""
+        overrides the client's prompt-cache setting for this call, ``options`` set how it is
+        made (their ``max_output_tokens`` wins over the client's ``max_tokens``)."""
         core = self._core
-        call = core.begin(events, tools, model, system, cache=cache)
+        call = core.begin(events, tools, model, system, cache=cache, options=options)
         while True:
             with call.sending():
                 response = self._http.post(core.endpoint, content=call.parts, headers=call.length)
             wait = call.received(response)
             if wait is None:
                 return call.finish(response)
+            self._sleep(wait)
+            call.slept(wait)
+
+    def complete_as(
+        self,
+        output_type: type[M],
+        events: LogLike,
+        tools: Iterable[ToolLike] | None,
+        model: str,
+        system: str | None = None,
+        *,
+        options: RequestOptions | None = None,
+        repair_attempts: int = 0,
+        cache: bool | None = None,
+    ) -> TypedReply[M]:
+        """An answer validated into ``output_type`` (see `nisse_llm.typed`): a `TypedReply`,
+        or `OutputValidationError` once ``repair_attempts`` more asks have failed too."""
+        from nisse_llm.typed import TypedExchange, anthropic_rules
+
+        exchange = TypedExchange.begin(
+            output_type,
+            events,
+            tools,
+            system,
+            options=options,
+            repair_attempts=repair_attempts,
+            anthropic=anthropic_rules(self.route, model),
+        )
+        while True:
+            completion = self._completion(
+                exchange.log, exchange.tools, model, exchange.system, exchange.options, cache
+            )
+            reply = exchange.settle(completion)
+            if reply is not None:
+                return reply
+
+    def _completion(
+        self,
+        events: LogLike,
+        tools: Iterable[ToolLike] | None,
+        model: str,
+        system: str | None,
+        options: RequestOptions | None,
+        cache: bool | None,
+    ) -> Completion:
+        """`complete`, returning the whole `Completion` (this call's own usage)."""
+        core = self._core
+        call = core.begin(events, tools, model, system, cache=cache, options=options)
+        while True:
+            with call.sending():
+                response = self._http.post(core.endpoint, content=call.parts, headers=call.length)
+            wait = call.received(response)
+            if wait is None:
+                return call.finish_completion(response)
             self._sleep(wait)
             call.slept(wait)
 
@@ -539,13 +613,16 @@ class _SyncClient(_ClientBase):
         system: str | None = None,
         *,
         cache: bool | None = None,
+        options: RequestOptions | None = None,
     ) -> ReplyStream:
         """``complete()`` as a stream: ``with client.stream(...) as s: for delta in s: ...``.
 
         The log is rendered now (a `RenderError` raises here); the request goes out when
         the ``with`` is entered.
         """
-        call = self._core.begin(events, tools, model, system, stream=True, cache=cache)
+        call = self._core.begin(
+            events, tools, model, system, stream=True, cache=cache, options=options
+        )
         return ReplyStream(self, call)
 
     def close(self) -> None:
@@ -573,7 +650,7 @@ class _AsyncClient(_ClientBase):
         timeout_s: float | None = None,
         connect_timeout_s: float | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
-        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+        sleep: Callable[[float], Awaitable[object]] = _asyncio_sleep,
         max_tokens: int | None = None,
         rate_limit_retries: int = 1,
         rate_limit_wait_s: float = 20.0,
@@ -613,11 +690,13 @@ class _AsyncClient(_ClientBase):
         system: str | None = None,
         *,
         cache: bool | None = None,
+        options: RequestOptions | None = None,
     ) -> list[CanonicalEvent]:
         """Send the log to ``model`` and return the reply's canonical events; ``cache``
-        overrides the client's prompt-cache setting for this call."""
+        overrides the client's prompt-cache setting for this call, ``options`` set how it is
+        made (their ``max_output_tokens`` wins over the client's ``max_tokens``)."""
         core = self._core
-        call = core.begin(events, tools, model, system, cache=cache)
+        call = core.begin(events, tools, model, system, cache=cache, options=options)
         while True:
             with call.sending():
                 response = await self._http.post(
@@ -629,6 +708,62 @@ class _AsyncClient(_ClientBase):
             await self._sleep(wait)
             call.slept(wait)
 
+    async def complete_as(
+        self,
+        output_type: type[M],
+        events: LogLike,
+        tools: Iterable[ToolLike] | None,
+        model: str,
+        system: str | None = None,
+        *,
+        options: RequestOptions | None = None,
+        repair_attempts: int = 0,
+        cache: bool | None = None,
+    ) -> TypedReply[M]:
+        """An answer validated into ``output_type`` (see `nisse_llm.typed`): a `TypedReply`,
+        or `OutputValidationError` once ``repair_attempts`` more asks have failed too."""
+        from nisse_llm.typed import TypedExchange, anthropic_rules
+
+        exchange = TypedExchange.begin(
+            output_type,
+            events,
+            tools,
+            system,
+            options=options,
+            repair_attempts=repair_attempts,
+            anthropic=anthropic_rules(self.route, model),
+        )
+        while True:
+            completion = await self._completion(
+                exchange.log, exchange.tools, model, exchange.system, exchange.options, cache
+            )
+            reply = exchange.settle(completion)
+            if reply is not None:
+                return reply
+
+    async def _completion(
+        self,
+        events: LogLike,
+        tools: Iterable[ToolLike] | None,
+        model: str,
+        system: str | None,
+        options: RequestOptions | None,
+        cache: bool | None,
+    ) -> Completion:
+        """`complete`, returning the whole `Completion` (this call's own usage)."""
+        core = self._core
+        call = core.begin(events, tools, model, system, cache=cache, options=options)
+        while True:
+            with call.sending():
+                response = await self._http.post(
+                    core.endpoint, content=_async_parts(call.parts), headers=call.length
+                )
+            wait = call.received(response)
+            if wait is None:
+                return call.finish_completion(response)
+            await self._sleep(wait)
+            call.slept(wait)
+
     def stream(
         self,
         events: LogLike,
@@ -637,13 +772,16 @@ class _AsyncClient(_ClientBase):
         system: str | None = None,
         *,
         cache: bool | None = None,
+        options: RequestOptions | None = None,
     ) -> AsyncReplyStream:
         """``complete()`` as a stream: ``async with client.stream(...) as s: async for d in s``.
 
         The log is rendered now (a `RenderError` raises here); the request goes out when
         the ``async with`` is entered.
         """
-        call = self._core.begin(events, tools, model, system, stream=True, cache=cache)
+        call = self._core.begin(
+            events, tools, model, system, stream=True, cache=cache, options=options
+        )
         return AsyncReplyStream(self, call)
 
     async def aclose(self) -> None:
@@ -727,6 +865,16 @@ def _call_info(call: Call, outcome: str) -> CallInfo | None:
 _ABSENT = object()
 
 
+@contextmanager
+def _acting(role: str) -> Iterator[None]:
+    """Mark the calls made inside as made for ``role`` (read when each call begins)."""
+    acting = router_role.set(role)
+    try:
+        yield
+    finally:
+        router_role.reset(acting)
+
+
 def _recorder(store: LogStore) -> CallObserver:
     """An observer that appends each call's record to ``store`` as the call ends."""
     from nisse_llm.taskrecord import CallRecord
@@ -782,6 +930,15 @@ class _RouterBase(Generic[K]):
         model = self._pin.model_for(role)
         return model, self._clients[route_for(model, self._pin.passthrough_prefixes)]
 
+    def _call(
+        self, role: str, options: RequestOptions | None
+    ) -> tuple[str, K, RequestOptions | None]:
+        """``role``'s model, client and options: the call's over the role's profile (the
+        client's ``max_tokens`` is the last layer, applied where the body is rendered)."""
+        model, client = self._resolve(role)
+        profile = self._pin.options_for(role)
+        return model, client, profile if options is None else options.over(profile)
+
     def client_for(self, role: str) -> K:
         """The client ``role``'s calls go through (`LLMError` for an unknown role)."""
         return self._resolve(role)[1]
@@ -809,14 +966,42 @@ class RoleRouter(_RouterBase[_SyncClient]):
         events: LogLike,
         tools: Iterable[ToolLike] | None,
         system: str | None = None,
+        *,
+        options: RequestOptions | None = None,
+        cache: bool | None = None,
     ) -> list[CanonicalEvent]:
-        """Send the log to ``role``'s pinned model down that model's route."""
-        model, client = self._resolve(role)
-        acting = router_role.set(role)
-        try:
-            return client.complete(events, tools, model, system)
-        finally:
-            router_role.reset(acting)
+        """Send the log to ``role``'s pinned model down that model's route; ``options``
+        override the role's profile field by field, ``cache`` the prompt-cache setting."""
+        model, client, merged = self._call(role, options)
+        with _acting(role):
+            return client.complete(events, tools, model, system, cache=cache, options=merged)
+
+    def complete_as(
+        self,
+        output_type: type[M],
+        role: str,
+        events: LogLike,
+        tools: Iterable[ToolLike] | None,
+        system: str | None = None,
+        *,
+        options: RequestOptions | None = None,
+        repair_attempts: int = 0,
+        cache: bool | None = None,
+    ) -> TypedReply[M]:
+        """An answer from ``role``'s pinned model validated into ``output_type``; ``options``
+        override the role's profile (whose ``reasoning`` decides how the answer is asked)."""
+        model, client, merged = self._call(role, options)
+        with _acting(role):
+            return client.complete_as(
+                output_type,
+                events,
+                tools,
+                model,
+                system,
+                options=merged,
+                repair_attempts=repair_attempts,
+                cache=cache,
+            )
 
     def stream(
         self,
@@ -824,14 +1009,14 @@ class RoleRouter(_RouterBase[_SyncClient]):
         events: LogLike,
         tools: Iterable[ToolLike] | None,
         system: str | None = None,
+        *,
+        options: RequestOptions | None = None,
+        cache: bool | None = None,
     ) -> ReplyStream:
         """Stream the reply of ``role``'s pinned model (see `LiteLLMClient.stream`)."""
-        model, client = self._resolve(role)
-        acting = router_role.set(role)
-        try:
-            return client.stream(events, tools, model, system)
-        finally:
-            router_role.reset(acting)
+        model, client, merged = self._call(role, options)
+        with _acting(role):
+            return client.stream(events, tools, model, system, cache=cache, options=merged)
 
     def close(self) -> None:
         """Close every client's pool."""
@@ -869,14 +1054,42 @@ class AsyncRoleRouter(_RouterBase[_AsyncClient]):
         events: LogLike,
         tools: Iterable[ToolLike] | None,
         system: str | None = None,
+        *,
+        options: RequestOptions | None = None,
+        cache: bool | None = None,
     ) -> list[CanonicalEvent]:
-        """Send the log to ``role``'s pinned model down that model's route."""
-        model, client = self._resolve(role)
-        acting = router_role.set(role)
-        try:
-            return await client.complete(events, tools, model, system)
-        finally:
-            router_role.reset(acting)
+        """Send the log to ``role``'s pinned model down that model's route; ``options``
+        override the role's profile field by field, ``cache`` the prompt-cache setting."""
+        model, client, merged = self._call(role, options)
+        with _acting(role):
+            return await client.complete(events, tools, model, system, cache=cache, options=merged)
+
+    async def complete_as(
+        self,
+        output_type: type[M],
+        role: str,
+        events: LogLike,
+        tools: Iterable[ToolLike] | None,
+        system: str | None = None,
+        *,
+        options: RequestOptions | None = None,
+        repair_attempts: int = 0,
+        cache: bool | None = None,
+    ) -> TypedReply[M]:
+        """An answer from ``role``'s pinned model validated into ``output_type``; ``options``
+        override the role's profile (whose ``reasoning`` decides how the answer is asked)."""
+        model, client, merged = self._call(role, options)
+        with _acting(role):
+            return await client.complete_as(
+                output_type,
+                events,
+                tools,
+                model,
+                system,
+                options=merged,
+                repair_attempts=repair_attempts,
+                cache=cache,
+            )
 
     def stream(
         self,
@@ -884,14 +1097,14 @@ class AsyncRoleRouter(_RouterBase[_AsyncClient]):
         events: LogLike,
         tools: Iterable[ToolLike] | None,
         system: str | None = None,
+        *,
+        options: RequestOptions | None = None,
+        cache: bool | None = None,
     ) -> AsyncReplyStream:
         """Stream the reply of ``role``'s pinned model (see `AsyncLiteLLMClient.stream`)."""
-        model, client = self._resolve(role)
-        acting = router_role.set(role)
-        try:
-            return client.stream(events, tools, model, system)
-        finally:
-            router_role.reset(acting)
+        model, client, merged = self._call(role, options)
+        with _acting(role):
+            return client.stream(events, tools, model, system, cache=cache, options=merged)
 
     async def aclose(self) -> None:
         """Close every client's pool."""

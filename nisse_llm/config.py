@@ -26,9 +26,11 @@ from typing import Annotated, Any, ClassVar, Literal, TypeAlias
 from pydantic import (
     BaseModel,
     ConfigDict,
+    Discriminator,
     Field,
     PrivateAttr,
     SecretStr,
+    Tag,
     TypeAdapter,
     ValidationError,
     field_validator,
@@ -39,6 +41,15 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from nisse_llm.canonical import DEFAULT_MAX_OUTPUT_TOKENS
 from nisse_llm.errors import ConfigError, UnknownRoleError
+from nisse_llm.options import RequestOptions
+from nisse_llm.profiles import (
+    OPTION_KEYS,
+    ModelName,
+    RoleProfile,
+    decode_option_env,
+    option_env_var,
+    profile_violations,
+)
 from nisse_llm.routing import DEFAULT_PASSTHROUGH_PREFIXES, Route, route_for
 
 __all__ = [
@@ -75,6 +86,12 @@ ENV_VARS: Mapping[str, str] = {
     "roles.planner": "NISSE_ROLE_PLANNER",
     "roles.delegate": "NISSE_ROLE_DELEGATE",
     "roles.consultant": "NISSE_ROLE_CONSULTANT",
+    # A role table's options: NISSE_ROLE_<ROLE>_<OPTION> (nisse_llm.profiles).
+    **{
+        f"roles.{role}.{option}": option_env_var(role, option)
+        for role in ("executor", "planner", "delegate", "consultant")
+        for option in OPTION_KEYS
+    },
 }
 
 #: Version of the `Pin.record` layout; a record of another format is refused.
@@ -95,7 +112,6 @@ _REDACTED = "[redacted]"
 
 Seconds: TypeAlias = Annotated[float, Field(gt=0, le=_MAX_SECONDS, allow_inf_nan=False)]
 WaitSeconds: TypeAlias = Annotated[float, Field(ge=0, le=_MAX_SECONDS, allow_inf_nan=False)]
-ModelName: TypeAlias = Annotated[str, Field(min_length=1, max_length=256, pattern=r"^\S+$")]
 Prefix: TypeAlias = Annotated[str, Field(min_length=1, max_length=256, pattern=r"^\S+$")]
 
 
@@ -211,32 +227,70 @@ class LLMSettings(BaseModel):
         return self
 
 
+def _role_form(value: Any) -> str:
+    return "string" if isinstance(value, str) else "table"
+
+
+#: A role: its model string, or a table with ``model`` and request options.
+Role: TypeAlias = Annotated[
+    Annotated[ModelName, Tag("string")] | Annotated[RoleProfile, Tag("table")],
+    Discriminator(_role_form),
+]
+
+
 class RoleMap(BaseModel):
-    """The ``[roles]`` table: the model string each role resolves to (spec A11)."""
+    """The ``[roles]`` table: each role's model string, or its profile (spec A11).
+
+    A role is a model string, or a table with ``model`` and request options
+    (`nisse_llm.profiles`); either way it is held as a `RoleProfile`.
+    """
 
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True, title="roles table")
 
     ROLES: ClassVar[tuple[str, ...]] = ("executor", "planner", "delegate", "consultant")
 
-    executor: ModelName = Field(
-        description="Model that runs the agent's own turns; required, from the file or the environment."
+    executor: Role = Field(
+        description="Model that runs the agent's own turns; required, from the file or the environment.",
     )
-    planner: ModelName = Field(
-        description="Model that writes plans; required, from the file or the environment."
+    planner: Role = Field(
+        description="Model that writes plans; required, from the file or the environment.",
     )
-    delegate: ModelName = Field(
-        description="Model that runs delegated work; required, from the file or the environment."
+    delegate: Role = Field(
+        description="Model that runs delegated work; required, from the file or the environment.",
     )
-    consultant: ModelName = Field(
-        description="Model asked for a second opinion; required, from the file or the environment."
+    consultant: Role = Field(
+        description="Model asked for a second opinion; required, from the file or the environment.",
     )
+
+    @field_validator("executor", "planner", "delegate", "consultant", mode="before")
+    @classmethod
+    def _model_string_or_table(cls, value: Any) -> Any:
+        """A table that sets only ``model`` is the plain model string (one form per meaning)."""
+        if isinstance(value, RoleProfile):
+            value = value.model_dump(exclude_none=True)
+        if isinstance(value, Mapping) and set(value) == {"model"}:
+            return value["model"]
+        if isinstance(value, str | Mapping):
+            return value
+        raise PydanticCustomError(
+            "role", "must be a model string or a table with model and request options"
+        )
 
     def resolve(self, role: str) -> str:
         """The model string for ``role``; `UnknownRoleError` (a ``ValueError``) when no such
         role exists: asking for one is the caller's mistake, not a failed call."""
+        return self.profile(role).model
+
+    def profile(self, role: str) -> RoleProfile:
+        """The model and options of ``role``; `UnknownRoleError` when no such role exists."""
         if role not in self.ROLES:
             raise UnknownRoleError(role, self.ROLES)
-        return str(getattr(self, role))
+        value: str | RoleProfile = getattr(self, role)
+        return RoleProfile(model=value) if isinstance(value, str) else value
+
+    def options(self, role: str) -> RequestOptions | None:
+        """The request options ``role``'s profile sets (None when it sets none)."""
+        return self.profile(role).options
 
     def pinned(self) -> dict[str, str]:
         """The whole mapping, role -> model, to record at task start."""
@@ -281,6 +335,10 @@ class Pin(LLMSettings):
         """The proxy route ``role``'s requests take."""
         return route_for(self.roles.resolve(role), self.passthrough_prefixes)
 
+    def options_for(self, role: str) -> RequestOptions | None:
+        """The request options pinned for ``role`` (its profile; None when it sets none)."""
+        return self.roles.options(role)
+
     def record(self) -> dict[str, Any]:
         """A JSON-able record for the task log, with a fingerprint and without the token."""
         body = self._record_body()
@@ -294,11 +352,20 @@ class Pin(LLMSettings):
     def _record_body(self) -> dict[str, Any]:
         body: dict[str, Any] = {"format": RECORD_FORMAT}
         body.update(self.model_dump(mode="json", exclude={"token", "roles"}))
-        body["roles"] = {
-            role: {"model": model, "route": route_for(model, self.passthrough_prefixes)}
-            for role, model in self.roles.pinned().items()
-        }
+        body["roles"] = {role: self._role_record(role) for role in self.roles.ROLES}
         return body
+
+    def _role_record(self, role: str) -> dict[str, Any]:
+        """``{model, route}``, and ``options`` when the role's profile sets any."""
+        model = self.roles.resolve(role)
+        entry: dict[str, Any] = {
+            "model": model,
+            "route": route_for(model, self.passthrough_prefixes),
+        }
+        options = self.roles.options(role)
+        if options is not None:
+            entry["options"] = options.model_dump(mode="json", exclude_none=True)
+        return entry
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any], token: str | SecretStr) -> Pin:
@@ -333,7 +400,7 @@ class Pin(LLMSettings):
             raise ConfigError("malformed pin record: roles must map each role to {model, route}")
         try:
             pin = cls.model_validate(
-                {**body, "token": token, "roles": {r: v.get("model") for r, v in roles.items()}}
+                {**body, "token": token, "roles": {r: _profile_of(v) for r, v in roles.items()}}
             )
         except ValidationError as exc:
             problems = tuple(
@@ -348,6 +415,12 @@ class Pin(LLMSettings):
             "malformed pin record:\n" + "\n".join(f"  - {p}" for p in problems),
             problems=problems,
         )
+
+
+def _profile_of(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """A record's role entry as a role table: its model and its options."""
+    options = entry.get("options", {})
+    return {"model": entry.get("model"), **(options if isinstance(options, Mapping) else {})}
 
 
 def _fingerprint(body: Mapping[str, Any]) -> str:
@@ -388,8 +461,14 @@ class _EnvSource(PydanticBaseSettingsSource):
         for key, env in ENV_VARS.items():
             raw = os.environ.get(env, "").strip()
             if raw:
-                table, name = key.split(".")
-                data.setdefault(table, {})[name] = _decode_env(table, name, raw)
+                table, name, *option = key.split(".")
+                if option:  # a role's option: NISSE_ROLE_<ROLE>_<OPTION>
+                    role = data.setdefault(table, {}).setdefault(name, {})
+                    role[option[0]] = decode_option_env(option[0], raw)
+                elif table == "roles":  # the role's model, beside any options
+                    data.setdefault(table, {}).setdefault(name, {})["model"] = raw
+                else:
+                    data.setdefault(table, {})[name] = _decode_env(table, name, raw)
         load.environment = data
         return _copy(data)
 
@@ -414,6 +493,7 @@ class _TomlSource(PydanticBaseSettingsSource):
         llm = data.get("llm")
         if isinstance(llm, dict) and "token" in llm:
             _warn_if_exposed(load.path)
+        _role_tables(data)
         load.file = data
         return _copy(data)
 
@@ -446,6 +526,8 @@ class Settings(BaseSettings):
             errors = []
         finally:
             _LOAD.reset(reset)
+        if not errors:
+            load.problems.extend(_profile_problems(load, self))
         # Raised outside the handler so the error carries no context holding input values.
         if errors or load.problems:
             raise _config_error(load, errors)
@@ -507,7 +589,48 @@ def _start_load(config_file: str | os.PathLike[str] | None, tables: Mapping[str,
             load.problems.append(
                 f"{name}: the argument {name}= must be a table (a dict), got {type(table).__name__}"
             )
+    _role_tables(load.arguments)
     return load
+
+
+def _role_tables(data: dict[str, Any]) -> None:
+    """Each role given as a model string becomes ``{model: ...}`` (in place), so layers merge
+    key by key: the environment's model keeps the file's options, and the reverse."""
+    roles = data.get("roles")
+    if isinstance(roles, dict):
+        for role, value in roles.items():
+            if isinstance(value, str):
+                roles[role] = {"model": value}
+            elif isinstance(value, RoleProfile):
+                roles[role] = value.model_dump(exclude_none=True)
+            elif isinstance(value, Mapping):
+                roles[role] = {k: v for k, v in value.items() if v is not None}
+
+
+def _profile_problems(load: _Load, settings: Settings) -> list[str]:
+    """Each role profile's invalid option combination, named by its keys (checked once the
+    tables validate: the rules need the model, the ceiling and the passthrough prefixes)."""
+    llm, problems = settings.llm, []
+    for role in RoleMap.ROLES:
+        found = profile_violations(
+            settings.roles.profile(role),
+            default_ceiling=llm.max_output_tokens,
+            prefixes=llm.passthrough_prefixes,
+        )
+        for violation in found:
+            keys = tuple(
+                f"roles.{role}.{name}"
+                if _holds(load.arguments, ("roles", role, name))
+                or _holds(load.environment, ("roles", role, name))
+                or _holds(load.file, ("roles", role, name))
+                or name != "max_output_tokens"
+                else "llm.max_output_tokens"
+                for name in violation.fields
+            )
+            problems.append(
+                _explain(load, keys, f"{violation.reason} (model {settings.roles.resolve(role)!r})")
+            )
+    return problems
 
 
 def _decode_env(table: str, name: str, raw: str) -> Any:
@@ -656,6 +779,8 @@ def _misspelled_tables(load: _Load, errors: list[ErrorDetails]) -> dict[str, str
 
 def _describe(load: _Load, err: ErrorDetails) -> Iterator[str]:
     loc = tuple(str(part) for part in err["loc"])
+    if loc[0] == "roles" and len(loc) > 2 and loc[2] in ("string", "table"):
+        loc = loc[:2] + loc[3:]  # the role form's union tag
     kind = err["type"]
     if kind == "missing":
         if len(loc) == 1 and loc[0] in _TABLES:
@@ -672,12 +797,36 @@ def _describe(load: _Load, err: ErrorDetails) -> Iterator[str]:
             origin = _origin(load, loc) or "an unknown source"
             yield f"{loc[0]}: must be a table ([{loc[0]}]); from {origin}"
     else:
-        key = ".".join(loc[:2])
-        item = f" (item {loc[2]})" if len(loc) > 2 else ""
-        reason = _reason(load, loc, err)
+        key, rest = _split_key(loc)
+        option = key.split(".")[2] if key.count(".") == 2 else ""
+        if option in _OPTION_REASONS and rest and not rest[0].isdecimal():
+            reason = _OPTION_REASONS[option]  # one line for all of a union's branches
+            rest = ()
+        else:
+            reason = _reason(load, loc, err)
+        item = f" (item {rest[0]})" if rest else ""
         if key != "llm.token":
             reason += f", got {_show(err.get('input'))}"
         yield _explain(load, (key,), reason + item)
+
+
+# What a union-typed option accepts, said once rather than once per branch.
+_OPTION_REASONS: Mapping[str, str] = {
+    "reasoning": 'must be "off", "low", "medium", "high" or a thinking budget in tokens (>= 1)',
+    "tool_choice": 'must be "auto", "none", "required" or a tool name '
+    "(1 to 64 letters, digits, _ or -)",
+}
+
+
+def _split_key(loc: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
+    """The config key an error location names (``roles.planner.reasoning``; a role's
+    ``model`` is the role's own key) and what follows it (an item index, a union branch)."""
+    if loc[0] == "roles" and len(loc) >= 3:
+        if loc[2] in OPTION_KEYS:
+            return ".".join(loc[:3]), loc[3:]
+        if loc[2] == "model":
+            return ".".join(loc[:2]), loc[3:]
+    return ".".join(loc[:2]), loc[2:]
 
 
 def _reason(load: _Load, loc: tuple[str, ...], err: ErrorDetails) -> str:
@@ -739,6 +888,11 @@ def _unknown(load: _Load, loc: tuple[str, ...]) -> str:
             hint = _did_you_mean(loc[0], known, template="[{}]")
             return f"[{loc[0]}]: unknown table in {origin}{hint}; the tables are {tables}"
         return f"{loc[0]}: unknown top-level key in {origin}; keys live in the tables {tables}"
+    if loc[0] == "roles" and len(loc) >= 3:  # a key inside a role's table
+        table, name = f"roles.{loc[1]}", loc[2]
+        known = ["model", *OPTION_KEYS]
+        hint = _did_you_mean(name, known, template=table + ".{}")
+        return f"{table}.{name}: unknown key in {origin}{hint}; [{table}] holds " + ", ".join(known)
     table, name = loc[0], loc[1]
     known = list(_TABLES[table].model_fields) if table in _TABLES else []
     hint = _did_you_mean(name, known, template=table + ".{}")
@@ -763,12 +917,18 @@ def _explain(load: _Load, keys: tuple[str, ...], reason: str) -> str:
 
 def _origin(load: _Load, loc: tuple[str, ...]) -> str | None:
     """Where the value at ``loc`` came from: the highest-precedence layer holding it."""
-    if _holds(load.arguments, loc):
-        return f"the argument {loc[0]}="
-    if _holds(load.environment, loc):
-        return f"environment variable {ENV_VARS.get('.'.join(loc), ENV_VARS.get('.'.join(loc[:2]), '?'))}"
-    if _holds(load.file, loc):
-        return f"file {load.path}"
+    key, _ = _split_key(loc)
+    path = tuple(key.split("."))
+    paths = [(*path, "model"), path] if path[0] == "roles" and len(path) == 2 else [path]
+    if loc[0] == "roles" and len(loc) == 3 and len(path) == 2:  # an unknown key in a role table
+        paths = [loc]
+    for layer, source in (
+        (load.arguments, f"the argument {loc[0]}="),
+        (load.environment, f"environment variable {ENV_VARS.get(key, key)}"),
+        (load.file, f"file {load.path}"),
+    ):
+        if any(_holds(layer, p) for p in paths):
+            return source
     return None
 
 
@@ -781,16 +941,18 @@ def _sources(load: _Load) -> dict[str, str]:
         keys.update(dict.fromkeys(_flat_keys(layer)))
     found = {}
     for loc in keys:
+        # A role's model is the role's own key, whether written as a string or in its table.
+        key = ".".join(loc[:2] if loc[0] == "roles" and loc[2:] == ("model",) else loc)
         origin = _origin(load, loc)
         if origin is None:
-            found[".".join(loc)] = "default"
+            found[key] = "default"
         elif origin.startswith("file "):
-            line = _file_line(load.file_text, loc)
-            found[".".join(loc)] = f"{origin}, line {line}" if line else origin
+            line = _file_line(load.file_text, loc) or _file_line(load.file_text, loc[:2])
+            found[key] = f"{origin}, line {line}" if line else origin
         elif origin.startswith("environment variable "):
-            found[".".join(loc)] = "env " + origin.removeprefix("environment variable ")
+            found[key] = "env " + origin.removeprefix("environment variable ")
         else:
-            found[".".join(loc)] = origin.removeprefix("the ")
+            found[key] = origin.removeprefix("the ")
     return dict(sorted(found.items()))
 
 

@@ -7,6 +7,7 @@
     ├── RenderError          the canonical log is corrupt; nothing was sent
     ├── TruncatedResponse    the model hit the output ceiling; raise it or retry the turn
     ├── ModelRefusal         the model declined (refusal or content filter); a failed turn
+    ├── OutputValidationError  the answer did not fit the requested type; a failed turn
     └── UpstreamUnavailable  keep the work and resume later: not the work's fault
         ├── BudgetExhausted  keep the work; resume after the operator restores the budget
         └── StreamInterrupted  a streamed reply broke mid-way; what arrived rides along
@@ -29,6 +30,7 @@ __all__ = [
     "ConfigError",
     "LLMError",
     "ModelRefusal",
+    "OutputValidationError",
     "PartialReply",
     "PartialToolCall",
     "RenderError",
@@ -156,3 +158,35 @@ class StreamInterrupted(UpstreamUnavailable):
         super().__init__(message, error_type=error_type, server_message=server_message)
         #: Everything that arrived before the break, for diagnosis (never a result to act on).
         self.partial = partial
+
+
+class OutputValidationError(LLMError):
+    """The model's answer did not validate into the requested type: a failed turn.
+
+    ``raw`` is what the model answered (the answer tool's arguments as JSON, or its text
+    when it called no answer tool); ``errors`` is pydantic's ``errors()`` list for it;
+    ``attempts`` counts the calls made, repairs included; ``events`` is the whole exchange
+    (every call answered, so it can be appended to the log) and ``usage`` its summed usage.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        raw: str,
+        errors: list[dict[str, Any]],
+        attempts: int = 1,
+        events: list[Any] | None = None,
+        usage: Any = None,
+    ) -> None:
+        super().__init__(message)
+        #: The answer as the model gave it.
+        self.raw = raw
+        #: pydantic's error list (``loc``, ``msg``, ``type``, ``input``...) for ``raw``.
+        self.errors = errors
+        #: How many calls were made, the first and every repair.
+        self.attempts = attempts
+        #: The canonical events of every attempt, with their tool calls answered.
+        self.events: list[Any] = [] if events is None else events
+        #: The `Usage` of every attempt, summed (``None`` when no call completed).
+        self.usage = usage

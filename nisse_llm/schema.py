@@ -56,6 +56,14 @@ def config_schema() -> dict[str, Any]:
         )
         for key, prop in definition["properties"].items():
             prop["description"] += f" Environment variable: {ENV_VARS[f'{table}.{key}']}."
+    profile = schema["$defs"]["RoleProfile"]
+    profile["description"] = (
+        "A role as a table: its model and the request options its calls carry by default. "
+        "Every key may instead come from its environment variable."
+    )
+    for key, prop in profile["properties"].items():
+        env = "NISSE_ROLE_<ROLE>" if key == "model" else f"NISSE_ROLE_<ROLE>_{key.upper()}"
+        prop["description"] += f" Environment variable: {env}."
     schema["description"] = (
         "The nisse-llm TOML configuration file. Precedence, highest first: explicit "
         "arguments, environment variables, this file, defaults."

@@ -46,6 +46,14 @@ executor = "claude-sonnet-4-6"  # env NISSE_ROLE_EXECUTOR
 planner = "claude-opus-4-8"     # env NISSE_ROLE_PLANNER
 delegate = "claude-haiku-4-5"   # env NISSE_ROLE_DELEGATE
 consultant = "openai/gpt-5.5"   # env NISSE_ROLE_CONSULTANT
+
+# A role may instead be a table: its model plus the request options its calls carry by
+# default (a call's own options override them). Replace its line above with, e.g.:
+#
+# [roles.planner]
+# model = "claude-opus-4-8"
+# reasoning = "high"          # off | low | medium | high | a thinking budget in tokens
+# max_output_tokens = 32000
 """
 
 

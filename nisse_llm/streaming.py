@@ -27,8 +27,10 @@ from typing import Any, Protocol, TypeAlias
 
 from pydantic_core import from_json
 
+from nisse_llm._envelope import Envelope
+from nisse_llm._fragments import Joined, TextFragment, fragment
 from nisse_llm._sse import ServerSentEvent, SSEDecoder
-from nisse_llm.canonical import Completion
+from nisse_llm.canonical import AssistantText, Completion, Reasoning, ToolCall
 from nisse_llm.errors import LLMError, PartialReply, PartialToolCall, StreamInterrupted
 from nisse_llm.routing import Route
 
@@ -49,6 +51,7 @@ __all__ = [
     "ToolArgumentsDelta",
     "ToolCallStarted",
     "accumulator_for",
+    "completion_deltas",
 ]
 
 
@@ -68,28 +71,26 @@ _EXCERPT = 200
 # --- deltas ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class TextDelta:
+# The three text deltas are frozen (text, text_so_far) pairs whose ``text_so_far`` is
+# joined from the block's fragments only when read (see nisse_llm/_fragments.py).
+
+
+class TextDelta(TextFragment):
     """Reply text arrived; ``text_so_far`` is the current text block (a future `AssistantText`)."""
 
-    text: str
-    text_so_far: str
+    __slots__ = ()
 
 
-@dataclass(frozen=True, slots=True)
-class ReasoningDelta:
+class ReasoningDelta(TextFragment):
     """Reasoning text arrived; ``text_so_far`` is the current reasoning block's text."""
 
-    text: str
-    text_so_far: str
+    __slots__ = ()
 
 
-@dataclass(frozen=True, slots=True)
-class RefusalDelta:
+class RefusalDelta(TextFragment):
     """Refusal text arrived (chat route); the reply will end in `ModelRefusal`."""
 
-    text: str
-    text_so_far: str
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +167,51 @@ def _server_error(data: Mapping[str, Any]) -> tuple[str | None, str | None]:
     )
 
 
+def _unterminated(arguments: str) -> bool:
+    """Whether tool arguments are an object cut short: valid JSON up to where they stop.
+
+    LiteLLM 1.108.7 closes a stream whose upstream ended early as if it had finished
+    (on ``/chat/completions``, and on ``/v1/messages`` to an OpenAI upstream): an
+    invented ``finish_reason: "stop"`` / ``stop_reason: "end_turn"``, usage and the final
+    event. Arguments that are a proper prefix of a JSON object under a finish reason
+    other than the tool-call one (or the output ceiling) can only come from such a cut;
+    arguments that are wrong in any other way (two objects run together, stray text)
+    are not a cut and still fail the reply as bad arguments.
+    """
+    if not arguments.lstrip().startswith("{"):
+        return False
+    try:
+        from_json(arguments)
+    except ValueError as exc:
+        return str(exc).startswith("EOF while parsing")
+    return False
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
+def _parse(data: bytes) -> Any:
+    """An event's JSON; invalid UTF-8 in it reads as U+FFFD, as the SSE rules decode it."""
+    try:
+        return from_json(data)
+    except ValueError:
+        text = _text(data)
+        if text.encode() == data:
+            raise
+        return from_json(text)
+
+
+def _load(data: bytes) -> dict[str, Any]:
+    try:
+        value = _parse(data)
+    except ValueError as exc:
+        raise _malformed("an event is not JSON", _text(data)) from exc
+    if type(value) is not dict:
+        raise _malformed("an event is not an object", value)
+    return value
+
+
 # --- the shared driver -------------------------------------------------------------------
 
 
@@ -191,8 +237,12 @@ class StreamAccumulator(ABC):
         if self._done:
             return []
         out: list[StreamDelta] = []
-        for event in self._decoder.feed(chunk):
-            out.extend(self.feed_event(event))
+        on_data = self._on_data
+        for name, data, _ in self._decoder.feed_raw(chunk):
+            self._events += 1
+            if name == "error":
+                raise self._fail(data)
+            out += on_data(name, data)
             if self._done:
                 break
         return out
@@ -202,9 +252,10 @@ class StreamAccumulator(ABC):
         if self._done:
             return []
         self._events += 1
+        data = event.data.encode("utf-8", "surrogatepass")
         if event.event == "error":
-            raise self._fail(event)
-        return self._on_event(event)
+            raise self._fail(data)
+        return self._on_data("" if event.event == "message" else event.event, data)
 
     def finish(self) -> Completion:
         """End of stream: the reply exactly as ``complete()`` would have parsed it.
@@ -216,6 +267,9 @@ class StreamAccumulator(ABC):
         missing = self._missing_end()
         if missing is not None:
             raise self.interrupted(f"the stream ended {missing}")
+        cut = self._cut_shown()
+        if cut is not None:
+            raise self.interrupted(f"the stream was closed as finished, but {cut}")
         return self._parse(self.response_body(), requested_model=self.requested_model)
 
     def interrupted(
@@ -244,33 +298,30 @@ class StreamAccumulator(ABC):
         """What has arrived so far."""
 
     @abstractmethod
-    def _on_event(self, event: ServerSentEvent) -> list[StreamDelta]:
-        """The deltas of one event; sets ``_done`` at the route's final event."""
+    def _on_data(self, name: str, data: bytes) -> list[StreamDelta]:
+        """The deltas of one event (its type, ``""`` if unnamed); sets ``_done`` at the end."""
 
     @abstractmethod
     def _missing_end(self) -> str | None:
         """Why the stream is not complete (``ended ...``), or ``None`` if it is."""
 
     @abstractmethod
+    def _cut_shown(self) -> str | None:
+        """What shows a stream closed as finished was cut (see `_unterminated`), or ``None``."""
+
+    @abstractmethod
     def _body(self, *, partial: bool) -> dict[str, Any]:
         """The non-streaming body so far; ``partial`` keeps unfinished arguments raw."""
 
-    def _load(self, event: ServerSentEvent) -> dict[str, Any]:
+    def _fail(self, raw: bytes) -> StreamInterrupted:
         try:
-            data = from_json(event.data)
-        except ValueError as exc:
-            raise _malformed("an event is not JSON", event.data) from exc
-        return _as_dict(data, "an event")
-
-    def _fail(self, event: ServerSentEvent) -> StreamInterrupted:
-        try:
-            data = from_json(event.data)
+            data = _parse(raw)
         except ValueError:
             data = None  # an error event need not be JSON to end the stream
         if isinstance(data, dict):
             error_type, message = _server_error(data)
         else:
-            error_type, message = None, event.data[:_EXCERPT]
+            error_type, message = None, _text(raw)[:_EXCERPT]
         return self.interrupted(
             f"the server sent an error ({error_type or 'untyped'}: {message})",
             error_type=error_type,
@@ -301,6 +352,7 @@ class _ChoiceState:
         "reasoning",
         "refusal",
         "role",
+        "text",
         "thinking",
         "thinking_at",
         "tool_calls",
@@ -308,10 +360,11 @@ class _ChoiceState:
 
     def __init__(self) -> None:
         self.role: str | None = None
-        # None: the field never came; a list: it came as content parts.
-        self.content: str | list[Any] | None = None
+        # None: the field never came as text (a Joined) or as content parts (a list).
+        self.text: Joined | None = None
+        self.content: list[Any] | None = None
         self.refusal: str | None = None
-        self.reasoning: str | None = None
+        self.reasoning: Joined | None = None
         self.thinking: list[dict[str, Any]] = []
         self.thinking_at: dict[int, dict[str, Any]] = {}
         self.tool_calls: dict[int, _ToolCallState] = {}
@@ -357,16 +410,34 @@ class OpenAIChatStreamAccumulator(StreamAccumulator):
         # Top-level fields already known (non-null), checked as a set before a slower walk.
         self._top_known: set[str] = set(_OPENAI_NOT_TOP)
         self._choices: dict[int, _ChoiceState] = {}
+        self._first: _ChoiceState | None = None  # choice 0, the reply
         self._usage: Any = None
+        # The last text-only chunk's bytes around its text (see nisse_llm/_envelope.py).
+        self._envelope = Envelope()
 
-    def _on_event(self, event: ServerSentEvent) -> list[StreamDelta]:
-        if event.data[:1] != "{" and event.data.strip() == "[DONE]":
+    def _on_data(self, name: str, data: bytes) -> list[StreamDelta]:
+        if data[:1] != b"{" and data.strip() == b"[DONE]":
             self._done = True
             return []
-        chunk = self._load(event)
+        text = self._envelope.match(data)
+        if text is not None:
+            # The last text-only chunk again, with new text: its other fields are the
+            # same bytes, already applied.
+            state = self._first
+            if state is not None and state.text is not None and state.content is None:
+                if not text:
+                    return []
+                state.text.parts.append(text)
+                return [fragment(TextDelta, text, state.text)]
+        try:
+            chunk = from_json(data)
+        except ValueError:
+            chunk = _load(data)  # invalid UTF-8 read as U+FFFD, or the malformed-stream error
+        if type(chunk) is not dict:
+            chunk = _load(data)
         if chunk.get("error") is not None:
             # LiteLLM reports a failure after the first byte as a chunk {"error": {...}}.
-            raise self._fail(event)
+            raise self._fail(data)
         if not chunk.keys() <= self._top_known:
             for key, value in chunk.items():
                 if key not in self._top_known:
@@ -382,15 +453,42 @@ class OpenAIChatStreamAccumulator(StreamAccumulator):
         if not isinstance(choices, list):
             raise _malformed("choices is not a list", choices)
         out: list[StreamDelta] = []
-        for raw in choices:
-            choice = _as_dict(raw, "a choice")
-            index = _as_index(choice.get("index", 0), "a choice")
-            state = self._choices.get(index)
-            if state is None:
-                state = self._choices[index] = _ChoiceState()
+        for choice in choices:
+            if type(choice) is not dict:
+                choice = _as_dict(choice, "a choice")
+            index = choice.get("index", 0)
+            target: list[StreamDelta] | None = out
+            if index == 0 and type(index) is int:
+                state = self._first
+                if state is None:
+                    state = self._first = self._choices[0] = _ChoiceState()
+            else:
+                index = _as_index(index, "a choice")
+                state = self._choices.get(index)
+                if state is None:
+                    state = self._choices[index] = _ChoiceState()
+                if index:
+                    target = None
             delta = choice.get("delta")
-            if delta is not None:
-                self._apply(state, _as_dict(delta, "a delta"), out if index == 0 else None)
+            if delta:
+                if type(delta) is not dict:
+                    delta = _as_dict(delta, "a delta")
+                text = delta.get("content")
+                if len(delta) == 1 and type(text) is str and state.content is None:
+                    # The hot path: a delta of reply text and nothing else.
+                    joined = state.text
+                    if joined is None:
+                        joined = state.text = Joined()
+                    if text:
+                        joined.parts.append(text)
+                        if target is not None:
+                            target.append(fragment(TextDelta, text, joined))
+                    if target is not None and len(choices) == 1 and self._envelope.tries > 0:
+                        self._envelope.learn(data, b'"content":"', text)
+                else:
+                    self._apply(state, delta, target)
+            elif delta is not None:
+                self._apply(state, _as_dict(delta, "a delta"), target)
             finish = choice.get("finish_reason")
             if finish is not None:
                 state.finish_reason = finish
@@ -420,9 +518,15 @@ class OpenAIChatStreamAccumulator(StreamAccumulator):
                 if out is not None and value:
                     out.append(RefusalDelta(value, state.refusal))
             elif key == "reasoning_content":
-                state.reasoning = _join(state.reasoning, value, key)
-                if out is not None and value:
-                    out.append(ReasoningDelta(value, state.reasoning))
+                if type(value) is not str:
+                    raise _malformed(f"{key} is not a string", value)
+                reasoning = state.reasoning
+                if reasoning is None:
+                    reasoning = state.reasoning = Joined()
+                if value:
+                    reasoning.parts.append(value)
+                    if out is not None:
+                        out.append(fragment(ReasoningDelta, value, reasoning))
             elif key == "thinking_blocks":
                 if not isinstance(value, list):
                     raise _malformed("thinking_blocks is not a list", value)
@@ -433,14 +537,18 @@ class OpenAIChatStreamAccumulator(StreamAccumulator):
 
     @staticmethod
     def _apply_content(state: _ChoiceState, text: Any, out: list[StreamDelta] | None) -> None:
-        if isinstance(text, str):
-            if isinstance(state.content, list):
+        if type(text) is str:
+            if state.content is not None:
                 raise _malformed("content mixes parts and text", text)
-            state.content = (state.content or "") + text
-            if out is not None and text:
-                out.append(TextDelta(text, state.content))
+            joined = state.text
+            if joined is None:
+                joined = state.text = Joined()
+            if text:
+                joined.parts.append(text)
+                if out is not None:
+                    out.append(fragment(TextDelta, text, joined))
         elif isinstance(text, list):
-            if isinstance(state.content, str) and state.content:
+            if state.text is not None and state.text.parts:
                 raise _malformed("content mixes text and parts", text)
             state.content = [*(state.content or []), *text]
         elif text is not None:
@@ -496,9 +604,30 @@ class OpenAIChatStreamAccumulator(StreamAccumulator):
             return "before [DONE]"
         if not self._choices:
             return "with no choices"
-        unfinished = [i for i, c in sorted(self._choices.items()) if c.finish_reason is None]
-        if unfinished:
-            return f"without a finish_reason for choice {unfinished[0]}"
+        # Only choice 0 is the reply: LiteLLM's re-streamed chunks drop finish_reason for
+        # the choices after the first, so their missing finish is no interruption.
+        first = self._choices.get(0)
+        if first is None or first.finish_reason is None:
+            return "without a finish_reason for choice 0"
+        return None
+
+    def _cut_shown(self) -> str | None:
+        state = self._choices[0]
+        finish = state.finish_reason
+        if finish in ("length", "content_filter"):
+            return None  # the parser's own failure says more (TruncatedResponse, ModelRefusal)
+        if finish not in ("tool_calls", "function_call"):
+            for _, call in sorted(state.tool_calls.items()):
+                if _unterminated(call.arguments):
+                    return (
+                        f"tool call {call.name!r}'s arguments stop mid-JSON "
+                        f"(finish_reason {finish!r})"
+                    )
+        for block in state.thinking:
+            # A finished Anthropic thinking block always carries its signature; LiteLLM
+            # sends it last, in a fragment of its own.
+            if block.get("type") == "thinking" and not block.get("signature"):
+                return "a thinking block came without its signature"
         return None
 
     def _body(self, *, partial: bool) -> dict[str, Any]:
@@ -520,8 +649,8 @@ class OpenAIChatStreamAccumulator(StreamAccumulator):
     def partial(self) -> PartialReply:
         state = self._choices.get(0) or _ChoiceState()
         return PartialReply(
-            text=state.content if isinstance(state.content, str) else "",
-            reasoning=state.reasoning or "",
+            text=state.text.text() if state.text is not None and state.content is None else "",
+            reasoning=state.reasoning.text() if state.reasoning is not None else "",
             tool_calls=tuple(
                 PartialToolCall(index, call.name, call.arguments)
                 for index, call in sorted(state.tool_calls.items())
@@ -567,11 +696,14 @@ def _openai_message(state: _ChoiceState) -> dict[str, Any]:
     # Fields that came only as null first, so that any value that came later wins.
     message.update((key, None) for key in state.nulls if key != "provider_specific_fields")
     message.update(state.extra)
-    message["content"] = state.content
+    if state.content is not None:
+        message["content"] = state.content
+    else:
+        message["content"] = state.text.text() if state.text is not None else None
     if state.refusal is not None:
         message["refusal"] = state.refusal
     if state.reasoning is not None:
-        message["reasoning_content"] = state.reasoning
+        message["reasoning_content"] = state.reasoning.text()
     if state.thinking:
         message["thinking_blocks"] = [dict(block) for block in state.thinking]
     if state.tool_calls:
@@ -591,13 +723,37 @@ def _openai_message(state: _ChoiceState) -> dict[str, Any]:
 
 
 class _BlockState:
-    __slots__ = ("block", "json_parts", "tool_index")
+    __slots__ = ("block", "joined", "json_parts", "tool_index")
 
     def __init__(self, block: dict[str, Any], tool_index: int | None) -> None:
         self.block = block
         self.json_parts: list[str] = []
         #: The block's position among the reply's client tool calls, if it is one.
         self.tool_index = tool_index
+        #: Streamed text fields ("text", "thinking"), by key, as they grow.
+        self.joined: dict[str, Joined] = {}
+
+    def grow(self, key: str) -> Joined:
+        """The growing text of field ``key``, started from the block's own value."""
+        joined = self.joined.get(key)
+        if joined is None:
+            joined = self.joined[key] = Joined()
+            start = self.block.get(key)
+            if isinstance(start, str) and start:
+                joined.parts.append(start)
+        return joined
+
+    def text_of(self, key: str) -> str:
+        """Field ``key``'s text so far ("" if it is not a string)."""
+        joined = self.joined.get(key)
+        return joined.text() if joined is not None else _text_of(self.block, key)
+
+    def whole(self) -> dict[str, Any]:
+        """A copy of the block with its streamed text fields joined."""
+        block = dict(self.block)
+        for key, joined in self.joined.items():
+            block[key] = joined.text()
+        return block
 
 
 # Blocks whose input streams as input_json_delta; only tool_use is the client's to run.
@@ -622,12 +778,26 @@ class AnthropicStreamAccumulator(StreamAccumulator):
         self._message: dict[str, Any] | None = None
         self._blocks: dict[int, _BlockState] = {}
         self._tools = 0
+        # The last text or thinking delta's bytes around its fragment, and where such
+        # fragments go (see nisse_llm/_envelope.py).
+        self._envelope = Envelope()
+        self._envelope_to: tuple[type[TextFragment], Joined] | None = None
 
-    def _on_event(self, event: ServerSentEvent) -> list[StreamDelta]:
-        data = self._load(event)
-        kind = data.get("type", event.event)
+    def _on_data(self, name: str, raw: bytes) -> list[StreamDelta]:
+        text = self._envelope.match(raw)
+        if text is not None and self._envelope_to is not None:
+            # The last text (or thinking) delta again, for the same block, with new text.
+            if not text:
+                return []
+            cls, joined = self._envelope_to
+            joined.parts.append(text)
+            return [fragment(cls, text, joined)]
+        data = _load(raw)
+        kind = data.get("type", name or "message")
+        if kind == "content_block_delta" and self._message is not None:
+            return self._delta(data, raw)
         if kind == "error":
-            raise self._fail(event)
+            raise self._fail(raw)
         if kind == "ping":
             return []
         if kind == "message_start":
@@ -645,7 +815,7 @@ class AnthropicStreamAccumulator(StreamAccumulator):
         if kind == "content_block_start":
             return self._start_block(data)
         if kind == "content_block_delta":
-            return self._delta(data)
+            return self._delta(data, raw)
         if kind == "content_block_stop":
             self._block(data)
             return []
@@ -676,22 +846,33 @@ class AnthropicStreamAccumulator(StreamAccumulator):
             self._tools += 1
             name = block.get("name")
             out.append(ToolCallStarted(tool_index, name if isinstance(name, str) else ""))
-        elif kind == "text" and isinstance(block.get("text"), str) and block["text"]:
-            out.append(TextDelta(block["text"], block["text"]))
+        state = self._blocks[index] = _BlockState(block, tool_index)
+        if kind == "text" and isinstance(block.get("text"), str) and block["text"]:
+            out.append(fragment(TextDelta, block["text"], state.grow("text")))
         elif kind == "thinking" and isinstance(block.get("thinking"), str) and block["thinking"]:
-            out.append(ReasoningDelta(block["thinking"], block["thinking"]))
-        self._blocks[index] = _BlockState(block, tool_index)
+            out.append(fragment(ReasoningDelta, block["thinking"], state.grow("thinking")))
         return out
 
-    def _delta(self, data: dict[str, Any]) -> list[StreamDelta]:
-        state = self._block(data)
-        delta = _as_dict(data.get("delta"), "content_block_delta's delta")
+    def _delta(self, data: dict[str, Any], raw: bytes = b"") -> list[StreamDelta]:
+        index = data.get("index")
+        state = self._blocks.get(index) if type(index) is int else None
+        if state is None:
+            state = self._block(data)
+        delta = data.get("delta")
+        if type(delta) is not dict:
+            delta = _as_dict(delta, "content_block_delta's delta")
         block = state.block
         kind = delta.get("type")
         if kind == "text_delta":
-            text = _fragment(delta, "text")
-            block["text"] = _text_of(block, "text") + text
-            return [TextDelta(text, block["text"])] if text else []
+            text = delta.get("text")
+            if type(text) is not str:
+                text = _fragment(delta, "text")
+            joined = state.grow("text")
+            self._learn(data, delta, raw, b'"text":"', text, (TextDelta, joined))
+            if not text:
+                return []
+            joined.parts.append(text)
+            return [fragment(TextDelta, text, joined)]
         if kind == "input_json_delta":
             text = _fragment(delta, "partial_json")
             state.json_parts.append(text)
@@ -700,8 +881,12 @@ class AnthropicStreamAccumulator(StreamAccumulator):
             return [ToolArgumentsDelta(state.tool_index, text)]
         if kind == "thinking_delta":
             text = _fragment(delta, "thinking")
-            block["thinking"] = _text_of(block, "thinking") + text
-            return [ReasoningDelta(text, block["thinking"])] if text else []
+            joined = state.grow("thinking")
+            self._learn(data, delta, raw, b'"thinking":"', text, (ReasoningDelta, joined))
+            if not text:
+                return []
+            joined.parts.append(text)
+            return [fragment(ReasoningDelta, text, joined)]
         if kind == "signature_delta":
             block["signature"] = _text_of(block, "signature") + _fragment(delta, "signature")
             return []
@@ -712,11 +897,36 @@ class AnthropicStreamAccumulator(StreamAccumulator):
             citations.append(delta.get("citation"))
         return []
 
+    def _learn(
+        self,
+        data: dict[str, Any],
+        delta: dict[str, Any],
+        raw: bytes,
+        key: bytes,
+        text: str,
+        to: tuple[type[TextFragment], Joined],
+    ) -> None:
+        # Only an event holding nothing but the block's index and the fragment: applying
+        # its other bytes again changes nothing.
+        envelope = self._envelope
+        if raw and envelope.tries > 0 and len(data) == 3 and len(delta) == 2:
+            self._envelope_to = to if envelope.learn(raw, key, text) else None
+
     def _missing_end(self) -> str | None:
         if self._message is None:
             return "before message_start"
         if not self._done:
             return "before message_stop"
+        return None
+
+    def _cut_shown(self) -> str | None:
+        stop = (self._message or {}).get("stop_reason")
+        if stop in ("tool_use", "max_tokens"):
+            return None
+        for _, state in sorted(self._blocks.items()):
+            if state.tool_index is not None and _unterminated("".join(state.json_parts)):
+                name = state.block.get("name")
+                return f"tool call {name!r}'s arguments stop mid-JSON (stop_reason {stop!r})"
         return None
 
     def _body(self, *, partial: bool) -> dict[str, Any]:
@@ -727,7 +937,7 @@ class AnthropicStreamAccumulator(StreamAccumulator):
         return body
 
     def _finish_block(self, state: _BlockState, *, partial: bool) -> dict[str, Any]:
-        block = dict(state.block)
+        block = state.whole()
         if block.get("type") not in _INPUT_BLOCKS or not state.json_parts:
             return block
         raw = "".join(state.json_parts)
@@ -752,11 +962,9 @@ class AnthropicStreamAccumulator(StreamAccumulator):
     def partial(self) -> PartialReply:
         blocks = [state for _, state in sorted(self._blocks.items())]
         return PartialReply(
-            text="".join(
-                _text_of(s.block, "text") for s in blocks if s.block.get("type") == "text"
-            ),
+            text="".join(s.text_of("text") for s in blocks if s.block.get("type") == "text"),
             reasoning="".join(
-                _text_of(s.block, "thinking") for s in blocks if s.block.get("type") == "thinking"
+                s.text_of("thinking") for s in blocks if s.block.get("type") == "thinking"
             ),
             tool_calls=tuple(
                 PartialToolCall(
@@ -817,3 +1025,28 @@ def accumulator_for(route: Route, *, requested_model: str, parse: ParseFn) -> St
         OpenAIChatStreamAccumulator if route == "openai_chat" else AnthropicStreamAccumulator
     )
     return cls(requested_model=requested_model, parse=parse)
+
+
+def completion_deltas(completion: Completion) -> list[StreamDelta]:
+    """The deltas a reply that arrived whole implies, in the order of its events.
+
+    A server may answer a stream request with the complete JSON body (LiteLLM does for
+    mock entries): iterating the stream still shows what `events` holds. Each text
+    and reasoning block is one delta; each tool call a start and its whole arguments.
+    """
+    out: list[StreamDelta] = []
+    calls = 0
+    for event in completion.events:
+        if isinstance(event, AssistantText):
+            if event.text:
+                out.append(TextDelta(event.text, event.text))
+        elif isinstance(event, ToolCall):
+            out.append(ToolCallStarted(calls, event.tool))
+            out.append(ToolArgumentsDelta(calls, json.dumps(event.arguments)))
+            calls += 1
+        elif isinstance(event, Reasoning):
+            block = event.block
+            text = block.get("thinking", block.get("reasoning_content"))
+            if isinstance(text, str) and text:
+                out.append(ReasoningDelta(text, text))
+    return out

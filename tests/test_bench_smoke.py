@@ -53,12 +53,14 @@ def test_smoke_run_reports_the_floor_and_both_nisse_routes(smoke_report: str) ->
 
 
 def test_smoke_run_reports_streaming_on_both_routes(smoke_report: str) -> None:
-    """`python -m bench --smoke` reports client CPU per streamed reply for the floor and both nisse_llm routes."""
+    """Client CPU per streamed reply: httpx alone, the json floor, nisse_llm, and the SDKs' rows."""
     assert "## Streaming" in smoke_report
     cpu = re.compile(r"^\d[\d,]*$")
     for route, label in [
-        ("chat", "floor: httpx iter_bytes"),
-        ("messages", "floor: httpx iter_bytes"),
+        ("chat", "httpx iter_bytes"),
+        ("messages", "httpx iter_bytes"),
+        ("chat", "httpx iter_lines + json.loads (floor)"),
+        ("messages", "httpx iter_lines + json.loads (floor)"),
         ("chat", "nisse_llm LiteLLMClient.stream"),
         ("messages", "nisse_llm AnthropicPassthroughClient.stream"),
     ]:
@@ -66,4 +68,18 @@ def test_smoke_run_reports_streaming_on_both_routes(smoke_report: str) -> None:
         assert cells[2] == "10", cells
         assert cpu.match(cells[3]), cells
         assert re.match(r"^\d+\.\d{2}x$", cells[4]), cells
-    assert _row(smoke_report, "messages", "floor: httpx iter_bytes")[4] == "1.00x"
+    assert _row(smoke_report, "messages", "httpx iter_lines + json.loads (floor)")[4] == "1.00x"
+    # The official SDKs' streaming rows are there, measured or saying why not.
+    assert _row(smoke_report, "chat", "openai SDK chat.completions.create(stream=True)")
+    assert _row(smoke_report, "messages", "anthropic SDK messages.stream")
+
+
+def test_smoke_run_reports_the_first_use(smoke_report: str) -> None:
+    """First use in fresh processes: nisse_llm, httpx + pydantic, and the pydantic floor."""
+    assert "## First use" in smoke_report
+    for label in (
+        "nisse_llm: import, an event, a client, one request",
+        "httpx, pydantic: import, a client, one request",
+        "the same + one pydantic model built and used",
+    ):
+        assert re.search(rf"\| {re.escape(label)} \| \d[\d,.]* \| \d+\.\d{{2}}x \|", smoke_report)

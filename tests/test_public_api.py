@@ -18,6 +18,7 @@ CONTRACT = {
     "OpenAIChatRenderer", "AnthropicMessagesRenderer", "LiteLLMClient",
     "AnthropicPassthroughClient", "AsyncLiteLLMClient", "AsyncAnthropicPassthroughClient",
     "select_client", "has_native_adapter", "Usage",
+    "Toolbox", "TypedReply", "OutputValidationError",
 }  # fmt: skip
 
 

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
 from nisse_llm.canonical import Completion, LogLike, ToolLike
+from nisse_llm.options import RequestOptions
 from nisse_llm.render._cache import PromptCache
 
 __all__ = ["Renderer"]
@@ -29,6 +30,7 @@ class Renderer(Protocol):
         *,
         max_tokens: int | None = None,
         cache: PromptCache | None = None,
+        options: RequestOptions | None = None,
     ) -> dict[str, Any]: ...
 
     def render_bytes(
@@ -40,6 +42,7 @@ class Renderer(Protocol):
         *,
         max_tokens: int | None = None,
         cache: PromptCache | None = None,
+        options: RequestOptions | None = None,
     ) -> bytes: ...
 
     def parse(

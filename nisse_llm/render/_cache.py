@@ -1,9 +1,9 @@
 """Prompt-cache policy: which requests carry Anthropic ``cache_control`` breakpoints (pure).
 
-A model is an Anthropic model when its name says so (``claude-...``, ``anthropic/...``, or
-a LiteLLM route to Anthropic: ``bedrock/...``, ``vertex_ai/...``, ``openrouter/anthropic/...``
-naming a ``claude`` model), or when it takes the messages passthrough by one of the
-operator's extra prefixes, which the caller passes in (renderers read no configuration).
+A model is an Anthropic model when its name says so (`is_anthropic_model`: ``claude-...``,
+``anthropic/...``, or a LiteLLM route to Anthropic naming a ``claude`` model), or when it
+takes the messages passthrough by one of the operator's extra prefixes, which the caller
+passes in (renderers read no configuration).
 LiteLLM forwards ``cache_control`` to those providers; other models get nothing.
 
 The TTL ``"5m"`` is the API's default, so it is left out of the marker (the smaller body
@@ -15,25 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from nisse_llm.option_rules import is_anthropic_model
+
 __all__ = ["MAX_BREAKPOINTS", "PromptCache", "active", "is_anthropic_model"]
 
 #: "A maximum of 4 blocks with cache_control may be provided" (the API's 400 past it).
 MAX_BREAKPOINTS = 4
-
-#: Names that are Anthropic's by themselves: Claude's own names and LiteLLM's provider prefix.
-_ANTHROPIC_NAMES = ("claude-", "anthropic/")
-_LITELLM_CLAUDE_ROUTES = ("bedrock/", "vertex_ai/", "openrouter/anthropic/")
-
-
-def is_anthropic_model(model: str, prefixes: tuple[str, ...] = ()) -> bool:
-    """Whether ``model`` is served by Anthropic, so cache breakpoints pay off (module rule).
-
-    ``prefixes`` are the operator's passthrough prefixes: a model routed to the messages
-    passthrough by one of them is an Anthropic model too.
-    """
-    if model.startswith(_ANTHROPIC_NAMES) or (prefixes and model.startswith(prefixes)):
-        return True
-    return model.startswith(_LITELLM_CLAUDE_ROUTES) and "claude" in model.lower()
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,8 @@
 Render rules (each answers something the API rejects):
 
 - ``system`` goes top level (left out when blank); ``max_tokens`` is always sent.
+- `RequestOptions` (ceiling, thinking, stop sequences, tool choice) map to their fields by
+  `nisse_llm.render._options`, which refuses a combination the API rejects.
 - Roles alternate and the first message is ``user``: adjacent same-role content is
   merged into one message. A log that opens with assistant content gets
   `LEADING_PLACEHOLDER` as its first user message; one that ends with assistant content
@@ -69,6 +71,7 @@ from nisse_llm.canonical import (
 )
 from nisse_llm.errors import RenderError
 from nisse_llm.images import Image
+from nisse_llm.options import RequestOptions
 from nisse_llm.render._cache import PromptCache, active
 from nisse_llm.render._images import (
     anthropic_image,
@@ -77,6 +80,7 @@ from nisse_llm.render._images import (
     event_images,
 )
 from nisse_llm.render._memo import FragmentMemo
+from nisse_llm.render._options import messages_fields
 from nisse_llm.render._rope import EMPTY, Rope
 from nisse_llm.render._wording import INTERRUPTED_TEXT, STUB_TOOL_DESCRIPTION
 from nisse_llm.render.anthropic_messages_reply import parse_message
@@ -89,7 +93,6 @@ from nisse_llm.wire.anthropic_messages import (
     AnthropicTextBlock,
     AnthropicThinkingBlock,
     AnthropicTool,
-    AnthropicToolChoiceNone,
     AnthropicToolResultBlock,
     AnthropicToolResultContent,
     AnthropicToolUseBlock,
@@ -461,10 +464,11 @@ class AnthropicMessagesRenderer:
         *,
         max_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
         cache: PromptCache | None = None,
+        options: RequestOptions | None = None,
     ) -> dict[str, Any]:
         """The request body as a JSON-ready dict (the seeds' call shape)."""
         request = self.render_request(
-            events, tools, model, system, max_tokens=max_tokens, cache=cache
+            events, tools, model, system, max_tokens=max_tokens, cache=cache, options=options
         )
         try:
             return request.model_dump(mode="json", exclude_none=True)
@@ -480,6 +484,7 @@ class AnthropicMessagesRenderer:
         *,
         max_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
         cache: PromptCache | None = None,
+        options: RequestOptions | None = None,
     ) -> AnthropicMessagesRequest:
         """The request body as its typed model."""
         with _RENDER_LOCK:
@@ -494,7 +499,7 @@ class AnthropicMessagesRenderer:
                 _map_turn(turn, marks.get(index), _CONTROLS[policy.marker_ttl])
                 for index, turn in enumerate(turns)
             ]
-        return _envelope(model, system, max_tokens, plan, messages, policy)
+        return _envelope(model, system, max_tokens, plan, messages, policy, options)
 
     def render_bytes(
         self,
@@ -505,10 +510,13 @@ class AnthropicMessagesRenderer:
         *,
         max_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
         cache: PromptCache | None = None,
+        options: RequestOptions | None = None,
     ) -> bytes:
         """The encoded body, equal to ``render_request(...).model_dump_json(exclude_none=True)``."""
         return b"".join(
-            self.render_parts(events, tools, model, system, max_tokens=max_tokens, cache=cache)
+            self.render_parts(
+                events, tools, model, system, max_tokens=max_tokens, cache=cache, options=options
+            )
         )
 
     def render_parts(
@@ -520,11 +528,12 @@ class AnthropicMessagesRenderer:
         *,
         max_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
         cache: PromptCache | None = None,
+        options: RequestOptions | None = None,
     ) -> list[bytes]:
         """The body of `render_bytes` in parts that concatenate to it: the head, the cached
         blocks of the log's settled turns, and the rest with the tail (one fresh join)."""
         with _RENDER_LOCK:
-            return _render_parts(events, tools, model, system, max_tokens, cache)
+            return _render_parts(events, tools, model, system, max_tokens, cache, options)
 
     def parse(
         self,
@@ -544,10 +553,11 @@ def _render_parts(
     system: str | None,
     max_tokens: int | None,
     cache: PromptCache | None,
+    options: RequestOptions | None,
 ) -> list[bytes]:
     plan = _plan(events, tools, model)
     policy = active(cache, model)
-    head, tail = _head_tail(model, system, max_tokens, plan, policy)
+    head, tail = _head_tail(model, system, max_tokens, plan, policy, options)
     turns = plan.turns
     control = None if policy is None else policy.control_json
     marks = {} if control is None else _breakpoints(turns)
@@ -640,10 +650,16 @@ def _envelope(
     plan: _Plan,
     messages: list[AnthropicMessage],
     policy: PromptCache | None = None,
+    options: RequestOptions | None = None,
 ) -> AnthropicMessagesRequest:
-    ceiling = DEFAULT_MAX_OUTPUT_TOKENS if max_tokens is None else max_tokens
-    if ceiling < 1:
-        raise RenderError(f"max_tokens must be a positive number, not {ceiling}")
+    fields = messages_fields(
+        options,
+        model=model,
+        max_tokens=max_tokens,
+        tools=() if plan.stubbed or not plan.tools else [tool.name for tool in plan.tools],
+        stubbed=plan.stubbed,
+        unthought_loop=_unthought_loop(plan.turns),
+    )
     prompt: str | list[AnthropicTextBlock] | None = system if system and system.strip() else None
     tools = plan.tools
     if policy is not None:
@@ -657,11 +673,13 @@ def _envelope(
             tools = [*tools[:-1], marked]
     return AnthropicMessagesRequest(
         model=model,
-        max_tokens=ceiling,
+        max_tokens=fields.max_tokens,
         system=prompt,
         messages=messages,
         tools=tools,
-        tool_choice=AnthropicToolChoiceNone() if plan.stubbed else None,
+        tool_choice=fields.tool_choice,
+        thinking=fields.thinking,
+        stop_sequences=fields.stop_sequences,
     )
 
 
@@ -672,18 +690,24 @@ _ENVELOPE_SLOTS = 16
 
 
 def _head_tail(
-    model: str, system: str | None, max_tokens: int | None, plan: _Plan, policy: PromptCache | None
+    model: str,
+    system: str | None,
+    max_tokens: int | None,
+    plan: _Plan,
+    policy: PromptCache | None,
+    options: RequestOptions | None,
 ) -> tuple[bytes, bytes]:
     """The body's encoded fields before ``messages`` and after it (as JSON objects)."""
     tools = tuple(plan.tools or ())
     # Stub tools are built per call, so they are known by name (all a stub depends on).
     known = tuple(tool.name for tool in tools) if plan.stubbed else tuple(map(id, tools))
     ttl = "off" if policy is None else policy.marker_ttl
-    key = (model, system, max_tokens, ttl, plan.stubbed, known)
+    unthought = options is not None and _unthought_loop(plan.turns)
+    key = (model, system, max_tokens, options, ttl, plan.stubbed, known, unthought)
     hit = _ENVELOPES.get(key)
     if hit is not None and (plan.stubbed or all(map(operator.is_, hit[2], tools))):
         return hit[0], hit[1]
-    envelope = _envelope(model, system, max_tokens, plan, [], policy)
+    envelope = _envelope(model, system, max_tokens, plan, [], policy, options)
     serializer = AnthropicMessagesRequest.__pydantic_serializer__
     try:
         head = serializer.to_json(
@@ -698,6 +722,17 @@ def _head_tail(
     while len(_ENVELOPES) > _ENVELOPE_SLOTS:
         del _ENVELOPES[next(iter(_ENVELOPES))]
     return head, tail
+
+
+def _unthought_loop(turns: _TurnsLike) -> bool:
+    """Whether the request continues a tool loop whose last assistant turn does not start
+    with a thinking block: Anthropic refuses that turn with thinking on ("a final assistant
+    message must start with a thinking block")."""
+    for index in range(len(turns) - 1, -1, -1):
+        turn = turns[index]
+        if turn.role == "assistant":
+            return bool(turn.calls) and not isinstance(turn.sources[0], Reasoning)
+    return False
 
 
 def _map_turn(

@@ -13,7 +13,10 @@ Render rules, in the order a body is built:
   second result for one call, or a call id used twice is a corrupt log: `RenderError`.
 - A failed tool run's output starts with `TOOL_ERROR_PREFIX` (the route has no error flag).
 - Blank (empty or whitespace) text is left out, and so is an assistant message left with
-  no text and no calls. `Reasoning` is never sent on this route.
+  no text and no calls. `Reasoning` is sent only when the request enables Anthropic
+  thinking (`RequestOptions.reasoning` for an Anthropic model): then the request model's own
+  thinking blocks go back verbatim as the ``thinking_blocks`` of their turn's message, which
+  LiteLLM puts at the head of the Anthropic message (a tool loop with thinking on needs them).
 - A log with nothing left to send is a `RenderError`.
 - A `UserImage` is a user message with one ``image_url`` part (a ``data:`` URL for bytes).
   A ``tool`` message cannot carry images, so a turn's tool images follow its tool messages
@@ -26,7 +29,9 @@ Render rules, in the order a body is built:
   each tool name the log used is declared as a stub (`STUB_TOOL_DESCRIPTION`, parameters
   ``{"type": "object"}``) and ``tool_choice`` is ``"none"``: the history stays valid for
   servers that check it and the model cannot call them.
-- ``max_tokens`` is sent when given.
+- ``max_tokens`` is sent when given; `RequestOptions` (ceiling, reasoning, sampling, stop
+  sequences, tool choice, parallel calls) map to their fields by `nisse_llm.render._options`,
+  which refuses a combination the provider rejects.
 - With a `PromptCache` policy that applies to the model (an Anthropic model, see
   `nisse_llm.render._cache`), breakpoints go where LiteLLM forwards them to Anthropic:
   ``cache_control`` on the last tool, and on a text part of the system message, of the
@@ -75,6 +80,7 @@ from nisse_llm.canonical import (
 )
 from nisse_llm.errors import RenderError
 from nisse_llm.images import Image
+from nisse_llm.options import RequestOptions
 from nisse_llm.render._cache import PromptCache, active
 from nisse_llm.render._images import (
     chat_image,
@@ -84,6 +90,7 @@ from nisse_llm.render._images import (
     event_images,
 )
 from nisse_llm.render._memo import FragmentMemo
+from nisse_llm.render._options import chat_fields, chat_replays_thinking
 from nisse_llm.render._rope import EMPTY, Rope
 from nisse_llm.render._wording import INTERRUPTED_TEXT, STUB_TOOL_DESCRIPTION
 from nisse_llm.render.openai_chat_reply import parse_chat_completion
@@ -136,10 +143,12 @@ _MEMO: FragmentMemo[object, Any] = FragmentMemo()
 
 @dataclass(frozen=True, slots=True)
 class _Turn:
-    """One assistant message to send: its non-blank texts and all its calls."""
+    """One assistant message to send: its non-blank texts, all its calls, and the thinking
+    blocks replayed with it (only when the request enables Anthropic thinking)."""
 
     texts: list[AssistantText]
     calls: list[ToolCall]
+    thinking: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, slots=True, weakref_slot=True)
@@ -169,8 +178,9 @@ def _album(calls: Sequence[ToolCall], results: Iterable[ToolResult] = ()) -> _Al
 _Slot: TypeAlias = UserText | UserImage | _Turn | ToolResult | ToolCall | _Album
 
 
-def _plan(events: list[CanonicalEvent]) -> tuple[list[_Slot], list[str]]:
-    """The messages to send, in order, and the tool names the log's calls use."""
+def _plan(events: list[CanonicalEvent], replay: str | None = None) -> tuple[list[_Slot], list[str]]:
+    """The messages to send, in order, and the tool names the log's calls use; the
+    reasoning blocks of model ``replay`` go back with their turns."""
     results: dict[str, ToolResult] = {}
     call_ids: set[str] = set()
     used_tools: dict[str, None] = {}
@@ -192,16 +202,18 @@ def _plan(events: list[CanonicalEvent]) -> tuple[list[_Slot], list[str]]:
     slots: list[_Slot] = []
     texts: list[AssistantText] = []
     calls: list[ToolCall] = []
+    thinking: list[dict[str, Any]] = []
 
     def close_turn() -> None:
         if texts or calls:
-            slots.append(_Turn(list(texts), list(calls)))
+            slots.append(_Turn(list(texts), list(calls), tuple(thinking)))
             slots.extend(results.get(call.call_id, call) for call in calls)
             album = _album(calls, (r for c in calls if (r := results.get(c.call_id)) and r.images))
             if album.results:
                 slots.append(album)
             texts.clear()
             calls.clear()
+        thinking.clear()  # a turn with nothing else to say sends no thinking either
 
     for event in events:
         if isinstance(event, AssistantText):
@@ -210,7 +222,8 @@ def _plan(events: list[CanonicalEvent]) -> tuple[list[_Slot], list[str]]:
         elif isinstance(event, ToolCall):
             calls.append(event)
         elif isinstance(event, Reasoning):
-            continue
+            if event.model == replay and _replayable(event.block):
+                thinking.append(dict(event.block))
         elif isinstance(event, UserText):
             close_turn()
             if event.text.strip():
@@ -226,6 +239,25 @@ def _plan(events: list[CanonicalEvent]) -> tuple[list[_Slot], list[str]]:
     if not slots:
         raise RenderError(_NOTHING_TO_SEND)
     return slots, list(used_tools)
+
+
+def _unthought_loop(slots: list[_Slot]) -> bool:
+    """Whether the last assistant turn made calls without thinking to replay (see
+    `nisse_llm.render._options`: thinking is then left out of the request)."""
+    for slot in reversed(slots):
+        if isinstance(slot, _Turn):
+            return bool(slot.calls) and not slot.thinking
+    return False
+
+
+def _replayable(block: Mapping[str, Any]) -> bool:
+    """A thinking block exactly as Anthropic wrote it (the messages route's rule)."""
+    kind = block.get("type")
+    if kind == "thinking":
+        return block.keys() == {"type", "thinking", "signature"} and all(
+            isinstance(block[key], str) for key in ("thinking", "signature")
+        )
+    return kind == "redacted_thinking" and block.keys() == {"type", "data"}
 
 
 def _result_content(result: ToolResult) -> str:
@@ -272,6 +304,7 @@ def _map_message(slot: _Slot, control: OpenAIChatCacheControl | None = None) -> 
         return OpenAIChatAssistantMessage(
             content=_map_content(text, control) if slot.texts else None,
             tool_calls=[_map_tool_call(call) for call in slot.calls] if slot.calls else None,
+            thinking_blocks=list(slot.thinking) if slot.thinking else None,
         )
     if isinstance(slot, ToolResult | ToolCall):
         return OpenAIChatToolMessage(
@@ -788,10 +821,12 @@ def _render_parts(
     system: str | None,
     max_tokens: int | None,
     cache: PromptCache | None,
+    options: RequestOptions | None,
 ) -> list[bytes]:
     progress = _progress_for(events)
     check_images_once(progress)
     specs = _tool_specs(tools)
+    fields = _option_fields(options, model, max_tokens, specs, bool(progress.used_tools()), cache)
     policy = active(cache, model)
     control = None if policy is None else policy.control_json
     count, rest, slots = progress.finish(progress.rope.covered)
@@ -828,21 +863,48 @@ def _render_parts(
             declared[-1] = declared[-1][:-1] + b',"cache_control":' + control + b"}"
         tail.append(b',"tools":[')
         tail.append(b",".join(declared))
-        tail.append(b"]" if specs else b'],"tool_choice":"none"')
-    if max_tokens is not None:
-        tail.append(b',"max_tokens":' + str(max_tokens).encode())
+        tail.append(b"]")
+    tail.extend(_encode_fields(fields))
     tail.append(b"}")
     rest[-1] += b"".join(tail)
     return [head, *blocks, b",".join(rest)]
 
 
+def _option_fields(
+    options: RequestOptions | None,
+    model: str,
+    max_tokens: int | None,
+    specs: list[ToolSpec],
+    used_tools: bool,
+    cache: PromptCache | None,
+    unthought: bool = False,
+) -> dict[str, Any]:
+    """The fields after ``tools`` (`nisse_llm.render._options`); with no tools passed but
+    calls in the log, the stubs are declared with ``tool_choice: none``."""
+    return chat_fields(
+        options,
+        model=model,
+        max_tokens=max_tokens,
+        tools=[spec.name for spec in specs],
+        stubbed=not specs and used_tools,
+        prefixes=() if cache is None else cache.prefixes,
+        unthought_loop=unthought,
+    )
+
+
+def _encode_fields(fields: dict[str, Any]) -> list[bytes]:
+    """``,"name":value`` per field, as the typed request dumps it (``exclude_none``)."""
+    return [
+        b',"'
+        + name.encode()
+        + b'":'
+        + (_encode(value) if isinstance(value, BaseModel) else _json(value))
+        for name, value in fields.items()
+    ]
+
+
 def _empty_album(slot: _Slot) -> bool:
     return type(slot) is _Album and not slot.results
-
-
-def _check_max_tokens(max_tokens: int | None) -> None:
-    if max_tokens is not None and max_tokens < 1:
-        raise RenderError(f"max_tokens must be at least 1, got {max_tokens}")
 
 
 class OpenAIChatRenderer:
@@ -857,12 +919,19 @@ class OpenAIChatRenderer:
         *,
         max_tokens: int | None = None,
         cache: PromptCache | None = None,
+        options: RequestOptions | None = None,
     ) -> OpenAIChatRequest:
         """The typed request body for ``events`` (see the module docstring for the rules)."""
-        _check_max_tokens(max_tokens)
-        check_log_images(events)
-        slots, used_tools = _plan(as_events(events))
+        items = log_items(events)
+        check_log_images(items)
+        prefixes = () if cache is None else cache.prefixes
+        replay = model if chat_replays_thinking(options, model, prefixes) else None
+        slots, used_tools = _plan(as_events(items), replay)
         specs = _tool_specs(tools)
+        unthought = replay is not None and _unthought_loop(slots)
+        fields = _option_fields(
+            options, model, max_tokens, specs, bool(used_tools), cache, unthought
+        )
         policy = active(cache, model)
         control = None if policy is None else OpenAIChatCacheControl(ttl=policy.marker_ttl)
         marks = set() if control is None else set(_breakpoints(slots))
@@ -880,13 +949,7 @@ class OpenAIChatRenderer:
             declared = [_map_stub_tool(name) for name in used_tools]
         if declared and control is not None:
             declared[-1] = declared[-1].model_copy(update={"cache_control": control})
-        return OpenAIChatRequest(
-            model=model,
-            messages=messages,
-            tools=declared,
-            tool_choice="none" if declared and not specs else None,
-            max_tokens=max_tokens,
-        )
+        return OpenAIChatRequest(model=model, messages=messages, tools=declared, **fields)
 
     def render_bytes(
         self,
@@ -897,10 +960,13 @@ class OpenAIChatRenderer:
         *,
         max_tokens: int | None = None,
         cache: PromptCache | None = None,
+        options: RequestOptions | None = None,
     ) -> bytes:
         """The encoded body, byte-identical to the typed request's dump, from memoised fragments."""
         return b"".join(
-            self.render_parts(events, tools, model, system, max_tokens=max_tokens, cache=cache)
+            self.render_parts(
+                events, tools, model, system, max_tokens=max_tokens, cache=cache, options=options
+            )
         )
 
     def render_parts(
@@ -912,12 +978,18 @@ class OpenAIChatRenderer:
         *,
         max_tokens: int | None = None,
         cache: PromptCache | None = None,
+        options: RequestOptions | None = None,
     ) -> list[bytes]:
         """The body of `render_bytes` in parts that concatenate to it: the head, the cached
         blocks of the log's settled messages, and the rest with the tail (one fresh join)."""
-        _check_max_tokens(max_tokens)
+        if chat_replays_thinking(options, model, () if cache is None else cache.prefixes):
+            # Thinking blocks ride on their turns: the typed path (the fragments hold none).
+            request = self.render_request(
+                events, tools, model, system, max_tokens=max_tokens, cache=cache, options=options
+            )
+            return [_encode(request)]
         with _RENDER_LOCK:
-            return _render_parts(events, tools, model, system, max_tokens, cache)
+            return _render_parts(events, tools, model, system, max_tokens, cache, options)
 
     def render(
         self,
@@ -928,9 +1000,12 @@ class OpenAIChatRenderer:
         *,
         max_tokens: int | None = None,
         cache: PromptCache | None = None,
+        options: RequestOptions | None = None,
     ) -> dict[str, Any]:
         """The body as a fresh dict (decoded from `render_bytes`, so it is the same body)."""
-        body = self.render_bytes(events, tools, model, system, max_tokens=max_tokens, cache=cache)
+        body = self.render_bytes(
+            events, tools, model, system, max_tokens=max_tokens, cache=cache, options=options
+        )
         return cast(dict[str, Any], pydantic_core.from_json(body))
 
     def parse(

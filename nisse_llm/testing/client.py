@@ -12,11 +12,14 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TypeAlias, assert_never
+from typing import TypeAlias, TypeVar, assert_never
+
+from pydantic import BaseModel
 
 from nisse_llm.canonical import (
     AssistantText,
     CanonicalEvent,
+    Completion,
     LogLike,
     Reasoning,
     ToolCall,
@@ -28,12 +31,15 @@ from nisse_llm.canonical import (
     mint_call_id,
 )
 from nisse_llm.errors import TruncatedResponse
+from nisse_llm.options import RequestOptions
 from nisse_llm.testing.bodies import RedactedThinking, Text, Thinking, ToolUse, estimate_tokens
 from nisse_llm.testing.turns import Reply
+from nisse_llm.typed import TypedExchange, TypedReply, anthropic_rules
 
 __all__ = ["AsyncScriptedClient", "ClientTurn", "ScriptExhausted", "ScriptedCall", "ScriptedClient"]
 
 ClientTurn: TypeAlias = Reply | str | BaseException
+M = TypeVar("M", bound=BaseModel)
 
 
 class ScriptExhausted(AssertionError):
@@ -129,6 +135,30 @@ def _events(reply: Reply, model: str) -> list[CanonicalEvent]:
     return out
 
 
+def _typed(
+    output_type: type[M],
+    events: LogLike,
+    tools: Iterable[ToolLike] | None,
+    model: str,
+    system: str | None,
+    options: RequestOptions | None,
+    repair_attempts: int,
+) -> TypedExchange[M]:
+    return TypedExchange.begin(
+        output_type,
+        events,
+        tools,
+        system,
+        options=options,
+        repair_attempts=repair_attempts,
+        anthropic=anthropic_rules("openai_chat", model),
+    )
+
+
+def _completion(events: list[CanonicalEvent], usage: Usage | None) -> Completion:
+    return Completion(events=events, usage=usage or Usage())
+
+
 class ScriptedClient:
     """A synchronous client answering from scripted turns; records every call.
 
@@ -166,6 +196,26 @@ class ScriptedClient:
     ) -> list[CanonicalEvent]:
         """Record the call and answer with the next turn."""
         return self._core.complete(events, tools, model, system)
+
+    def complete_as(
+        self,
+        output_type: type[M],
+        events: LogLike,
+        tools: Iterable[ToolLike] | None,
+        model: str,
+        system: str | None = None,
+        *,
+        options: RequestOptions | None = None,
+        repair_attempts: int = 0,
+    ) -> TypedReply[M]:
+        """A typed answer from the scripted turns, as the real clients make it: script the
+        answer as ``reply(ToolUse("<Model's class name>", {...}))``."""
+        exchange = _typed(output_type, events, tools, model, system, options, repair_attempts)
+        while True:
+            reply = self._core.complete(exchange.log, exchange.tools, model, exchange.system)
+            typed = exchange.settle(_completion(reply, self._core.last_usage))
+            if typed is not None:
+                return typed
 
     def close(self) -> None:
         """Nothing to release; present for the client protocol."""
@@ -212,6 +262,25 @@ class AsyncScriptedClient:
     ) -> list[CanonicalEvent]:
         """Record the call and answer with the next turn."""
         return self._core.complete(events, tools, model, system)
+
+    async def complete_as(
+        self,
+        output_type: type[M],
+        events: LogLike,
+        tools: Iterable[ToolLike] | None,
+        model: str,
+        system: str | None = None,
+        *,
+        options: RequestOptions | None = None,
+        repair_attempts: int = 0,
+    ) -> TypedReply[M]:
+        """`ScriptedClient.complete_as` for asyncio."""
+        exchange = _typed(output_type, events, tools, model, system, options, repair_attempts)
+        while True:
+            reply = self._core.complete(exchange.log, exchange.tools, model, exchange.system)
+            typed = exchange.settle(_completion(reply, self._core.last_usage))
+            if typed is not None:
+                return typed
 
     async def aclose(self) -> None:
         """Nothing to release; present for the client protocol."""

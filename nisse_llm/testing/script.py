@@ -174,6 +174,8 @@ class ScriptedAnswer:
     #: Send only this many bytes of the body, then stall (``stall_s``) or drop the connection.
     break_at: int | None = None
     stall_s: float | None = None
+    #: At ``break_at``, end the body cleanly (no content-length; close the connection).
+    clean_cut: bool = False
 
 
 @dataclass
@@ -398,4 +400,5 @@ def _map_reply(turn: Reply, route: Route, request: RecordedRequest, serial: int)
         delay_s=turn.delay_s,
         break_at=break_at,
         stall_s=turn.stall_s,
+        clean_cut=turn.clean_cut,
     )

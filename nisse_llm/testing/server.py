@@ -54,6 +54,13 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_response(answer.status)
             for name, value in answer.headers:
                 self.send_header(name, value)
+            if answer.clean_cut and answer.break_at is not None:
+                # A body delimited by the close: the peer sees it end, not break.
+                self.send_header("connection", "close")
+                self.end_headers()
+                self.wfile.write(answer.body[: answer.break_at])
+                self.close_connection = True
+                return
             self.send_header("content-length", str(len(answer.body)))
             self.end_headers()
             if answer.break_at is None:

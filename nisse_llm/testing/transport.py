@@ -74,9 +74,10 @@ def _finish(answer: ScriptedAnswer, request: httpx.Request, timed_out: bool) -> 
         raise httpx.RemoteProtocolError(
             "Server disconnected without sending a response.", request=request
         )
-    if answer.break_at is None:
+    if answer.break_at is None or answer.clean_cut:
+        body = answer.body if answer.break_at is None else answer.body[: answer.break_at]
         return httpx.Response(
-            answer.status, headers=list(answer.headers), content=answer.body, request=request
+            answer.status, headers=list(answer.headers), content=body, request=request
         )
     return httpx.Response(
         answer.status,

@@ -36,6 +36,7 @@ __all__ = [
     "Turn",
     "anthropic_failure",
     "cut_after",
+    "ended_after",
     "failure",
     "openai_failure",
     "reply",
@@ -63,6 +64,9 @@ class Reply:
     break_at: int | None = None
     #: Seconds of silence at ``break_at`` before the rest is sent (``None``: cut instead).
     stall_s: float | None = None
+    #: End a cut cleanly: no content-length, the connection closed after ``break_at`` bytes,
+    #: so the peer sees a body that simply ended (as from a server that stops early).
+    clean_cut: bool = False
 
 
 @dataclass(frozen=True)
@@ -115,6 +119,16 @@ def slow(turn: _T, seconds: float) -> _T:
 def cut_after(turn: Reply, at: int) -> Reply:
     """The same reply, its connection dropped after ``at`` bytes of the body (mid-stream)."""
     return dataclasses.replace(turn, break_at=at, stall_s=None)
+
+
+def ended_after(turn: Reply, at: int) -> Reply:
+    """The same reply, its body ended cleanly after ``at`` bytes: no error, just no more.
+
+    Unlike `cut_after` (a body short of its content-length, which the peer can tell),
+    the body is delimited by the connection's close, so nothing below the stream's own
+    events shows that the reply was cut.
+    """
+    return dataclasses.replace(turn, break_at=at, stall_s=None, clean_cut=True)
 
 
 def stalled_after(turn: Reply, at: int, seconds: float) -> Reply:

@@ -7,8 +7,6 @@ Responses tolerate unknown fields, nulls and block types the SDK never asks for;
 parser decides what those mean.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, NonNegativeInt, Tag
@@ -47,11 +45,11 @@ __all__ = [
 
 
 class _Request(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class _Response(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
 
 class AnthropicCacheControl(_Request):
@@ -214,7 +212,11 @@ class AnthropicThinkingConfig(_Request):
 
 
 class AnthropicMessagesRequest(_Request):
-    """A messages request body. Field order is wire order (see the module docstring)."""
+    """A messages request body. Field order is wire order (see the module docstring).
+
+    No ``temperature``, ``top_p`` or ``top_k``: API version 2026-10-21 removed them (a request
+    that sends any of them is a 400), as did the official SDK 2.x request types.
+    """
 
     model: str
     max_tokens: NonNegativeInt
@@ -225,9 +227,6 @@ class AnthropicMessagesRequest(_Request):
     thinking: AnthropicThinkingConfig | None = None
     metadata: AnthropicMetadata | None = None
     stop_sequences: list[str] | None = None
-    temperature: float | None = None
-    top_p: float | None = None
-    top_k: NonNegativeInt | None = None
     stream: bool | None = None
 
 

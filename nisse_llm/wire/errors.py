@@ -5,8 +5,6 @@ Messages route: ``{"type": "error", "error": {"type", "message"}, "request_id"}`
 LiteLLM may send ``type``/``param`` as the string ``"None"`` and ``code`` as a string.
 """
 
-from __future__ import annotations
-
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -17,7 +15,7 @@ __all__ = ["AnthropicErrorBody", "ErrorDetail", "ErrorInfo", "OpenAIErrorBody", 
 class ErrorDetail(BaseModel):
     """The inner ``error`` object of either shape (unknown fields tolerated)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     message: Any = None
     type: Any = None
@@ -28,7 +26,7 @@ class ErrorDetail(BaseModel):
 class OpenAIErrorBody(BaseModel):
     """``{"error": {...}}``: the chat route's and LiteLLM's own error shape."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     error: ErrorDetail
 
@@ -36,7 +34,7 @@ class OpenAIErrorBody(BaseModel):
 class AnthropicErrorBody(BaseModel):
     """``{"type": "error", "error": {...}}``: the messages route's error shape."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     type: str
     error: ErrorDetail
@@ -46,7 +44,7 @@ class AnthropicErrorBody(BaseModel):
 class ErrorInfo(BaseModel):
     """What an error body said, normalised: ``None`` where the body did not say."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     type: str | None = None
     message: str | None = None

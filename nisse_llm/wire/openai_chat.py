@@ -4,12 +4,13 @@ Request models forbid unknown fields and are dumped with
 ``model_dump_json(exclude_none=True)``: every optional field is ``None`` when unset, so
 it is left out of the body. ``cache_control`` (on text parts and tools) is LiteLLM's
 extension for Anthropic models, which it forwards as Anthropic cache breakpoints; the
-OpenAI API itself does not know it. Response models ignore fields they do not know and accept
+OpenAI API itself does not know it; nor does it know ``thinking``, LiteLLM's extension that it
+forwards as sent to Anthropic models (the renderer sends it instead of ``reasoning_effort``
+for those, see `nisse_llm.render._options`), nor ``thinking_blocks`` on an assistant message,
+which LiteLLM puts back at the head of the Anthropic message. Response models ignore fields they do not know and accept
 an explicit ``null`` wherever a field is optional (LiteLLM sends ``"tool_calls": null``,
 gateways add ``x_groq``, ``reasoning_details``, ``extra_content`` and more).
 """
-
-from __future__ import annotations
 
 from typing import Annotated, Any, Literal, TypeAlias
 
@@ -29,6 +30,7 @@ __all__ = [
     "OpenAIChatNamedToolChoice",
     "OpenAIChatNamedToolChoiceFunction",
     "OpenAIChatPromptTokensDetails",
+    "OpenAIChatReasoningEffort",
     "OpenAIChatRequest",
     "OpenAIChatResponse",
     "OpenAIChatResponseFunction",
@@ -37,6 +39,7 @@ __all__ = [
     "OpenAIChatStreamOptions",
     "OpenAIChatSystemMessage",
     "OpenAIChatTextPart",
+    "OpenAIChatThinking",
     "OpenAIChatTool",
     "OpenAIChatToolCall",
     "OpenAIChatToolChoice",
@@ -48,11 +51,11 @@ __all__ = [
 
 
 class _Request(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class _Response(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
 
 
 # --- request ---------------------------------------------------------------------------
@@ -129,6 +132,8 @@ class OpenAIChatAssistantMessage(_Request):
     role: Literal["assistant"] = "assistant"
     content: str | list[OpenAIChatTextPart] | None = None
     tool_calls: list[OpenAIChatToolCall] | None = None
+    #: LiteLLM: Anthropic thinking blocks, replayed verbatim at the head of the message.
+    thinking_blocks: list[dict[str, Any]] | None = None
 
 
 class OpenAIChatToolMessage(_Request):
@@ -180,6 +185,17 @@ class OpenAIChatNamedToolChoice(_Request):
 OpenAIChatToolChoice: TypeAlias = Literal["none", "auto", "required"] | OpenAIChatNamedToolChoice
 
 
+class OpenAIChatThinking(_Request):
+    """LiteLLM's ``thinking`` for Anthropic models: ``enabled`` with a budget, or ``disabled``."""
+
+    type: Literal["enabled", "disabled"]
+    budget_tokens: Annotated[int, Field(ge=1024)] | None = None
+
+
+#: The effort levels the renderer sends (the API knows more: ``minimal``, ``xhigh``...).
+OpenAIChatReasoningEffort: TypeAlias = Literal["none", "low", "medium", "high"]
+
+
 class OpenAIChatStreamOptions(_Request):
     """Streaming options: ask for a final chunk with usage."""
 
@@ -194,6 +210,12 @@ class OpenAIChatRequest(_Request):
     tools: list[OpenAIChatTool] | None = None
     tool_choice: OpenAIChatToolChoice | None = None
     max_tokens: int | None = None
+    parallel_tool_calls: bool | None = None
+    stop: list[str] | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    reasoning_effort: OpenAIChatReasoningEffort | None = None
+    thinking: OpenAIChatThinking | None = None
     stream: bool | None = None
     stream_options: OpenAIChatStreamOptions | None = None
 

@@ -9,6 +9,7 @@ import pytest
 
 from nisse_llm.canonical import CanonicalEvent, Completion
 from nisse_llm.clients import AnthropicPassthroughClient, LiteLLMClient
+from nisse_llm.options import RequestOptions
 from nisse_llm.streaming import StreamDelta
 from tests.clients.harness import EVENTS, MODEL
 from tests.clients.stream_upstream import StreamingUpstream, serve
@@ -32,6 +33,7 @@ async def read_stream(
     *,
     model: str | None = None,
     seen: list[StreamDelta] | None = None,
+    options: RequestOptions | None = None,
 ) -> tuple[list[StreamDelta], Completion]:
     """Stream one reply to its end: the deltas in order and the completion.
 
@@ -41,11 +43,11 @@ async def read_stream(
     deltas = seen if seen is not None else []
     args = (EVENTS if events is None else events, tools, model or MODEL[client.route])
     if is_sync(client):
-        with client.stream(*args) as stream:
+        with client.stream(*args, options=options) as stream:
             for delta in stream:
                 deltas.append(delta)
     else:
-        async with client.stream(*args) as stream:
+        async with client.stream(*args, options=options) as stream:
             async for delta in stream:
                 deltas.append(delta)
     return deltas, stream.completion

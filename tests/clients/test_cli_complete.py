@@ -146,3 +146,57 @@ def test_console_script_runs(config: str, server: LoopbackServer) -> None:
         '{"error": {"message": "down", '
         '"type": "None", "param": "None", "code": "503"}}'
     ]
+
+
+def test_request_option_flags_reach_the_body(
+    config: str, server: LoopbackServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--reasoning, --max-output-tokens, --tool-choice, --temperature map as RequestOptions do."""
+    argv = ["complete", "--config", config, "--max-output-tokens", "6000", "--reasoning"]
+    assert main([*argv, "high", "--role", "planner", "--tool-choice", "none", "hi"]) == 0
+    assert main([*argv, "2000", "--role", "executor", "--temperature", "0.25", "hi"]) == 0
+    assert main([*argv, "off", "--role", "planner", "--stream", "hi"]) == 0
+    capsys.readouterr()
+    planner, executor, streamed = (seen.json() for seen in server.requests)
+    assert planner["max_tokens"] == 6000
+    assert planner["thinking"] == {"type": "enabled", "budget_tokens": 3000}
+    assert "tool_choice" not in planner  # no tools: "none" sends nothing
+    assert executor["max_tokens"] == 6000
+    assert executor["reasoning_effort"] == "low"
+    assert executor["temperature"] == 0.25
+    assert streamed["thinking"] == {"type": "disabled"}
+    assert streamed["stream"] is True
+
+
+@pytest.mark.parametrize(
+    ("flags", "words"),
+    [
+        (["--reasoning", "extreme"], "argument --reasoning: invalid value 'extreme'"),
+        (["--max-output-tokens", "0"], "argument --max-output-tokens: invalid value '0'"),
+        (["--temperature", "2.5"], "less than or equal to 2"),
+        (["--temperature", "warm"], "argument --temperature: invalid value 'warm'"),
+        (["--tool-choice", "two words"], "argument --tool-choice: invalid value"),
+    ],
+)
+def test_invalid_option_flags_exit_2_and_send_nothing(
+    flags: list[str],
+    words: str,
+    config: str,
+    server: LoopbackServer,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["complete", "--role", "executor", "--config", config, *flags, "hi"]) == 2
+    assert words in capsys.readouterr().err
+    assert server.requests == []
+
+
+def test_a_flag_combination_the_model_refuses_exits_1_and_sends_nothing(
+    config: str, server: LoopbackServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Temperature for the Anthropic planner is refused before sending, saying why."""
+    assert (
+        main(["complete", "--role", "planner", "--config", config, "--temperature", "0", "x"]) == 1
+    )
+    err = capsys.readouterr().err
+    assert "temperature cannot be sent to an Anthropic model" in err
+    assert server.requests == []

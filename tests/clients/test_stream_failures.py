@@ -281,17 +281,17 @@ async def test_a_500_before_the_first_byte_is_upstream_unavailable_not_an_interr
 
 
 @pytest.mark.parametrize(("route", "mode"), CASES, ids=CASE_IDS)
-async def test_a_plain_json_answer_to_a_stream_request_is_the_same_reply_without_deltas(
+async def test_a_plain_json_answer_to_a_stream_request_is_the_same_reply_with_its_deltas(
     upstream: StreamingUpstream, route: Route, mode: Mode
 ) -> None:
-    """A server that ignores "stream": true still gives the reply complete() would, with no deltas."""
+    """A server that ignores "stream": true gives the reply complete() would, and its text delta."""
     upstream.plan(Error(200, json.dumps(_plain(route)).encode()))
     client = make_client(route, mode, upstream.base_url, sleep=SleepLog())
     try:
         deltas, completion = await read_stream(client)
     finally:
         await close(client)
-    assert deltas == []
+    assert deltas == [TextDelta(_plain_text(route), _plain_text(route))]
     assert completion.events[0].text == _plain_text(route)  # type: ignore[union-attr]
     assert client.last_usage == completion.usage
 

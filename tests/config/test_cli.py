@@ -281,3 +281,39 @@ def test_the_installed_script_checks_the_example(tmp_path: Path) -> None:
     ]
     assert _role_table(result.stdout) == EXAMPLE_TABLE
     assert "Traceback" not in result.stderr
+
+
+def test_config_check_and_show_print_role_profiles(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A role with a profile adds an options column to check and to show."""
+    planner = {"model": "openai/gpt-5", "reasoning": "high", "max_output_tokens": 32000}
+    path = write_config(tmp_path / "c.toml", complete(roles={"planner": planner}))
+    code, out, _ = _run(["config", "check", "--config", str(path)], capsys)
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[2].split() == ["role", "model", "route", "source", "options"]
+    assert lines[4].startswith("planner     openai/gpt-5       openai_chat         file ")
+    assert lines[4].endswith('  max_output_tokens=32000 reasoning="high"')
+    assert lines[3].endswith("line 5")  # no options: nothing after the source
+    assert any(line.split()[:2] == ["roles.planner.reasoning", "high"] for line in lines)
+    code, out, _ = _run(["config", "show", "--config", str(path)], capsys)
+    assert code == 0
+    (shown,) = [line for line in out.splitlines() if line.startswith("  planner ")]
+    assert shown.endswith('  max_output_tokens=32000 reasoning="high"')
+    code, out, _ = _run(["config", "show", "--json", "--config", str(path)], capsys)
+    assert json.loads(out)["record"]["roles"]["planner"]["options"] == {
+        "max_output_tokens": 32000,
+        "reasoning": "high",
+    }
+
+
+def test_config_check_refuses_an_invalid_profile(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    planner = {"model": "claude-opus-4-1", "reasoning": "high", "tool_choice": "required"}
+    path = write_config(tmp_path / "c.toml", complete(roles={"planner": planner}))
+    code, out, err = _run(["config", "check", "--config", str(path)], capsys)
+    assert (code, out) == (2, "")
+    assert "roles.planner.reasoning (env NISSE_ROLE_PLANNER_REASONING)" in err
+    assert "no forced tool" in err

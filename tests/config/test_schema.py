@@ -92,6 +92,17 @@ def test_every_key_is_described_with_its_environment_variable() -> None:
         for key, prop in definition["properties"].items():
             described[f"{table}.{key}"] = prop["description"]
     assert schema["additionalProperties"] is False
+    # A role table's options share one definition: its descriptions name the variable pattern.
+    profile = schema["$defs"]["RoleProfile"]
+    assert profile["additionalProperties"] is False
+    for role in ("executor", "planner", "delegate", "consultant"):
+        for key, prop in profile["properties"].items():
+            if key != "model":
+                pattern = f"NISSE_ROLE_<ROLE>_{key.upper()}"
+                assert prop["description"].endswith(f" Environment variable: {pattern}.")
+                described[f"roles.{role}.{key}"] = prop["description"].replace(
+                    "<ROLE>", role.upper()
+                )
     assert set(described) == set(ENV_VARS)
     for key, description in described.items():
         assert description.endswith(f" Environment variable: {ENV_VARS[key]}.")

@@ -350,7 +350,7 @@ def test_max_tokens_is_sent_when_given() -> None:
     events = [UserText(text="hi")]
     assert CHAT.render(events, None, MODEL, max_tokens=2048)["max_tokens"] == 2048
     assert "max_tokens" not in CHAT.render(events, None, MODEL)
-    with pytest.raises(RenderError, match="max_tokens must be at least 1, got 0"):
+    with pytest.raises(RenderError, match="max_tokens must be a positive number, not 0"):
         CHAT.render_bytes(events, None, MODEL, max_tokens=0)
 
 

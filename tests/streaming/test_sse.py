@@ -217,3 +217,51 @@ def test_encoded_events_decode_to_themselves(
         last_id = event.id if event.id is not None else last_id
         expected.append(ServerSentEvent(data=event.data, event=event.event, id=last_id))
     assert decoded == expected
+
+
+def decode_by_lines(*chunks: bytes) -> list[ServerSentEvent]:
+    """The events the line-by-line rules yield (a leading CR puts the decoder on them)."""
+    decoder = SSEDecoder()
+    events = decoder.feed(b"\r\n")  # a blank line: dispatches nothing
+    for chunk in chunks:
+        events.extend(decoder.feed(chunk))
+    decoder.close()
+    return events
+
+
+# Raw streams made of the pieces that matter to the event-cutting fast path.
+_PIECES = st.sampled_from(
+    [
+        b"data: {}",
+        b"data: x",
+        b"data:y",
+        b"data: ",
+        b"data",
+        b"event: ping",
+        b"event:e",
+        b"event: ",
+        b"id: 7",
+        b"id",
+        b": keep-alive",
+        b"retry: 10",
+        b"other: z",
+        b"\xc3\xa9",
+        b"\xff",
+        b"\n",
+        b"\n",
+        b"\n\n",
+        b" ",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(pieces=st.lists(_PIECES, max_size=30), data=st.data())
+def test_cutting_at_blank_lines_agrees_with_the_line_rules(
+    pieces: list[bytes], data: st.DataObject
+) -> None:
+    """Any LF-only stream, split anywhere, decodes as the line-by-line rules decode it."""
+    stream = b"".join(pieces)
+    cuts = data.draw(st.lists(st.integers(0, len(stream)), max_size=12))
+    chunks = split_at(stream, cuts)
+    assert decode(*chunks) == decode_by_lines(stream) == decode_by_lines(*chunks)

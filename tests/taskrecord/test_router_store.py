@@ -232,3 +232,36 @@ def test_a_router_begins_its_store_and_refuses_another_tasks(tmp_path: Path) -> 
     with pytest.raises(TaskPinMismatch):
         RoleRouter.from_pin(make_pin(), store=other, transport=ScriptedTransport(script))
     assert script.requests == []
+
+
+def test_typed_answers_and_options_are_recorded_under_their_role(tmp_path: Path) -> None:
+    """`complete_as` (with a repair) and calls with per-call options leave one record per
+    call made, each under the role it was made for."""
+    from pydantic import BaseModel
+
+    from nisse_llm.options import RequestOptions
+    from nisse_llm.testing import ToolUse
+
+    class Plan(BaseModel):
+        steps: list[str]
+
+    path = tmp_path / "task.jsonl"
+    script = (
+        Script()
+        .messages(
+            reply(ToolUse("Plan", {"steps": "not a list"}), usage=Tokens(input=10, output=1)),
+            reply(ToolUse("Plan", {"steps": ["read", "fix"]}), usage=Tokens(input=20, output=2)),
+        )
+        .chat(reply("ok", usage=Tokens(input=30, output=3)))
+    )
+    pin = make_pin()
+    with RoleRouter.from_pin(pin, store=LogStore(path), transport=ScriptedTransport(script)) as llm:
+        typed = llm.complete_as(Plan, "planner", [UserText(text="plan")], None, repair_attempts=1)
+        llm.complete("executor", [UserText(text="go")], None, options=RequestOptions(temperature=0))
+
+    assert typed.value == Plan(steps=["read", "fix"])
+    assert [(c.role, c.usage.input, c.outcome) for c in _calls(path)] == [
+        ("planner", 10, "ok"),
+        ("planner", 20, "ok"),
+        ("executor", 30, "ok"),
+    ]

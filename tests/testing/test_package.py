@@ -12,8 +12,8 @@ PUBLIC = {
     "RedactedThinking", "Reply", "RequestPredicate", "Script", "ScriptExhausted", "ScriptedAnswer", "ScriptedCall",
     "ScriptedClient", "ScriptedServer", "ScriptedTransport", "Text", "Thinking", "Tokens",
     "ToolUse", "Turn", "anthropic_error_body", "anthropic_failure", "anthropic_message_body",
-    "cut_after", "failure", "openai_chat_body", "openai_error_body", "openai_failure", "reply",
-    "route_of_path", "slow", "stalled_after", "truncated",
+    "cut_after", "ended_after", "failure", "openai_chat_body", "openai_error_body",
+    "openai_failure", "reply", "route_of_path", "slow", "stalled_after", "truncated",
 }  # fmt: skip
 
 

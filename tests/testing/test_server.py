@@ -12,7 +12,10 @@ from nisse_llm.testing import (
     Disconnect,
     Script,
     ScriptedServer,
+    ScriptedTransport,
     Thinking,
+    cut_after,
+    ended_after,
     openai_failure,
     reply,
     slow,
@@ -105,3 +108,23 @@ def test_stop_releases_the_port_and_interrupts_delays() -> None:
         assert sock.connect_ex(("127.0.0.1", port)) != 0
     with pytest.raises(RuntimeError, match="not running"):
         _ = server.port
+
+
+def test_a_clean_cut_ends_the_body_without_an_error_and_a_broken_one_raises() -> None:
+    """`ended_after` closes a body with no length at an event boundary; `cut_after` breaks it."""
+    text = "word " * 400
+    stream = {**CHAT, "stream": True}
+    script = Script().chat(ended_after(reply(text), 2_000), cut_after(reply(text), 2_000))
+    with ScriptedServer(script) as server, httpx.Client(base_url=server.base_url) as http:
+        ended = http.post("/chat/completions", json=stream)
+        assert "content-length" not in ended.headers
+        assert ended.content.endswith(b"\n\n")
+        assert len(ended.content) <= 2_000
+        assert b"[DONE]" not in ended.content
+        with pytest.raises(httpx.RemoteProtocolError):
+            http.post("/chat/completions", json=stream)
+    in_process = Script().chat(ended_after(reply(text), 2_000))
+    with httpx.Client(transport=ScriptedTransport(in_process)) as http:
+        same = http.post("http://upstream.test/chat/completions", json=stream)
+    assert same.content.endswith(b"\n\n")
+    assert len(same.content) <= 2_000

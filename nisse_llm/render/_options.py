@@ -1,0 +1,227 @@
+"""Request options -> the fields of each route's request body (pure, no I/O).
+
+Both renderers call this module for everything `RequestOptions` sets: the output ceiling,
+reasoning, sampling, stop sequences and tool choice. The rules a combination must keep
+are `nisse_llm.option_rules`' (each cites its provider documentation); a broken one is a
+`RenderError` naming the options and the rule, raised before anything is sent.
+
+Mapping (the README's "Request options" table says the same):
+
+- ``max_output_tokens``: ``max_tokens`` on both routes; it wins over the client's default.
+- ``reasoning``: on the messages route ``thinking: {type: enabled, budget_tokens}`` (a level
+  becomes `EFFORT_BUDGETS`' budget, capped at half the ceiling), ``"off"`` is ``thinking:
+  {type: disabled}``. On the chat route an Anthropic model gets the same explicit
+  ``thinking`` (LiteLLM forwards it as sent; it would turn ``reasoning_effort: high`` into a
+  4,096-token budget even above ``max_tokens``) and ``"off"`` sends nothing (the proxy
+  refuses ``thinking`` for entries it does not know as reasoning models); an OpenAI model
+  gets ``reasoning_effort`` (a budget becomes a level, `effort_for_budget`). Thinking is
+  left out of a request that continues a tool loop whose last assistant turn carries no
+  thinking block of the request model (it was made without thinking, or by another model):
+  Anthropic refuses that pair ("When thinking is enabled, a final assistant message must
+  start with a thinking block"); the rules are still checked, and the next turn thinks.
+- ``temperature``, ``top_p``: sent to OpenAI models only (the chat route); refused for
+  Anthropic models on either route.
+- ``stop``: ``stop`` on the chat route, ``stop_sequences`` on the messages route; an empty
+  list sends nothing (a call can clear a profile's sequences with ``stop=()``).
+- ``tool_choice``: chat ``"auto"``/``"none"``/``"required"`` or ``{type: function, function:
+  {name}}``; messages ``{type: auto|none|any|tool}``. With no tools passed, ``"auto"`` and
+  ``"none"`` send nothing (a log with calls still gets its stub tools and ``none``).
+- ``parallel_tool_calls``: chat ``parallel_tool_calls``; messages
+  ``disable_parallel_tool_use`` (its negation) inside ``tool_choice`` (``auto`` when no
+  choice is set). Sent only with tools passed and a choice other than ``none``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from nisse_llm.canonical import DEFAULT_MAX_OUTPUT_TOKENS
+from nisse_llm.errors import RenderError
+from nisse_llm.option_rules import (
+    Family,
+    Violation,
+    effort_for_budget,
+    is_anthropic_model,
+    model_violations,
+    thinking_budget,
+    tool_violations,
+)
+from nisse_llm.options import RequestOptions
+from nisse_llm.wire.anthropic_messages import (
+    AnthropicThinkingConfig,
+    AnthropicToolChoice,
+    AnthropicToolChoiceAny,
+    AnthropicToolChoiceAuto,
+    AnthropicToolChoiceNone,
+    AnthropicToolChoiceTool,
+)
+from nisse_llm.wire.openai_chat import (
+    OpenAIChatNamedToolChoice,
+    OpenAIChatNamedToolChoiceFunction,
+    OpenAIChatRequest,
+    OpenAIChatThinking,
+)
+
+__all__ = ["MessagesFields", "chat_fields", "chat_replays_thinking", "messages_fields"]
+
+_NO_OPTIONS = RequestOptions()
+#: The chat request's fields this module sets, in wire order (the byte path relies on it).
+CHAT_FIELDS: tuple[str, ...] = tuple(
+    name
+    for name in OpenAIChatRequest.model_fields
+    if name not in ("model", "messages", "tools", "stream", "stream_options")
+)
+
+
+def _refuse(problems: list[Violation], options: RequestOptions, model: str) -> None:
+    if problems:
+        shown = options.model_dump(exclude_none=True, mode="json")
+        raise RenderError(
+            f"request options {shown} cannot be sent to {model!r}: "
+            + "; ".join(problem.reason for problem in problems)
+        )
+
+
+def _ceiling(options: RequestOptions, max_tokens: int | None) -> int | None:
+    ceiling = options.max_output_tokens if options.max_output_tokens is not None else max_tokens
+    if ceiling is not None and ceiling < 1:
+        raise RenderError(f"max_tokens must be a positive number, not {ceiling}")
+    return ceiling
+
+
+@dataclass(frozen=True, slots=True)
+class MessagesFields:
+    """The messages request's fields that options decide."""
+
+    max_tokens: int
+    tool_choice: AnthropicToolChoice | None
+    thinking: AnthropicThinkingConfig | None
+    stop_sequences: list[str] | None
+
+
+def messages_fields(
+    options: RequestOptions | None,
+    *,
+    model: str,
+    max_tokens: int | None,
+    tools: Sequence[str],
+    stubbed: bool,
+    unthought_loop: bool = False,
+) -> MessagesFields:
+    """The messages route's fields for ``options`` (`RenderError` for a broken rule).
+
+    ``max_tokens`` is the client's default ceiling, ``tools`` the names of the tools the
+    caller passed (none when ``stubbed``: the request declares stubs for the log's calls).
+    ``unthought_loop``: the request continues a tool loop whose last assistant turn has no
+    thinking of this model, so thinking is left out of it (module docstring).
+    Every model on this route is served by Anthropic's API.
+    """
+    opts = options or _NO_OPTIONS
+    ceiling = _ceiling(opts, max_tokens)
+    if ceiling is None:
+        ceiling = DEFAULT_MAX_OUTPUT_TOKENS
+    problems = model_violations(
+        opts, family="anthropic", route="anthropic_messages", ceiling=ceiling
+    )
+    problems += tool_violations(opts, tools)
+    _refuse(problems, opts, model)
+    thinking: AnthropicThinkingConfig | None = None
+    if opts.reasoning is not None:
+        budget = thinking_budget(opts.reasoning, ceiling)
+        if budget is None:
+            thinking = AnthropicThinkingConfig(type="disabled")
+        elif not unthought_loop:
+            thinking = AnthropicThinkingConfig(type="enabled", budget_tokens=budget)
+    return MessagesFields(
+        max_tokens=ceiling,
+        tool_choice=AnthropicToolChoiceNone() if stubbed else _anthropic_choice(opts, tools),
+        thinking=thinking,
+        stop_sequences=list(opts.stop) if opts.stop else None,
+    )
+
+
+def _anthropic_choice(opts: RequestOptions, tools: Sequence[str]) -> AnthropicToolChoice | None:
+    choice, parallel = opts.tool_choice, opts.parallel_tool_calls
+    if not tools:
+        return None
+    if choice == "none":
+        return AnthropicToolChoiceNone()
+    disable = None if parallel is None else not parallel
+    if choice == "required":
+        return AnthropicToolChoiceAny(disable_parallel_tool_use=disable)
+    if choice is not None and choice != "auto":
+        return AnthropicToolChoiceTool(name=choice, disable_parallel_tool_use=disable)
+    if choice is None and parallel is None:
+        return None
+    return AnthropicToolChoiceAuto(disable_parallel_tool_use=disable)
+
+
+def chat_replays_thinking(
+    options: RequestOptions | None, model: str, prefixes: tuple[str, ...] = ()
+) -> bool:
+    """Whether a chat request enables Anthropic thinking, so the model's own thinking blocks
+    go back with its turns (``thinking_blocks``): with thinking on, Anthropic refuses a tool
+    loop whose last assistant turn does not start with its thinking ("Expected thinking or
+    redacted_thinking, but found tool_use"), and LiteLLM forwards the pair as is."""
+    return (
+        options is not None
+        and options.reasoning is not None
+        and options.reasoning != "off"
+        and is_anthropic_model(model, prefixes)
+    )
+
+
+def chat_fields(
+    options: RequestOptions | None,
+    *,
+    model: str,
+    max_tokens: int | None,
+    tools: Sequence[str],
+    stubbed: bool,
+    prefixes: tuple[str, ...] = (),
+    unthought_loop: bool = False,
+) -> dict[str, Any]:
+    """The chat route's fields for ``options``, in wire order, unset ones left out
+    (`RenderError` for a broken rule). ``prefixes`` are the operator's passthrough prefixes
+    (a model routed by one is an Anthropic model); ``unthought_loop`` as for
+    `messages_fields` (Anthropic models only)."""
+    opts = options or _NO_OPTIONS
+    ceiling = _ceiling(opts, max_tokens)
+    family: Family = "anthropic" if is_anthropic_model(model, prefixes) else "openai"
+    problems = model_violations(
+        opts,
+        family=family,
+        route="openai_chat",
+        ceiling=DEFAULT_MAX_OUTPUT_TOKENS if ceiling is None else ceiling,
+    )
+    problems += tool_violations(opts, tools)
+    _refuse(problems, opts, model)
+    fields: dict[str, Any] = {}
+    choice = opts.tool_choice
+    if stubbed:
+        fields["tool_choice"] = "none"
+    elif tools and choice is not None:
+        fields["tool_choice"] = (
+            choice
+            if choice in ("auto", "none", "required")
+            else OpenAIChatNamedToolChoice(function=OpenAIChatNamedToolChoiceFunction(name=choice))
+        )
+    if opts.reasoning is not None and opts.reasoning != "off" and family == "anthropic":
+        if ceiling is None:  # the budget is checked against this ceiling: send it
+            ceiling = DEFAULT_MAX_OUTPUT_TOKENS
+        budget = thinking_budget(opts.reasoning, ceiling)
+        if not unthought_loop:
+            fields["thinking"] = OpenAIChatThinking(type="enabled", budget_tokens=budget)
+    elif opts.reasoning is not None:
+        fields["reasoning_effort"] = effort_for_budget(opts.reasoning)
+    if ceiling is not None:
+        fields["max_tokens"] = ceiling
+    if tools and choice != "none" and opts.parallel_tool_calls is not None:
+        fields["parallel_tool_calls"] = opts.parallel_tool_calls
+    if opts.stop:
+        fields["stop"] = list(opts.stop)
+    fields["temperature"] = opts.temperature
+    fields["top_p"] = opts.top_p
+    return {name: fields[name] for name in CHAT_FIELDS if fields.get(name) is not None}
