@@ -28,6 +28,7 @@ from nisse_llm.canonical import (
 from nisse_llm.errors import (
     BudgetExhausted,
     ConfigError,
+    ContextWindowExceeded,
     LLMError,
     ModelRefusal,
     OutputValidationError,
@@ -60,6 +61,8 @@ if TYPE_CHECKING:
         load_settings,
     )
     from nisse_llm.logstore import LogStore, TaskHeaderMissing, TaskPinMismatch
+    from nisse_llm.models_info import Headroom, ModelInfo
+    from nisse_llm.online import OnlineReport, acheck_online, check_online
     from nisse_llm.options import RequestOptions
     from nisse_llm.profiles import RoleProfile
     from nisse_llm.render._cache import PromptCache
@@ -93,6 +96,11 @@ _LAZY = {
     "ResumedTask": "nisse_llm.taskrecord",
     "UsageTotal": "nisse_llm.taskrecord",
     "UsageTotals": "nisse_llm.taskrecord",
+    "OnlineReport": "nisse_llm.online",
+    "check_online": "nisse_llm.online",
+    "acheck_online": "nisse_llm.online",
+    "Headroom": "nisse_llm.models_info",
+    "ModelInfo": "nisse_llm.models_info",
     "RequestOptions": "nisse_llm.options",
     "RoleProfile": "nisse_llm.profiles",
     "OpenAIChatRenderer": "nisse_llm.render.openai_chat",
@@ -131,13 +139,17 @@ __all__ = [
     "CanonicalEvent",
     "Completion",
     "ConfigError",
+    "ContextWindowExceeded",
+    "Headroom",
     "Image",
     "ImageError",
     "InsecureConfigFileWarning",
     "LLMError",
     "LiteLLMClient",
     "LogStore",
+    "ModelInfo",
     "ModelRefusal",
+    "OnlineReport",
     "OpenAIChatRenderer",
     "OutputValidationError",
     "PartialReply",
@@ -174,6 +186,8 @@ __all__ = [
     "UsageTotals",
     "UserImage",
     "UserText",
+    "acheck_online",
+    "check_online",
     "has_native_adapter",
     "load_settings",
     "mint_call_id",

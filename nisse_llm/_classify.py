@@ -1,8 +1,9 @@
 """Classify a non-2xx proxy reply: retry it, or raise which error (pure: no I/O, no httpx).
 
 Order matters: a budget refusal is recognised first, at any status, so it is never
-retried; then a 429 is retried (or not); then 5xx/408 are the upstream's fault and
-every other status is the request's.
+retried; then a 429 is retried (or not); then a context-window refusal (by its wording,
+at any other status) is `ContextWindowExceeded`; then 5xx/408 are the upstream's fault
+and every other status is the request's.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import TypedDict
 
-from nisse_llm.errors import BudgetExhausted, LLMError, UpstreamUnavailable
+from nisse_llm._overflow import read_overflow
+from nisse_llm.errors import BudgetExhausted, ContextWindowExceeded, LLMError, UpstreamUnavailable
 from nisse_llm.wire.errors import ErrorInfo, read_error
 
 __all__ = [
@@ -171,6 +173,18 @@ def classify_failure(
                 **details,
             )
         return Retry(policy.wait_s if asked is None else asked)
+    overflow = read_overflow(
+        info.message if info is not None and info.message else body.decode("utf-8", "replace"),
+        error_type=error_type,
+        code=info.code if info is not None else None,
+    )
+    if overflow is not None:
+        return ContextWindowExceeded(
+            f"{where}: the request exceeds the model's context window ({status}): {said}",
+            limit_tokens=overflow.limit_tokens,
+            requested_tokens=overflow.requested_tokens,
+            **details,
+        )
     if status >= 500 or status == 408:
         return UpstreamUnavailable(f"{where}: upstream unavailable ({status}): {text}", **details)
     return LLMError(f"{where}: request rejected ({status}): {text}", **details)

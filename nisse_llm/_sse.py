@@ -12,6 +12,11 @@ bytes are cut at blank lines (``\\n\\n``) into whole events, and an event that i
 ``data:`` line, optionally after one ``event:`` line (nearly every event of a reply),
 is taken without a line loop. Anything else in an event goes through the line rules,
 and the first CR switches the stream to them for good.
+
+Bounded: an event whose bytes pass `MAX_EVENT_BYTES` before its blank line, a line
+longer than `MAX_LINE_BYTES`, or an event whose data lines add up to more than
+`MAX_EVENT_BYTES` raises `EventTooLarge` (a server flooding one line or one event must
+not grow memory until the reply's size cap).
 """
 
 from __future__ import annotations
@@ -19,9 +24,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TypeAlias
 
-__all__ = ["RawEvent", "SSEDecoder", "ServerSentEvent"]
+__all__ = [
+    "MAX_EVENT_BYTES",
+    "MAX_LINE_BYTES",
+    "EventTooLarge",
+    "RawEvent",
+    "SSEDecoder",
+    "ServerSentEvent",
+]
 
 _BOM = b"\xef\xbb\xbf"
+#: Longest line accepted (a whole reply in one ``data:`` line fits: some servers send one).
+MAX_LINE_BYTES = 16 * 1024 * 1024
+#: Most bytes one event may carry before its blank line (its data lines joined, by lines).
+MAX_EVENT_BYTES = 16 * 1024 * 1024
+
+
+class EventTooLarge(ValueError):
+    """A line or an event of the stream passed its size limit."""
+
 
 #: One dispatched event before decoding: its type ("" when unnamed), data bytes, last id.
 RawEvent: TypeAlias = tuple[str, bytes, str | None]
@@ -45,6 +66,7 @@ class SSEDecoder:
         "_last_id",
         "_lines",
         "_names",
+        "_parked",
         "_partial",
         "_skip_lf",
         "_started",
@@ -55,6 +77,7 @@ class SSEDecoder:
         # Bytes not yet dispatched: since the last blank line (by events), or of a line
         # whose end has not arrived yet (by lines).
         self._partial: list[bytes] = []
+        self._parked = 0  # their total length
         self._lines = False  # a CR was seen: decode line by line from now on
         self._skip_lf = False  # the last chunk ended in CR: a leading LF completes a CRLF
         self._started = False  # past the (optional) BOM
@@ -91,6 +114,7 @@ class SSEDecoder:
             self._lines = True
             pending = b"".join(self._partial)
             self._partial = []
+            self._parked = 0
             return self._feed_lines(pending + chunk)
         partial = self._partial
         if b"\n\n" not in chunk and not (
@@ -99,6 +123,7 @@ class SSEDecoder:
             # No event ends here: park it (joined once, not per chunk, so a long event
             # arriving in tiny chunks stays linear).
             partial.append(chunk)
+            self._park(len(chunk), MAX_EVENT_BYTES, "an event")
             return []
         if partial:
             partial.append(chunk)
@@ -106,8 +131,10 @@ class SSEDecoder:
             self._partial = partial = []
         blocks = chunk.split(b"\n\n")
         tail = blocks.pop()  # empty when the chunk ends with its event
+        self._parked = 0
         if tail:
             partial.append(tail)
+            self._park(len(tail), MAX_EVENT_BYTES, "an event")
         events: list[RawEvent] = []
         names = self._names
         for block in blocks:
@@ -132,6 +159,7 @@ class SSEDecoder:
     def close(self) -> None:
         """End of stream: any undispatched event is discarded, as the standard requires."""
         self._partial = []
+        self._parked = 0
         self._data = []
         self._event = ""
         self._skip_lf = False
@@ -155,21 +183,31 @@ class SSEDecoder:
                     return []
         if b"\n" not in chunk and b"\r" not in chunk:
             self._partial.append(chunk)
+            self._park(len(chunk), MAX_LINE_BYTES, "a line")
             return []
         if self._partial:
             self._partial.append(chunk)
             chunk = b"".join(self._partial)
             self._partial = []
+        self._parked = 0
         ends = chunk.splitlines(keepends=True)
         last = ends[-1]
         if last.endswith(b"\r"):
             self._skip_lf = True
         elif not last.endswith(b"\n"):
             self._partial.append(ends.pop())
+            self._park(len(self._partial[-1]), MAX_LINE_BYTES, "a line")
         events: list[RawEvent] = []
         for line in ends:
             self._line(line.rstrip(b"\r\n"), events)
+        if self._data and sum(map(len, self._data)) > MAX_EVENT_BYTES:
+            raise EventTooLarge(f"an event of the stream passed {MAX_EVENT_BYTES} bytes of data")
         return events
+
+    def _park(self, size: int, limit: int, what: str) -> None:
+        self._parked += size
+        if self._parked > limit:
+            raise EventTooLarge(f"{what} of the stream passed {limit} bytes")
 
     def _line(self, line: bytes, events: list[RawEvent]) -> None:
         if not line:

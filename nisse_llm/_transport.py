@@ -36,16 +36,22 @@ from typing import Final, NoReturn, Protocol
 import httpx
 from pydantic import SecretStr
 
+from nisse_llm._callinfo import call_info, priced, usage_keywords
 from nisse_llm._classify import RateLimitPolicy, Retry, classify_failure, redact
+from nisse_llm._egress import check_base_url, check_token, watch_token
+from nisse_llm._limits import ACCEPT_ENCODING, DeadlineExceeded, ReplyTooLarge
+from nisse_llm._sse import EventTooLarge
 from nisse_llm.canonical import (
     DEFAULT_MAX_OUTPUT_TOKENS,
+    CallInfo,
     CanonicalEvent,
     Completion,
     LogLike,
     ToolLike,
     Usage,
 )
-from nisse_llm.errors import LLMError, StreamInterrupted, UpstreamUnavailable
+from nisse_llm.errors import ConfigError, LLMError, StreamInterrupted, UpstreamUnavailable
+from nisse_llm.models_info import ModelInfo
 from nisse_llm.options import RequestOptions
 from nisse_llm.render import Renderer
 from nisse_llm.render._cache import PromptCache
@@ -75,7 +81,9 @@ logger.addHandler(logging.NullHandler())
 router_role: ContextVar[str | None] = ContextVar("nisse_llm_router_role", default=None)
 
 #: Called once per successful call with its usage and the model the request named, on the
-#: caller's thread or task; an exception it raises reaches the caller.
+#: caller's thread or task; an exception it raises reaches the caller. A callback that also
+#: declares ``role`` and/or ``call`` keywords (or ``**kwargs``) receives the router role
+#: the call went through (None outside a router) and its `CallInfo`.
 UsageCallback = Callable[[Usage, str], None]
 
 #: Called once when a call ends, before it returns or raises: with the call, its usage
@@ -147,19 +155,24 @@ class Core:
 
     __slots__ = (
         "_token",
+        "base_url",
         "endpoint",
         "headers",
+        "last_call",
         "last_usage",
         "max_tokens",
+        "model_infos",
         "on_call",
         "on_usage",
         "policy",
+        "preflight",
         "prompt_cache",
         "renderer",
         "route",
         "timeout_s",
         "token_source",
         "url",
+        "usage_keywords",
         "where",
     )
 
@@ -174,12 +187,21 @@ class Core:
         policy: RateLimitPolicy,
         on_usage: UsageCallback | None,
         prompt_cache: PromptCache | bool | None = True,
+        preflight: bool = False,
     ) -> None:
         self._token = token if isinstance(token, SecretStr) else SecretStr(token)
+        if self.token:
+            check_token(self.token)
+            watch_token(self.token)
         self.route = route
-        self.url = base_url.rstrip("/") + route.path
+        #: The proxy's base URL, for its endpoints beside the route (model info, counter).
+        self.base_url = check_base_url(base_url.rstrip("/"))
+        self.url = self.base_url + route.path
         #: ``url`` parsed once: httpx would parse the string again on every request.
-        self.endpoint = httpx.URL(self.url)
+        try:
+            self.endpoint = httpx.URL(self.url)
+        except httpx.InvalidURL as exc:
+            raise ConfigError(f"base URL {base_url[:200]!r} cannot be parsed: {exc}") from None
         #: The request as messages name it: method and full URL (never credentials), so
         #: "Connection refused" says where.
         self.where = f"POST {_public_url(self.endpoint)}"
@@ -199,9 +221,17 @@ class Core:
             **route.auth_headers(self._token.get_secret_value()),
             "content-type": "application/json",
             "accept": "application/json",
+            "accept-encoding": ACCEPT_ENCODING,
         }
         #: Usage of the most recent successful call on this client (any thread or task).
         self.last_usage: Usage | None = None
+        #: What the proxy said about the most recent successful call (id, cost...).
+        self.last_call: CallInfo | None = None
+        #: Check that each request fits its model's window before sending it.
+        self.preflight = preflight
+        #: ``/v1/model/info`` as read once (model name -> limits and prices), or None.
+        self.model_infos: dict[str, ModelInfo] | None = None
+        self.usage_keywords = usage_keywords(on_usage)
 
     @property
     def token(self) -> str:
@@ -229,6 +259,7 @@ class Core:
         ``max_output_tokens`` wins over the client's ``max_tokens``."""
         call = Call(self, model)
         call.role = router_role.get()
+        call.streamed = stream
         policy = self.prompt_cache
         if cache is not None:
             policy = _cache_policy(cache) if policy is None else replace(policy, enabled=cache)
@@ -251,6 +282,35 @@ class Core:
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug("request %s %s: %s", self.where, model, _debug_text(call.body, self.token))
         return call
+
+
+def _scrubbed(exc: BaseException, token: str) -> bool:
+    """Redact ``token`` in the args of ``exc`` and of every exception chained to it.
+
+    A server may echo the token where httpx, httpcore or h11 quote it (a malformed
+    status line, header or chunk size); the chain stays for debugging, cleaned. False if
+    some exception still shows the token (its text is not made from its args).
+    """
+    found: dict[int, BaseException] = {}
+    todo: list[object] = [exc]
+    while todo:
+        current = todo.pop()
+        if not isinstance(current, BaseException) or id(current) in found:
+            continue
+        found[id(current)] = current
+        todo += [current.__cause__, current.__context__, *current.args]
+    for current in found.values():
+        if any(isinstance(a, str | bytes | bytearray) for a in current.args):
+            current.args = tuple(_redact_arg(a, token) for a in current.args)
+    return not any(token in str(e) or token in repr(e) for e in found.values())
+
+
+def _redact_arg(arg: object, token: str) -> object:
+    if isinstance(arg, str):
+        return redact(arg, token)
+    if isinstance(arg, bytes | bytearray):
+        return bytes(arg).replace(token.encode(), b"[redacted]")
+    return arg
 
 
 def _public_url(url: httpx.URL) -> str:
@@ -298,20 +358,20 @@ class Call:
     __slots__ = (
         "attempts",
         "core",
+        "info",
         "length",
         "model",
         "parts",
         "role",
         "started",
         "status",
+        "streamed",
         "waited_s",
     )
 
     def __init__(self, core: Core, model: str) -> None:
         self.core = core
         self.model = model
-        #: The router role this call went through, if any.
-        self.role: str | None = None
         #: The body in parts, sent as they are (no megabyte join per call) under ``length``:
         #: an explicit Content-Length keeps httpx from framing an iterable body as chunked.
         self.parts: list[bytes] = []
@@ -320,6 +380,11 @@ class Call:
         self.waited_s = 0.0
         self.status: int | None = None
         self.started = time.perf_counter()
+        #: What the last response's headers said about the call (None before one arrives).
+        self.info: CallInfo | None = None
+        #: The router role this call went through, if any.
+        self.role: str | None = None
+        self.streamed = False
 
     @property
     def body(self) -> bytes:
@@ -331,6 +396,7 @@ class Call:
         """Count an attempt; any httpx exception inside becomes `UpstreamUnavailable`."""
         self.attempts += 1
         self.status = None
+        self.info = None
         with self.reading():
             yield
 
@@ -352,6 +418,8 @@ class Call:
     def received(self, response: httpx.Response) -> float | None:
         """``None`` for a 2xx reply, the wait before retrying a 429, else raise its error."""
         status = self.status = response.status_code
+        is_stream = str(response.headers.get("content-type", "")).startswith("text/event-stream")
+        self.info = call_info(response.headers, streamed=is_stream, token=self.core.token)
         if 200 <= status < 300:
             return None
         core = self.core
@@ -417,6 +485,8 @@ class Call:
         """Raise what a stream that broke mid-way means: `StreamInterrupted` or the parse failure."""
         if isinstance(exc, httpx.ReadTimeout):
             self._raise_parsed(acc.interrupted(f"no data for {idle_timeout_s:g} s"), cause=exc)
+        if isinstance(exc, DeadlineExceeded | ReplyTooLarge | EventTooLarge):
+            self._raise_parsed(acc.interrupted(str(exc)), cause=exc)
         if isinstance(exc, HTTPX_ERRORS):
             detail = redact(str(exc), self.core.token) or "no detail"
             self._raise_parsed(
@@ -451,12 +521,35 @@ class Call:
             )
         core = self.core
         usage = completion.usage
+        info = self._priced(usage)
+        completion = completion.model_copy(update={"call": info})
         core.last_usage = usage
+        core.last_call = info
         self._observe(usage, "ok")
         self._log(logging.INFO, usage, None)
         if core.on_usage is not None:
-            core.on_usage(usage, self.model)
+            wanted = core.usage_keywords
+            extra = {"role": self.role, "call": info}
+            core.on_usage(usage, self.model, **{k: v for k, v in extra.items() if k in wanted})
         return completion
+
+    def _priced(self, usage: Usage) -> CallInfo:
+        """The call's `CallInfo`, its cost from the model's prices where no header gave one."""
+        info = self.info or CallInfo()
+        known = self.core.model_infos
+        model = None if known is None else known.get(self.model)
+        if info.cost_usd is None and self.streamed and model is not None:
+            cost = priced(
+                usage,
+                input_cost_per_token=model.input_cost_per_token,
+                output_cost_per_token=model.output_cost_per_token,
+                cache_read_cost_per_token=model.cache_read_cost_per_token,
+                cache_write_cost_per_token=model.cache_write_cost_per_token,
+            )
+            if cost is not None:
+                info = info.model_copy(update={"cost_usd": cost, "cost_source": "prices"})
+        self.info = info
+        return info
 
     def _raise_parsed(self, exc: LLMError, *, cause: BaseException | None = None) -> NoReturn:
         # A broken stream is the exchange's fault, not the reply's: no "200 reply" label.
@@ -471,6 +564,8 @@ class Call:
         token = self.core.token
         if exc.status is None:
             exc.status = self.status
+        if exc.call_id is None and self.info is not None:
+            exc.call_id = self.info.call_id
         if token:
             exc.message = redact(exc.message, token)
             exc.args = tuple(redact(a, token) if isinstance(a, str) else a for a in exc.args)
@@ -482,6 +577,8 @@ class Call:
         self._log(logging.WARNING, None, exc)
         if token and cause is None and token in str(exc.__cause__):
             raise exc from None  # a parser's chained error quotes the token, as pydantic quotes input
+        if token and cause is not None and not _scrubbed(cause, token):
+            raise exc from None  # a chained exception shows the token and cannot be cleaned
         if cause is not None:
             raise exc from cause
         raise exc
@@ -507,6 +604,9 @@ class Call:
             "latency_s": latency_s,
             "usage": None if usage is None else usage.model_dump(),
             "error": None if error is None else type(error).__name__,
+            "role": self.role,
+            "call_id": None if self.info is None else self.info.call_id,
+            "cost_usd": None if self.info is None else self.info.cost_usd,
         }
         if closed_after is not None:
             logger.log(

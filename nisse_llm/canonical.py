@@ -268,7 +268,12 @@ def as_tool_specs(tools: Iterable[ToolLike] | None) -> list[ToolSpec]:
 
 
 class Usage(BaseModel):
-    """Tokens one call used. ``input`` counts every prompt token, cached or not."""
+    """Tokens one call used. ``input`` counts every prompt token, cached or not.
+
+    Usages add up field by field (``sum(usages)``, or ``total += usage``), so a
+    task's total is the sum of its calls'; costs add up as ``Decimal`` s from each call's
+    `CallInfo` (``sum(c.cost_usd for c in calls if c.cost_usd is not None)``).
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
@@ -284,6 +289,12 @@ class Usage(BaseModel):
             cache_read=self.cache_read + other.cache_read,
             cache_write=self.cache_write + other.cache_write,
         )
+
+    def __radd__(self, other: int) -> Usage:
+        # sum() starts from 0: `sum(usages)` is the total without a start value.
+        if other == 0:
+            return self
+        return NotImplemented
 
 
 class CallInfo(BaseModel):
@@ -310,7 +321,8 @@ class CallInfo(BaseModel):
 
 
 class Completion(BaseModel):
-    """A parsed reply: its canonical events, usage, stop reason and the model it named."""
+    """A parsed reply: its canonical events, usage, stop reason, the model it named, and
+    what the proxy said about the call (``call``: set by the clients, None from a parser)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
@@ -318,3 +330,4 @@ class Completion(BaseModel):
     usage: Usage
     stop_reason: str | None = None
     response_model: str | None = None
+    call: CallInfo | None = None

@@ -14,15 +14,23 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import TextIO
 
+from nisse_llm._terminal import printable
 from nisse_llm.cli_complete import register as _register_complete
-from nisse_llm.config import Settings, load_settings
-from nisse_llm.errors import BudgetExhausted, ConfigError, LLMError, UpstreamUnavailable
+from nisse_llm.config import Pin, Settings, load_settings
+from nisse_llm.errors import (
+    BudgetExhausted,
+    ConfigError,
+    ContextWindowExceeded,
+    LLMError,
+    UpstreamUnavailable,
+)
 from nisse_llm.options import RequestOptions
 from nisse_llm.schema import check_schemas, write_schemas
 from nisse_llm.starter import DEFAULT_CONFIG_NAME, init_config
 
 __all__ = [
     "EXIT_BUDGET",
+    "EXIT_CONTEXT",
     "EXIT_ERROR",
     "EXIT_OK",
     "EXIT_UPSTREAM",
@@ -38,6 +46,7 @@ EXIT_ERROR = 1  # any other LLMError, or stale schema files under --check
 EXIT_USAGE = 2  # a configuration or usage error
 EXIT_UPSTREAM = 3  # UpstreamUnavailable: keep the work, resume later
 EXIT_BUDGET = 4  # BudgetExhausted: keep the work, tell the operator
+EXIT_CONTEXT = 5  # ContextWindowExceeded: keep the work, shorten the log, call again
 
 Handler = Callable[[argparse.Namespace], int]
 Registrar = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
@@ -51,6 +60,8 @@ def exit_code(exc: LLMError) -> int:
         return EXIT_UPSTREAM
     if isinstance(exc, ConfigError):
         return EXIT_USAGE
+    if isinstance(exc, ContextWindowExceeded):
+        return EXIT_CONTEXT
     return EXIT_ERROR
 
 
@@ -84,7 +95,38 @@ def _config_check(args: argparse.Namespace) -> int:
     _table(sys.stdout, [header, *rows])
     print("settings:")
     _table(sys.stdout, [("  key", "value", "source"), *_setting_rows(settings)])
+    if args.online:
+        return _online(pin)
     return EXIT_OK
+
+
+def _online(pin: Pin) -> int:
+    """The live check: one line per role with its verdict; the exit code says what failed."""
+    from nisse_llm.online import check_online
+
+    print(f"online: asking {pin.base_url} (no tokens spent)")
+    report = check_online(pin)
+    if not report.reachable:
+        print(f"proxy: unreachable: {printable(str(report.error))}")
+        return EXIT_UPSTREAM
+    if not report.token_accepted:
+        print(f"token: refused by the proxy: {printable(str(report.error))}")
+        return EXIT_USAGE
+    print("proxy: answered; token: accepted")
+    rows = [("role", "model", "route", "ceiling", "served", "verdict")]
+    rows += [
+        (
+            check.role,
+            check.model,
+            check.route,
+            str(check.ceiling),
+            "yes" if check.served else "no",
+            check.verdict + "".join(f"; {note}" for note in check.notes),
+        )
+        for check in report.roles
+    ]
+    _table(sys.stdout, rows)
+    return EXIT_OK if report.ok else EXIT_USAGE
 
 
 def _options_cell(options: RequestOptions | Mapping[str, object] | None) -> str:
@@ -181,6 +223,13 @@ def _register_config(commands: argparse._SubParsersAction[argparse.ArgumentParse
         action.add_argument(
             "--config", metavar="PATH", help="TOML file (default: $NISSE_CONFIG, else none)"
         )
+        if name == "check":
+            action.add_argument(
+                "--online",
+                action="store_true",
+                help="also ask the proxy (no tokens spent): is it up, is the token accepted, "
+                "is each role's model served, does its ceiling fit, is reasoning supported",
+            )
         if name == "show":
             action.add_argument(
                 "--json",
@@ -263,7 +312,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return handler(args)
     except LLMError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {printable(str(exc))}", file=sys.stderr)  # may quote a server's body
         return exit_code(exc)
     except OSError as exc:  # e.g. an unwritable schema folder
         print(f"error: {exc}", file=sys.stderr)

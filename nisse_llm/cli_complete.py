@@ -5,7 +5,8 @@ Request options (``--reasoning``, ``--max-output-tokens``, ``--tool-choice``,
 The reply goes to stdout (text, then one line per tool call; or the canonical events as
 JSON lines with ``--json``), usage to stderr. With ``--stream`` the text is printed as it
 arrives, the tool calls once the reply is whole. Errors propagate to the CLI's exit-code
-mapping: 1 a failed call, 2 configuration or usage, 3 upstream unavailable, 4 budget.
+mapping: 1 a failed call, 2 configuration or usage, 3 upstream unavailable, 4 budget,
+5 context window exceeded.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, assert_never
 
 from pydantic import TypeAdapter, ValidationError
 
+from nisse_llm._terminal import printable
 from nisse_llm.canonical import (
     AssistantText,
     CanonicalEvent,
@@ -129,6 +131,7 @@ def _complete(args: argparse.Namespace) -> int:
         else:
             events = router.complete(args.role, _prompt(args), None, args.system, options=options)
         usage = router.client_for(args.role).last_usage
+        call = router.client_for(args.role).last_call
     for event in events:
         if args.json:
             sys.stdout.write(_EVENT.dump_json(event).decode() + "\n")
@@ -137,7 +140,9 @@ def _complete(args: argparse.Namespace) -> int:
     if usage is not None:
         print(
             f"usage: model={pin.model_for(args.role)} input={usage.input} output={usage.output} "
-            f"cache_read={usage.cache_read} cache_write={usage.cache_write}",
+            f"cache_read={usage.cache_read} cache_write={usage.cache_write}"
+            + ("" if call is None or call.cost_usd is None else f" cost_usd={call.cost_usd}")
+            + ("" if call is None or call.call_id is None else f" call_id={call.call_id}"),
             file=sys.stderr,
         )
     return 0
@@ -166,7 +171,7 @@ def _stream(
                 if isinstance(delta, TextDelta):
                     if printed and delta.text_so_far == delta.text:
                         out.write("\n")  # a new text block starts
-                    out.write(delta.text)
+                    out.write(printable(delta.text))
                     out.flush()
                     printed = True
         finally:
@@ -180,13 +185,15 @@ def _stream(
 
 def _print_event(event: CanonicalEvent) -> None:
     if isinstance(event, AssistantText):
-        print(event.text)
+        print(printable(event.text))
     elif isinstance(event, ToolCall):
-        print(f"tool call {event.tool} {json.dumps(event.arguments, ensure_ascii=False)}")
+        arguments = json.dumps(event.arguments, ensure_ascii=False)
+        print(f"tool call {event.tool} {printable(arguments)}")
     elif isinstance(event, Reasoning):
-        print(f"[reasoning block: {event.block.get('type', 'unknown')}]", file=sys.stderr)
+        kind = str(event.block.get("type", "unknown"))[:80]
+        print(f"[reasoning block: {printable(kind)}]", file=sys.stderr)
     elif isinstance(event, UserText | UserImage | ToolResult):
         # A reply never holds these; shown rather than dropped if a parser ever yields one.
-        print(f"[{event.kind}] {event}", file=sys.stderr)
+        print(printable(f"[{event.kind}] {event}"), file=sys.stderr)
     else:
         assert_never(event)

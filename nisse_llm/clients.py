@@ -19,6 +19,15 @@ import httpx
 from pydantic import SecretStr
 
 from nisse_llm._classify import RateLimitPolicy
+from nisse_llm._headroom import AsyncClientLimits, AsyncRouterLimits, ClientLimits, RouterLimits
+from nisse_llm._limits import (
+    DEFAULT_CALL_DEADLINE_S,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_STREAM_DEADLINE_S,
+    Limits,
+    async_transport,
+    sync_transport,
+)
 from nisse_llm._transport import (
     HTTPX_ERRORS,
     Call,
@@ -111,6 +120,10 @@ def _pin_options(pin: Pin, route: RouteSpec) -> dict[str, Any]:
         "rate_limit_wait_cap_s": pin.rate_limit_wait_cap_s,
         "stream_idle_timeout_s": pin.stream_idle_timeout_s,
         "prompt_cache": _pin_cache(pin),
+        "preflight": pin.preflight,
+        "max_response_bytes": pin.max_response_bytes,
+        "call_deadline_s": pin.call_deadline_s,
+        "stream_deadline_s": pin.stream_deadline_s,
     }
 
 
@@ -209,6 +222,10 @@ class _ReplyStreamBase:
         self._pending.reverse()  # popped from the end, in arrival order
         self._deltas += len(self._pending)
 
+    def _final(self) -> bool:
+        """Whether the route's final event has arrived (the rest of the body is not read)."""
+        return self._acc is not None and self._acc.done
+
     def _ended(self) -> None:
         assert self._acc is not None
         self._settled = True
@@ -252,6 +269,8 @@ class ReplyStream(_ReplyStreamBase):
     def __enter__(self) -> Self:
         client, call = self._client, self._call
         http, url = client._http, client._core.url
+        if client._core.preflight:
+            client._preflight(call)
         while True:
             with call.sending():
                 request = http.build_request(
@@ -277,6 +296,7 @@ class ReplyStream(_ReplyStreamBase):
             call.slept(wait)
         call.received(response)
         self._response = response
+        client._stream_opened(call)
         self._chunks = response.iter_bytes()
         return self
 
@@ -298,7 +318,15 @@ class ReplyStream(_ReplyStreamBase):
                 raise
             except HTTPX_ERRORS as exc:
                 self._close()
-                self._broke(exc)
+                if not self._final():
+                    self._broke(exc)
+                chunk = b""  # the reply was whole: a failure after it ends nothing
+            if self._final():
+                # Past the final event: a clean end returned the connection to the pool
+                # above; bytes (keepalives) or a failure after it end the stream here.
+                self._close()
+                self._ended()
+                raise StopIteration
             try:
                 self._feed(chunk)
             except BaseException:
@@ -340,6 +368,8 @@ class AsyncReplyStream(_ReplyStreamBase):
     async def __aenter__(self) -> Self:
         client, call = self._client, self._call
         http, url = client._http, client._core.url
+        if client._core.preflight:
+            await client._preflight(call)
         while True:
             with call.sending():
                 request = http.build_request(
@@ -365,6 +395,7 @@ class AsyncReplyStream(_ReplyStreamBase):
             call.slept(wait)
         call.received(response)
         self._response = response
+        await client._stream_opened(call)
         self._chunks = response.aiter_bytes()
         return self
 
@@ -386,7 +417,13 @@ class AsyncReplyStream(_ReplyStreamBase):
                 raise
             except HTTPX_ERRORS as exc:
                 await self._close()
-                self._broke(exc)
+                if not self._final():
+                    self._broke(exc)
+                chunk = b""
+            if self._final():  # as in `ReplyStream`: nothing is read past the final event
+                await self._close()
+                self._ended()
+                raise StopAsyncIteration
             try:
                 self._feed(chunk)
             except BaseException:
@@ -438,6 +475,7 @@ class _ClientBase:
         rate_limit_wait_cap_s: float,
         on_usage: UsageCallback | None,
         prompt_cache: PromptCache | bool | None,
+        preflight: bool = False,
     ) -> Core:
         self._core = Core(
             self.ROUTE,
@@ -452,6 +490,7 @@ class _ClientBase:
             ),
             on_usage=on_usage,
             prompt_cache=prompt_cache,
+            preflight=preflight,
         )
         return self._core
 
@@ -459,6 +498,18 @@ class _ClientBase:
     def last_usage(self) -> Usage | None:
         """Usage of the most recent successful call (under concurrency: any caller's)."""
         return self._core.last_usage
+
+    @property
+    def last_call(self) -> CallInfo | None:
+        """What the proxy said about the most recent successful call: its call id, cost,
+        model group... (under concurrency: any caller's; each error carries its own
+        ``call_id``)."""
+        return self._core.last_call
+
+    @property
+    def preflight(self) -> bool:
+        """Whether each request is checked against its model's window before it is sent."""
+        return self._core.preflight
 
     @property
     def route(self) -> Route:
@@ -486,7 +537,7 @@ class _ClientBase:
         def __init__(self, base_url: str, token: str | SecretStr, **options: Any) -> None: ...
 
 
-class _SyncClient(_ClientBase):
+class _SyncClient(ClientLimits, _ClientBase):
     def __init__(
         self,
         base_url: str,
@@ -503,6 +554,10 @@ class _SyncClient(_ClientBase):
         stream_idle_timeout_s: float = 120.0,
         on_usage: UsageCallback | None = None,
         prompt_cache: PromptCache | bool | None = True,
+        preflight: bool = False,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        call_deadline_s: float = DEFAULT_CALL_DEADLINE_S,
+        stream_deadline_s: float = DEFAULT_STREAM_DEADLINE_S,
     ) -> None:
         core = self._setup(
             base_url,
@@ -514,16 +569,18 @@ class _SyncClient(_ClientBase):
             rate_limit_wait_cap_s=rate_limit_wait_cap_s,
             on_usage=on_usage,
             prompt_cache=prompt_cache,
+            preflight=preflight,
         )
         self._sleep = sleep
         self._stream_idle_s = stream_idle_timeout_s
         self._stream_timeout = _stream_timeout(
             core.timeout_s, connect_timeout_s, stream_idle_timeout_s
         )
+        limits = Limits(max_response_bytes, call_deadline_s, stream_deadline_s)
         self._http = httpx.Client(
             headers=core.headers,
             timeout=_timeout(core.timeout_s, connect_timeout_s),
-            transport=transport,
+            transport=sync_transport(core.url, transport, limits, shared_ssl_context()),
             verify=shared_ssl_context(),
         )
 
@@ -542,6 +599,8 @@ class _SyncClient(_ClientBase):
         made (their ``max_output_tokens`` wins over the client's ``max_tokens``)."""
         core = self._core
         call = core.begin(events, tools, model, system, cache=cache, options=options)
+        if core.preflight:
+            self._preflight(call)
         while True:
             with call.sending():
                 response = self._http.post(core.endpoint, content=call.parts, headers=call.length)
@@ -641,7 +700,7 @@ class _SyncClient(_ClientBase):
         self.close()
 
 
-class _AsyncClient(_ClientBase):
+class _AsyncClient(AsyncClientLimits, _ClientBase):
     def __init__(
         self,
         base_url: str,
@@ -658,6 +717,10 @@ class _AsyncClient(_ClientBase):
         stream_idle_timeout_s: float = 120.0,
         on_usage: UsageCallback | None = None,
         prompt_cache: PromptCache | bool | None = True,
+        preflight: bool = False,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        call_deadline_s: float = DEFAULT_CALL_DEADLINE_S,
+        stream_deadline_s: float = DEFAULT_STREAM_DEADLINE_S,
     ) -> None:
         core = self._setup(
             base_url,
@@ -669,16 +732,18 @@ class _AsyncClient(_ClientBase):
             rate_limit_wait_cap_s=rate_limit_wait_cap_s,
             on_usage=on_usage,
             prompt_cache=prompt_cache,
+            preflight=preflight,
         )
         self._sleep = sleep
         self._stream_idle_s = stream_idle_timeout_s
         self._stream_timeout = _stream_timeout(
             core.timeout_s, connect_timeout_s, stream_idle_timeout_s
         )
+        limits = Limits(max_response_bytes, call_deadline_s, stream_deadline_s)
         self._http = httpx.AsyncClient(
             headers=core.headers,
             timeout=_timeout(core.timeout_s, connect_timeout_s),
-            transport=transport,
+            transport=async_transport(core.url, transport, limits, shared_ssl_context()),
             verify=shared_ssl_context(),
         )
 
@@ -697,6 +762,8 @@ class _AsyncClient(_ClientBase):
         made (their ``max_output_tokens`` wins over the client's ``max_tokens``)."""
         core = self._core
         call = core.begin(events, tools, model, system, cache=cache, options=options)
+        if core.preflight:
+            await self._preflight(call)
         while True:
             with call.sending():
                 response = await self._http.post(
@@ -853,18 +920,6 @@ _ASYNC_CLIENTS: Mapping[Route, type[_AsyncClient]] = {
 K = TypeVar("K", bound=_ClientBase)
 
 
-def _call_info(call: Call, outcome: str) -> CallInfo | None:
-    """What the proxy said about ``call``: its own `CallInfo` where the call carries one,
-    else, for a reply just parsed, the client's ``last_call`` (set in the same step)."""
-    info = getattr(call, "info", _ABSENT)
-    if info is _ABSENT and outcome == "ok":
-        info = getattr(call.core, "last_call", None)
-    return info if isinstance(info, CallInfo) else None
-
-
-_ABSENT = object()
-
-
 @contextmanager
 def _acting(role: str) -> Iterator[None]:
     """Mark the calls made inside as made for ``role`` (read when each call begins)."""
@@ -886,7 +941,7 @@ def _recorder(store: LogStore) -> CallObserver:
                 model=call.model,
                 route=call.core.route.name,
                 usage=usage or Usage(),
-                call=_call_info(call, outcome),
+                call=call.info,
                 outcome=outcome,
             )
         )
@@ -947,7 +1002,7 @@ class _RouterBase(Generic[K]):
         return f"{type(self).__name__}({self._pin.roles.pinned()!r})"
 
 
-class RoleRouter(_RouterBase[_SyncClient]):
+class RoleRouter(RouterLimits, _RouterBase[_SyncClient]):
     """Complete by role through a pin's mapping; one connection pool per route used."""
 
     @classmethod
@@ -1035,7 +1090,7 @@ class RoleRouter(_RouterBase[_SyncClient]):
         self.close()
 
 
-class AsyncRoleRouter(_RouterBase[_AsyncClient]):
+class AsyncRoleRouter(AsyncRouterLimits, _RouterBase[_AsyncClient]):
     """`RoleRouter` for asyncio."""
 
     @classmethod

@@ -16,8 +16,6 @@ import hashlib
 import json
 import os
 import re
-import tomllib
-import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +37,14 @@ from pydantic import (
 from pydantic_core import ErrorDetails, PydanticCustomError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from nisse_llm._config_file import (
+    InsecureConfigFileWarning,
+    file_line,
+    read_toml,
+    warn_if_exposed,
+    warn_if_writable,
+)
+from nisse_llm._egress import check_base_url
 from nisse_llm.canonical import DEFAULT_MAX_OUTPUT_TOKENS
 from nisse_llm.errors import ConfigError, UnknownRoleError
 from nisse_llm.options import RequestOptions
@@ -82,6 +88,10 @@ ENV_VARS: Mapping[str, str] = {
     "llm.passthrough_prefixes": "NISSE_PASSTHROUGH_PREFIXES",
     "llm.prompt_cache": "NISSE_PROMPT_CACHE",
     "llm.prompt_cache_ttl": "NISSE_PROMPT_CACHE_TTL",
+    "llm.preflight": "NISSE_PREFLIGHT",
+    "llm.max_response_bytes": "NISSE_MAX_RESPONSE_BYTES",
+    "llm.call_deadline_s": "NISSE_CALL_DEADLINE_S",
+    "llm.stream_deadline_s": "NISSE_STREAM_DEADLINE_S",
     "roles.executor": "NISSE_ROLE_EXECUTOR",
     "roles.planner": "NISSE_ROLE_PLANNER",
     "roles.delegate": "NISSE_ROLE_DELEGATE",
@@ -113,10 +123,6 @@ _REDACTED = "[redacted]"
 Seconds: TypeAlias = Annotated[float, Field(gt=0, le=_MAX_SECONDS, allow_inf_nan=False)]
 WaitSeconds: TypeAlias = Annotated[float, Field(ge=0, le=_MAX_SECONDS, allow_inf_nan=False)]
 Prefix: TypeAlias = Annotated[str, Field(min_length=1, max_length=256, pattern=r"^\S+$")]
-
-
-class InsecureConfigFileWarning(UserWarning):
-    """A TOML file holding the proxy token can be read by group or others."""
 
 
 class LLMSettings(BaseModel):
@@ -182,6 +188,31 @@ class LLMSettings(BaseModel):
         "5m",
         description="Lifetime of prompt cache entries: 5m or 1h (1h cache writes cost more).",
     )
+    preflight: bool = Field(
+        False,
+        description="Count each request's tokens at the proxy before sending it and raise "
+        "ContextWindowExceeded, sending nothing, when it cannot fit the model's window.",
+    )
+    max_response_bytes: int = Field(
+        64 * 1024 * 1024,
+        ge=1024,
+        le=4 * 1024**3,
+        description="Largest reply body read, in bytes after decompression (complete and "
+        "stream, 2xx bodies); past it the call raises UpstreamUnavailable (StreamInterrupted "
+        "mid-stream) and nothing more is read. Error bodies are read to 64 KiB at most.",
+    )
+    call_deadline_s: Seconds = Field(
+        600.0,
+        description="Total seconds one attempt of complete() may take, from sending the "
+        "request to the last byte of the reply, however the server trickles it; past it "
+        "the call raises UpstreamUnavailable. Each 429 retry is a new attempt.",
+    )
+    stream_deadline_s: Seconds = Field(
+        3600.0,
+        description="Total seconds one attempt of stream() may take, from sending the "
+        "request to the reply's final event, keepalives and pings included; past it the "
+        "stream raises StreamInterrupted (UpstreamUnavailable before the first byte).",
+    )
 
     @field_validator("base_url")
     @classmethod
@@ -190,6 +221,10 @@ class LLMSettings(BaseModel):
             raise PydanticCustomError(
                 "base_url", "must be an http:// or https:// URL with a host and no query"
             )
+        try:
+            check_base_url(value)
+        except ConfigError as exc:
+            raise PydanticCustomError("base_url", "{reason}", {"reason": exc.message}) from None
         value = value.rstrip("/")
         for suffix in _APPENDED_PATHS:
             if value.lower().endswith(suffix):
@@ -368,8 +403,20 @@ class Pin(LLMSettings):
         return entry
 
     @classmethod
-    def from_record(cls, record: Mapping[str, Any], token: str | SecretStr) -> Pin:
-        """The pin a record was made from, given the token; `ConfigError` if it is not one."""
+    def from_record(
+        cls,
+        record: Mapping[str, Any],
+        token: str | SecretStr,
+        *,
+        base_url: str | None = None,
+    ) -> Pin:
+        """The pin a record was made from, given the token and the operator's base URL.
+
+        The token goes only where the operator points it: ``base_url`` (else the current
+        ``NISSE_LLM_BASE_URL``) must be the record's, or `ConfigError` names both. The
+        record's fingerprint is an unkeyed hash: it detects damage, not tampering, since
+        whoever can edit the record can recompute it. `ConfigError` if it is not a record.
+        """
         if not isinstance(record, Mapping):
             raise ConfigError(f"a pin record must be a mapping, got {type(record).__name__}")
         body = dict(record)
@@ -410,11 +457,32 @@ class Pin(LLMSettings):
         else:
             if pin._record_body()["roles"] != roles:
                 raise ConfigError("malformed pin record: a role's route does not match its model")
+            operator_url = _operator_base_url(base_url)
+            if pin.base_url != operator_url:
+                raise ConfigError(
+                    f"the pin record's base URL {pin.base_url!r} is not the operator's "
+                    f"{operator_url!r}: the token is not sent to a URL read from a task "
+                    "file; resume with the record's URL configured, or start a new pin"
+                )
             return pin
         raise ConfigError(
             "malformed pin record:\n" + "\n".join(f"  - {p}" for p in problems),
             problems=problems,
         )
+
+
+def _operator_base_url(base_url: str | None) -> str:
+    """The operator's base URL, normalised as settings normalise it; `ConfigError` if none."""
+    env = ENV_VARS["llm.base_url"]
+    given = base_url if base_url is not None else os.environ.get(env, "").strip()
+    if not given:
+        raise ConfigError(
+            f"Pin.from_record needs the operator's base URL: pass base_url= (for example "
+            f"settings.llm.base_url) or set {env}; the record's own URL is never trusted"
+        )
+    if not re.fullmatch(BASE_URL_PATTERN, given):
+        raise ConfigError(f"base_url={given[:200]!r} is not an http:// or https:// URL")
+    return check_base_url(given).rstrip("/")
 
 
 def _profile_of(entry: Mapping[str, Any]) -> dict[str, Any]:
@@ -483,7 +551,7 @@ class _TomlSource(PydanticBaseSettingsSource):
         load = _LOAD.get()
         if load.path is None:
             return {}
-        data, load.file_text = _read_toml(load.path, load.path_named_by)
+        data, load.file_text = read_toml(load.path, load.path_named_by)
         for table in ("llm", "roles"):
             if table in data and not isinstance(data[table], dict):
                 load.problems.append(
@@ -492,7 +560,8 @@ class _TomlSource(PydanticBaseSettingsSource):
                 )
         llm = data.get("llm")
         if isinstance(llm, dict) and "token" in llm:
-            _warn_if_exposed(load.path)
+            warn_if_exposed(load.path)
+        warn_if_writable(load.path)
         _role_tables(data)
         load.file = data
         return _copy(data)
@@ -667,55 +736,6 @@ def _decode_env_list(raw: str) -> list[str] | str:
     return [part.strip() for part in raw.split(",")]
 
 
-def _read_toml(path: Path, named_by: str) -> tuple[dict[str, Any], str]:
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise ConfigError(f"config file {path} (named by {named_by}) does not exist") from None
-    except OSError as exc:
-        raise ConfigError(
-            f"cannot read config file {path} (named by {named_by}): {exc.strerror or exc}"
-        ) from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        raise ConfigError(
-            f"config file {path} is not UTF-8 text (line {line}, byte {exc.start})"
-        ) from None
-    try:
-        return tomllib.loads(text), text
-    except tomllib.TOMLDecodeError as exc:
-        line, column, reason = _syntax_position(str(exc), text)
-    raise ConfigError(f"{path}, line {line}, column {column}: invalid TOML: {reason}")
-
-
-def _syntax_position(message: str, text: str) -> tuple[int, int, str]:
-    """Line, column and reason of a tomllib error (its position is only in the text)."""
-    found = re.search(r"\s*\(at line (\d+), column (\d+)\)$", message)
-    if found:
-        return int(found[1]), int(found[2]), message[: found.start()]
-    found = re.search(r"\s*\(at end of document\)$", message)
-    lines = text.split("\n")
-    reason = message[: found.start()] if found else message
-    return len(lines), len(lines[-1]) + 1, reason
-
-
-def _warn_if_exposed(path: Path) -> None:
-    try:
-        mode = path.stat().st_mode
-    except OSError:
-        return
-    if os.name == "posix" and mode & 0o077:
-        warnings.warn(
-            InsecureConfigFileWarning(
-                f"{path} holds llm.token and is readable by group or others "
-                f"(mode {mode & 0o777:04o}); run chmod 600 {path}, or set NISSE_LLM_TOKEN instead"
-            ),
-            stacklevel=2,
-        )
-
-
 # --- error messages --------------------------------------------------------------------
 
 
@@ -805,7 +825,7 @@ def _describe(load: _Load, err: ErrorDetails) -> Iterator[str]:
         else:
             reason = _reason(load, loc, err)
         item = f" (item {rest[0]})" if rest else ""
-        if key != "llm.token":
+        if key != "llm.token" and not _holds_userinfo(key, err.get("input")):
             reason += f", got {_show(err.get('input'))}"
         yield _explain(load, (key,), reason + item)
 
@@ -947,7 +967,7 @@ def _sources(load: _Load) -> dict[str, str]:
         if origin is None:
             found[key] = "default"
         elif origin.startswith("file "):
-            line = _file_line(load.file_text, loc) or _file_line(load.file_text, loc[:2])
+            line = file_line(load.file_text, loc) or file_line(load.file_text, loc[:2])
             found[key] = f"{origin}, line {line}" if line else origin
         elif origin.startswith("environment variable "):
             found[key] = "env " + origin.removeprefix("environment variable ")
@@ -962,29 +982,6 @@ def _flat_keys(data: Mapping[str, Any], prefix: tuple[str, ...] = ()) -> Iterato
             yield from _flat_keys(value, (*prefix, str(key)))
         elif prefix:
             yield (*prefix, str(key))
-
-
-def _file_line(text: str, loc: tuple[str, ...]) -> int | None:
-    """The line of ``loc``'s assignment in the TOML text: under its ``[table]`` header, or
-    as a dotted key (``llm.base_url = ...``) before any table. ``None`` when not found."""
-    *tables, key = loc
-    wanted = ".".join(tables)
-    current = ""
-    assignment = re.compile(r"\s*(?P<key>[A-Za-z0-9_.\-\"' ]+?)\s*=")
-    for number, line in enumerate(text.splitlines(), start=1):
-        stripped = line.strip()
-        header = re.fullmatch(r"\[\s*([^\[\]]+?)\s*\]\s*(#.*)?", stripped)
-        if header:
-            current = re.sub(r"[\s\"']", "", header[1])
-            continue
-        found = assignment.match(line)
-        if not found:
-            continue
-        name = found["key"].replace(" ", "").replace('"', "").replace("'", "")
-        full = f"{current}.{name}" if current else name
-        if full == f"{wanted}.{key}" if wanted else full == key:
-            return number
-    return None
 
 
 def _holds(data: Mapping[str, Any], loc: tuple[str, ...]) -> bool:
@@ -1018,6 +1015,11 @@ def _redact(text: str, secrets: set[str]) -> str:
     for secret in sorted(secrets, key=len, reverse=True):
         text = text.replace(secret, _REDACTED)
     return text
+
+
+def _holds_userinfo(key: str, value: Any) -> bool:
+    # A base URL with user:password@ is not echoed: the password would be in the message.
+    return key == "llm.base_url" and "@" in str(value)
 
 
 def _show(value: Any) -> str:

@@ -5,6 +5,8 @@
     LLMError                 fail the turn: the request or the answer was wrong
     ├── ConfigError          fix the configuration; nothing was sent
     ├── RenderError          the canonical log is corrupt; nothing was sent
+    ├── ContextWindowExceeded  the log outgrew the model's window: keep the work, shorten
+    │                          the log (compact, drop old tool output), call again
     ├── TruncatedResponse    the model hit the output ceiling; raise it or retry the turn
     ├── ModelRefusal         the model declined (refusal or content filter); a failed turn
     ├── OutputValidationError  the answer did not fit the requested type; a failed turn
@@ -16,8 +18,9 @@ A caller's own mistake (an unknown role, a prompt passed where a log belongs) is
 failed model call: it raises `UnknownRoleError` (a `ValueError`) or a plain `TypeError`,
 outside this tree, so an agent's ``except LLMError`` never hides a bug in the agent.
 
-Status, the server's error type and message, and any wait the server asked for ride on
-the exception so the caller's resume logic can act on them without parsing text.
+Status, the server's error type and message, the proxy's call id, and any wait the server
+asked for ride on the exception so the caller's resume logic can act on them without
+parsing text.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from typing import Any
 __all__ = [
     "BudgetExhausted",
     "ConfigError",
+    "ContextWindowExceeded",
     "LLMError",
     "ModelRefusal",
     "OutputValidationError",
@@ -70,6 +74,9 @@ class LLMError(RuntimeError):
         self.error_type = error_type
         #: The server's own error message, truncated and redacted, if parsed.
         self.server_message = server_message
+        #: The proxy's id for the call (``x-litellm-call-id``) when a response arrived with
+        #: one: what an operator searches the proxy's logs and spend records for.
+        self.call_id: str | None = None
 
     def __str__(self) -> str:
         return self.message
@@ -86,6 +93,30 @@ class ConfigError(LLMError):
 
 class RenderError(LLMError):
     """The canonical log cannot be rendered (for example a result without its call)."""
+
+
+class ContextWindowExceeded(LLMError):
+    """The request does not fit the model's context window: keep the work, shorten the log
+    (compact it, drop old tool output) and call again; never retried as it is."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        error_type: str | None = None,
+        server_message: str | None = None,
+        limit_tokens: int | None = None,
+        requested_tokens: int | None = None,
+    ) -> None:
+        super().__init__(
+            message, status=status, error_type=error_type, server_message=server_message
+        )
+        #: The window's size in tokens, when the refusal (or the pre-flight check) stated it.
+        self.limit_tokens = limit_tokens
+        #: The tokens the request needed, when stated (input, plus the output ceiling where
+        #: the provider counts it against the window).
+        self.requested_tokens = requested_tokens
 
 
 class TruncatedResponse(LLMError):

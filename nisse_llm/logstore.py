@@ -13,10 +13,17 @@ the batch's first records: each is whole and in order). `append` refuses to writ
 a torn tail (the new line would merge into the garbage) until `repair` truncates it.
 Writers take an exclusive ``flock`` for each append and a thread lock, so several
 `LogStore` objects or processes on one file never interleave or reuse a number.
+
+A record is acknowledged only if the path still names the file it went into: the path
+is opened without following a symlink planted in its place, and before each append the
+descriptor's device and inode are compared with the path's, so a file renamed away,
+replaced (log rotation) or deleted (``rm``, ``git clean``) raises `LogFileReplaced`
+instead of acknowledging records nobody can read back.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import threading
@@ -49,6 +56,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LogCorrupt",
+    "LogFileReplaced",
     "LogRead",
     "LogSequenceError",
     "LogStore",
@@ -84,6 +92,22 @@ class LogTornTail(LogCorrupt):
         self.offset = offset
         #: The torn bytes.
         self.tail = tail
+
+
+class LogFileReplaced(OSError):
+    """The log's path no longer names the file this store writes: nothing was appended.
+
+    The file was renamed away, replaced or deleted after it was opened, or a symlink
+    stands at the path. Records appended now would be unreadable through the path.
+    """
+
+    def __init__(self, message: str, *, path: Path) -> None:
+        super().__init__(message)
+        #: The log file's path.
+        self.path = path
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 class LogSequenceError(ValueError):
@@ -173,6 +197,7 @@ class LogStore:
                 return 0
             fd = self._open()
             with _Flock(fd, fcntl.LOCK_SH):
+                _check_same_file(fd, self.path)
                 tail = self._current_tail(fd)
             return 0 if tail.last_seq is None else tail.last_seq + 1
 
@@ -183,7 +208,7 @@ class LogStore:
         when a complete line is not a valid record or its number does not increase.
         """
         try:
-            fd = os.open(self.path, os.O_RDONLY)
+            fd = _open_no_symlink(self.path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
         except FileNotFoundError:
             return LogRead(records=[])
         try:
@@ -257,13 +282,15 @@ class LogStore:
             )
         return self
 
-    def resume(self, token: str | SecretStr) -> ResumedTask:
+    def resume(self, token: str | SecretStr, *, base_url: str | None = None) -> ResumedTask:
         """Everything this task file holds, ready to continue: pin, events, pending calls, usage.
 
-        The pin is rebuilt from the header with ``token`` (never stored); a torn tail a
-        crash left is removed first (its bytes are in ``repaired``). Raises
-        `TaskHeaderMissing` for a missing file or one without a header, `LogCorrupt` for
-        an invalid line, and `ConfigError` for a header whose pin record was damaged.
+        The pin is rebuilt from the header with ``token`` (never stored) by
+        `Pin.from_record`: the record's base URL must be the operator's (``base_url``, else
+        ``NISSE_LLM_BASE_URL``). A torn tail a crash left is removed first (its bytes are
+        in ``repaired``). Raises `TaskHeaderMissing` for a missing file or one without a
+        header, `LogCorrupt` for an invalid line, and `ConfigError` for a header whose pin
+        record was damaged or names another base URL.
         """
         if self._fd is None and not self.path.exists():
             raise TaskHeaderMissing(
@@ -277,7 +304,7 @@ class LogStore:
         header = self._header_of(found.records[0] if found.records else None)
         events = [record.event for record in found.events]
         return ResumedTask(
-            pin=_pin_from_record(header.header.pin, token),
+            pin=_pin_from_record(header.header.pin, token, base_url),
             events=events,
             pending_calls=pending_calls(events),
             usage=found.usage,
@@ -320,6 +347,7 @@ class LogStore:
                 return self._repair_locked(fd)
 
     def _repair_locked(self, fd: int) -> bytes | None:
+        _check_same_file(fd, self.path)
         self._tail = None
         found = _parse(_read_all(fd), self.path)
         if found.torn_offset is None:
@@ -333,14 +361,19 @@ class LogStore:
         if self._fd is not None:
             return self._fd
         # Read-write so the tail can be read back through the descriptor being written.
-        flags = os.O_RDWR | os.O_APPEND | os.O_CLOEXEC
+        flags = os.O_RDWR | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW
         try:
             fd = os.open(self.path, flags | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:
-            fd = os.open(self.path, flags)
+            fd = _open_no_symlink(self.path, flags)
         else:
             # The new name must survive a crash too, not only the data behind it.
             _fsync_dir(self.path.parent)
+        try:
+            _check_same_file(fd, self.path)
+        except BaseException:
+            os.close(fd)
+            raise
         self._fd = fd
         return fd
 
@@ -357,6 +390,7 @@ class LogStore:
         return tail
 
     def _append_locked(self, fd: int, batch: Sequence[StoredRecord]) -> None:
+        _check_same_file(fd, self.path)
         tail = self._current_tail(fd)
         if tail.torn_offset is not None:
             torn = os.pread(fd, tail.size - tail.torn_offset, tail.torn_offset)
@@ -388,6 +422,42 @@ class LogStore:
         self._tail = _Tail(
             size=stat.st_size, mtime_ns=stat.st_mtime_ns, last_seq=previous, torn_offset=None
         )
+
+
+def _open_no_symlink(path: Path, flags: int) -> int:
+    """``os.open`` with ``O_NOFOLLOW``; a symlink at ``path`` is `LogFileReplaced`."""
+    try:
+        return os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise LogFileReplaced(
+                f"{path}: is a symbolic link; a log is opened only as the file itself "
+                "(a link planted in its place would send records elsewhere)",
+                path=path,
+            ) from None
+        raise
+
+
+def _check_same_file(fd: int, path: Path) -> None:
+    """`LogFileReplaced` unless ``path`` still names the file open on ``fd``."""
+    held = os.fstat(fd)
+    try:
+        named = os.lstat(path)
+    except FileNotFoundError:
+        named = None
+    if named is not None and (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino):
+        return
+    what = (
+        "was deleted"
+        if named is None
+        else "now names another file (renamed or replaced, e.g. by log rotation)"
+    )
+    raise LogFileReplaced(
+        f"{path}: {what} since this store opened it; nothing was appended (records "
+        "written now could not be read back through the path). Close the store and "
+        "reopen the log where it now is",
+        path=path,
+    )
 
 
 class _Flock:
@@ -527,8 +597,9 @@ def _pin_record(pin: Pin) -> dict[str, Any]:
     return pin.record()
 
 
-def _pin_from_record(record: dict[str, Any], token: str | SecretStr) -> Pin:
-    """The pin of a task header, given the token (the one place that rebuilds it)."""
+def _pin_from_record(record: dict[str, Any], token: str | SecretStr, base_url: str | None) -> Pin:
+    """The pin of a task header, given the token and the operator's base URL (the one
+    place that rebuilds it)."""
     from nisse_llm.config import Pin
 
-    return Pin.from_record(record, token)
+    return Pin.from_record(record, token, base_url=base_url)

@@ -20,6 +20,7 @@ before its final event, or carries an ``error`` event, raises `StreamInterrupted
 from __future__ import annotations
 
 import json
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ from pydantic_core import from_json
 from nisse_llm._envelope import Envelope
 from nisse_llm._fragments import Joined, TextFragment, fragment
 from nisse_llm._sse import ServerSentEvent, SSEDecoder
-from nisse_llm.canonical import AssistantText, Completion, Reasoning, ToolCall
+from nisse_llm.canonical import TOOL_NAME_PATTERN, AssistantText, Completion, Reasoning, ToolCall
 from nisse_llm.errors import LLMError, PartialReply, PartialToolCall, StreamInterrupted
 from nisse_llm.routing import Route
 
@@ -66,6 +67,9 @@ class ParseFn(Protocol):
 
 
 _EXCERPT = 200
+# Longest error type kept from a server (real ones are a few words).
+_TYPE_LIMIT = 120
+_TOOL_NAME = re.compile(TOOL_NAME_PATTERN)
 
 
 # --- deltas ------------------------------------------------------------------------------
@@ -154,6 +158,14 @@ def _join(text: str | None, fragment: Any, key: str) -> str:
     return fragment if text is None else text + fragment
 
 
+def _tool_name(name: object) -> str:
+    """A streamed tool name, checked as the final parse checks it, before it is yielded."""
+    if isinstance(name, str) and _TOOL_NAME.fullmatch(name):
+        return name
+    shown = name[:80] if isinstance(name, str) else name
+    raise LLMError(f"tool call {shown!r} names no valid tool (names match {TOOL_NAME_PATTERN})")
+
+
 def _server_error(data: Mapping[str, Any]) -> tuple[str | None, str | None]:
     error = data.get("error")
     if isinstance(error, str):
@@ -162,7 +174,7 @@ def _server_error(data: Mapping[str, Any]) -> tuple[str | None, str | None]:
         return None, str(data)[:_EXCERPT]
     kind, message = error.get("type"), error.get("message")
     return (
-        kind if isinstance(kind, str) and kind != "None" else None,
+        kind[:_TYPE_LIMIT] if isinstance(kind, str) and kind != "None" else None,
         message[:_EXCERPT] if isinstance(message, str) else None,
     )
 
@@ -578,7 +590,7 @@ class OpenAIChatStreamAccumulator(StreamAccumulator):
         if isinstance(kind, str) and kind and tool.type is None:
             tool.type = kind
         if isinstance(name, str) and name and not tool.name:
-            tool.name = name
+            tool.name = _tool_name(name)
             if out is not None:
                 out.append(ToolCallStarted(index, name))
         arguments = function.get("arguments")
@@ -844,8 +856,7 @@ class AnthropicStreamAccumulator(StreamAccumulator):
         if kind == "tool_use":
             tool_index = self._tools
             self._tools += 1
-            name = block.get("name")
-            out.append(ToolCallStarted(tool_index, name if isinstance(name, str) else ""))
+            out.append(ToolCallStarted(tool_index, _tool_name(block.get("name"))))
         state = self._blocks[index] = _BlockState(block, tool_index)
         if kind == "text" and isinstance(block.get("text"), str) and block["text"]:
             out.append(fragment(TextDelta, block["text"], state.grow("text")))

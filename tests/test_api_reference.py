@@ -17,7 +17,8 @@ PARTIAL = ("nisse_llm.testing.proxy",)
 # Class-like words the README quotes that are not Python names of this package (Python's
 # builtins and typing names, such as ValueError, None and Literal, are left out too).
 NOT_NAMES = {
-    "Authorization", "Decimal", "Model", "NullHandler", "Parameters", "Retry", "ValidationError",
+    "Authorization", "ContextWindowExceededError", "Decimal", "Model", "NullHandler",
+    "Parameters", "Retry", "ValidationError",
 }  # fmt: skip
 
 

@@ -207,6 +207,7 @@ def _write_config(directory: Path, base_url: str) -> Path:
         f'delegate = "{PLANNER}"\n'
         f'consultant = "{CONSULTANT}"\n'
     )
+    path.chmod(0o600)  # a file others could write would warn: it could redirect base_url
     return path
 
 

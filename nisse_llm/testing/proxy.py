@@ -130,6 +130,8 @@ class ProxyModel:
     input_cost_per_token: float | None = None
     output_cost_per_token: float | None = None
     extra_params: Mapping[str, Any] = field(default_factory=dict)
+    #: The entry's ``model_info`` (limits and prices the proxy reports for it), if any.
+    model_info: Mapping[str, Any] | None = None
 
     def entry(self, upstream_base: str) -> dict[str, Any]:
         """The ``model_list`` entry for this model."""
@@ -148,7 +150,10 @@ class ProxyModel:
         if self.output_cost_per_token is not None:
             params["output_cost_per_token"] = self.output_cost_per_token
         params.update(self.extra_params)
-        return {"model_name": self.name, "litellm_params": params}
+        entry: dict[str, Any] = {"model_name": self.name, "litellm_params": params}
+        if self.model_info is not None:
+            entry["model_info"] = dict(self.model_info)
+        return entry
 
 
 def scripted_models(dead_base: str) -> list[ProxyModel]:
@@ -156,7 +161,8 @@ def scripted_models(dead_base: str) -> list[ProxyModel]:
 
     ``*-scripted`` and ``*-alt``: plain (two, for per-model rules); ``*-rpm1``: one
     request a minute; ``*-budget``: a budget the first call crosses; ``*-down``: an
-    upstream nobody listens on (``dead_base``).
+    upstream nobody listens on (``dead_base``); ``*-priced``: a model the proxy's price
+    map knows (gpt-5.4-mini, claude-sonnet-4-6); ``*-tiny``: a 300-token window.
     """
     # Any real call costs more than this budget, so the proxy refuses the *next* call.
     budget, cost = 1e-6, 1e-3
@@ -179,6 +185,25 @@ def scripted_models(dead_base: str) -> list[ProxyModel]:
             ),
             ProxyModel(f"{family}-down", provider, api_base=dead_base),
         ]
+    # Real price-map models (limits and prices the proxy knows), and a tiny window of an
+    # underlying model of its own (an override reaches every entry of the same model).
+    window = {"max_input_tokens": 300, "max_output_tokens": 100}
+    models += [
+        ProxyModel("gpt-priced", "openai", upstream_model="gpt-5.4-mini"),
+        ProxyModel("claude-priced", "anthropic", upstream_model="claude-sonnet-4-6"),
+        ProxyModel("gpt-tiny", "openai", upstream_model="nisse-tiny-gpt", model_info=window),
+        ProxyModel(
+            "claude-tiny", "anthropic", upstream_model="nisse-tiny-claude", model_info=window
+        ),
+        # A model whose info says it cannot reason (what `config check --online` refuses
+        # a reasoning profile for).
+        ProxyModel(
+            "gpt-noreason",
+            "openai",
+            upstream_model="nisse-noreason-gpt",
+            model_info={"supports_reasoning": False, "max_output_tokens": 32768},
+        ),
+    ]
     return models
 
 

@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, NonNegativeInt, Tag
 
+from nisse_llm.wire._bounds import ServerName, TokenCount
+
 __all__ = [
     "AnthropicBase64ImageSource",
     "AnthropicCacheControl",
@@ -288,10 +290,10 @@ AnthropicResponseBlock: TypeAlias = Annotated[
 class AnthropicUsage(_Response):
     """Token counts; ``input_tokens`` excludes the cached (read or written) prompt tokens."""
 
-    input_tokens: NonNegativeInt | None = None
-    output_tokens: NonNegativeInt | None = None
-    cache_creation_input_tokens: NonNegativeInt | None = None
-    cache_read_input_tokens: NonNegativeInt | None = None
+    input_tokens: TokenCount | None = None
+    output_tokens: TokenCount | None = None
+    cache_creation_input_tokens: TokenCount | None = None
+    cache_read_input_tokens: TokenCount | None = None
 
 
 class AnthropicMessagesResponse(_Response):
@@ -300,7 +302,7 @@ class AnthropicMessagesResponse(_Response):
     id: str | None = None
     type: str | None = None
     role: str | None = None
-    model: str | None = None
+    model: ServerName | None = None
     content: list[AnthropicResponseBlock] | None = None
     stop_reason: str | None = None
     stop_sequence: str | None = None

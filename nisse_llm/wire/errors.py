@@ -51,10 +51,17 @@ class ErrorInfo(BaseModel):
     code: str | None = None
 
 
-def _text(value: Any) -> str | None:
+# What is kept of a server's error fields: real types and codes are a few words, and the
+# classifier quotes only the head of a message.
+_TYPE_LIMIT = 120
+_MESSAGE_LIMIT = 4000
+
+
+def _text(value: Any, limit: int) -> str | None:
     if value is None or value == "None":
         return None
-    return value if isinstance(value, str) else str(value)
+    text = value if isinstance(value, str) else str(value)
+    return text[:limit]
 
 
 def read_error(body: bytes) -> ErrorInfo | None:
@@ -65,5 +72,7 @@ def read_error(body: bytes) -> ErrorInfo | None:
         return None
     detail = parsed.error
     return ErrorInfo(
-        type=_text(detail.type), message=_text(detail.message), code=_text(detail.code)
+        type=_text(detail.type, _TYPE_LIMIT),
+        message=_text(detail.message, _MESSAGE_LIMIT),
+        code=_text(detail.code, _TYPE_LIMIT),
     )

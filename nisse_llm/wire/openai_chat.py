@@ -16,6 +16,8 @@ from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from nisse_llm.wire._bounds import ServerName, TokenCount
+
 __all__ = [
     "OpenAIChatAssistantMessage",
     "OpenAIChatCacheControl",
@@ -272,36 +274,36 @@ class OpenAIChatChoice(_Response):
 class OpenAIChatPromptTokensDetails(_Response):
     """Breakdown of prompt tokens; ``cached_tokens`` were read from the prompt cache."""
 
-    cached_tokens: int | None = None
+    cached_tokens: TokenCount | None = None
     #: LiteLLM's name for tokens written to the prompt cache.
-    cache_creation_tokens: int | None = None
+    cache_creation_tokens: TokenCount | None = None
     #: OpenAI's and OpenRouter's name for the same.
-    cache_write_tokens: int | None = None
-    audio_tokens: int | None = None
+    cache_write_tokens: TokenCount | None = None
+    audio_tokens: TokenCount | None = None
 
 
 class OpenAIChatCompletionTokensDetails(_Response):
     """Breakdown of completion tokens."""
 
-    reasoning_tokens: int | None = None
-    audio_tokens: int | None = None
-    accepted_prediction_tokens: int | None = None
-    rejected_prediction_tokens: int | None = None
+    reasoning_tokens: TokenCount | None = None
+    audio_tokens: TokenCount | None = None
+    accepted_prediction_tokens: TokenCount | None = None
+    rejected_prediction_tokens: TokenCount | None = None
 
 
 class OpenAIChatUsage(_Response):
     """Token usage; ``prompt_tokens`` counts every prompt token, cached or not."""
 
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    total_tokens: int | None = None
+    prompt_tokens: TokenCount | None = None
+    completion_tokens: TokenCount | None = None
+    total_tokens: TokenCount | None = None
     prompt_tokens_details: OpenAIChatPromptTokensDetails | None = None
     completion_tokens_details: OpenAIChatCompletionTokensDetails | None = None
     #: LiteLLM, translating an Anthropic reply: tokens written to / read from the cache.
-    cache_creation_input_tokens: int | None = None
-    cache_read_input_tokens: int | None = None
+    cache_creation_input_tokens: TokenCount | None = None
+    cache_read_input_tokens: TokenCount | None = None
     #: DeepSeek's name for cache reads.
-    prompt_cache_hit_tokens: int | None = None
+    prompt_cache_hit_tokens: TokenCount | None = None
 
 
 class OpenAIChatResponse(_Response):
@@ -310,7 +312,7 @@ class OpenAIChatResponse(_Response):
     id: str | None = None
     object: str | None = None
     created: int | None = None
-    model: str | None = None
+    model: ServerName | None = None
     choices: list[OpenAIChatChoice]
     usage: OpenAIChatUsage | None = None
     system_fingerprint: str | None = None

@@ -147,7 +147,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("content-length") or 0))
         headers = {name.lower(): value for name, value in self.headers.items()}
-        seen = Captured("POST", self.path, headers, body)
+        seen = Captured(self.command, self.path, headers, body)
         plan = self.server.record_and_plan(seen)
         if isinstance(plan, Reset):
             self._reset()
@@ -172,6 +172,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(payload)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
+
+    do_GET = do_POST  # the proxy's model list is a GET
 
     def _reset(self) -> None:
         self.wfile.write(b'HTTP/1.1 200 OK\r\ncontent-length: 4096\r\n\r\n{"id": "chatc')

@@ -12,6 +12,7 @@ import pytest
 from nisse_llm.cli import main
 from tests.clients.harness import TOKEN
 from tests.clients.loopback import TOKEN_MARK, LoopbackServer, Reply, error_body, fixture_body
+from tests.clients.overflow_bodies import OVERFLOWS
 from tests.config.helpers import write_config
 
 ROLES = {
@@ -85,13 +86,16 @@ def test_json_prints_canonical_events(
         (Reply(400, error_body(f"bad request {TOKEN_MARK}", code="400")), 1),
         (Reply(401, error_body(f"Invalid key {TOKEN_MARK}", type_="auth_error", code="401")), 1),
         (Reply(200, b"<html>oops</html>", content_type="text/html"), 1),
+        (Reply(400, OVERFLOWS["openai-messages-resulted-in"].body), 5),
+        (Reply(400, OVERFLOWS["proxy-chat-shape-openai-entry"].body), 5),
     ],
-    ids=["503", "429", "budget", "400", "401", "200-html"],
+    ids=["503", "429", "budget", "400", "401", "200-html", "overflow", "overflow-via-proxy"],
 )
 def test_exit_codes_by_failure(
     reply: Reply, code: int, config: str, server: LoopbackServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Failures exit 3 (upstream), 4 (budget) or 1 (other), saying why on stderr without the token."""
+    """Failures exit 3 (upstream), 4 (budget), 5 (context window) or 1 (other), saying why on
+    stderr without the token."""
     server.plan(reply)
     assert main(["complete", "--role", "executor", "--config", config, "hi"]) == code
     out, err = capsys.readouterr()
@@ -200,3 +204,14 @@ def test_a_flag_combination_the_model_refuses_exits_1_and_sends_nothing(
     err = capsys.readouterr().err
     assert "temperature cannot be sent to an Anthropic model" in err
     assert server.requests == []
+
+
+def test_the_usage_line_names_the_cost_and_the_proxys_call_id(
+    config: str, server: LoopbackServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Behind a LiteLLM proxy the usage line also gives the call's cost and the proxy's call id."""
+    headers = (("x-litellm-call-id", "5b1f0c9e-call"), ("x-litellm-response-cost", "0.0012"))
+    server.plan(Reply(headers=headers))
+    assert main(["complete", "--role", "executor", "--config", config, "hi"]) == 0
+    err = capsys.readouterr().err
+    assert err.rstrip().endswith("cost_usd=0.0012 call_id=5b1f0c9e-call")

@@ -8,6 +8,7 @@ import pytest
 
 from nisse_llm.errors import (
     BudgetExhausted,
+    ContextWindowExceeded,
     LLMError,
     RenderError,
     TruncatedResponse,
@@ -37,6 +38,7 @@ from tests.clients.loopback import (
     error_body,
     fixture_body,
 )
+from tests.clients.overflow_bodies import NEAR_MISSES, OVERFLOWS
 
 HTML_502 = (
     f"<html><head><title>502 Bad Gateway</title></head><body><center><h1>502 Bad Gateway"
@@ -304,6 +306,12 @@ def _rows() -> dict[str, Row]:
                 status,
                 echoes_token=True,
             )
+    for name, overflow in OVERFLOWS.items():  # counts: tests/clients/test_overflow.py
+        rows[f"overflow-{name}"] = Row(
+            (Reply(overflow.status, overflow.body),), ContextWindowExceeded, overflow.status
+        )
+    for name, near in NEAR_MISSES.items():
+        rows[f"not-overflow-{name}"] = Row((Reply(near.status, near.body),), LLMError, 400)
     return rows
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import traceback
+
 import httpx
 import pytest
 from pydantic import SecretStr
@@ -144,7 +146,8 @@ HTTPX_EXCEPTIONS = _httpx_exceptions()
 @pytest.mark.parametrize("exc", HTTPX_EXCEPTIONS, ids=lambda e: type(e).__name__)
 @pytest.mark.parametrize("mode", MODES)
 async def test_every_httpx_exception_is_upstream_unavailable(exc: Exception, mode: Mode) -> None:
-    """Whatever httpx raises becomes UpstreamUnavailable, chained from it, the token redacted."""
+    """Whatever httpx raises becomes UpstreamUnavailable, chained from it, the token
+    redacted in both (the cause's args are cleaned, so a traceback shows no token)."""
 
     def fail(request: httpx.Request) -> httpx.Response:
         raise exc
@@ -157,6 +160,8 @@ async def test_every_httpx_exception_is_upstream_unavailable(exc: Exception, mod
     await close(client)
     assert type(caught.value) is UpstreamUnavailable
     assert caught.value.__cause__ is exc
+    assert TOKEN not in str(exc)
+    assert TOKEN not in "".join(traceback.format_exception(caught.value))
     assert type(exc).__name__ in str(caught.value)
     assert_no_token(caught.value)
 

@@ -217,7 +217,7 @@ def test_a_missing_file_names_where_its_path_came_from(
 
 def test_an_unreadable_or_undecodable_file_is_a_config_error(tmp_path: Path) -> None:
     """A directory or a non-UTF-8 file is reported by path, never as an OSError."""
-    with pytest.raises(ConfigError, match=r"cannot read config file .*: Is a directory"):
+    with pytest.raises(ConfigError, match=r"config file .* is not a regular file \(a directory\)"):
         load_settings(tmp_path)
     latin = tmp_path / "latin.toml"
     latin.write_bytes(b'[roles]\nexecutor = "caf\xe9"\n')

@@ -14,6 +14,8 @@ from nisse_llm.config import Pin, RoleMap, load_settings
 from nisse_llm.errors import ConfigError, LLMError, UnknownRoleError
 from tests.config.helpers import COMPLETE, TOKEN, complete, write_config
 
+BASE = "http://127.0.0.1:4000"
+
 
 @pytest.fixture
 def pin(tmp_path: Path) -> Pin:
@@ -73,6 +75,10 @@ def test_the_record_holds_roles_routes_and_knobs(pin: Pin) -> None:
         "passthrough_prefixes": ["claude-", "anthropic/"],
         "prompt_cache": True,
         "prompt_cache_ttl": "5m",
+        "preflight": False,
+        "max_response_bytes": 64 * 1024 * 1024,
+        "call_deadline_s": 600.0,
+        "stream_deadline_s": 3600.0,
         "roles": {
             "executor": {"model": "claude-sonnet-4-5", "route": "anthropic_messages"},
             "planner": {"model": "openai/gpt-5", "route": "openai_chat"},
@@ -133,7 +139,7 @@ def test_the_token_does_not_change_the_fingerprint(tmp_path: Path, pin: Pin) -> 
 def test_a_record_rebuilds_the_same_pin(pin: Pin) -> None:
     """from_record(record, token) after a JSON round trip gives back an equal pin."""
     record = json.loads(json.dumps(pin.record()))
-    rebuilt = Pin.from_record(record, TOKEN)
+    rebuilt = Pin.from_record(record, TOKEN, base_url=BASE)
     assert rebuilt == pin
     assert rebuilt.token.get_secret_value() == TOKEN
     assert rebuilt.record() == pin.record()
@@ -148,7 +154,7 @@ def test_editing_the_file_after_pinning_changes_nothing_in_the_pin(tmp_path: Pat
     assert pin.roles.resolve("planner") == "openai/gpt-5"
     assert pin.timeout_s == 120.0
     assert pin.record() == record
-    assert Pin.from_record(record, TOKEN).roles.planner == "openai/gpt-5"
+    assert Pin.from_record(record, TOKEN, base_url=BASE).roles.planner == "openai/gpt-5"
     fresh = load_settings(path).pin()
     assert fresh.roles.resolve("planner") == "openai/gpt-6"
     assert fresh.timeout_s == 5.0
@@ -171,9 +177,9 @@ def test_an_edited_record_is_refused(pin: Pin) -> None:
     """A record whose content no longer matches its fingerprint is a ConfigError."""
     roles = pin.record()["roles"] | {"planner": {"model": "x", "route": "openai_chat"}}
     with pytest.raises(ConfigError, match="fingerprint does not match its content"):
-        Pin.from_record(_tampered(pin, roles=roles), TOKEN)
+        Pin.from_record(_tampered(pin, roles=roles), TOKEN, base_url=BASE)
     with pytest.raises(ConfigError, match="fingerprint does not match its content"):
-        Pin.from_record(_tampered(pin, fingerprint=None), TOKEN)
+        Pin.from_record(_tampered(pin, fingerprint=None), TOKEN, base_url=BASE)
 
 
 @pytest.mark.parametrize(
@@ -202,14 +208,14 @@ def test_an_edited_record_is_refused(pin: Pin) -> None:
 def test_a_malformed_record_is_refused(pin: Pin, change: dict[str, Any], message: str) -> None:
     """Even with a matching fingerprint, a record that is not a valid pin is a ConfigError."""
     with pytest.raises(ConfigError) as caught:
-        Pin.from_record(_refit(_tampered(pin, **change)), TOKEN)
+        Pin.from_record(_refit(_tampered(pin, **change)), TOKEN, base_url=BASE)
     assert str(caught.value) == message
 
 
 def test_a_record_that_is_not_a_mapping_is_refused() -> None:
     """A list or a string in place of a record is a ConfigError, not a TypeError."""
     with pytest.raises(ConfigError, match="a pin record must be a mapping, got list"):
-        Pin.from_record([], TOKEN)  # type: ignore[arg-type]
+        Pin.from_record([], TOKEN, base_url=BASE)  # type: ignore[arg-type]
 
 
 def test_an_unknown_role_is_the_callers_mistake(pin: Pin) -> None:

@@ -154,7 +154,7 @@ def test_the_record_holds_the_profile_and_restores_it(tmp_path: Path) -> None:
         "tool_choice": "required",
     }
     assert "options" not in record["roles"]["delegate"]
-    restored = Pin.from_record(json.loads(json.dumps(record)), TOKEN)
+    restored = Pin.from_record(json.loads(json.dumps(record)), TOKEN, base_url=pin.base_url)
     assert restored == pin
     assert restored.options_for("planner") == RequestOptions(
         reasoning="high", max_output_tokens=32000

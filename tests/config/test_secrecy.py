@@ -70,7 +70,11 @@ def test_error_messages_never_show_the_token(
         # unrelated errors while the token is loaded
         _error_for(lambda: load_settings(good, llm={"timeout_s": -1}, role={"x": TOKEN})),
         # a pin rebuilt with a bad token
-        _error_for(lambda: Pin.from_record(load_settings(good).pin().record(), TOKEN + "\n x")),
+        _error_for(
+            lambda: Pin.from_record(
+                load_settings(good).pin().record(), TOKEN + "\n x", base_url="http://127.0.0.1:4000"
+            )
+        ),
     ]
     monkeypatch.setenv("NISSE_LLM_TOKEN", TOKEN + " env")
     errors.append(_error_for(lambda: load_settings(good)))

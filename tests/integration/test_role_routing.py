@@ -10,6 +10,7 @@ import pytest
 from nisse_llm.canonical import AssistantText, CanonicalEvent, ToolCall, ToolResult, UserText
 from nisse_llm.clients import RoleRouter
 from nisse_llm.config import Pin, load_settings
+from nisse_llm.errors import ConfigError
 from nisse_llm.testing import Script, ToolUse, reply
 from nisse_llm.testing.proxy import LiteLLMProxy
 from tests.corpus import RUN_TESTS
@@ -31,6 +32,7 @@ delegate = "claude-alt"
 consultant = "gpt-alt"
 """
     )
+    path.chmod(0o600)  # owner-only, whatever the umask: others-writable files warn
 
 
 def test_roles_route_by_the_pin_taken_at_start_whatever_the_file_says_later(
@@ -79,14 +81,18 @@ def test_roles_route_by_the_pin_taken_at_start_whatever_the_file_says_later(
 def test_a_pin_restored_from_its_record_routes_as_the_original(
     proxy: LiteLLMProxy, script: Script, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A resumed task rebuilds its pin from the logged record plus the token and keeps its routes."""
+    """A resumed task rebuilds its pin from the logged record, the token and the operator's
+    base URL, and keeps its routes; a record whose URL is not the operator's is refused."""
     config = tmp_path / "nisse.toml"
     _write_config(config, proxy.base_url, planner="claude-scripted", executor="gpt-scripted")
     monkeypatch.setenv("NISSE_LLM_TOKEN", proxy.token)
     record = json.loads(json.dumps(load_settings(config).pin().record()))
     _write_config(config, "http://127.0.0.1:9", planner="gpt-alt", executor="claude-alt")
 
-    restored = Pin.from_record(record, proxy.token)
+    # The operator's base URL decides where the token goes: the edited file's is refused.
+    with pytest.raises(ConfigError, match="is not the operator's"):
+        Pin.from_record(record, proxy.token, base_url=load_settings(config).llm.base_url)
+    restored = Pin.from_record(record, proxy.token, base_url=proxy.base_url)
     script.messages(reply("resumed plan"))
     with RoleRouter.from_pin(restored) as router:
         assert router.complete("planner", [UserText(text="Where were we?")], None) == [

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from nisse_llm._transport import Call
 from nisse_llm.canonical import (
     AssistantText,
     CanonicalEvent,
@@ -92,14 +91,14 @@ def test_three_agents_through_the_proxy_are_recorded_and_resumed(
     for call in calls:
         assert call.model == ROLES[call.role or ""]
         assert call.route == pin.route(call.role or "")
-    if "info" in Call.__slots__:  # clients that read the proxy's call metadata
-        # Every call the proxy answered, failed ones too, is recorded with the proxy's id.
-        assert all(c.call is not None and c.call.call_id for c in calls), calls
+    # Every call the proxy answered, failed ones too, is recorded with the proxy's call id.
+    assert all(c.call is not None and c.call.call_id for c in calls), calls
+    assert len({c.call.call_id for c in calls if c.call}) == 7
     # The records hold exactly the usage the client parsed from each reply.
     assert sorted(repr(c.usage) for c in calls if c.outcome == "ok") == sorted(
         repr(usage) for _, usage in seen
     )
-    task = LogStore(path).resume(proxy.token)
+    task = LogStore(path).resume(proxy.token, base_url=proxy.base_url)
     assert task.pin == pin
     assert task.usage.total.calls == 7
     assert task.usage.total.output == sum(usage.output for _, usage in seen)

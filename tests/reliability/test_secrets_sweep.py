@@ -8,9 +8,12 @@ args and every extra attribute), or anything a CLI subcommand prints.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
+import subprocess
+import sys
 import traceback
 import warnings
 from collections.abc import Iterator
@@ -29,8 +32,8 @@ from nisse_llm.clients import (
     LiteLLMClient,
     RoleRouter,
 )
-from nisse_llm.config import InsecureConfigFileWarning, load_settings
-from nisse_llm.errors import LLMError
+from nisse_llm.config import InsecureConfigFileWarning, Pin, load_settings
+from nisse_llm.errors import ConfigError, LLMError, UpstreamUnavailable
 from nisse_llm.routing import Route
 from nisse_llm.testing.sse import encode_sse, sse_stream, stream_events, with_error_event
 from tests.clients.harness import (
@@ -61,10 +64,26 @@ from tests.clients.loopback import (
 from tests.clients.stream_harness import read_stream
 from tests.clients.stream_upstream import Body, Raw, StreamingUpstream
 from tests.clients.stream_upstream import serve as serve_streaming
+from tests.reliability import figures
+from tests.reliability._rawserver import ECHO_PLACES, Conn, RawServer, whole
+from tests.reliability._rawserver import echo as _echo
+from tests.reliability._rawserver import head as raw_head
 
-SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
-# The server names the caller's key in headers too, as some gateways do in WWW-Authenticate.
-ECHO_HEADERS = (("www-authenticate", f'Bearer realm="proxy", key="{TOKEN}"'), ("x-key", TOKEN))
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMAS = ROOT / "schemas"
+# The server names the caller's key in headers too, as some gateways do in WWW-Authenticate,
+# and in the proxy's call-metadata headers, which end up on CallInfo and LLMError.call_id.
+CALL_HEADERS = (
+    ("x-litellm-call-id", f"call-{TOKEN}"),
+    ("x-litellm-model-group", TOKEN),
+    ("x-litellm-model-id", f"id-{TOKEN}"),
+    ("x-litellm-response-cost", "0.5"),
+)
+ECHO_HEADERS = (
+    ("www-authenticate", f'Bearer realm="proxy", key="{TOKEN}"'),
+    ("x-key", TOKEN),
+    *CALL_HEADERS,
+)
 HTML_502 = f"<html><body><h1>502 Bad Gateway</h1><!-- key {TOKEN_MARK} --></body></html>".encode()
 
 
@@ -299,6 +318,91 @@ async def test_streams_broken_mid_way_never_carry_the_token(
         _assert_clean(_record_texts(record), f"{name} log record")
 
 
+# --- call metadata and the limits endpoints ----------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["complete", "stream"])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("route", ROUTES)
+async def test_call_metadata_headers_echoing_the_token_never_show_it(
+    route: Route, mode: Mode, kind: str, server: LoopbackServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A successful reply whose call-id, model-group and model-id headers carry the token:
+    last_call, the completion, the usage callback's CallInfo and every log record lack it."""
+    caplog.set_level(logging.DEBUG, logger="nisse_llm")
+    server.plan(Reply(headers=ECHO_HEADERS))
+    seen: list[Any] = []
+
+    def on_usage(usage: Any, model: str, **extra: Any) -> None:
+        seen.append(extra)
+
+    client = make_client(route, mode, server.base_url, sleep=SleepLog(), on_usage=on_usage)
+    try:
+        if kind == "stream":
+            _, completion = await read_stream(client)
+            texts = [repr(completion), completion.model_dump_json()]
+        else:
+            await complete(client, EVENTS, None, MODEL[route])
+            texts = []
+    finally:
+        await close(client)
+    texts += [repr(client.last_call), repr(seen)]
+    assert client.last_call is not None
+    assert client.last_call.call_id == "call-[redacted]"
+    _assert_clean(texts, "call info")
+    for record in caplog.records:
+        _assert_clean(_record_texts(record), "call info log record")
+
+
+# Both clients' models listed with a 5-token window: any request must be counted first.
+_LISTED = _reply(
+    200,
+    json.dumps(
+        {"data": [{"model_name": m, "model_info": {"max_input_tokens": 5}} for m in MODEL.values()]}
+    ).encode(),
+)
+LIMIT_FAULTS: dict[str, tuple[Plan, ...]] = {
+    "model-info-401": (
+        _reply(401, error_body(f"Invalid key {TOKEN_MARK}", type_="auth_error", code="401")),
+    ),
+    "model-info-500": (_reply(500, error_body(f"down {TOKEN_MARK}", code="500")),),
+    "model-info-garbage": (_reply(200, f'{{"data": "{TOKEN_MARK}"'.encode()),),
+    "counter-401": (
+        _LISTED,
+        _reply(401, error_body(f"Invalid key {TOKEN_MARK}", type_="auth_error", code="401")),
+    ),
+    "counter-garbage": (_LISTED, _reply(200, f'{{"total_tokens": "{TOKEN_MARK}"}}'.encode())),
+    "counter-reset": (_LISTED, Reset()),
+    "preflight-refusal": (_LISTED, _reply(200, b'{"total_tokens": 50}')),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("name", list(LIMIT_FAULTS))
+async def test_model_info_counter_and_preflight_failures_never_carry_the_token(
+    name: str, route: Route, mode: Mode, server: LoopbackServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """GET /v1/model/info and POST /utils/token_counter answering with the token in bodies and
+    headers (refusals, garbage, resets), and a pre-flight refusal: the exception and every log
+    record lack it."""
+    caplog.set_level(logging.DEBUG, logger="nisse_llm")
+    server.plan(*LIMIT_FAULTS[name])
+    client = make_client(route, mode, server.base_url, sleep=SleepLog(), preflight=True)
+    try:
+        with pytest.raises(LLMError) as caught:
+            await complete(client, EVENTS, None, MODEL[route])
+    finally:
+        await close(client)
+    _assert_clean(_exception_texts(caught.value), f"{name} exception")
+    for record in caplog.records:
+        _assert_clean(_record_texts(record), f"{name} log record")
+    assert [r.path for r in server.requests if r.method == "POST"] in (
+        [],
+        ["/utils/token_counter"],
+    )  # the completion itself was never sent
+
+
 # --- objects holding settings ---------------------------------------------------------------
 
 ROLES = {
@@ -465,3 +569,246 @@ def test_an_owner_only_file_or_one_without_the_token_does_not_warn(
         warnings.simplefilter("always")
         load_settings(path)
     assert [w for w in caught if w.category is InsecureConfigFileWarning] == []
+
+
+# --- hostile servers and files: where the token may go -------------------------------------
+
+
+def _chain_texts(exc: BaseException) -> list[str]:
+    """Text of ``exc`` and of every exception chained to it, as cause or context."""
+    texts = _exception_texts(exc)
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        current = todo.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        texts += [str(current), repr(current), repr(current.args)]
+        todo += [current.__cause__, current.__context__]
+    return texts
+
+
+@pytest.mark.parametrize("kind", ["complete", "stream"])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("where", ECHO_PLACES)
+async def test_a_token_echoed_into_a_malformed_response_reaches_no_cause_traceback_or_log(
+    where: str, mode: Mode, kind: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A server echoing the token where httpx, httpcore or h11 quote what they reject:
+    UpstreamUnavailable, and neither the error, its chained causes and contexts, its
+    traceback, nor any DEBUG record of httpx, httpcore or nisse_llm holds the token."""
+    caplog.set_level(logging.DEBUG)
+    with RawServer(_echo(where)) as raw:
+        client = make_client("openai_chat", mode, raw.base_url, sleep=SleepLog())
+        try:
+            with pytest.raises(LLMError) as caught:
+                await _call(client, kind)
+        finally:
+            await close(client)
+        assert [Conn(None, r, raw.stop).token for r in raw.requests] == [TOKEN]  # type: ignore[arg-type]
+    assert isinstance(caught.value, UpstreamUnavailable)
+    _assert_clean(_chain_texts(caught.value), f"{where} exception")
+    records = caplog.records
+    assert any(r.name.startswith("httpcore") for r in records)  # the traces were captured
+    for record in records:
+        _assert_clean(_record_texts(record), f"{where} log record {record.name}")
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    "base_url",
+    [f"http://user:{TOKEN}@127.0.0.1:{{port}}", f"http://{TOKEN}@127.0.0.1:{{port}}"],
+    ids=["user-password", "user-only"],
+)
+async def test_a_base_url_with_userinfo_is_refused_and_nothing_is_sent(
+    base_url: str, mode: Mode
+) -> None:
+    """``user:password@`` in a base URL (httpx would send it as Basic auth in place of the
+    token) is a ConfigError at construction that shows neither part; no connection is made."""
+    with RawServer(whole(200, b"{}")) as raw:
+        url = base_url.format(port=raw.base_url.rsplit(":", 1)[1])
+        with pytest.raises(ConfigError) as caught:
+            make_client("openai_chat", mode, url, sleep=SleepLog())
+        assert raw.connections == 0
+    _assert_clean(_chain_texts(caught.value), "userinfo client error")
+    assert "user:password@" in str(caught.value)
+
+
+def test_a_settings_base_url_with_userinfo_is_refused_without_echoing_it(tmp_path: Path) -> None:
+    """The same URL from a TOML file is a ConfigError naming the key, never the password."""
+    path = _write(tmp_path / "c.toml", _toml(f"http://user:{TOKEN}@127.0.0.1:9"))
+    with pytest.raises(ConfigError) as caught:
+        load_settings(path)
+    assert "llm.base_url" in str(caught.value)
+    _assert_clean(_chain_texts(caught.value), "userinfo settings error")
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("token", [TOKEN + "\r\nX-Injected: 1", TOKEN + "é", " " + TOKEN])
+def test_a_token_that_cannot_travel_in_a_header_is_refused_unquoted(token: str, mode: Mode) -> None:
+    """A CR/LF, non-ASCII or space in a token passed to a constructor: ConfigError, not
+    quoting it (nor any piece of it)."""
+    cls = LiteLLMClient if mode == "sync" else AsyncLiteLLMClient
+    with pytest.raises(ConfigError) as caught:
+        cls("http://127.0.0.1:9", token)
+    _assert_clean(_chain_texts(caught.value), "bad token error")
+
+
+def _completion(conn: Conn) -> None:
+    body = (RESPONSES / "oai_text_plain.json").read_bytes()
+    conn.send(
+        raw_head(
+            200,
+            ("Content-Type", "application/json"),
+            ("Content-Length", str(len(body))),
+            chunked=False,
+        )
+    )
+    conn.send(body)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("variable", ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"])
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
+async def test_a_loopback_base_url_never_goes_through_an_environment_proxy(
+    host: str, variable: str, mode: Mode, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a proxy in the environment, a call to a loopback base URL goes straight to it:
+    the proxy sees no connection and so never the token."""
+    with RawServer(_completion) as proxy, RawServer(_completion) as direct:
+        monkeypatch.setenv(variable, proxy.base_url)
+        url = direct.base_url.replace("127.0.0.1", host)
+        client = make_client("openai_chat", mode, url, sleep=SleepLog())
+        try:
+            await complete(client, EVENTS, None, MODEL["openai_chat"])
+        finally:
+            await close(client)
+        assert proxy.connections == 0
+        assert len(direct.requests) == 1
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_an_environment_proxy_carries_the_token_for_a_remote_base_url(
+    mode: Mode, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """HTTP_PROXY is honoured for a base URL that is not loopback (documented: the token
+    travels through it), and NO_PROXY exempts a host."""
+    with RawServer(_completion) as proxy:
+        monkeypatch.setenv("HTTP_PROXY", proxy.base_url)
+        client = make_client("openai_chat", mode, "http://llm.example.test:4000", sleep=SleepLog())
+        try:
+            await complete(client, EVENTS, None, MODEL["openai_chat"])
+        finally:
+            await close(client)
+        (request,) = proxy.requests
+        assert request.startswith(b"POST http://llm.example.test:4000/chat/completions ")
+        monkeypatch.setenv("NO_PROXY", "llm.example.test")
+        client = make_client("openai_chat", mode, "http://llm.example.test:4000", sleep=SleepLog())
+        try:
+            with pytest.raises(UpstreamUnavailable):  # straight to a host that does not exist
+                await complete(client, EVENTS, None, MODEL["openai_chat"])
+        finally:
+            await close(client)
+        assert len(proxy.requests) == 1
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    "proxy",
+    ["socks5://127.0.0.1:1080", f"ftp://user:{TOKEN}@127.0.0.1:21", "http://127.0.0.1:port"],
+)
+def test_a_malformed_environment_proxy_is_a_config_error(
+    proxy: str, mode: Mode, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A proxy httpx cannot use (socks5 without its extra, ftp, a bad port) is a
+    ConfigError at construction naming the variable, not an ImportError or ValueError,
+    and shows no credentials it holds."""
+    monkeypatch.setenv("HTTPS_PROXY", proxy)
+    cls = LiteLLMClient if mode == "sync" else AsyncLiteLLMClient
+    with pytest.raises(ConfigError, match="HTTPS_PROXY") as caught:
+        cls("https://llm.example.test", TOKEN)
+    _assert_clean(_chain_texts(caught.value), "proxy error")
+
+
+def test_a_rewritten_pin_record_never_sends_the_token_elsewhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Someone who can write the task file points the record's base_url at their server
+    and recomputes the unkeyed fingerprint: resuming raises a ConfigError naming both
+    URLs, whether the operator's URL is passed or comes from NISSE_LLM_BASE_URL, and the
+    attacker's server sees no connection."""
+    with RawServer(_completion) as operator, RawServer(_completion) as attacker:
+        settings = load_settings(_write(tmp_path / "c.toml", _toml(operator.base_url)))
+        record = settings.pin().record()
+        body = {k: v for k, v in record.items() if k != "fingerprint"} | {
+            "base_url": attacker.base_url
+        }
+        canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        forged = body | {"fingerprint": "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()}
+        with pytest.raises(ConfigError) as caught:
+            Pin.from_record(forged, TOKEN, base_url=settings.llm.base_url)
+        assert operator.base_url in str(caught.value)
+        assert attacker.base_url in str(caught.value)
+        monkeypatch.setenv("NISSE_LLM_BASE_URL", operator.base_url)
+        with pytest.raises(ConfigError, match="is not the operator's"):
+            Pin.from_record(forged, TOKEN)
+        monkeypatch.delenv("NISSE_LLM_BASE_URL")
+        with pytest.raises(ConfigError, match="needs the operator's base URL"):
+            Pin.from_record(forged, TOKEN)
+        # The genuine record resumes, and calls go to the operator's server.
+        pin = Pin.from_record(record, TOKEN, base_url=operator.base_url)
+        with RoleRouter.from_pin(pin) as router:
+            router.complete("planner", EVENTS, None)
+        assert attacker.connections == 0
+        assert len(operator.requests) == 1
+        _assert_clean(_chain_texts(caught.value), "forged record error")
+
+
+# --- the same probes in their own processes: time and memory bounded --------------------
+
+
+def _probe(case: str, mode: str, directory: Path) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.reliability._hostile_token", case, mode, str(directory)],
+        cwd=ROOT,
+        env={k: v for k, v in os.environ.items() if not k.upper().endswith("_PROXY")},
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    report: dict[str, Any] = json.loads(done.stdout)
+    figures.record(
+        f"token probe {case} {mode}: {report['outcome']} in {report['seconds']} s, "
+        f"peak +{report['growth_mb']} MB"
+    )
+    return report
+
+
+TOKEN_PROBES: dict[str, tuple[str, dict[str, Any]]] = {
+    **{f"echo_{where}": ("UpstreamUnavailable", {"tokens_sent": [TOKEN]}) for where in ECHO_PLACES},
+    "userinfo": ("ConfigError", {"connections": 0}),
+    "proxy_loopback": ("ok", {"proxy_connections": 0, "connections": 1}),
+    "forged_pin": ("ConfigError", {"connections": 0}),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", list(TOKEN_PROBES))
+def test_token_probes_in_their_own_process_are_bounded_and_send_nothing_astray(
+    case: str, mode: Mode, tmp_path: Path
+) -> None:
+    """Each probe, run alone in a child process: the class raised, under 2 s and 20 MB at
+    peak, the token in no error text, chained exception, traceback or log record, and
+    each server saw exactly what it should (no connection where the token must not go)."""
+    outcome, seen = TOKEN_PROBES[case]
+    report = _probe(case, mode, tmp_path)
+
+    assert report["outcome"] == outcome, report["message"]
+    assert report["seconds"] < 2.0
+    assert report["growth_mb"] < 20
+    assert not report["token_in_error"]
+    assert not report["token_in_logs"]
+    for key, value in seen.items():
+        assert report[key] == value, key

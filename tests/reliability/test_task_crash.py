@@ -19,7 +19,7 @@ from nisse_llm.taskrecord import StoredCall, StoredHeader, UsageTotal
 from tests.reliability import figures
 from tests.reliability._crash_writer import payload
 from tests.reliability._task_crash_writer import MAX_BATCH
-from tests.taskrecord.helpers import TOKEN, call_record, make_pin
+from tests.taskrecord.helpers import BASE_URL, TOKEN, call_record, make_pin
 
 ROOT = Path(__file__).resolve().parents[2]
 # A new file every few kills, so kills also land while the header is being written.
@@ -88,7 +88,7 @@ def _kill_task_writer(directory: Path, kills: int, *, budget_s: float) -> dict[s
             assert not began, where
             assert not reported, where
             with pytest.raises(TaskHeaderMissing):
-                LogStore(path).resume(TOKEN)
+                LogStore(path).resume(TOKEN, base_url=BASE_URL)
             tally["headerless"] += 1
             continue
         assert isinstance(records[0], StoredHeader), where
@@ -99,7 +99,7 @@ def _kill_task_writer(directory: Path, kills: int, *, budget_s: float) -> dict[s
                 assert isinstance(record, StoredCall), where
                 assert record.llm_call == call_record(record.seq), where
 
-        task = LogStore(path).resume(TOKEN)
+        task = LogStore(path).resume(TOKEN, base_url=BASE_URL)
         assert task.pin == pin, where
         assert task.repaired == found.torn_tail, where
         assert task.usage.total == _expected_total(found.calls), where

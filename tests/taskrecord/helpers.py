@@ -10,6 +10,8 @@ from nisse_llm.config import Pin, load_settings
 from nisse_llm.taskrecord import CallRecord
 
 TOKEN = "sk-task-record-0123456789"
+#: Where every test pin points (the operator's base URL a resume must be given).
+BASE_URL = "http://127.0.0.1:4000"
 ROLES = {
     "executor": "gpt-4.1-mini",
     "planner": "claude-sonnet-4-5",
@@ -18,7 +20,7 @@ ROLES = {
 }
 
 
-def make_pin(base_url: str = "http://127.0.0.1:4000", **roles: Any) -> Pin:
+def make_pin(base_url: str = BASE_URL, **roles: Any) -> Pin:
     """A pin from explicit arguments alone (no TOML, no environment needed)."""
     return load_settings(
         None, llm={"base_url": base_url, "token": TOKEN}, roles={**ROLES, **roles}

@@ -26,7 +26,7 @@ from nisse_llm.testing import (
 )
 from tests.corpus import READ_FILE
 from tests.taskrecord._killed_agent import FIRST_USAGE, QUESTION
-from tests.taskrecord.helpers import ROLES, TOKEN, make_pin
+from tests.taskrecord.helpers import BASE_URL, ROLES, TOKEN, make_pin
 
 ROOT = Path(__file__).resolve().parents[2]
 BUDGET = openai_failure(
@@ -165,7 +165,7 @@ def test_agent_killed_between_tool_call_and_result_resumes_from_the_file(tmp_pat
     agent.communicate(timeout=30)
 
     # The three calls of a resume: read the task, rebuild the router, continue.
-    task = LogStore(path).resume(TOKEN)
+    task = LogStore(path).resume(TOKEN, base_url=BASE_URL)
     (pending,) = task.pending_calls
     assert (pending.tool, pending.arguments) == ("read_file", {"path": "add.py"})
     assert task.usage.total.calls == 1
@@ -183,7 +183,7 @@ def test_agent_killed_between_tool_call_and_result_resumes_from_the_file(tmp_pat
     ) as llm:
         task.store.append_events(llm.complete("planner", task.events + results, [READ_FILE]))
 
-    done = LogStore(path).resume(TOKEN)
+    done = LogStore(path).resume(TOKEN, base_url=BASE_URL)
     assert done.pending_calls == []
     assert done.events[0] == UserText(text=QUESTION)
     assert isinstance(done.events[2], ToolCall)
@@ -199,22 +199,40 @@ def test_agent_killed_between_tool_call_and_result_resumes_from_the_file(tmp_pat
     assert request.last_user_text == QUESTION
 
 
-def test_call_info_comes_from_the_call_or_the_clients_last_call() -> None:
-    """A record takes the call's own `CallInfo`; a client that only exposes ``last_call``
-    lends it to a reply just parsed, never to a failure (it would be another call's)."""
-    from types import SimpleNamespace
+def test_records_carry_the_proxys_call_id_and_cost(tmp_path: Path) -> None:
+    """The proxy's call id and cost headers reach the call record, on success and on a
+    failure, and the task's cost total is their exact decimal sum."""
+    import dataclasses
+    from decimal import Decimal
 
-    from nisse_llm.canonical import CallInfo
-    from nisse_llm.clients import _call_info
+    def priced(call_id: str, cost: str) -> tuple[tuple[str, str], ...]:
+        return (("x-litellm-call-id", call_id), ("x-litellm-response-cost", cost))
 
-    own, last = CallInfo(call_id="own"), CallInfo(call_id="last")
-    core = SimpleNamespace(last_call=last)
+    path = tmp_path / "task.jsonl"
+    budget = dataclasses.replace(BUDGET, headers=BUDGET.headers + priced("id-3", "0"))
+    script = Script().chat(
+        dataclasses.replace(reply("a"), headers=priced("id-1", "0.1")),
+        dataclasses.replace(reply("b"), headers=priced("id-2", "0.2")),
+        budget,
+    )
+    with RoleRouter.from_pin(
+        make_pin(), store=LogStore(path), transport=ScriptedTransport(script)
+    ) as llm:
+        llm.complete("executor", [UserText(text="one")], None)
+        llm.complete("consultant", [UserText(text="two")], None)
+        with pytest.raises(BudgetExhausted):
+            llm.complete("executor", [UserText(text="three")], None)
 
-    assert _call_info(SimpleNamespace(info=own, core=core), "ok") is own  # type: ignore[arg-type]
-    assert _call_info(SimpleNamespace(info=None, core=core), "ok") is None  # type: ignore[arg-type]
-    assert _call_info(SimpleNamespace(core=core), "ok") is last  # type: ignore[arg-type]
-    assert _call_info(SimpleNamespace(core=core), "UpstreamUnavailable") is None  # type: ignore[arg-type]
-    assert _call_info(SimpleNamespace(core=SimpleNamespace()), "ok") is None  # type: ignore[arg-type]
+    calls = _calls(path)
+    assert [(c.call.call_id, c.outcome) for c in calls if c.call] == [
+        ("id-1", "ok"),
+        ("id-2", "ok"),
+        ("id-3", "BudgetExhausted"),
+    ]
+    usage = LogStore(path).read().usage
+    assert usage.total.cost_usd == Decimal("0.3")  # float addition gives 0.30000000000000004
+    assert usage.by_role["executor"].cost_usd == Decimal("0.1")
+    assert usage.total.unpriced_calls == 0
 
 
 def test_a_router_begins_its_store_and_refuses_another_tasks(tmp_path: Path) -> None:
@@ -225,7 +243,7 @@ def test_a_router_begins_its_store_and_refuses_another_tasks(tmp_path: Path) -> 
     fresh = LogStore(tmp_path / "fresh.jsonl")
     with RoleRouter.from_pin(make_pin(), store=fresh, transport=ScriptedTransport(Script())):
         pass
-    assert LogStore(tmp_path / "fresh.jsonl").resume(TOKEN).pin == make_pin()
+    assert LogStore(tmp_path / "fresh.jsonl").resume(TOKEN, base_url=BASE_URL).pin == make_pin()
 
     other = LogStore(tmp_path / "other.jsonl").begin(make_pin(executor="gpt-4.1"))
     script = Script()

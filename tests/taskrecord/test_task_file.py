@@ -39,7 +39,7 @@ from nisse_llm.taskrecord import (
     UsageTotal,
     UsageTotals,
 )
-from tests.taskrecord.helpers import TOKEN, call_record, make_pin
+from tests.taskrecord.helpers import BASE_URL, TOKEN, call_record, make_pin
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "schemas" / "stored-record.schema.json").read_text())
@@ -100,7 +100,7 @@ def test_old_events_only_file_reads_and_is_not_a_task(tmp_path: Path) -> None:
     with pytest.raises(TaskHeaderMissing, match="holds events but no task header"):
         LogStore(path).begin(make_pin())
     with pytest.raises(TaskHeaderMissing, match="holds events but no task header"):
-        LogStore(path).resume(TOKEN)
+        LogStore(path).resume(TOKEN, base_url=BASE_URL)
     assert path.read_bytes() == before
     assert LogStore(path).append_event(UserText(text="c")).seq == 2
 
@@ -108,7 +108,7 @@ def test_old_events_only_file_reads_and_is_not_a_task(tmp_path: Path) -> None:
 def test_resume_of_a_missing_file_creates_nothing(tmp_path: Path) -> None:
     """Resuming a task file that does not exist fails clearly and creates no file."""
     with pytest.raises(TaskHeaderMissing, match="no such task file"):
-        LogStore(tmp_path / "absent.jsonl").resume(TOKEN)
+        LogStore(tmp_path / "absent.jsonl").resume(TOKEN, base_url=BASE_URL)
     assert not (tmp_path / "absent.jsonl").exists()
 
 
@@ -149,7 +149,7 @@ def test_resume_rebuilds_pin_events_pending_calls_and_usage(tmp_path: Path) -> N
     for record in calls[3:]:
         store.append_call(record)
 
-    task = LogStore(path).resume(TOKEN)
+    task = LogStore(path).resume(TOKEN, base_url=BASE_URL)
 
     assert task.pin == pin
     assert task.pin.token.get_secret_value() == TOKEN
@@ -181,7 +181,7 @@ def test_resume_removes_a_torn_tail(tmp_path: Path) -> None:
     with path.open("ab") as file:
         file.write(b'{"seq":2,"at":"2026')
 
-    task = LogStore(path).resume(TOKEN)
+    task = LogStore(path).resume(TOKEN, base_url=BASE_URL)
 
     assert task.repaired == b'{"seq":2,"at":"2026'
     assert task.store.append_event(UserText(text="b")).seq == 2
@@ -198,7 +198,7 @@ def test_begin_removes_a_torn_header(tmp_path: Path) -> None:
     LogStore(path).begin(pin)
 
     assert LogStore(path).read().header is not None
-    assert LogStore(path).resume(TOKEN).pin == pin
+    assert LogStore(path).resume(TOKEN, base_url=BASE_URL).pin == pin
 
 
 def test_a_damaged_pin_record_is_a_config_error(tmp_path: Path) -> None:
@@ -208,7 +208,24 @@ def test_a_damaged_pin_record_is_a_config_error(tmp_path: Path) -> None:
     path.write_text(path.read_text().replace("gpt-4.1-mini", "gpt-4.1-nano"))
 
     with pytest.raises(ConfigError, match="fingerprint does not match"):
+        LogStore(path).resume(TOKEN, base_url=BASE_URL)
+
+
+def test_resume_sends_the_token_only_to_the_operators_base_url(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A task file whose header names another base URL than the operator's is refused, and
+    without a base URL (argument or NISSE_LLM_BASE_URL) resume says what it needs."""
+    path = tmp_path / "task.jsonl"
+    LogStore(path).begin(make_pin())
+
+    with pytest.raises(ConfigError, match="is not the operator's"):
+        LogStore(path).resume(TOKEN, base_url="http://127.0.0.1:5000")
+    monkeypatch.delenv("NISSE_LLM_BASE_URL", raising=False)
+    with pytest.raises(ConfigError, match="needs the operator's base URL"):
         LogStore(path).resume(TOKEN)
+    monkeypatch.setenv("NISSE_LLM_BASE_URL", BASE_URL)
+    assert LogStore(path).resume(TOKEN).pin == make_pin()
 
 
 def test_usage_total_adds_cost_as_an_exact_decimal() -> None:

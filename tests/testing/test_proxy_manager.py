@@ -90,6 +90,12 @@ def test_scripted_models_cover_both_providers_and_every_fault() -> None:
     assert budget["input_cost_per_token"] > 0
     assert budget["output_cost_per_token"] > 0
     assert entries["claude-down"]["litellm_params"]["api_base"] == "http://127.0.0.1:2"
+    assert entries["gpt-priced"]["litellm_params"]["model"] == "openai/gpt-5.4-mini"
+    assert entries["claude-tiny"]["model_info"] == {
+        "max_input_tokens": 300,
+        "max_output_tokens": 100,
+    }
+    assert "model_info" not in entries["gpt-scripted"]
 
 
 def test_a_model_entry_can_name_a_different_upstream_model() -> None:
