@@ -60,7 +60,7 @@ if TYPE_CHECKING:
         Settings,
         load_settings,
     )
-    from nisse_llm.logstore import LogStore
+    from nisse_llm.logstore import LogStore, TaskHeaderMissing, TaskPinMismatch
     from nisse_llm.models_info import Headroom, ModelInfo
     from nisse_llm.online import OnlineReport, acheck_online, check_online
     from nisse_llm.options import RequestOptions
@@ -76,6 +76,7 @@ if TYPE_CHECKING:
         ToolArgumentsDelta,
         ToolCallStarted,
     )
+    from nisse_llm.taskrecord import CallRecord, ResumedTask, UsageTotal, UsageTotals
     from nisse_llm.toolbox import Toolbox
     from nisse_llm.typed import TypedReply
 
@@ -89,6 +90,12 @@ _LAZY = {
     "RoleMap": "nisse_llm.config",
     "InsecureConfigFileWarning": "nisse_llm.config",
     "LogStore": "nisse_llm.logstore",
+    "TaskHeaderMissing": "nisse_llm.logstore",
+    "TaskPinMismatch": "nisse_llm.logstore",
+    "CallRecord": "nisse_llm.taskrecord",
+    "ResumedTask": "nisse_llm.taskrecord",
+    "UsageTotal": "nisse_llm.taskrecord",
+    "UsageTotals": "nisse_llm.taskrecord",
     "OnlineReport": "nisse_llm.online",
     "check_online": "nisse_llm.online",
     "acheck_online": "nisse_llm.online",
@@ -128,6 +135,7 @@ __all__ = [
     "AsyncRoleRouter",
     "BudgetExhausted",
     "CallInfo",
+    "CallRecord",
     "CanonicalEvent",
     "Completion",
     "ConfigError",
@@ -153,12 +161,15 @@ __all__ = [
     "RenderError",
     "ReplyStream",
     "RequestOptions",
+    "ResumedTask",
     "RoleMap",
     "RoleProfile",
     "RoleRouter",
     "Settings",
     "StoredEvent",
     "StreamInterrupted",
+    "TaskHeaderMissing",
+    "TaskPinMismatch",
     "TextDelta",
     "ToolArgumentsDelta",
     "ToolCall",
@@ -171,6 +182,8 @@ __all__ = [
     "UnknownRoleError",
     "UpstreamUnavailable",
     "Usage",
+    "UsageTotal",
+    "UsageTotals",
     "UserImage",
     "UserText",
     "acheck_online",

@@ -61,6 +61,7 @@ from nisse_llm.streaming import StreamAccumulator, accumulator_for
 __all__ = [
     "HTTPX_ERRORS",
     "Call",
+    "CallObserver",
     "Core",
     "PartsRenderer",
     "RouteSpec",
@@ -84,6 +85,11 @@ router_role: ContextVar[str | None] = ContextVar("nisse_llm_router_role", defaul
 #: declares ``role`` and/or ``call`` keywords (or ``**kwargs``) receives the router role
 #: the call went through (None outside a router) and its `CallInfo`.
 UsageCallback = Callable[[Usage, str], None]
+
+#: Called once when a call ends, before it returns or raises: with the call, its usage
+#: (None without a parsed reply) and its outcome: ``"ok"``, ``"closed"`` (a stream left
+#: early) or the error's class name. An exception it raises reaches the caller instead.
+CallObserver = Callable[["Call", Usage | None, str], None]
 
 # The roots of every exception httpx raises (HTTPError covers transport errors and
 # timeouts; the other three are not HTTPError subclasses).
@@ -156,6 +162,7 @@ class Core:
         "last_usage",
         "max_tokens",
         "model_infos",
+        "on_call",
         "on_usage",
         "policy",
         "preflight",
@@ -204,6 +211,8 @@ class Core:
         self.max_tokens = max_tokens or DEFAULT_MAX_OUTPUT_TOKENS
         self.policy = policy
         self.on_usage = on_usage
+        #: Told of every call's end (a router sets it to write the task record).
+        self.on_call: CallObserver | None = None
         #: The prompt-cache policy of every call that does not override it (None: off).
         self.prompt_cache = _cache_policy(prompt_cache)
         self.renderer = route.renderer()
@@ -493,7 +502,13 @@ class Call:
 
     def abandoned(self, deltas: int) -> None:
         """Log a stream the caller closed before its end: no usage is known or reported."""
+        self._observe(None, "closed")
         self._log(logging.INFO, None, None, closed_after=deltas)
+
+    def _observe(self, usage: Usage | None, outcome: str) -> None:
+        observer = self.core.on_call
+        if observer is not None:
+            observer(self, usage, outcome)
 
     def _settle(self, parse: Callable[[], Completion]) -> Completion:
         try:
@@ -510,6 +525,7 @@ class Call:
         completion = completion.model_copy(update={"call": info})
         core.last_usage = usage
         core.last_call = info
+        self._observe(usage, "ok")
         self._log(logging.INFO, usage, None)
         if core.on_usage is not None:
             wanted = core.usage_keywords
@@ -557,6 +573,7 @@ class Call:
                 exc.server_message = redact(exc.server_message, token)
             if exc.error_type is not None:  # a server may echo anything in error.type too
                 exc.error_type = redact(exc.error_type, token)
+        self._observe(None, type(exc).__name__)
         self._log(logging.WARNING, None, exc)
         if token and cause is None and token in str(exc.__cause__):
             raise exc from None  # a parser's chained error quotes the token, as pydantic quotes input

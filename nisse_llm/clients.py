@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
 
@@ -30,6 +31,7 @@ from nisse_llm._limits import (
 from nisse_llm._transport import (
     HTTPX_ERRORS,
     Call,
+    CallObserver,
     Core,
     PartsRenderer,
     RouteSpec,
@@ -46,6 +48,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from nisse_llm.config import Pin, Settings
+    from nisse_llm.logstore import LogStore
     from nisse_llm.options import RequestOptions
     from nisse_llm.render._cache import PromptCache
     from nisse_llm.typed import TypedReply
@@ -917,12 +920,54 @@ _ASYNC_CLIENTS: Mapping[Route, type[_AsyncClient]] = {
 K = TypeVar("K", bound=_ClientBase)
 
 
+@contextmanager
+def _acting(role: str) -> Iterator[None]:
+    """Mark the calls made inside as made for ``role`` (read when each call begins)."""
+    acting = router_role.set(role)
+    try:
+        yield
+    finally:
+        router_role.reset(acting)
+
+
+def _recorder(store: LogStore) -> CallObserver:
+    """An observer that appends each call's record to ``store`` as the call ends."""
+    from nisse_llm.taskrecord import CallRecord
+
+    def record(call: Call, usage: Usage | None, outcome: str) -> None:
+        store.append_call(
+            CallRecord(
+                role=call.role,
+                model=call.model,
+                route=call.core.route.name,
+                usage=usage or Usage(),
+                call=call.info,
+                outcome=outcome,
+            )
+        )
+
+    return record
+
+
 class _RouterBase(Generic[K]):
     """Role -> model by the pin alone, model -> route by the pin's prefixes, one client per route."""
 
-    def __init__(self, pin: Pin, clients: Mapping[Route, K]) -> None:
+    def __init__(
+        self, pin: Pin, clients: Mapping[Route, K], *, store: LogStore | None = None
+    ) -> None:
         self._pin = pin
         self._clients = dict(clients)
+        self._store = store
+        if store is not None:
+            store.begin(pin)  # a new file gets the header; another task's file is refused
+            observer = _recorder(store)
+            for client in self._clients.values():
+                client._core.on_call = observer
+
+    @property
+    def store(self) -> LogStore | None:
+        """The task file every call's record is appended to (None: calls are not recorded)."""
+        return self._store
 
     @staticmethod
     def _clients_for(
@@ -961,9 +1006,14 @@ class RoleRouter(RouterLimits, _RouterBase[_SyncClient]):
     """Complete by role through a pin's mapping; one connection pool per route used."""
 
     @classmethod
-    def from_pin(cls, pin: Pin, **options: Any) -> Self:
-        """A router over ``pin``; ``options`` (transport, sleep, on_usage...) go to each client."""
-        return cls(pin, cls._clients_for(pin, _SYNC_CLIENTS, options))
+    def from_pin(cls, pin: Pin, *, store: LogStore | None = None, **options: Any) -> Self:
+        """A router over ``pin``; ``options`` (transport, sleep, on_usage...) go to each client.
+
+        With ``store``, every call's record (role, model, route, usage, cost, outcome) is
+        appended to that task file as the call ends, success or failure; the store is
+        begun with ``pin`` first (`TaskPinMismatch` if it holds another task).
+        """
+        return cls(pin, cls._clients_for(pin, _SYNC_CLIENTS, options), store=store)
 
     def complete(
         self,
@@ -978,11 +1028,8 @@ class RoleRouter(RouterLimits, _RouterBase[_SyncClient]):
         """Send the log to ``role``'s pinned model down that model's route; ``options``
         override the role's profile field by field, ``cache`` the prompt-cache setting."""
         model, client, merged = self._call(role, options)
-        acting = router_role.set(role)
-        try:
+        with _acting(role):
             return client.complete(events, tools, model, system, cache=cache, options=merged)
-        finally:
-            router_role.reset(acting)
 
     def complete_as(
         self,
@@ -999,16 +1046,17 @@ class RoleRouter(RouterLimits, _RouterBase[_SyncClient]):
         """An answer from ``role``'s pinned model validated into ``output_type``; ``options``
         override the role's profile (whose ``reasoning`` decides how the answer is asked)."""
         model, client, merged = self._call(role, options)
-        return client.complete_as(
-            output_type,
-            events,
-            tools,
-            model,
-            system,
-            options=merged,
-            repair_attempts=repair_attempts,
-            cache=cache,
-        )
+        with _acting(role):
+            return client.complete_as(
+                output_type,
+                events,
+                tools,
+                model,
+                system,
+                options=merged,
+                repair_attempts=repair_attempts,
+                cache=cache,
+            )
 
     def stream(
         self,
@@ -1022,11 +1070,8 @@ class RoleRouter(RouterLimits, _RouterBase[_SyncClient]):
     ) -> ReplyStream:
         """Stream the reply of ``role``'s pinned model (see `LiteLLMClient.stream`)."""
         model, client, merged = self._call(role, options)
-        acting = router_role.set(role)
-        try:
+        with _acting(role):
             return client.stream(events, tools, model, system, cache=cache, options=merged)
-        finally:
-            router_role.reset(acting)
 
     def close(self) -> None:
         """Close every client's pool."""
@@ -1049,9 +1094,14 @@ class AsyncRoleRouter(AsyncRouterLimits, _RouterBase[_AsyncClient]):
     """`RoleRouter` for asyncio."""
 
     @classmethod
-    def from_pin(cls, pin: Pin, **options: Any) -> Self:
-        """A router over ``pin``; ``options`` (transport, sleep, on_usage...) go to each client."""
-        return cls(pin, cls._clients_for(pin, _ASYNC_CLIENTS, options))
+    def from_pin(cls, pin: Pin, *, store: LogStore | None = None, **options: Any) -> Self:
+        """A router over ``pin``; ``options`` (transport, sleep, on_usage...) go to each client.
+
+        With ``store``, every call's record (role, model, route, usage, cost, outcome) is
+        appended to that task file as the call ends, success or failure; the store is
+        begun with ``pin`` first (`TaskPinMismatch` if it holds another task).
+        """
+        return cls(pin, cls._clients_for(pin, _ASYNC_CLIENTS, options), store=store)
 
     async def complete(
         self,
@@ -1066,11 +1116,8 @@ class AsyncRoleRouter(AsyncRouterLimits, _RouterBase[_AsyncClient]):
         """Send the log to ``role``'s pinned model down that model's route; ``options``
         override the role's profile field by field, ``cache`` the prompt-cache setting."""
         model, client, merged = self._call(role, options)
-        acting = router_role.set(role)
-        try:
+        with _acting(role):
             return await client.complete(events, tools, model, system, cache=cache, options=merged)
-        finally:
-            router_role.reset(acting)
 
     async def complete_as(
         self,
@@ -1087,16 +1134,17 @@ class AsyncRoleRouter(AsyncRouterLimits, _RouterBase[_AsyncClient]):
         """An answer from ``role``'s pinned model validated into ``output_type``; ``options``
         override the role's profile (whose ``reasoning`` decides how the answer is asked)."""
         model, client, merged = self._call(role, options)
-        return await client.complete_as(
-            output_type,
-            events,
-            tools,
-            model,
-            system,
-            options=merged,
-            repair_attempts=repair_attempts,
-            cache=cache,
-        )
+        with _acting(role):
+            return await client.complete_as(
+                output_type,
+                events,
+                tools,
+                model,
+                system,
+                options=merged,
+                repair_attempts=repair_attempts,
+                cache=cache,
+            )
 
     def stream(
         self,
@@ -1110,11 +1158,8 @@ class AsyncRoleRouter(AsyncRouterLimits, _RouterBase[_AsyncClient]):
     ) -> AsyncReplyStream:
         """Stream the reply of ``role``'s pinned model (see `AsyncLiteLLMClient.stream`)."""
         model, client, merged = self._call(role, options)
-        acting = router_role.set(role)
-        try:
+        with _acting(role):
             return client.stream(events, tools, model, system, cache=cache, options=merged)
-        finally:
-            router_role.reset(acting)
 
     async def aclose(self) -> None:
         """Close every client's pool."""

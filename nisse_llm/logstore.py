@@ -1,4 +1,8 @@
-"""A crash-safe JSON-lines file holding one canonical log, one `StoredEvent` per line.
+"""A crash-safe JSON-lines file holding one task: its pin, its canonical log and its calls.
+
+Each line is one record (`nisse_llm.taskrecord`): a header holding the pin record
+(first, written once by `LogStore.begin`), a `StoredEvent`, or a call record. Files of
+events alone (written before task records existed) read unchanged.
 
 Guarantees (POSIX): a record is on disk once `append` returns (written in one ``write``
 on an ``O_APPEND`` descriptor, then ``fsync``; the directory is fsynced when the file is
@@ -23,14 +27,32 @@ import errno
 import fcntl
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import SecretStr, TypeAdapter, ValidationError
 
 from nisse_llm.canonical import CanonicalEvent, StoredEvent
+from nisse_llm.taskrecord import (
+    RECORD_TYPES,
+    CallRecord,
+    ResumedTask,
+    StoredCall,
+    StoredHeader,
+    StoredRecord,
+    TaskHeader,
+    TaskHeaderMissing,
+    TaskPinMismatch,
+    UsageTotals,
+    pending_calls,
+    pin_difference,
+)
+
+if TYPE_CHECKING:
+    from nisse_llm.config import Pin
 
 __all__ = [
     "LogCorrupt",
@@ -39,9 +61,12 @@ __all__ = [
     "LogSequenceError",
     "LogStore",
     "LogTornTail",
+    "TaskHeaderMissing",
+    "TaskPinMismatch",
 ]
 
-_STORED: TypeAdapter[StoredEvent] = TypeAdapter(StoredEvent)
+_STORED: TypeAdapter[StoredRecord] = TypeAdapter(StoredRecord)
+R = TypeVar("R", StoredEvent, StoredCall, StoredHeader)
 _NEWLINE = b"\n"
 # Reading backwards for the last line: large enough that a typical record is one read.
 _TAIL_CHUNK = 64 * 1024
@@ -93,11 +118,33 @@ class LogSequenceError(ValueError):
 class LogRead:
     """What a log file holds: its complete records, and a torn last line if a crash left one."""
 
-    records: list[StoredEvent]
+    #: Every complete record in file order: the header, events and call records.
+    records: list[StoredRecord]
     #: The bytes after the last newline, when there are any.
     torn_tail: bytes | None = None
     #: Byte offset where ``torn_tail`` starts (None when there is no torn tail).
     torn_offset: int | None = None
+
+    @property
+    def header(self) -> StoredHeader | None:
+        """The task header (the first record), or None for a file of events alone."""
+        first = self.records[0] if self.records else None
+        return first if isinstance(first, StoredHeader) else None
+
+    @property
+    def events(self) -> list[StoredEvent]:
+        """The event records, in order."""
+        return [r for r in self.records if isinstance(r, StoredEvent)]
+
+    @property
+    def calls(self) -> list[StoredCall]:
+        """The call records, in order."""
+        return [r for r in self.records if isinstance(r, StoredCall)]
+
+    @property
+    def usage(self) -> UsageTotals:
+        """Usage totals of every call record (tokens and cost, overall and per role)."""
+        return UsageTotals.of(record.llm_call for record in self.calls)
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,15 +218,16 @@ class LogStore:
             os.close(fd)
         return _parse(data, self.path)
 
-    def append(self, records: StoredEvent | Iterable[StoredEvent]) -> None:
+    def append(self, records: StoredRecord | Iterable[StoredRecord]) -> None:
         """Append one record or several, durably, in one write; refuse any out-of-order number.
 
         Raises `LogSequenceError` when a number is not above the one before it (in the
-        file or in ``records``), `LogTornTail` when the file ends in a torn line, and
-        pydantic-core's ``PydanticSerializationError`` for a record it cannot encode
-        (nesting past its limit of 254 levels); in each case nothing is written.
+        file or in ``records``) or a header is not the first record of the file,
+        `LogTornTail` when the file ends in a torn line, and pydantic-core's
+        ``PydanticSerializationError`` for a record it cannot encode (nesting past its
+        limit of 254 levels); in each case nothing is written.
         """
-        batch = [records] if isinstance(records, StoredEvent) else list(records)
+        batch = [records] if isinstance(records, RECORD_TYPES) else list(records)
         if not batch:
             return
         with self._lock:
@@ -189,14 +237,102 @@ class LogStore:
 
     def append_event(self, event: CanonicalEvent) -> StoredEvent:
         """Append an event as the next record, stamped with the current UTC time; return it."""
+        return self._append_next([event], StoredEvent.now)[0]
+
+    def append_events(self, events: Iterable[CanonicalEvent]) -> list[StoredEvent]:
+        """Append events as the next records, in one write (a reply is logged whole or not at all)."""
+        return self._append_next(list(events), StoredEvent.now)
+
+    def append_call(self, record: CallRecord) -> StoredCall:
+        """Append a call record (role, model, route, usage, cost, outcome); return it.
+
+        `RoleRouter.from_pin(pin, store=...)` calls this for every call it makes.
+        """
+        return self._append_next([record], StoredCall.now)[0]
+
+    def begin(self, pin: Pin) -> LogStore:
+        """Start the task ``pin`` in this file, or check that the file's task is this one.
+
+        An empty or missing file gets the header (``pin.record()``, no token) as its first
+        record. A file already begun is checked: a header of another pin raises
+        `TaskPinMismatch`, a file of events without a header `TaskHeaderMissing`. A torn
+        tail a crash left is removed first, as `repair` does. Returns the store itself, so
+        ``store = LogStore(path).begin(pin)`` reads naturally.
+        """
+        record = _pin_record(pin)
+        with self._lock:
+            fd = self._open()
+            with _Flock(fd, fcntl.LOCK_EX):
+                self._repair_locked(fd)
+                tail = self._current_tail(fd)
+                if tail.last_seq is None:
+                    header = StoredHeader.now(0, TaskHeader(pin=record))
+                    self._append_locked(fd, [header])
+                    return self
+                first = _first_record(fd, self.path)
+        stored = self._header_of(first).header.pin
+        if stored != record:
+            raise TaskPinMismatch(
+                f"{self.path}: the task was begun with pin {stored.get('fingerprint')}, "
+                f"not {record.get('fingerprint')}{pin_difference(stored, record)}; "
+                "resume it with resume(token), or begin a new task in another file",
+                path=self.path,
+                stored=str(stored.get("fingerprint")),
+                given=str(record.get("fingerprint")),
+            )
+        return self
+
+    def resume(self, token: str | SecretStr, *, base_url: str | None = None) -> ResumedTask:
+        """Everything this task file holds, ready to continue: pin, events, pending calls, usage.
+
+        The pin is rebuilt from the header with ``token`` (never stored) by
+        `Pin.from_record`: the record's base URL must be the operator's (``base_url``, else
+        ``NISSE_LLM_BASE_URL``). A torn tail a crash left is removed first (its bytes are
+        in ``repaired``). Raises `TaskHeaderMissing` for a missing file or one without a
+        header, `LogCorrupt` for an invalid line, and `ConfigError` for a header whose pin
+        record was damaged or names another base URL.
+        """
+        if self._fd is None and not self.path.exists():
+            raise TaskHeaderMissing(
+                f"{self.path}: no such task file; begin(pin) starts one", path=self.path
+            )
+        with self._lock:
+            fd = self._open()
+            with _Flock(fd, fcntl.LOCK_EX):
+                repaired = self._repair_locked(fd)
+                found = _parse(_read_all(fd), self.path)
+        header = self._header_of(found.records[0] if found.records else None)
+        events = [record.event for record in found.events]
+        return ResumedTask(
+            pin=_pin_from_record(header.header.pin, token, base_url),
+            events=events,
+            pending_calls=pending_calls(events),
+            usage=found.usage,
+            store=self,
+            repaired=repaired,
+        )
+
+    def _header_of(self, first: StoredRecord | None) -> StoredHeader:
+        if isinstance(first, StoredHeader):
+            return first
+        what = "is empty" if first is None else "holds events but no task header"
+        raise TaskHeaderMissing(
+            f"{self.path}: {what}; begin(pin) starts a task in a new or empty file",
+            path=self.path,
+        )
+
+    def _append_next(self, items: Sequence[Any], make: Callable[[int, Any], R]) -> list[R]:
+        """Number ``items`` after the file's last record, stamp them now, append in one write."""
+        if not items:
+            return []
         with self._lock:
             fd = self._open()
             with _Flock(fd, fcntl.LOCK_EX):
                 tail = self._current_tail(fd)
                 seq = 0 if tail.last_seq is None else tail.last_seq + 1
-                record = StoredEvent.now(seq, event)
-                self._append_locked(fd, [record])
-        return record
+                records = [make(seq + n, item) for n, item in enumerate(items)]
+                self._append_locked(fd, records)
+        return records
 
     def repair(self) -> bytes | None:
         """Truncate a torn last line left by a crash and return its bytes (None if none).
@@ -208,14 +344,17 @@ class LogStore:
         with self._lock:
             fd = self._open()
             with _Flock(fd, fcntl.LOCK_EX):
-                _check_same_file(fd, self.path)
-                self._tail = None
-                found = _parse(_read_all(fd), self.path)
-                if found.torn_offset is None:
-                    return None
-                os.ftruncate(fd, found.torn_offset)
-                os.fsync(fd)
-                return found.torn_tail
+                return self._repair_locked(fd)
+
+    def _repair_locked(self, fd: int) -> bytes | None:
+        _check_same_file(fd, self.path)
+        self._tail = None
+        found = _parse(_read_all(fd), self.path)
+        if found.torn_offset is None:
+            return None
+        os.ftruncate(fd, found.torn_offset)
+        os.fsync(fd)
+        return found.torn_tail
 
     def _open(self) -> int:
         """The write descriptor, opened on first use; a new file's directory is fsynced."""
@@ -250,7 +389,7 @@ class LogStore:
         self._tail = tail
         return tail
 
-    def _append_locked(self, fd: int, batch: list[StoredEvent]) -> None:
+    def _append_locked(self, fd: int, batch: Sequence[StoredRecord]) -> None:
         _check_same_file(fd, self.path)
         tail = self._current_tail(fd)
         if tail.torn_offset is not None:
@@ -267,6 +406,11 @@ class LogStore:
             if previous is not None and record.seq <= previous:
                 raise LogSequenceError(
                     f"{self.path}: sequence number {record.seq} is not above {previous}; "
+                    "nothing was written"
+                )
+            if previous is not None and isinstance(record, StoredHeader):
+                raise LogSequenceError(
+                    f"{self.path}: a task header must be the file's first record; "
                     "nothing was written"
                 )
             previous = record.seq
@@ -333,7 +477,7 @@ class _Flock:
 def _parse(data: bytes, path: Path) -> LogRead:
     """Split a file's bytes into records and a torn tail; raise on an invalid complete line."""
     end = data.rfind(_NEWLINE) + 1
-    records: list[StoredEvent] = []
+    records: list[StoredRecord] = []
     start = 0
     number = 0
     while start < end:
@@ -347,6 +491,12 @@ def _parse(data: bytes, path: Path) -> LogRead:
                 path=path,
                 line=number,
             )
+        if records and isinstance(record, StoredHeader):
+            raise LogCorrupt(
+                f"{path}:{number}: a task header after the first line",
+                path=path,
+                line=number,
+            )
         records.append(record)
         start = stop + 1
     if end == len(data):
@@ -354,12 +504,14 @@ def _parse(data: bytes, path: Path) -> LogRead:
     return LogRead(records=records, torn_tail=data[end:], torn_offset=end)
 
 
-def _parse_line(line: bytes, path: Path, number: int) -> StoredEvent:
+def _parse_line(line: bytes, path: Path, number: int) -> StoredRecord:
     try:
         return _STORED.validate_json(line)
     except ValidationError as exc:
         first = exc.errors(include_url=False, include_input=False)[0]
-        where = ".".join(str(part) for part in first["loc"])
+        # The first step names the record kind ("event"), not a field: leave it out.
+        loc = first["loc"][1:] if first["type"] != "record_kind" else first["loc"]
+        where = ".".join(str(part) for part in loc)
         detail = f"{where}: {first['msg']}" if where else first["msg"]
         raise LogCorrupt(
             f"{path}:{number}: not a valid log record ({detail})", path=path, line=number
@@ -425,3 +577,29 @@ def _fsync_dir(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _first_record(fd: int, path: Path) -> StoredRecord:
+    """The file's first record (the caller knows there is one), reading only its line."""
+    offset, chunks = 0, []
+    while True:
+        chunk = os.pread(fd, _TAIL_CHUNK, offset)
+        found = chunk.find(_NEWLINE)
+        if found >= 0:
+            chunks.append(chunk[:found])
+            return _parse_line(b"".join(chunks), path, 1)
+        chunks.append(chunk)
+        offset += len(chunk)
+
+
+def _pin_record(pin: Pin) -> dict[str, Any]:
+    """The record a task header holds for ``pin`` (the one place that makes it)."""
+    return pin.record()
+
+
+def _pin_from_record(record: dict[str, Any], token: str | SecretStr, base_url: str | None) -> Pin:
+    """The pin of a task header, given the token and the operator's base URL (the one
+    place that rebuilds it)."""
+    from nisse_llm.config import Pin
+
+    return Pin.from_record(record, token, base_url=base_url)

@@ -76,6 +76,19 @@ def _canonical_event_schema() -> dict[str, Any]:
     return {"$schema": DIALECT, "title": "CanonicalEvent", **schema}
 
 
+def _stored_record_schema() -> dict[str, Any]:
+    from nisse_llm.taskrecord import StoredRecord
+
+    schema = TypeAdapter(StoredRecord).json_schema()
+    return {
+        "$schema": DIALECT,
+        "title": "StoredRecord",
+        "description": "One line of a task file: a header (the pin record, first), an "
+        "event, or a call record.",
+        **schema,
+    }
+
+
 def _model_schema(model: type[BaseModel]) -> dict[str, Any]:
     return {"$schema": DIALECT, **model.model_json_schema()}
 
@@ -100,6 +113,7 @@ TARGETS: tuple[SchemaTarget, ...] = (
     SchemaTarget(CONFIG_SCHEMA_FILE, config_schema),
     SchemaTarget("canonical-event" + SUFFIX, _canonical_event_schema),
     SchemaTarget("stored-event" + SUFFIX, lambda: _model_schema(StoredEvent)),
+    SchemaTarget("stored-record" + SUFFIX, _stored_record_schema),
     SchemaTarget(
         "openai-chat-request" + SUFFIX,
         _lazy_model("nisse_llm.wire.openai_chat", "OpenAIChatRequest"),

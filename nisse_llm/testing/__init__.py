@@ -44,7 +44,13 @@ from nisse_llm.testing.client import (
     ScriptedClient,
     ScriptExhausted,
 )
-from nisse_llm.testing.script import RecordedRequest, Script, ScriptedAnswer, route_of_path
+from nisse_llm.testing.script import (
+    RecordedRequest,
+    RequestPredicate,
+    Script,
+    ScriptedAnswer,
+    route_of_path,
+)
 from nisse_llm.testing.server import ScriptedServer
 from nisse_llm.testing.transport import ScriptedTransport
 from nisse_llm.testing.turns import (
@@ -72,6 +78,7 @@ __all__ = [
     "RecordedRequest",
     "RedactedThinking",
     "Reply",
+    "RequestPredicate",
     "Script",
     "ScriptExhausted",
     "ScriptedAnswer",

@@ -3,6 +3,10 @@
 No I/O: `Script.respond` maps one request (method, path, headers, body bytes) to a
 `ScriptedAnswer`; the transports (`ScriptedTransport`, `ScriptedServer`) carry it. A
 script is shared by threads (the loopback server answers on several), so it locks.
+
+Turns queued with `Script.when` answer only the requests they match (by model, last user
+text, last tool result, or any predicate), before the route's plain queue: several
+agents running at once each get their own replies, whatever order their requests arrive in.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from nisse_llm.testing.turns import (
 
 __all__ = [
     "RecordedRequest",
+    "RequestPredicate",
     "Script",
     "ScriptedAnswer",
     "route_of_path",
@@ -77,6 +82,84 @@ class RecordedRequest:
         except ValueError:
             return None
 
+    @property
+    def model(self) -> str | None:
+        """The model the body names, or ``None``."""
+        sent = self.json
+        model = sent.get("model") if isinstance(sent, dict) else None
+        return model if isinstance(model, str) else None
+
+    @property
+    def user_texts(self) -> list[str]:
+        """The text of each user message in the body, in order (tool results excluded)."""
+        return [text for kind, text in _message_texts(self.json) if kind == "user"]
+
+    @property
+    def last_user_text(self) -> str | None:
+        """The last user text in the body (a message carrying only tool results has none)."""
+        texts = self.user_texts
+        return texts[-1] if texts else None
+
+    @property
+    def tool_results(self) -> list[str]:
+        """The output of each tool result in the body, in order."""
+        return [text for kind, text in _message_texts(self.json) if kind == "tool"]
+
+    @property
+    def last_tool_result(self) -> str | None:
+        """The output of the last tool result in the body, or ``None``."""
+        results = self.tool_results
+        return results[-1] if results else None
+
+
+#: A test of a request: ``True`` when a `Script.when` rule's turns should answer it.
+RequestPredicate = Callable[[RecordedRequest], bool]
+
+
+def _joined(content: Any) -> str:
+    """The text of a message content: a string, or the text of its text blocks."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            str(b.get("text", ""))
+            for b in content
+            if isinstance(b, dict) and b.get("type") == "text"
+        )
+    return ""
+
+
+def _message_texts(body: Any) -> list[tuple[str, str]]:
+    """``("user", text)`` and ``("tool", output)`` pairs of a chat or messages body, in order."""
+    found: list[tuple[str, str]] = []
+    messages = body.get("messages") if isinstance(body, dict) else None
+    for message in messages if isinstance(messages, list) else ():
+        if not isinstance(message, dict):
+            continue
+        role, content = message.get("role"), message.get("content")
+        if role == "tool":
+            found.append(("tool", _joined(content)))
+        elif role == "user" and isinstance(content, list):
+            for block in content:
+                if not isinstance(block, dict):
+                    continue
+                if block.get("type") == "tool_result":
+                    found.append(("tool", _joined(block.get("content"))))
+                elif block.get("type") == "text":
+                    found.append(("user", str(block.get("text", ""))))
+        elif role == "user":
+            found.append(("user", _joined(content)))
+    return found
+
+
+@dataclass
+class _Rule:
+    """Turns that answer only requests passing ``test``, in order."""
+
+    test: RequestPredicate
+    route: Route | None
+    turns: deque[Turn]
+
 
 @dataclass(frozen=True)
 class ScriptedAnswer:
@@ -100,6 +183,7 @@ class _State:
     queues: dict[Route, deque[Turn]] = field(
         default_factory=lambda: {route: deque() for route in ROUTES}
     )
+    rules: list[_Rule] = field(default_factory=list)
     requests: list[RecordedRequest] = field(default_factory=list)
     unscripted: list[RecordedRequest] = field(default_factory=list)
     listings: list[RecordedRequest] = field(default_factory=list)
@@ -109,13 +193,14 @@ class _State:
 class Script:
     """Turns to answer with, one queue per upstream route, and every request received.
 
-    Each request to a route takes the next turn of that route's queue. A request to a
-    route whose queue is empty gets a 500 naming the route, and is listed in
-    `unscripted`, so a test that under-scripts fails loudly rather than hanging.
+    Each request takes the next turn of the first `when` rule it matches that has turns
+    left, else the next turn of its route's queue. A request finding neither gets a 500
+    naming the route, and is listed in `unscripted`, so a test that under-scripts fails
+    loudly rather than hanging.
 
-    A ``fallback`` answers instead when a route's queue is empty: it maps the request
-    to a turn (a load run's upstream answers any number of calls this way). It is kept
-    by `reset`; requests it answers are not `unscripted`.
+    A ``fallback`` answers instead when both are empty: it maps the request to a turn
+    (a load run's upstream answers any number of calls this way). It is kept by `reset`;
+    requests it answers are not `unscripted`.
     """
 
     def __init__(self, fallback: Callable[[RecordedRequest], Turn] | None = None) -> None:
@@ -132,6 +217,44 @@ class Script:
                 raise TypeError(f"not a turn: {turn!r}")
         with self._lock:
             self._state.queues[route].extend(turns)
+        return self
+
+    def when(
+        self,
+        *turns: Turn,
+        model: str | None = None,
+        user_text: str | None = None,
+        tool_result: str | None = None,
+        route: Route | None = None,
+        where: RequestPredicate | None = None,
+    ) -> Script:
+        """Queue turns that answer only matching requests, in order; returns the script.
+
+        Every criterion given must hold: ``model`` equals the body's model; ``user_text``
+        is found in the request's `last_user_text`; ``tool_result`` in its
+        `last_tool_result`; ``route`` is the request's route; ``where(request)`` is true.
+        Rules are tried in the order they were added. Several concurrent agents, each
+        opening with its own task text, get their own replies with
+        ``script.when(reply(...), reply(...), user_text="task of agent 1")``.
+        """
+        if route is not None and route not in ROUTES:
+            raise ValueError(f"unknown route {route!r}; expected one of {ROUTES}")
+        for turn in turns:
+            if not isinstance(turn, Reply | Failure | Disconnect):
+                raise TypeError(f"not a turn: {turn!r}")
+
+        def test(request: RecordedRequest) -> bool:
+            last_user, last_tool = request.last_user_text, request.last_tool_result
+            return (
+                (model is None or request.model == model)
+                and (user_text is None or (last_user is not None and user_text in last_user))
+                and (tool_result is None or (last_tool is not None and tool_result in last_tool))
+                and (route is None or request.route == route)
+                and (where is None or where(request))
+            )
+
+        with self._lock:
+            self._state.rules.append(_Rule(test=test, route=route, turns=deque(turns)))
         return self
 
     def chat(self, *turns: Turn) -> Script:
@@ -151,7 +274,13 @@ class Script:
         """How many turns are still queued (on one route, or on all)."""
         with self._lock:
             queues = self._state.queues
-            return sum(len(queues[r]) for r in ([route] if route else ROUTES))
+            plain = sum(len(queues[r]) for r in ([route] if route else ROUTES))
+            matched = sum(
+                len(rule.turns)
+                for rule in self._state.rules
+                if route is None or rule.route in (None, route)
+            )
+            return plain + matched
 
     @property
     def requests(self) -> list[RecordedRequest]:
@@ -206,8 +335,10 @@ class Script:
         with self._lock:
             state = self._state
             state.requests.append(request)
+            turn = _matched_turn(state.rules, request) if route else None
             queue = state.queues[route] if route else None
-            turn = queue.popleft() if queue else None
+            if turn is None:
+                turn = queue.popleft() if queue else None
             if turn is None and route is not None and self._fallback is not None:
                 turn = self._fallback(request)
             if turn is None:
@@ -219,6 +350,14 @@ class Script:
         if turn is None:
             return _error(500, route, f"scripted upstream: no turn left for {route}")
         return _answer(turn, route, request, serial)
+
+
+def _matched_turn(rules: list[_Rule], request: RecordedRequest) -> Turn | None:
+    """The next turn of the first rule with turns left that ``request`` passes."""
+    for rule in rules:
+        if rule.turns and rule.test(request):
+            return rule.turns.popleft()
+    return None
 
 
 def _error(status: int, route: Route, message: str) -> ScriptedAnswer:

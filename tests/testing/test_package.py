@@ -9,7 +9,7 @@ import nisse_llm.testing
 
 PUBLIC = {
     "AsyncScriptedClient", "ClientTurn", "Disconnect", "Failure", "Part", "RecordedRequest",
-    "RedactedThinking", "Reply", "Script", "ScriptExhausted", "ScriptedAnswer", "ScriptedCall",
+    "RedactedThinking", "Reply", "RequestPredicate", "Script", "ScriptExhausted", "ScriptedAnswer", "ScriptedCall",
     "ScriptedClient", "ScriptedServer", "ScriptedTransport", "Text", "Thinking", "Tokens",
     "ToolUse", "Turn", "anthropic_error_body", "anthropic_failure", "anthropic_message_body",
     "cut_after", "ended_after", "failure", "openai_chat_body", "openai_error_body",

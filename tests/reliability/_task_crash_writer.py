@@ -1,0 +1,38 @@
+"""A task writer the crash test kills: begins (or re-opens) a task, then appends events and
+call records forever, printing each record's seq once `append_*` has returned.
+
+Run as ``python -m tests.reliability._task_crash_writer PATH``. It prints ``ready`` once
+`LogStore.begin` has returned (the header is durable), then the seq of every record after
+its append returned. Event sizes vary up to 1 MiB so kills land inside writes; a call
+record follows every batch of one to three events.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from nisse_llm.canonical import UserText
+from nisse_llm.logstore import LogStore
+from tests.reliability._crash_writer import payload
+from tests.taskrecord.helpers import call_record, make_pin
+
+#: Most records per append: an event batch carries up to three.
+MAX_BATCH = 3
+
+
+def main(path: str) -> None:
+    store = LogStore(path).begin(make_pin())
+    print("ready", flush=True)
+    while True:
+        first = store.next_seq
+        count = 1 + (first * 40503) % MAX_BATCH
+        stored = store.append_events(
+            UserText(text=payload(seq)) for seq in range(first, first + count)
+        )
+        print("\n".join(str(record.seq) for record in stored), flush=True)
+        call = store.append_call(call_record(store.next_seq))
+        print(call.seq, flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
