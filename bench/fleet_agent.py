@@ -32,10 +32,10 @@ from nisse_llm.canonical import (
     ToolSpec,
     UserText,
 )
-from nisse_llm.clients import AsyncRoleRouter, RoleRouter
 from nisse_llm.config import Pin
 from nisse_llm.errors import LLMError, UpstreamUnavailable
 from nisse_llm.logstore import LogStore
+from nisse_llm.routers import AsyncRoleRouter, RoleRouter
 
 #: Role -> proxy model the load run pins; ``planner`` shares an rpm limit, ``delegate``
 #: a deployment budget (see `bench.fleet.fleet_models`).

@@ -47,10 +47,8 @@ if TYPE_CHECKING:
         AsyncAnthropicPassthroughClient,
         AsyncLiteLLMClient,
         AsyncReplyStream,
-        AsyncRoleRouter,
         LiteLLMClient,
         ReplyStream,
-        RoleRouter,
         select_client,
     )
     from nisse_llm.config import (
@@ -68,6 +66,7 @@ if TYPE_CHECKING:
     from nisse_llm.render._cache import PromptCache
     from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
     from nisse_llm.render.openai_chat import OpenAIChatRenderer
+    from nisse_llm.routers import AsyncRoleRouter, RoleRouter
     from nisse_llm.streaming import (
         PartialReply,
         ReasoningDelta,
@@ -109,8 +108,8 @@ _LAZY = {
     "AnthropicPassthroughClient": "nisse_llm.clients",
     "AsyncLiteLLMClient": "nisse_llm.clients",
     "AsyncAnthropicPassthroughClient": "nisse_llm.clients",
-    "RoleRouter": "nisse_llm.clients",
-    "AsyncRoleRouter": "nisse_llm.clients",
+    "RoleRouter": "nisse_llm.routers",
+    "AsyncRoleRouter": "nisse_llm.routers",
     "ReplyStream": "nisse_llm.clients",
     "AsyncReplyStream": "nisse_llm.clients",
     "TextDelta": "nisse_llm.streaming",

@@ -33,7 +33,7 @@ from nisse_llm.config import RoleMap
 from nisse_llm.options import RequestOptions
 
 if TYPE_CHECKING:
-    from nisse_llm.clients import RoleRouter
+    from nisse_llm.routers import RoleRouter
 
 __all__ = ["register"]
 
@@ -121,7 +121,7 @@ def _complete(args: argparse.Namespace) -> int:
     # Deferred: the CLI imports this module to register it, and `config check` should not
     # pay for httpx and the renderers.
     from nisse_llm.cli import _load
-    from nisse_llm.clients import RoleRouter
+    from nisse_llm.routers import RoleRouter
 
     pin = _load(args).pin()
     options = _request_options(args)

@@ -137,7 +137,7 @@ def check_online(pin: Pin, **client_options: Any) -> OnlineReport:
     """Ask the proxy about ``pin`` (see the module docstring); ``client_options`` go to the
     router's clients (a transport, a sleep). Errors other than an unreachable proxy or a
     refused token propagate."""
-    from nisse_llm.clients import RoleRouter
+    from nisse_llm.routers import RoleRouter
 
     with RoleRouter.from_pin(pin, **client_options) as router:
         client = router.client_for(pin.roles.ROLES[0])
@@ -155,7 +155,7 @@ def check_online(pin: Pin, **client_options: Any) -> OnlineReport:
 
 async def acheck_online(pin: Pin, **client_options: Any) -> OnlineReport:
     """`check_online` for async code: the same questions through an async router."""
-    from nisse_llm.clients import AsyncRoleRouter
+    from nisse_llm.routers import AsyncRoleRouter
 
     async with AsyncRoleRouter.from_pin(pin, **client_options) as router:
         client = router.client_for(pin.roles.ROLES[0])

@@ -212,8 +212,8 @@ def _write_config(directory: Path, base_url: str) -> Path:
 
 
 def _session(proxy: LiteLLMProxy, script: Script, config: Path, say: _Printer) -> None:
-    from nisse_llm.clients import RoleRouter
     from nisse_llm.config import load_settings
+    from nisse_llm.routers import RoleRouter
 
     with _env("NISSE_LLM_TOKEN", proxy.token):
         pin = load_settings(config).pin()

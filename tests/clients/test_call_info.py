@@ -12,7 +12,6 @@ import pytest
 
 from nisse_llm._callinfo import call_info, priced, usage_keywords
 from nisse_llm.canonical import CallInfo, Usage, UserText
-from nisse_llm.clients import AsyncRoleRouter, RoleRouter
 from nisse_llm.config import load_settings
 from nisse_llm.errors import ContextWindowExceeded, LLMError, UpstreamUnavailable
 from nisse_llm.models_info import (
@@ -25,6 +24,7 @@ from nisse_llm.models_info import (
     token_count_request,
 )
 from nisse_llm.options import RequestOptions
+from nisse_llm.routers import AsyncRoleRouter, RoleRouter
 from nisse_llm.routing import Route
 from nisse_llm.testing.sse import sse_stream
 from tests.clients.harness import (

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from nisse_llm.canonical import ToolSpec, UserText
-from nisse_llm.clients import AsyncRoleRouter, RoleRouter
 from nisse_llm.config import load_settings
 from nisse_llm.errors import RenderError
 from nisse_llm.options import RequestOptions
+from nisse_llm.routers import AsyncRoleRouter, RoleRouter
 from nisse_llm.routing import Route
 from nisse_llm.testing import Script, ScriptedTransport, reply
 from tests.clients.harness import MODEL, MODES, ROUTES, Mode, close, complete, make_client

@@ -10,14 +10,13 @@ from nisse_llm.canonical import UserText
 from nisse_llm.clients import (
     AnthropicPassthroughClient,
     AsyncLiteLLMClient,
-    AsyncRoleRouter,
     LiteLLMClient,
-    RoleRouter,
     has_native_adapter,
     select_client,
 )
 from nisse_llm.config import Pin, load_settings
 from nisse_llm.errors import LLMError, UnknownRoleError, UpstreamUnavailable
+from nisse_llm.routers import AsyncRoleRouter, RoleRouter
 from tests.clients.harness import TOKEN
 from tests.clients.loopback import LoopbackServer, Reply, SleepLog, error_body
 from tests.config.helpers import write_config

@@ -9,9 +9,9 @@ import httpx
 import pytest
 
 from nisse_llm.canonical import UserText
-from nisse_llm.clients import AsyncRoleRouter
 from nisse_llm.config import load_settings
 from nisse_llm.errors import StreamInterrupted
+from nisse_llm.routers import AsyncRoleRouter
 from nisse_llm.routing import Route
 from nisse_llm.testing import (
     Script,

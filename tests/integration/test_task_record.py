@@ -16,10 +16,10 @@ from nisse_llm.canonical import (
     Usage,
     UserText,
 )
-from nisse_llm.clients import AsyncRoleRouter
 from nisse_llm.config import load_settings
 from nisse_llm.errors import UpstreamUnavailable
 from nisse_llm.logstore import LogStore
+from nisse_llm.routers import AsyncRoleRouter
 from nisse_llm.testing import Script, Tokens, ToolUse, reply, slow
 from nisse_llm.testing.proxy import LiteLLMProxy
 from tests.corpus import READ_FILE

@@ -28,12 +28,11 @@ from nisse_llm.clients import (
     AnthropicPassthroughClient,
     AsyncAnthropicPassthroughClient,
     AsyncLiteLLMClient,
-    AsyncRoleRouter,
     LiteLLMClient,
-    RoleRouter,
 )
 from nisse_llm.config import InsecureConfigFileWarning, Pin, load_settings
 from nisse_llm.errors import ConfigError, LLMError, UpstreamUnavailable
+from nisse_llm.routers import AsyncRoleRouter, RoleRouter
 from nisse_llm.routing import Route
 from nisse_llm.testing.sse import encode_sse, sse_stream, stream_events, with_error_event
 from tests.clients.harness import (

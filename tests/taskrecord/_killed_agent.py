@@ -11,8 +11,8 @@ import sys
 import time
 
 from nisse_llm.canonical import UserText
-from nisse_llm.clients import RoleRouter
 from nisse_llm.logstore import LogStore
+from nisse_llm.routers import RoleRouter
 from nisse_llm.testing import Script, ScriptedTransport, Tokens, ToolUse, reply
 from tests.corpus import READ_FILE
 from tests.taskrecord.helpers import make_pin

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from nisse_llm.canonical import AssistantText, CanonicalEvent, ToolCall, ToolResult, Usage, UserText
-from nisse_llm.clients import AsyncRoleRouter, RoleRouter
 from nisse_llm.errors import BudgetExhausted, UpstreamUnavailable
 from nisse_llm.logstore import LogStore, LogTornTail
+from nisse_llm.routers import AsyncRoleRouter, RoleRouter
 from nisse_llm.taskrecord import CallRecord
 from nisse_llm.testing import (
     Script,
