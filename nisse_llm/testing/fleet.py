@@ -45,6 +45,7 @@ from nisse_llm.testing.proxy import (
     free_port,
     litellm_executable,
     scripted_models,
+    start_retrying,
 )
 
 __all__ = [
@@ -141,22 +142,9 @@ class RedisServer:
 
     def start(self) -> RedisServer:
         """Launch redis-server and wait until it answers PING."""
-        if self._process is not None:
-            return self
-        for attempt in (1, 2, 3):
-            try:
-                self._launch()
-                self._wait_ready()
-                return self
-            except RedisStartError as exc:
-                in_use = "address already in use" in str(exc).lower()
-                self.stop()
-                if not in_use or attempt == 3:
-                    raise
-            except BaseException:
-                self.stop()
-                raise
-        raise AssertionError("unreachable")
+        if self._process is None:
+            start_retrying(self._launch, self._wait_ready, self.stop, RedisStartError)
+        return self
 
     def _launch(self) -> None:
         self._workdir = Path(tempfile.mkdtemp(prefix="nisse-redis-"))

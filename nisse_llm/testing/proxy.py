@@ -19,7 +19,7 @@ import subprocess
 import tempfile
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -79,6 +79,30 @@ class ProxyError(RuntimeError):
 
 class ProxyNotInstalled(ProxyError):
     """No LiteLLM executable was named (``NISSE_LITELLM_BIN``) or it does not exist."""
+
+
+def start_retrying(
+    launch: Callable[[], object],
+    wait_ready: Callable[[], object],
+    stop: Callable[[], object],
+    error: type[Exception],
+) -> None:
+    """Launch a server and wait until it is ready, stopping it on any failure. A port
+    taken by another process between choosing and binding it (``error`` saying "address
+    already in use") is retried, three attempts in all; Ctrl-C or SIGTERM while starting
+    stops it too, since the caller's ``with`` never took it."""
+    for attempt in (1, 2, 3):
+        try:
+            launch()
+            wait_ready()
+            return
+        except error as exc:
+            stop()
+            if "address already in use" not in str(exc).lower() or attempt == 3:
+                raise
+        except BaseException:
+            stop()
+            raise
 
 
 class ProxyStartError(ProxyError):
@@ -302,23 +326,9 @@ class LiteLLMProxy:
 
     def start(self) -> LiteLLMProxy:
         """Write the config, launch the proxy and wait until it is healthy."""
-        if self._process is not None:
-            return self
-        for attempt in (1, 2, 3):
-            try:
-                self._launch()
-                self._wait_healthy()
-                return self
-            except ProxyStartError as exc:
-                in_use = "address already in use" in str(exc).lower()
-                self.stop()
-                if not in_use or attempt == 3:
-                    raise
-            except BaseException:
-                # Ctrl-C or SIGTERM while starting: the caller's `with` never took it.
-                self.stop()
-                raise
-        raise AssertionError("unreachable")
+        if self._process is None:
+            start_retrying(self._launch, self._wait_healthy, self.stop, ProxyStartError)
+        return self
 
     def _launch(self) -> None:
         self._workdir = Path(tempfile.mkdtemp(prefix="nisse-litellm-"))
