@@ -23,7 +23,6 @@ a reset: `UpstreamUnavailable`, or `StreamInterrupted` mid-stream.
 
 from __future__ import annotations
 
-import asyncio
 import ssl
 import time
 import zlib
@@ -283,6 +282,8 @@ class _AsyncBody(httpx.AsyncByteStream):
         self._clock = clock
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
+        import asyncio  # here, not at import: a sync-only program never loads asyncio
+
         decoder, clock = self._decoder, self._clock
         chunks = aiter(self._inner)
         try:
@@ -339,6 +340,8 @@ class AsyncBoundedTransport(httpx.AsyncBaseTransport):
         self._limits = limits
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        import asyncio  # here, not at import: a sync-only program never loads asyncio
+
         clock = _Clock(self._limits, request)
         try:
             async with asyncio.timeout(clock.deadline_s):
