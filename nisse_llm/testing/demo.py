@@ -18,11 +18,13 @@ import tempfile
 import time
 import types
 from collections.abc import Iterator, Sequence
+from decimal import Decimal
 from pathlib import Path
 from typing import TextIO
 
 from nisse_llm.canonical import (
     AssistantText,
+    CallInfo,
     CanonicalEvent,
     Reasoning,
     ToolCall,
@@ -229,7 +231,7 @@ def _session(proxy: LiteLLMProxy, script: Script, config: Path, say: _Printer) -
         slept.append(seconds)
         time.sleep(seconds)
 
-    usage_rows: list[tuple[str, str, str, Usage]] = []
+    usage_rows: list[tuple[str, str, str, Usage, CallInfo]] = []
     say.step(4, "agent session: planner on /v1/messages, executor on /chat/completions")
     say(f"user: {TASK}", indent=4)
     with RoleRouter.from_pin(pin, sleep=sleep) as router:
@@ -238,9 +240,10 @@ def _session(proxy: LiteLLMProxy, script: Script, config: Path, say: _Printer) -
             client = router.client_for(role)
             events = router.complete(role, log, TOOLS)
             usage = client.last_usage or Usage()
+            info = client.last_call or CallInfo()
             model = pin.model_for(role)
             path = "/v1/messages" if client.route == "anthropic_messages" else "/chat/completions"
-            usage_rows.append((role, model, path, usage))
+            usage_rows.append((role, model, path, usage, info))
             say(
                 f"{role} ({model} via {path}; usage: in {usage.input}, out {usage.output}):",
                 indent=4,
@@ -265,14 +268,20 @@ def _session(proxy: LiteLLMProxy, script: Script, config: Path, say: _Printer) -
 
         log.append(UserText(text="Consultant: review the fix."))
         log += ask("consultant", log)
-        say("usage per call:", indent=4)
-        for role, model, path, usage in usage_rows:
+        say("usage per call (cost and call id as the proxy priced and named it):", indent=4)
+        for role, model, path, usage, info in usage_rows:
+            cost = "-" if info.cost_usd is None else f"${info.cost_usd:.6f}"
             say(
-                f"{role:<11}{model:<19}{path:<19}in {usage.input:>5}  out {usage.output:>4}",
+                f"{role:<11}{model:<19}{path:<19}in {usage.input:>5}  out {usage.output:>4}"
+                f"  {cost:>10}  {(info.call_id or '-')[:8]}",
                 indent=6,
             )
         total = sum((row[3] for row in usage_rows), Usage())
-        say(f"{'total':<49}in {total.input:>5}  out {total.output:>4}", indent=6)
+        spent = sum((row[4].cost_usd or Decimal(0) for row in usage_rows), Decimal(0))
+        say(
+            f"{'total':<49}in {total.input:>5}  out {total.output:>4}  ${spent:.6f}",
+            indent=6,
+        )
 
         say.step(5, "one failure, classified: the consultant's deployment is over its budget")
         say(

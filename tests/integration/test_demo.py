@@ -39,7 +39,12 @@ def test_demo_runs_a_session_and_stops_its_proxy(
     assert "calls run_tests(" in text
     assert "tool result (error): FAILED tests/test_calc.py::test_add" in text
     assert "says: Done: add() returned a - b" in text
-    assert re.search(r"total\s+in\s+3592\s+out\s+148", text)
+    # Each call's cost and id as the proxy priced and named it (real price-map models).
+    assert re.search(
+        r"planner\s+claude-sonnet-4-6\s+/v1/messages\s+in\s+412\s+out\s+38\s+\$0\.001806\s+[0-9a-f-]{8}",
+        text,
+    )
+    assert re.search(r"total\s+in\s+3592\s+out\s+148\s+\$0\.0\d+", text)
     assert "raised BudgetExhausted (an UpstreamUnavailable), HTTP 429" in text
     assert "not retried: 0 waits, 0 requests reached the upstream" in text
     assert "sk-nisse-" not in text  # the proxy token is never printed
