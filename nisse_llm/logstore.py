@@ -70,6 +70,8 @@ R = TypeVar("R", StoredEvent, StoredCall, StoredHeader)
 _NEWLINE = b"\n"
 # Reading backwards for the last line: large enough that a typical record is one read.
 _TAIL_CHUNK = 64 * 1024
+#: How much of the file `read` holds at once, beside the line being parsed.
+_READ_CHUNK = 1024 * 1024
 
 
 class LogCorrupt(Exception):
@@ -213,10 +215,9 @@ class LogStore:
             return LogRead(records=[])
         try:
             with _Flock(fd, fcntl.LOCK_SH):
-                data = _read_all(fd)
+                return _parse(fd, self.path)
         finally:
             os.close(fd)
-        return _parse(data, self.path)
 
     def append(self, records: StoredRecord | Iterable[StoredRecord]) -> None:
         """Append one record or several, durably, in one write; refuse any out-of-order number.
@@ -300,7 +301,7 @@ class LogStore:
             fd = self._open()
             with _Flock(fd, fcntl.LOCK_EX):
                 repaired = self._repair_locked(fd)
-                found = _parse(_read_all(fd), self.path)
+                found = _parse(fd, self.path)
         header = self._header_of(found.records[0] if found.records else None)
         events = [record.event for record in found.events]
         return ResumedTask(
@@ -349,7 +350,7 @@ class LogStore:
     def _repair_locked(self, fd: int) -> bytes | None:
         _check_same_file(fd, self.path)
         self._tail = None
-        found = _parse(_read_all(fd), self.path)
+        found = _parse(fd, self.path)
         if found.torn_offset is None:
             return None
         os.ftruncate(fd, found.torn_offset)
@@ -474,37 +475,47 @@ class _Flock:
         fcntl.flock(self._fd, fcntl.LOCK_UN)
 
 
-def _parse(data: bytes, path: Path) -> LogRead:
-    """Split a file's bytes into records and a torn tail; raise on an invalid complete line."""
-    end = data.rfind(_NEWLINE) + 1
+def _parse(fd: int, path: Path) -> LogRead:
+    """Read the file's records and torn tail, a chunk at a time: memory holds one chunk,
+    the line being parsed and the records (an image event's base64 is held once, as its
+    record's string, never also as the whole file's bytes). Raises on an invalid line."""
     records: list[StoredRecord] = []
-    start = 0
+    pending = bytearray()
+    offset = 0
     number = 0
-    while start < end:
-        stop = data.index(_NEWLINE, start)
-        number += 1
-        record = _parse_line(data[start:stop], path, number)
-        if records and record.seq <= records[-1].seq:
-            raise LogCorrupt(
-                f"{path}:{number}: sequence number {record.seq} is not above "
-                f"{records[-1].seq} on the line before",
-                path=path,
-                line=number,
-            )
-        if records and isinstance(record, StoredHeader):
-            raise LogCorrupt(
-                f"{path}:{number}: a task header after the first line",
-                path=path,
-                line=number,
-            )
-        records.append(record)
-        start = stop + 1
-    if end == len(data):
+    while chunk := os.pread(fd, _READ_CHUNK, offset):
+        offset += len(chunk)
+        pending += chunk
+        start = 0
+        while (stop := pending.find(_NEWLINE, start)) != -1:
+            number += 1
+            record = _parse_line(pending[start:stop], path, number)
+            _check_order(records, record, path, number)
+            records.append(record)
+            start = stop + 1
+        del pending[:start]
+    if not pending:
         return LogRead(records=records)
-    return LogRead(records=records, torn_tail=data[end:], torn_offset=end)
+    return LogRead(records=records, torn_tail=bytes(pending), torn_offset=offset - len(pending))
 
 
-def _parse_line(line: bytes, path: Path, number: int) -> StoredRecord:
+def _check_order(
+    records: list[StoredRecord], record: StoredRecord, path: Path, number: int
+) -> None:
+    if records and record.seq <= records[-1].seq:
+        raise LogCorrupt(
+            f"{path}:{number}: sequence number {record.seq} is not above "
+            f"{records[-1].seq} on the line before",
+            path=path,
+            line=number,
+        )
+    if records and isinstance(record, StoredHeader):
+        raise LogCorrupt(
+            f"{path}:{number}: a task header after the first line", path=path, line=number
+        )
+
+
+def _parse_line(line: bytes | bytearray, path: Path, number: int) -> StoredRecord:
     try:
         return _STORED.validate_json(line)
     except ValidationError as exc:
@@ -548,18 +559,6 @@ def _last_newline_before(fd: int, end: int) -> int:
             return start + found
         end = start
     return -1
-
-
-def _read_all(fd: int) -> bytes:
-    size = os.fstat(fd).st_size
-    chunks: list[bytes] = []
-    offset = 0
-    while True:
-        chunk = os.pread(fd, max(size - offset, _TAIL_CHUNK), offset)
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
-        offset += len(chunk)
 
 
 def _write_all(fd: int, data: bytes) -> None:

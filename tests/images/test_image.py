@@ -237,3 +237,25 @@ def test_a_stored_image_that_fails_its_check_is_a_corrupt_log(tmp_path: Path) ->
     with LogStore(path) as store, pytest.raises(LogCorrupt, match="labelled image/gif") as exc:
         store.read()
     assert exc.value.line == 1
+
+
+def test_reading_a_store_of_screenshots_holds_each_image_once(tmp_path: Path) -> None:
+    """`LogStore.read` holds one chunk of the file and the line being parsed beside the
+    records, never the whole file's bytes too: peak memory stays near the images' size."""
+    import tracemalloc
+
+    path = tmp_path / "task.jsonl"
+    with LogStore(path) as store:
+        for seed in range(12):
+            store.append_event(UserImage(image=Image.from_bytes(screenshot(700_000, seed=seed))))
+    size = path.stat().st_size
+    with LogStore(path) as store:
+        tracemalloc.start()
+        try:
+            records = store.read().records
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert len(records) == 12
+    # The records' base64 text is about the file's size; a whole-file read would double it.
+    assert peak < 1.4 * size, (peak, size)
