@@ -29,12 +29,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import weakref
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType, TracebackType
-from typing import Any
+from typing import Any, Self
 
+from nisse_llm.testing._process import ServerProcess, start_retrying
 from nisse_llm.testing.proxy import (
     DEFAULT_STARTUP_TIMEOUT_S,
     LiteLLMProxy,
@@ -45,7 +45,6 @@ from nisse_llm.testing.proxy import (
     free_port,
     litellm_executable,
     scripted_models,
-    start_retrying,
 )
 
 __all__ = [
@@ -102,8 +101,10 @@ def redis_executable(explicit: str | os.PathLike[str] | None = None) -> Path:
     )
 
 
-class RedisServer:
+class RedisServer(ServerProcess):
     """A real redis-server on a free loopback port, with no persistence; a context manager."""
+
+    STOP_GRACE_S = REDIS_STOP_GRACE_S
 
     def __init__(
         self,
@@ -115,10 +116,7 @@ class RedisServer:
         self.executable = redis_executable(executable)
         self.host = host
         self.startup_timeout_s = startup_timeout_s
-        self._process: subprocess.Popen[bytes] | None = None
-        self._workdir: Path | None = None
-        self._port: int | None = None
-        self._finalizer: weakref.finalize[Any, Any] | None = None
+        super().__init__()
 
     @property
     def port(self) -> int:
@@ -140,7 +138,7 @@ class RedisServer:
             return (self._workdir / "redis.log").read_text(errors="replace")[-8000:]
         return ""
 
-    def start(self) -> RedisServer:
+    def start(self) -> Self:
         """Launch redis-server and wait until it answers PING."""
         if self._process is None:
             start_retrying(self._launch, self._wait_ready, self.stop, RedisStartError)
@@ -165,7 +163,7 @@ class RedisServer:
             "no",
         ]
         with (self._workdir / "redis.log").open("wb") as log:
-            self._process = subprocess.Popen(
+            process = subprocess.Popen(
                 argv,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
@@ -173,7 +171,7 @@ class RedisServer:
                 cwd=self._workdir,
                 start_new_session=True,
             )
-        self._finalizer = weakref.finalize(self, _terminate, self._process, REDIS_STOP_GRACE_S)
+        self._watch(process)
 
     def _wait_ready(self) -> None:
         process = self._process
@@ -201,30 +199,6 @@ class RedisServer:
         with socket.create_connection((self.host, self.port), timeout=5.0) as sock:
             sock.sendall(payload.encode())
             return _read_reply(sock.makefile("rb"))
-
-    def stop(self) -> None:
-        """Stop redis-server by its PID (SIGTERM, then SIGKILL) and remove its directory."""
-        process, self._process = self._process, None
-        if self._finalizer is not None:
-            self._finalizer.detach()
-            self._finalizer = None
-        if process is not None:
-            _terminate(process, REDIS_STOP_GRACE_S)
-        if self._workdir is not None:
-            shutil.rmtree(self._workdir, ignore_errors=True)
-            self._workdir = None
-        self._port = None
-
-    def __enter__(self) -> RedisServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 def _read_reply(stream: Any) -> Any:
@@ -385,17 +359,6 @@ class LiteLLMFleet:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
-
-
-def _terminate(process: subprocess.Popen[bytes], grace_s: float) -> None:
-    if process.poll() is not None:
-        return
-    process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(timeout=grace_s)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=grace_s)
 
 
 def _raise_interrupt(signum: int, frame: FrameType | None) -> None:

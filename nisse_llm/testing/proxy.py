@@ -12,20 +12,18 @@ import contextlib
 import json
 import os
 import secrets
-import shutil
-import signal
 import socket
 import subprocess
 import tempfile
 import time
-import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 import httpx
+
+from nisse_llm.testing._process import ServerProcess, start_retrying
 
 __all__ = [
     "LITELLM_BIN_ENV",
@@ -79,30 +77,6 @@ class ProxyError(RuntimeError):
 
 class ProxyNotInstalled(ProxyError):
     """No LiteLLM executable was named (``NISSE_LITELLM_BIN``) or it does not exist."""
-
-
-def start_retrying(
-    launch: Callable[[], object],
-    wait_ready: Callable[[], object],
-    stop: Callable[[], object],
-    error: type[Exception],
-) -> None:
-    """Launch a server and wait until it is ready, stopping it on any failure. A port
-    taken by another process between choosing and binding it (``error`` saying "address
-    already in use") is retried, three attempts in all; Ctrl-C or SIGTERM while starting
-    stops it too, since the caller's ``with`` never took it."""
-    for attempt in (1, 2, 3):
-        try:
-            launch()
-            wait_ready()
-            return
-        except error as exc:
-            stop()
-            if "address already in use" not in str(exc).lower() or attempt == 3:
-                raise
-        except BaseException:
-            stop()
-            raise
 
 
 class ProxyStartError(ProxyError):
@@ -231,13 +205,15 @@ def scripted_models(dead_base: str) -> list[ProxyModel]:
     return models
 
 
-class LiteLLMProxy:
+class LiteLLMProxy(ServerProcess):
     """A LiteLLM proxy process on a free loopback port, in front of ``upstream_base``.
 
     Use as a context manager, or `start` / `stop`. ``base_url`` and ``token`` are
     what a nisse_llm client needs. Every deployment reaches the upstream once per
     call: ``num_retries: 0``; a slower upstream gets 408 after ``request_timeout_s``.
     """
+
+    STOP_GRACE_S = STOP_GRACE_S
 
     def __init__(
         self,
@@ -262,10 +238,7 @@ class LiteLLMProxy:
             if models is not None
             else scripted_models(f"http://{host}:{free_port(host)}")
         )
-        self._process: subprocess.Popen[bytes] | None = None
-        self._workdir: Path | None = None
-        self._port: int | None = None
-        self._finalizer: weakref.finalize[Any, Any] | None = None
+        super().__init__()
         self._launched_at = 0.0
         #: Seconds from launch to a healthy answer, after `start`.
         self.startup_s: float | None = None
@@ -324,7 +297,7 @@ class LiteLLMProxy:
 
     # -- lifecycle -----------------------------------------------------------------------
 
-    def start(self) -> LiteLLMProxy:
+    def start(self) -> Self:
         """Write the config, launch the proxy and wait until it is healthy."""
         if self._process is None:
             start_retrying(self._launch, self._wait_healthy, self.stop, ProxyStartError)
@@ -354,7 +327,7 @@ class LiteLLMProxy:
             str(self._port),
         ]
         with (self._workdir / "proxy.log").open("wb") as log:
-            self._process = subprocess.Popen(
+            process = subprocess.Popen(
                 argv,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
@@ -363,7 +336,7 @@ class LiteLLMProxy:
                 env=env,
                 start_new_session=True,
             )
-        self._finalizer = weakref.finalize(self, _terminate, self._process)
+        self._watch(process)
         self._launched_at = time.monotonic()
 
     def _wait_healthy(self) -> None:
@@ -389,38 +362,3 @@ class LiteLLMProxy:
                         f"{url}; its output:\n{self.output()}"
                     )
                 time.sleep(0.1)
-
-    def stop(self) -> None:
-        """Stop the proxy by its PID (SIGTERM, then SIGKILL after a grace) and clean up."""
-        process, self._process = self._process, None
-        if self._finalizer is not None:
-            self._finalizer.detach()
-            self._finalizer = None
-        if process is not None:
-            _terminate(process)
-        if self._workdir is not None:
-            shutil.rmtree(self._workdir, ignore_errors=True)
-            self._workdir = None
-        self._port = None
-
-    def __enter__(self) -> LiteLLMProxy:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-
-def _terminate(process: subprocess.Popen[bytes], grace_s: float = STOP_GRACE_S) -> None:
-    if process.poll() is not None:
-        return
-    process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(timeout=grace_s)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=grace_s)
