@@ -22,9 +22,7 @@ httpx's exceptions are translated in `Call.reading` and `Call.stream_failed`, no
 
 from __future__ import annotations
 
-import functools
 import logging
-import ssl
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -41,6 +39,7 @@ from nisse_llm._classify import RateLimitPolicy, Retry, classify_failure, redact
 from nisse_llm._egress import check_base_url, check_token, watch_token
 from nisse_llm._limits import ACCEPT_ENCODING, DeadlineExceeded, ReplyTooLarge
 from nisse_llm._sse import EventTooLarge
+from nisse_llm._tls import shared_ssl_context
 from nisse_llm.canonical import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     CallInfo,
@@ -136,12 +135,6 @@ class RouteSpec:
     default_timeout_s: float
     renderer: Callable[[], PartsRenderer]
     auth_headers: Callable[[str], dict[str, str]]
-
-
-@functools.cache
-def shared_ssl_context() -> ssl.SSLContext:
-    """One verifying TLS context for every client: loading the CA bundle costs ~100 ms each."""
-    return httpx.create_ssl_context()
 
 
 def _debug_text(data: bytes, token: str) -> str:
