@@ -9,9 +9,19 @@ parser decides what those mean.
 
 from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, NonNegativeInt, Tag
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 
-from nisse_llm.wire._bounds import ServerName, TokenCount
+# The reply bodies live apart (a client reading replies imports only them); exported here too.
+from nisse_llm.wire.anthropic_messages_reply import (
+    AnthropicMessagesResponse,
+    AnthropicResponseBlock,
+    AnthropicResponseOtherBlock,
+    AnthropicResponseRedactedThinkingBlock,
+    AnthropicResponseTextBlock,
+    AnthropicResponseThinkingBlock,
+    AnthropicResponseToolUseBlock,
+    AnthropicUsage,
+)
 
 __all__ = [
     "AnthropicBase64ImageSource",
@@ -48,10 +58,6 @@ __all__ = [
 
 class _Request(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
-
-
-class _Response(BaseModel):
-    model_config = ConfigDict(extra="allow", defer_build=True)
 
 
 class AnthropicCacheControl(_Request):
@@ -230,80 +236,3 @@ class AnthropicMessagesRequest(_Request):
     metadata: AnthropicMetadata | None = None
     stop_sequences: list[str] | None = None
     stream: bool | None = None
-
-
-class AnthropicResponseTextBlock(_Response):
-    """Text the model wrote (``citations`` and the like tolerated)."""
-
-    type: Literal["text"]
-    text: str | None = None
-
-
-class AnthropicResponseToolUseBlock(_Response):
-    """A client tool call; ``input`` is checked by the parser (it must be an object)."""
-
-    type: Literal["tool_use"]
-    id: str | None = None
-    name: str
-    input: Any = None
-
-
-class AnthropicResponseThinkingBlock(_Response):
-    """A thinking block with its signature, kept verbatim for replay."""
-
-    type: Literal["thinking"]
-    thinking: str
-    signature: str | None = None
-
-
-class AnthropicResponseRedactedThinkingBlock(_Response):
-    """An encrypted thinking block, kept verbatim for replay."""
-
-    type: Literal["redacted_thinking"]
-    data: str
-
-
-class AnthropicResponseOtherBlock(_Response):
-    """Any other block type (server tools, their results, future kinds): kept, not read."""
-
-    type: str
-
-
-_KNOWN_BLOCK_TYPES = frozenset({"text", "tool_use", "thinking", "redacted_thinking"})
-
-
-def _block_tag(value: Any) -> str:
-    kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
-    return kind if isinstance(kind, str) and kind in _KNOWN_BLOCK_TYPES else "other"
-
-
-AnthropicResponseBlock: TypeAlias = Annotated[
-    Annotated[AnthropicResponseTextBlock, Tag("text")]
-    | Annotated[AnthropicResponseToolUseBlock, Tag("tool_use")]
-    | Annotated[AnthropicResponseThinkingBlock, Tag("thinking")]
-    | Annotated[AnthropicResponseRedactedThinkingBlock, Tag("redacted_thinking")]
-    | Annotated[AnthropicResponseOtherBlock, Tag("other")],
-    Discriminator(_block_tag),
-]
-
-
-class AnthropicUsage(_Response):
-    """Token counts; ``input_tokens`` excludes the cached (read or written) prompt tokens."""
-
-    input_tokens: TokenCount | None = None
-    output_tokens: TokenCount | None = None
-    cache_creation_input_tokens: TokenCount | None = None
-    cache_read_input_tokens: TokenCount | None = None
-
-
-class AnthropicMessagesResponse(_Response):
-    """A messages response body; everything but the content may be missing or null."""
-
-    id: str | None = None
-    type: str | None = None
-    role: str | None = None
-    model: ServerName | None = None
-    content: list[AnthropicResponseBlock] | None = None
-    stop_reason: str | None = None
-    stop_sequence: str | None = None
-    usage: AnthropicUsage | None = None
