@@ -10,19 +10,18 @@ fragment byte-identical to the wire model's dump.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from pydantic_core import to_json
 
 from nisse_llm.canonical import StoredEvent, ToolResult, UserImage
 from nisse_llm.images import Image, check_request_images
 from nisse_llm.render._memo import FragmentMemo
-from nisse_llm.wire.anthropic_messages import (
-    AnthropicBase64ImageSource,
-    AnthropicImageBlock,
-    AnthropicURLImageSource,
-)
-from nisse_llm.wire.openai_chat import OpenAIChatImagePart, OpenAIChatImageURL
+
+# The typed blocks load only when a typed body is made (the byte path never needs them).
+if TYPE_CHECKING:
+    from nisse_llm.wire.anthropic_messages import AnthropicImageBlock
+    from nisse_llm.wire.openai_chat import OpenAIChatImagePart
 
 __all__ = [
     "anthropic_image",
@@ -75,6 +74,12 @@ def chat_image_json(image: Image) -> bytes:
 
 def anthropic_image(image: Image) -> AnthropicImageBlock:
     """The messages route's image block as its wire model."""
+    from nisse_llm.wire.anthropic_messages import (
+        AnthropicBase64ImageSource,
+        AnthropicImageBlock,
+        AnthropicURLImageSource,
+    )
+
     if image.data is None:
         assert image.url is not None
         return AnthropicImageBlock(source=AnthropicURLImageSource(url=image.url))
@@ -86,6 +91,8 @@ def anthropic_image(image: Image) -> AnthropicImageBlock:
 
 def chat_image(image: Image) -> OpenAIChatImagePart:
     """The chat route's image part as its wire model."""
+    from nisse_llm.wire.openai_chat import OpenAIChatImagePart, OpenAIChatImageURL
+
     return OpenAIChatImagePart(image_url=OpenAIChatImageURL(url=image.data_url))
 
 

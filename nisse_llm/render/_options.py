@@ -34,8 +34,7 @@ Mapping (the README's "Request options" table says the same):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from nisse_llm.canonical import DEFAULT_MAX_OUTPUT_TOKENS
 from nisse_llm.errors import RenderError
@@ -49,29 +48,27 @@ from nisse_llm.option_rules import (
     tool_violations,
 )
 from nisse_llm.options import RequestOptions
-from nisse_llm.wire.anthropic_messages import (
-    AnthropicThinkingConfig,
-    AnthropicToolChoice,
-    AnthropicToolChoiceAny,
-    AnthropicToolChoiceAuto,
-    AnthropicToolChoiceNone,
-    AnthropicToolChoiceTool,
-)
-from nisse_llm.wire.openai_chat import (
-    OpenAIChatNamedToolChoice,
-    OpenAIChatNamedToolChoiceFunction,
-    OpenAIChatRequest,
-    OpenAIChatThinking,
-)
+
+if TYPE_CHECKING:
+    from nisse_llm.wire.anthropic_messages import AnthropicThinkingConfig, AnthropicToolChoice
+    from nisse_llm.wire.openai_chat import OpenAIChatNamedToolChoice
 
 __all__ = ["MessagesFields", "chat_fields", "chat_replays_thinking", "messages_fields"]
 
-_NO_OPTIONS = RequestOptions()
-#: The chat request's fields this module sets, in wire order (the byte path relies on it).
-CHAT_FIELDS: tuple[str, ...] = tuple(
-    name
-    for name in OpenAIChatRequest.model_fields
-    if name not in ("model", "messages", "tools", "stream", "stream_options")
+# Every option unset (made without validation: a first request need not build the model).
+_NO_OPTIONS = RequestOptions.model_construct()
+#: The chat request's fields this module sets, in wire order (the byte path relies on it;
+#: a test holds it to `OpenAIChatRequest`'s field order). The wire models load only when
+#: an option needs one, so a request without options never builds them.
+CHAT_FIELDS: tuple[str, ...] = (
+    "tool_choice",
+    "max_tokens",
+    "parallel_tool_calls",
+    "stop",
+    "temperature",
+    "top_p",
+    "reasoning_effort",
+    "thinking",
 )
 
 
@@ -91,8 +88,7 @@ def _ceiling(options: RequestOptions, max_tokens: int | None) -> int | None:
     return ceiling
 
 
-@dataclass(frozen=True, slots=True)
-class MessagesFields:
+class MessagesFields(NamedTuple):
     """The messages request's fields that options decide."""
 
     max_tokens: int
@@ -118,6 +114,8 @@ def messages_fields(
     thinking of this model, so thinking is left out of it (module docstring).
     Every model on this route is served by Anthropic's API.
     """
+    from nisse_llm.wire.anthropic_messages import AnthropicThinkingConfig, AnthropicToolChoiceNone
+
     opts = options or _NO_OPTIONS
     ceiling = _ceiling(opts, max_tokens)
     if ceiling is None:
@@ -143,6 +141,13 @@ def messages_fields(
 
 
 def _anthropic_choice(opts: RequestOptions, tools: Sequence[str]) -> AnthropicToolChoice | None:
+    from nisse_llm.wire.anthropic_messages import (
+        AnthropicToolChoiceAny,
+        AnthropicToolChoiceAuto,
+        AnthropicToolChoiceNone,
+        AnthropicToolChoiceTool,
+    )
+
     choice, parallel = opts.tool_choice, opts.parallel_tool_calls
     if not tools:
         return None
@@ -203,16 +208,14 @@ def chat_fields(
     if stubbed:
         fields["tool_choice"] = "none"
     elif tools and choice is not None:
-        fields["tool_choice"] = (
-            choice
-            if choice in ("auto", "none", "required")
-            else OpenAIChatNamedToolChoice(function=OpenAIChatNamedToolChoiceFunction(name=choice))
-        )
+        fields["tool_choice"] = choice if choice in ("auto", "none", "required") else _named(choice)
     if opts.reasoning is not None and opts.reasoning != "off" and family == "anthropic":
         if ceiling is None:  # the budget is checked against this ceiling: send it
             ceiling = DEFAULT_MAX_OUTPUT_TOKENS
         budget = thinking_budget(opts.reasoning, ceiling)
         if not unthought_loop:
+            from nisse_llm.wire.openai_chat import OpenAIChatThinking
+
             fields["thinking"] = OpenAIChatThinking(type="enabled", budget_tokens=budget)
     elif opts.reasoning is not None:
         fields["reasoning_effort"] = effort_for_budget(opts.reasoning)
@@ -225,3 +228,12 @@ def chat_fields(
     fields["temperature"] = opts.temperature
     fields["top_p"] = opts.top_p
     return {name: fields[name] for name in CHAT_FIELDS if fields.get(name) is not None}
+
+
+def _named(tool: str) -> OpenAIChatNamedToolChoice:
+    from nisse_llm.wire.openai_chat import (
+        OpenAIChatNamedToolChoice,
+        OpenAIChatNamedToolChoiceFunction,
+    )
+
+    return OpenAIChatNamedToolChoice(function=OpenAIChatNamedToolChoiceFunction(name=tool))

@@ -24,7 +24,7 @@ from nisse_llm.canonical import (
     mint_call_id,
 )
 from nisse_llm.errors import LLMError, ModelRefusal, TruncatedResponse
-from nisse_llm.wire.anthropic_messages import (
+from nisse_llm.wire.anthropic_messages_reply import (
     AnthropicMessagesResponse,
     AnthropicResponseOtherBlock,
     AnthropicResponseRedactedThinkingBlock,
@@ -67,7 +67,9 @@ def parse_message(
             "messages response stopped with pause_turn (a paused server-tool turn); "
             "nisse_llm declares no server tools and cannot resume it"
         )
-    return Completion(
+    # Every part is validated already (events and usage are models, the rest wire strings):
+    # constructed as is, a first reply does not build the model of the whole log's union.
+    return Completion.model_construct(
         events=events,
         usage=_map_usage(response),
         stop_reason=stop,

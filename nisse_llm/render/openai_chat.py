@@ -56,7 +56,7 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Any, Protocol, TypeAlias, assert_never, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, assert_never, cast
 
 import pydantic_core
 from pydantic import BaseModel
@@ -94,21 +94,19 @@ from nisse_llm.render._options import chat_fields, chat_replays_thinking
 from nisse_llm.render._rope import EMPTY, Rope
 from nisse_llm.render._wording import INTERRUPTED_TEXT, STUB_TOOL_DESCRIPTION
 from nisse_llm.render.openai_chat_reply import parse_chat_completion
-from nisse_llm.wire.openai_chat import (
-    OpenAIChatAssistantMessage,
-    OpenAIChatCacheControl,
-    OpenAIChatFunction,
-    OpenAIChatFunctionCall,
-    OpenAIChatMessage,
-    OpenAIChatRequest,
-    OpenAIChatSystemMessage,
-    OpenAIChatTextPart,
-    OpenAIChatTool,
-    OpenAIChatToolCall,
-    OpenAIChatToolMessage,
-    OpenAIChatUserMessage,
-    OpenAIChatUserPart,
-)
+
+# The typed request models load when a typed body or a tool definition is first made:
+# a request from a log alone is spelled out in bytes and never builds them.
+if TYPE_CHECKING:
+    from nisse_llm.wire.openai_chat import (
+        OpenAIChatCacheControl,
+        OpenAIChatMessage,
+        OpenAIChatRequest,
+        OpenAIChatTextPart,
+        OpenAIChatTool,
+        OpenAIChatToolCall,
+        OpenAIChatUserPart,
+    )
 
 __all__ = [
     "ASSISTANT_TEXT_SEPARATOR",
@@ -269,6 +267,11 @@ def _arguments_json(call: ToolCall) -> str:
 
 
 def _map_tool_call(call: ToolCall) -> OpenAIChatToolCall:
+    from nisse_llm.wire.openai_chat import (
+        OpenAIChatFunctionCall,
+        OpenAIChatToolCall,
+    )
+
     return OpenAIChatToolCall(
         id=call.call_id,
         function=OpenAIChatFunctionCall(name=call.tool, arguments=_arguments_json(call)),
@@ -282,10 +285,19 @@ def _tool_message_content(slot: ToolResult | ToolCall) -> str:
 def _map_content(
     text: str, control: OpenAIChatCacheControl | None
 ) -> str | list[OpenAIChatTextPart]:
+    from nisse_llm.wire.openai_chat import OpenAIChatTextPart
+
     return text if control is None else [OpenAIChatTextPart(text=text, cache_control=control)]
 
 
 def _map_message(slot: _Slot, control: OpenAIChatCacheControl | None = None) -> OpenAIChatMessage:
+    from nisse_llm.wire.openai_chat import (
+        OpenAIChatAssistantMessage,
+        OpenAIChatTextPart,
+        OpenAIChatToolMessage,
+        OpenAIChatUserMessage,
+    )
+
     if isinstance(slot, UserText):
         return OpenAIChatUserMessage(content=_map_content(slot.text, control))
     if isinstance(slot, UserImage | _Album):
@@ -353,6 +365,11 @@ def _breakpoints(slots: _SlotsLike) -> list[int]:
 
 
 def _map_tool(spec: ToolSpec) -> OpenAIChatTool:
+    from nisse_llm.wire.openai_chat import (
+        OpenAIChatFunction,
+        OpenAIChatTool,
+    )
+
     # OpenAI: "Invalid schema for function 'f': schema must be a JSON Schema of 'type: "object"'".
     schema = spec.parameters if "type" in spec.parameters else {"type": "object", **spec.parameters}
     return OpenAIChatTool(
@@ -372,6 +389,11 @@ def _tool_specs(tools: Iterable[ToolLike] | None) -> list[ToolSpec]:
 
 
 def _map_stub_tool(name: str) -> OpenAIChatTool:
+    from nisse_llm.wire.openai_chat import (
+        OpenAIChatFunction,
+        OpenAIChatTool,
+    )
+
     return OpenAIChatTool(
         function=OpenAIChatFunction(
             name=name, description=STUB_TOOL_DESCRIPTION, parameters=_STUB_PARAMETERS
@@ -922,6 +944,12 @@ class OpenAIChatRenderer:
         options: RequestOptions | None = None,
     ) -> OpenAIChatRequest:
         """The typed request body for ``events`` (see the module docstring for the rules)."""
+        from nisse_llm.wire.openai_chat import (
+            OpenAIChatCacheControl,
+            OpenAIChatRequest,
+            OpenAIChatSystemMessage,
+        )
+
         items = log_items(events)
         check_log_images(items)
         prefixes = () if cache is None else cache.prefixes

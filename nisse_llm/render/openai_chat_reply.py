@@ -26,8 +26,7 @@ from nisse_llm.canonical import (
     mint_call_id,
 )
 from nisse_llm.errors import LLMError, ModelRefusal, TruncatedResponse
-from nisse_llm.wire.errors import OpenAIErrorBody
-from nisse_llm.wire.openai_chat import (
+from nisse_llm.wire.openai_chat_reply import (
     OpenAIChatResponse,
     OpenAIChatResponseMessage,
     OpenAIChatResponseToolCall,
@@ -65,7 +64,9 @@ def parse_chat_completion(
     if text:
         events.append(AssistantText(text=text, model=produced_by))
     events.extend(_map_call(call) for call in message.tool_calls or ())
-    return Completion(
+    # Every part is validated already (events and usage are models, the rest wire strings):
+    # constructed as is, a first reply does not build the model of the whole log's union.
+    return Completion.model_construct(
         events=events,
         usage=_map_usage(response.usage),
         stop_reason=choice.finish_reason,
@@ -90,6 +91,8 @@ _BOUNDED_REPR.maxstring = _BOUNDED_REPR.maxother = 200
 
 
 def _map_bad_body(body: bytes | str | Mapping[str, Any], exc: ValueError) -> LLMError:
+    from nisse_llm.wire.errors import OpenAIErrorBody  # loaded by the first unreadable reply
+
     try:
         error = (
             OpenAIErrorBody.model_validate(dict(body))
