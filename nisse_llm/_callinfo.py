@@ -66,7 +66,8 @@ def _count(headers: Mapping[str, str], name: str) -> int | None:
     return int(value) if value is not None and value.isdigit() and len(value) < 10 else None
 
 
-_EMPTY: Final = CallInfo()
+# Every field unset; made without validating, so importing this does not build the model.
+_EMPTY: Final = CallInfo.model_construct()
 _PREFIX: Final = "x-litellm-"
 
 

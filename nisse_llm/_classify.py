@@ -8,17 +8,20 @@ and every other status is the request's.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import TypedDict
+from typing import TYPE_CHECKING, NamedTuple, TypedDict
 
-from nisse_llm._overflow import read_overflow
 from nisse_llm.errors import BudgetExhausted, ContextWindowExceeded, LLMError, UpstreamUnavailable
-from nisse_llm.wire.errors import ErrorInfo, read_error
+
+# The error-body models and the overflow wordings load with the first failure to read.
+if TYPE_CHECKING:
+    from nisse_llm.wire.errors import ErrorInfo
 
 __all__ = [
     "BODY_LIMIT",
@@ -41,13 +44,20 @@ BODY_LIMIT = 500
 # ..., exceeded budget for model=", max_budget_per_session "Session budget exceeded").
 # Anchored at the message's start (after up to three "label: " or "label, " prefixes such
 # as "Authentication Error, "), so a prompt quoted inside another error never matches.
-_BUDGET_REFUSAL = re.compile(
+# Compiled on first use (a failure): a client that never fails never pays for it.
+_BUDGET_REFUSAL = (
     r"^(?:[\w.]+(?: [\w.]+)?[:,] +){0,3}"
     r"(?:no deployments available - crossed budget|budget has been exceeded|exceededbudget"
     r"|session budget exceeded|litellm (?:virtual key|user|end user|team|team member): "
-    r".*?, exceeded budget for model=)",
-    re.IGNORECASE,
+    r".*?, exceeded budget for model=)"
 )
+
+
+@functools.cache
+def _budget_refusal() -> re.Pattern[str]:
+    return re.compile(_BUDGET_REFUSAL, re.IGNORECASE)
+
+
 _BUDGET_TYPES = frozenset({"budget_exceeded"})
 
 
@@ -70,8 +80,7 @@ class _Details(TypedDict):
     server_message: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class Retry:
+class Retry(NamedTuple):
     """Send the request again after ``wait_s`` seconds."""
 
     wait_s: float
@@ -91,8 +100,8 @@ def is_budget_refusal(info: ErrorInfo | None, body: bytes) -> bool:
     if info is not None:
         if info.type in _BUDGET_TYPES:
             return True
-        return info.message is not None and _BUDGET_REFUSAL.match(info.message) is not None
-    return _BUDGET_REFUSAL.match(body.decode("utf-8", "replace").lstrip()) is not None
+        return info.message is not None and _budget_refusal().match(info.message) is not None
+    return _budget_refusal().match(body.decode("utf-8", "replace").lstrip()) is not None
 
 
 def _seconds(value: str | None) -> float | None:
@@ -147,6 +156,9 @@ def classify_failure(
     ``where`` names the request in messages (``POST /v1/messages``); ``token`` is
     redacted from everything the error carries.
     """
+    from nisse_llm._overflow import read_overflow
+    from nisse_llm.wire.errors import read_error
+
     info = read_error(body)
     error_type = info.type if info is not None else None
     server_message = _snippet(info.message if info is not None else None, token)

@@ -19,21 +19,12 @@ from nisse_llm._classify import Retry, classify_failure, redact
 from nisse_llm._transport import HTTPX_ERRORS, Call, Core, _public_url, _with_token_hint, logger
 from nisse_llm.canonical import LogLike, ToolLike
 from nisse_llm.errors import ContextWindowExceeded, LLMError, UpstreamUnavailable
-from nisse_llm.models_info import (
-    Headroom,
-    ModelInfo,
-    body_output_ceiling,
-    estimate_input_tokens,
-    headroom_of,
-    read_model_ids,
-    read_model_infos,
-    read_token_count,
-    token_count_request,
-)
 
+# The model-info readers load with the first side request: a plain call never needs them.
 if TYPE_CHECKING:
     import httpx
 
+    from nisse_llm.models_info import Headroom, ModelInfo
     from nisse_llm.options import RequestOptions
 
 __all__ = [
@@ -134,6 +125,8 @@ def _render(
     system: str | None,
     options: RequestOptions | None,
 ) -> tuple[bytes, int]:
+    from nisse_llm.models_info import body_output_ceiling
+
     parts = core.renderer.render_parts(
         events,
         tools,
@@ -177,6 +170,8 @@ class ClientLimits:
             self._sleep(wait)
 
     def _model_infos(self) -> dict[str, ModelInfo]:
+        from nisse_llm.models_info import read_model_infos
+
         core = self._core
         if core.model_infos is None:
             request = SideRequest(core, "GET", MODEL_INFO_PATH)
@@ -197,10 +192,18 @@ class ClientLimits:
 
     def served_models(self) -> list[str]:
         """The model names the proxy serves now (``GET /v1/models``; read afresh each time)."""
+        from nisse_llm.models_info import read_model_ids
+
         request = SideRequest(self._core, "GET", MODELS_PATH)
         return request.parse(self._exchange(request), read_model_ids)
 
     def _count(self, model: str, rendered: bytes) -> tuple[int, Source]:
+        from nisse_llm.models_info import (
+            estimate_input_tokens,
+            read_token_count,
+            token_count_request,
+        )
+
         request = SideRequest(
             self._core, "POST", TOKEN_COUNTER_PATH, token_count_request(rendered, model)
         )
@@ -221,12 +224,16 @@ class ClientLimits:
         options: RequestOptions | None = None,
     ) -> Headroom:
         """How much of ``model``'s window the request would leave (see `Headroom`)."""
+        from nisse_llm.models_info import headroom_of
+
         rendered, ceiling = _render(self._core, model, events, tools, system, options)
         info = self.model_info(model)
         tokens, source = self._count(model, rendered)
         return headroom_of(tokens, ceiling, info, source=source)
 
     def _preflight(self, call: Call) -> None:
+        from nisse_llm.models_info import body_output_ceiling, headroom_of
+
         try:
             info = self.model_info(call.model)
             if info is None or info.max_input_tokens is None:
@@ -269,6 +276,8 @@ class AsyncClientLimits:
             await self._sleep(wait)
 
     async def _model_infos(self) -> dict[str, ModelInfo]:
+        from nisse_llm.models_info import read_model_infos
+
         core = self._core
         if core.model_infos is None:
             request = SideRequest(core, "GET", MODEL_INFO_PATH)
@@ -288,10 +297,18 @@ class AsyncClientLimits:
 
     async def served_models(self) -> list[str]:
         """The model names the proxy serves now (see `ClientLimits.served_models`)."""
+        from nisse_llm.models_info import read_model_ids
+
         request = SideRequest(self._core, "GET", MODELS_PATH)
         return request.parse(await self._exchange(request), read_model_ids)
 
     async def _count(self, model: str, rendered: bytes) -> tuple[int, Source]:
+        from nisse_llm.models_info import (
+            estimate_input_tokens,
+            read_token_count,
+            token_count_request,
+        )
+
         request = SideRequest(
             self._core, "POST", TOKEN_COUNTER_PATH, token_count_request(rendered, model)
         )
@@ -312,12 +329,16 @@ class AsyncClientLimits:
         options: RequestOptions | None = None,
     ) -> Headroom:
         """How much of ``model``'s window the request would leave (see `Headroom`)."""
+        from nisse_llm.models_info import headroom_of
+
         rendered, ceiling = _render(self._core, model, events, tools, system, options)
         info = await self.model_info(model)
         tokens, source = await self._count(model, rendered)
         return headroom_of(tokens, ceiling, info, source=source)
 
     async def _preflight(self, call: Call) -> None:
+        from nisse_llm.models_info import body_output_ceiling, headroom_of
+
         try:
             info = await self.model_info(call.model)
             if info is None or info.max_input_tokens is None:

@@ -27,9 +27,9 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Final, NoReturn, Protocol
+from typing import TYPE_CHECKING, Final, NamedTuple, NoReturn, Protocol
 
 import httpx
 from pydantic import SecretStr
@@ -38,7 +38,6 @@ from nisse_llm._callinfo import call_info, priced, usage_keywords
 from nisse_llm._classify import RateLimitPolicy, Retry, classify_failure, redact
 from nisse_llm._egress import check_base_url, check_token, watch_token
 from nisse_llm._limits import ACCEPT_ENCODING, DeadlineExceeded, ReplyTooLarge
-from nisse_llm._sse import EventTooLarge
 from nisse_llm._tls import shared_ssl_context
 from nisse_llm.canonical import (
     DEFAULT_MAX_OUTPUT_TOKENS,
@@ -50,12 +49,15 @@ from nisse_llm.canonical import (
     Usage,
 )
 from nisse_llm.errors import ConfigError, LLMError, StreamInterrupted, UpstreamUnavailable
-from nisse_llm.models_info import ModelInfo
 from nisse_llm.options import RequestOptions
 from nisse_llm.render import Renderer
 from nisse_llm.render._cache import PromptCache
 from nisse_llm.routing import Route
-from nisse_llm.streaming import StreamAccumulator, accumulator_for
+
+# Streaming and the model-info readers load with the first stream or side request.
+if TYPE_CHECKING:
+    from nisse_llm.models_info import ModelInfo
+    from nisse_llm.streaming import StreamAccumulator
 
 __all__ = [
     "HTTPX_ERRORS",
@@ -126,8 +128,7 @@ class PartsRenderer(Renderer, Protocol):
     ) -> list[bytes]: ...
 
 
-@dataclass(frozen=True, slots=True)
-class RouteSpec:
+class RouteSpec(NamedTuple):
     """One proxy route: its name, path, default timeout, renderer and auth headers."""
 
     name: Route
@@ -463,6 +464,8 @@ class Call:
 
     def accumulator(self) -> StreamAccumulator:
         """A fresh accumulator for this call's streamed reply, parsing as `finish` does."""
+        from nisse_llm.streaming import accumulator_for
+
         core = self.core
         return accumulator_for(
             core.route.name, requested_model=self.model, parse=core.renderer.parse
@@ -476,6 +479,8 @@ class Call:
         self, acc: StreamAccumulator, exc: Exception, *, idle_timeout_s: float
     ) -> NoReturn:
         """Raise what a stream that broke mid-way means: `StreamInterrupted` or the parse failure."""
+        from nisse_llm._sse import EventTooLarge
+
         if isinstance(exc, httpx.ReadTimeout):
             self._raise_parsed(acc.interrupted(f"no data for {idle_timeout_s:g} s"), cause=exc)
         if isinstance(exc, DeadlineExceeded | ReplyTooLarge | EventTooLarge):

@@ -39,14 +39,15 @@ from nisse_llm._transport import (
 from nisse_llm.canonical import CallInfo, CanonicalEvent, Completion, LogLike, ToolLike, Usage
 from nisse_llm.options import RequestOptions
 from nisse_llm.routing import DEFAULT_PASSTHROUGH_PREFIXES, Route, has_native_adapter
-from nisse_llm.streaming import StreamAccumulator, StreamDelta, completion_deltas
 
+# Streaming loads with the first stream (see `nisse_llm.streaming`).
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from nisse_llm.config import Pin, Settings
     from nisse_llm.options import RequestOptions
     from nisse_llm.render._cache import PromptCache
+    from nisse_llm.streaming import StreamAccumulator, StreamDelta
     from nisse_llm.typed import TypedReply
 
     M = TypeVar("M", bound=BaseModel)
@@ -201,6 +202,8 @@ class _ReplyStreamBase:
     def _whole(self, response: httpx.Response) -> None:
         # A server that ignores "stream": true answers a plain body: the same reply, and the
         # deltas it implies (iterating still shows what `events` holds).
+        from nisse_llm.streaming import completion_deltas
+
         self._settled = True
         self._completion = self._call.finish_completion(response)
         self._pending = completion_deltas(self._completion)
