@@ -28,8 +28,7 @@ import time
 import zlib
 from collections.abc import AsyncIterator, Iterable, Iterator
 from contextvars import ContextVar
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import httpcore
 import httpx
@@ -80,8 +79,7 @@ class UnsupportedEncoding(httpx.TransportError):
     """A reply in a ``Content-Encoding`` this reader does not decode (only gzip, deflate)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Limits:
+class Limits(NamedTuple):
     """The bounds of one client's attempts."""
 
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES

@@ -4,18 +4,19 @@ Pure: no I/O, no environment. The only clock read is the timestamp of a new
 `StoredEvent`, and the only randomness is `mint_call_id`.
 """
 
-from __future__ import annotations
-
 import functools
 import secrets
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Annotated, Any, Literal, TypeAlias, cast
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, cast
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 
 from nisse_llm.images import Image
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
 
 __all__ = [
     "CALL_ID_PATTERN",
@@ -144,7 +145,7 @@ class StoredEvent(BaseModel):
     event: CanonicalEvent
 
     @classmethod
-    def now(cls, seq: int, event: CanonicalEvent) -> StoredEvent:
+    def now(cls, seq: int, event: CanonicalEvent) -> "StoredEvent":
         """A record stamped with the current UTC time."""
         return cls(seq=seq, at=datetime.now(UTC), event=event)
 
@@ -155,7 +156,9 @@ LogLike: TypeAlias = Sequence[
 
 
 @functools.cache
-def _stored() -> TypeAdapter[StoredEvent]:
+def _stored() -> "TypeAdapter[StoredEvent]":
+    from pydantic import TypeAdapter  # loaded by the first log read or written
+
     return TypeAdapter(StoredEvent)
 
 
@@ -221,7 +224,7 @@ class ToolSpec(BaseModel):
     @classmethod
     def from_function(
         cls, fn: Callable[..., Any], *, name: str | None = None, description: str | None = None
-    ) -> ToolSpec:
+    ) -> "ToolSpec":
         """A spec from a function (sync or async): its name, its docstring's summary, and a
         schema of its parameters from their type hints and the docstring's ``Args:``."""
         from nisse_llm.tools import spec_from_function
@@ -231,7 +234,7 @@ class ToolSpec(BaseModel):
     @classmethod
     def from_model(
         cls, model: type[BaseModel], *, name: str | None = None, description: str | None = None
-    ) -> ToolSpec:
+    ) -> "ToolSpec":
         """A spec whose arguments are ``model``'s fields (name and description default to the
         class's name and docstring)."""
         from nisse_llm.tools import spec_from_model
@@ -282,7 +285,7 @@ class Usage(BaseModel):
     cache_read: NonNegativeInt = 0
     cache_write: NonNegativeInt = 0
 
-    def __add__(self, other: Usage) -> Usage:
+    def __add__(self, other: "Usage") -> "Usage":
         return Usage(
             input=self.input + other.input,
             output=self.output + other.output,
@@ -290,7 +293,7 @@ class Usage(BaseModel):
             cache_write=self.cache_write + other.cache_write,
         )
 
-    def __radd__(self, other: int) -> Usage:
+    def __radd__(self, other: int) -> "Usage":
         # sum() starts from 0: `sum(usages)` is the total without a start value.
         if other == 0:
             return self

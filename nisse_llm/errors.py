@@ -25,8 +25,12 @@ parsing text.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+# What a broken stream delivered is defined apart and loaded with the first stream error
+# (or the first use of its name here), so the error tree itself defines no dataclasses.
+if TYPE_CHECKING:
+    from nisse_llm._partial import PartialReply, PartialToolCall
 
 __all__ = [
     "BudgetExhausted",
@@ -150,31 +154,6 @@ class BudgetExhausted(UpstreamUnavailable):
     """A spend limit at the proxy is gone: keep the work, never retry, tell the operator."""
 
 
-@dataclass(frozen=True, slots=True)
-class PartialToolCall:
-    """A tool call as far as it arrived: its name (if it came) and raw argument JSON."""
-
-    index: int
-    tool: str | None
-    arguments: str
-
-
-@dataclass(frozen=True, slots=True)
-class PartialReply:
-    """What a broken stream delivered, for diagnosis; never a result to act on.
-
-    ``body`` is the reply so far in the route's non-streaming shape (tool arguments
-    that did not finish are kept as raw strings). It lives here, beside the error that
-    carries it, so the error tree imports nothing above it.
-    """
-
-    text: str
-    reasoning: str
-    tool_calls: tuple[PartialToolCall, ...]
-    events: int
-    body: dict[str, Any] = field(repr=False)
-
-
 class StreamInterrupted(UpstreamUnavailable):
     """The stream broke before its final event (or sent an error): keep the work, resume later."""
 
@@ -221,3 +200,11 @@ class OutputValidationError(LLMError):
         self.events: list[Any] = [] if events is None else events
         #: The `Usage` of every attempt, summed (``None`` when no call completed).
         self.usage = usage
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("PartialReply", "PartialToolCall"):
+        from nisse_llm import _partial
+
+        return getattr(_partial, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

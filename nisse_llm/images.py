@@ -30,8 +30,6 @@ Both routes enforce the strictest of these: the chat route may reach an Anthropi
 behind the proxy, and the renderer cannot know which provider serves a model name.
 """
 
-from __future__ import annotations
-
 import base64
 import binascii
 import os
@@ -231,7 +229,7 @@ class Image(BaseModel):
     _frames: int = PrivateAttr(default=1)
 
     @model_validator(mode="after")
-    def _check(self) -> Image:
+    def _check(self) -> "Image":
         if (self.data is None) == (self.url is None):
             raise ValueError("an image holds exactly one of data (base64) and url")
         if self.url is not None:
@@ -305,7 +303,7 @@ class Image(BaseModel):
     @classmethod
     def from_bytes(
         cls, data: bytes, media_type: str | None = None, *, name: str = "the image"
-    ) -> Image:
+    ) -> "Image":
         """An image from its bytes; ``media_type``, when given, must match their signature.
 
         Raises `ImageError` (a `RenderError`) naming ``name`` for an unsupported format, a
@@ -327,7 +325,7 @@ class Image(BaseModel):
             raise ImageError(f"{name}: {_first_error(exc)}", image=name) from None
 
     @classmethod
-    def from_path(cls, path: str | os.PathLike[str]) -> Image:
+    def from_path(cls, path: str | os.PathLike[str]) -> "Image":
         """An image read from a file; a known suffix (.png, .jpg, .gif, .webp) must match
         the bytes (`ImageError` naming the file otherwise)."""
         file = Path(path)
@@ -335,7 +333,7 @@ class Image(BaseModel):
         return cls.from_bytes(file.read_bytes(), declared, name=str(file))
 
     @classmethod
-    def from_url(cls, url: str) -> Image:
+    def from_url(cls, url: str) -> "Image":
         """An image the provider fetches from an http(s) URL, or a ``data:`` URL's bytes."""
         if url.startswith("data:"):
             header, _, payload = url.partition(",")

@@ -11,8 +11,6 @@ output ceiling, no sampling for Anthropic models, a named tool among the tools p
 decided when a request is rendered, where the model and the tools are known.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt
@@ -69,7 +67,7 @@ class RequestOptions(BaseModel):
         default=None, description="Whether the model may call several tools in one turn."
     )
 
-    def over(self, base: RequestOptions | None) -> RequestOptions:
+    def over(self, base: "RequestOptions | None") -> "RequestOptions":
         """These options layered over ``base``: each field set here wins, the rest inherit."""
         if base is None:
             return self

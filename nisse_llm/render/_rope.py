@@ -11,7 +11,7 @@ the life of a log rather than once per call.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = ["BLOCK_MIN", "EMPTY", "Rope"]
 
@@ -19,8 +19,7 @@ __all__ = ["BLOCK_MIN", "EMPTY", "Rope"]
 BLOCK_MIN = 64 * 1024
 
 
-@dataclass(frozen=True, slots=True)
-class Rope:
+class Rope(NamedTuple):
     """Blocks covering ``messages[:ends[-1]]``; ``ends[i]`` is the count after block ``i``."""
 
     blocks: tuple[bytes, ...] = ()
