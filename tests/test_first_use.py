@@ -1,0 +1,95 @@
+"""First use stays cheap: what a plain call never needs is never loaded, built or read.
+
+``make bench`` measures first use (import, an event, a client, one request) against
+``import httpx, pydantic`` plus one httpx request; these tests hold the reasons it is
+cheap, each of which an innocent-looking eager import would undo: the other route's
+models, the request models (a request from a log alone is spelled out in bytes),
+streaming, the failure readers, the model-info readers, and the CA bundle of a
+plain-http client.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from nisse_llm import CallInfo, RequestOptions
+from nisse_llm.wire.openai_chat import OpenAIChatRequest
+from tests.clients.loopback import LoopbackServer, serve
+
+#: Modules a first chat call through `LiteLLMClient` must leave unloaded.
+NOT_NEEDED = (
+    "asyncio",
+    "nisse_llm.wire.anthropic_messages",
+    "nisse_llm.wire.anthropic_messages_reply",
+    "nisse_llm.wire.openai_chat",
+    "nisse_llm.wire.errors",
+    "nisse_llm.streaming",
+    "nisse_llm._sse",
+    "nisse_llm._overflow",
+    "nisse_llm._partial",
+    "nisse_llm.models_info",
+    "nisse_llm.config",
+)
+
+_PROGRAM = """
+import json, sys
+from pydantic._internal import _model_construction
+built = []
+_complete = _model_construction.complete_model_class
+def _record(cls, *args, **kwargs):
+    built.append(cls.__name__)
+    return _complete(cls, *args, **kwargs)
+_model_construction.complete_model_class = _record
+from nisse_llm import LiteLLMClient, UserText
+from nisse_llm._tls import shared_ssl_context
+with LiteLLMClient({base!r}, 'sk-first-use-000') as client:
+    events = client.complete([UserText(text='hi')], None, 'gpt-x')
+print(json.dumps({{
+    "text": events[0].text,
+    "loaded": sorted(name for name in {names!r} if name in sys.modules),
+    "built": built,
+    "ca_certs": shared_ssl_context().cert_store_stats()["x509_ca"],
+}}))
+"""
+
+
+@pytest.fixture
+def server() -> Iterator[LoopbackServer]:
+    yield from serve()
+
+
+def test_a_first_chat_call_loads_builds_and_reads_only_what_it_needs(
+    server: LoopbackServer,
+) -> None:
+    program = _PROGRAM.format(base=server.base_url, names=NOT_NEEDED)
+    out = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, check=True
+    )
+    seen = json.loads(out.stdout)
+    assert seen["text"] == "echo: hi"  # the call really went through
+    assert seen["loaded"] == []
+    assert seen["ca_certs"] == 0
+    # The event, the reply body and the events and usage it becomes: nothing else.
+    assert sorted(seen["built"]) == ["AssistantText", "OpenAIChatResponse", "Usage", "UserText"]
+
+
+def test_chat_field_order_is_the_request_models() -> None:
+    from nisse_llm.render._options import CHAT_FIELDS
+
+    skipped = ("model", "messages", "tools", "stream", "stream_options")
+    assert CHAT_FIELDS == tuple(
+        name for name in OpenAIChatRequest.model_fields if name not in skipped
+    )
+
+
+def test_values_made_without_validation_equal_validated_ones() -> None:
+    from nisse_llm._callinfo import _EMPTY
+    from nisse_llm.render._options import _NO_OPTIONS
+
+    assert _NO_OPTIONS == RequestOptions()
+    assert _EMPTY == CallInfo()
