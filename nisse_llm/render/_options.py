@@ -19,6 +19,7 @@ Mapping (the README's "Request options" table says the same):
   thinking block of the request model (it was made without thinking, or by another model):
   Anthropic refuses that pair ("When thinking is enabled, a final assistant message must
   start with a thinking block"); the rules are still checked, and the next turn thinks.
+  The chat route then replays no earlier turn's thinking blocks either.
 - ``temperature``, ``top_p``: sent to OpenAI models only (the chat route); refused for
   Anthropic models on either route.
 - ``stop``: ``stop`` on the chat route, ``stop_sequences`` on the messages route; an empty

@@ -56,7 +56,7 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, assert_never, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeAlias, assert_never, cast
 
 import pydantic_core
 from pydantic import BaseModel
@@ -139,8 +139,7 @@ _SEPARATOR_JSON = pydantic_core.to_json(ASSISTANT_TEXT_SEPARATOR)[1:-1]
 _MEMO: FragmentMemo[object, Any] = FragmentMemo()
 
 
-@dataclass(frozen=True, slots=True)
-class _Turn:
+class _Turn(NamedTuple):
     """One assistant message to send: its non-blank texts, all its calls, and the thinking
     blocks replayed with it (only when the request enables Anthropic thinking)."""
 
@@ -957,6 +956,8 @@ class OpenAIChatRenderer:
         slots, used_tools = _plan(as_events(items), replay)
         specs = _tool_specs(tools)
         unthought = replay is not None and _unthought_loop(slots)
+        if unthought:  # thinking is left out, so no turn carries thinking blocks either
+            slots = [slot._replace(thinking=()) if type(slot) is _Turn else slot for slot in slots]
         fields = _option_fields(
             options, model, max_tokens, specs, bool(used_tools), cache, unthought
         )

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from nisse_llm.canonical import AssistantText, Reasoning, ToolSpec, UserText
+from nisse_llm.canonical import AssistantText, Reasoning, ToolCall, ToolResult, ToolSpec, UserText
 from nisse_llm.errors import RenderError
 from nisse_llm.option_rules import EFFORT_BUDGETS
 from nisse_llm.options import RequestOptions
@@ -364,3 +364,29 @@ def test_thinking_is_left_out_of_a_loop_whose_last_turn_did_not_think(route: str
     )
     with pytest.raises(RenderError, match="minimum thinking budget"):  # still checked
         render(loop, conversation.tools, CLAUDE, options=RequestOptions(reasoning=10))
+
+
+def test_a_loop_left_without_thinking_replays_no_thinking_blocks_on_chat() -> None:
+    """With thinking left out (the loop's last turn did not think), earlier turns' own
+    thinking blocks are not sent either: the chat route sends blocks only with thinking on."""
+    thought = Reasoning(
+        model=CLAUDE, block={"type": "thinking", "thinking": "hm", "signature": "sig-1"}
+    )
+    log = [
+        UserText(text="Read it."),
+        AssistantText(text="Reading.", model=CLAUDE),
+        thought,
+        UserText(text="Again."),
+        ToolCall(call_id="call-1", tool="read_file", arguments={}),
+        ToolResult(call_id="call-1", output="text"),
+    ]
+    options = RequestOptions(reasoning="low")
+    body = CHAT.render(log, [READ_FILE], CLAUDE, options=options)
+    judge_chat_body(body)
+    assert "thinking" not in body
+    assert all("thinking_blocks" not in message for message in body["messages"])
+    assert CHAT.render_bytes(log, [READ_FILE], CLAUDE, options=options) == (
+        CHAT.render_request(log, [READ_FILE], CLAUDE, options=options)
+        .model_dump_json(exclude_none=True)
+        .encode()
+    )
