@@ -12,10 +12,9 @@ import functools
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import TYPE_CHECKING, NamedTuple, TypedDict
+from typing import TYPE_CHECKING, NamedTuple, Self, TypedDict
 
 from nisse_llm.errors import BudgetExhausted, ContextWindowExceeded, LLMError, UpstreamUnavailable
 
@@ -61,17 +60,21 @@ def _budget_refusal() -> re.Pattern[str]:
 _BUDGET_TYPES = frozenset({"budget_exceeded"})
 
 
-@dataclass(frozen=True, slots=True)
-class RateLimitPolicy:
-    """How a 429 is retried: how often, the default wait, and the longest wait accepted."""
-
+class _Policy(NamedTuple):
     retries: int = 1
     wait_s: float = 20.0
     wait_cap_s: float = 60.0
 
-    def __post_init__(self) -> None:
-        if self.retries < 0 or self.wait_s < 0 or self.wait_cap_s < 0:
+
+class RateLimitPolicy(_Policy):
+    """How a 429 is retried: how often, the default wait, and the longest wait accepted."""
+
+    __slots__ = ()
+
+    def __new__(cls, retries: int = 1, wait_s: float = 20.0, wait_cap_s: float = 60.0) -> Self:
+        if retries < 0 or wait_s < 0 or wait_cap_s < 0:
             raise ValueError("rate-limit retries and waits must not be negative")
+        return super().__new__(cls, retries, wait_s, wait_cap_s)
 
 
 class _Details(TypedDict):

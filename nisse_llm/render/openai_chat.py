@@ -54,7 +54,6 @@ from __future__ import annotations
 import operator
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from itertools import islice
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeAlias, assert_never, cast
 
@@ -148,16 +147,26 @@ class _Turn(NamedTuple):
     thinking: tuple[dict[str, Any], ...] = ()
 
 
-@dataclass(frozen=True, slots=True, weakref_slot=True)
 class _Album:
     """The user message after a turn's tool messages carrying its results' images.
 
     ``results`` are the turn's results that hold images (empty: no message is sent).
+    Never changed once made (a new result makes a new album); compared by identity, as
+    the memo that keeps its encoding keys it. A plain class, as `_Progress`: every
+    program's first request defines them, and a dataclass costs ~0.4 ms to define.
     """
 
-    calls: tuple[ToolCall, ...]
-    results: tuple[ToolResult, ...] = ()
-    ids: frozenset[str] = field(default=frozenset(), compare=False)
+    __slots__ = ("__weakref__", "calls", "ids", "results")
+
+    def __init__(
+        self,
+        calls: tuple[ToolCall, ...],
+        results: tuple[ToolResult, ...] = (),
+        ids: frozenset[str] = frozenset(),
+    ) -> None:
+        self.calls = calls
+        self.results = results
+        self.ids = ids
 
     def parts(self) -> list[tuple[ToolCall, ToolResult]]:
         """Each call with its result's images, in call order."""
@@ -575,7 +584,6 @@ class _Slots:
         return self._shared[index] if call is None else call
 
 
-@dataclass(slots=True)
 class _Progress:
     """The byte path's state after a prefix of a log; a cached one never changes its view.
 
@@ -583,23 +591,51 @@ class _Progress:
     each call not yet answered is a hole whose index ``holes`` keeps by call id: a later
     log may fill it in the shared list, so this progress answers it itself (interrupted).
     The open turn is held back until a user text or a result closes it.
+
+    ``rope``: blocks of the messages before the first hole (which no longer change), the
+    one field a cached progress may have replaced (every rope of it is true for it).
+    ``albums``: the image message of each closed turn with calls still unanswered, by
+    index (a later log may add images to it in the shared list, so this progress keeps
+    its own). ``images``: the images in the view, labelled, in log order (checked against
+    the limits once, then ``images_checked``).
     """
 
-    shared: _Shared
-    n: int
-    m: int
-    holes: dict[str, tuple[int, ToolCall]]
-    texts: list[AssistantText]
-    calls: list[ToolCall]
-    #: Blocks of the messages before the first hole (which no longer change). The one
-    #: field a cached progress may have replaced: every rope of it is true for it.
-    rope: Rope = EMPTY
-    #: The image message of each closed turn with calls still unanswered, by index: a
-    #: later log may add images to it in the shared list, so this progress keeps its own.
-    albums: dict[int, _Album] = field(default_factory=dict)
-    #: The images in the view, labelled, in log order (checked against the limits once).
-    images: list[tuple[str, Image]] = field(default_factory=list)
-    images_checked: bool = False
+    __slots__ = (
+        "albums",
+        "calls",
+        "holes",
+        "images",
+        "images_checked",
+        "m",
+        "n",
+        "rope",
+        "shared",
+        "texts",
+    )
+
+    def __init__(
+        self,
+        shared: _Shared,
+        n: int,
+        m: int,
+        holes: dict[str, tuple[int, ToolCall]],
+        texts: list[AssistantText],
+        calls: list[ToolCall],
+        rope: Rope = EMPTY,
+        albums: dict[int, _Album] | None = None,
+        images: list[tuple[str, Image]] | None = None,
+        images_checked: bool = False,
+    ) -> None:
+        self.shared = shared
+        self.n = n
+        self.m = m
+        self.holes = holes
+        self.texts = texts
+        self.calls = calls
+        self.rope = rope
+        self.albums: dict[int, _Album] = {} if albums is None else albums
+        self.images: list[tuple[str, Image]] = [] if images is None else images
+        self.images_checked = images_checked
 
     def extend(self) -> _Progress:
         """A progress to consume more items, on this one's state cut back to its view."""
