@@ -49,7 +49,6 @@ from nisse_llm.canonical import (
     Usage,
 )
 from nisse_llm.errors import ConfigError, LLMError, StreamInterrupted, UpstreamUnavailable
-from nisse_llm.options import RequestOptions
 from nisse_llm.render import Renderer
 from nisse_llm.render._cache import PromptCache
 from nisse_llm.routing import Route
@@ -57,6 +56,7 @@ from nisse_llm.routing import Route
 # Streaming and the model-info readers load with the first stream or side request.
 if TYPE_CHECKING:
     from nisse_llm.models_info import ModelInfo
+    from nisse_llm.options import RequestOptions
     from nisse_llm.streaming import StreamAccumulator
 
 __all__ = [

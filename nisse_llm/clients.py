@@ -37,7 +37,6 @@ from nisse_llm._transport import (
     shared_ssl_context,
 )
 from nisse_llm.canonical import CallInfo, CanonicalEvent, Completion, LogLike, ToolLike, Usage
-from nisse_llm.options import RequestOptions
 from nisse_llm.routing import DEFAULT_PASSTHROUGH_PREFIXES, Route, has_native_adapter
 
 # Streaming loads with the first stream (see `nisse_llm.streaming`).

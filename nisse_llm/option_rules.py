@@ -29,9 +29,10 @@ Sources (each rule cites its own):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final, Literal, NamedTuple, TypeAlias
+from typing import TYPE_CHECKING, Final, Literal, NamedTuple, TypeAlias
 
-from nisse_llm.options import ReasoningEffort, RequestOptions
+if TYPE_CHECKING:
+    from nisse_llm.options import ReasoningEffort, RequestOptions
 
 __all__ = [
     "ANTHROPIC_MIN_THINKING_BUDGET",

@@ -33,6 +33,7 @@ NOT_NEEDED = (
     "nisse_llm._overflow",
     "nisse_llm._partial",
     "nisse_llm.models_info",
+    "nisse_llm.options",
     "nisse_llm.config",
 )
 
@@ -82,14 +83,20 @@ def test_chat_field_order_is_the_request_models() -> None:
     from nisse_llm.render._options import CHAT_FIELDS
 
     skipped = ("model", "messages", "tools", "stream", "stream_options")
-    assert CHAT_FIELDS == tuple(
+    assert tuple(
         name for name in OpenAIChatRequest.model_fields if name not in skipped
-    )
+    ) == CHAT_FIELDS
 
 
-def test_values_made_without_validation_equal_validated_ones() -> None:
+def test_values_made_without_validation_read_as_validated_ones() -> None:
     from nisse_llm._callinfo import _EMPTY
     from nisse_llm.render._options import _NO_OPTIONS
 
-    assert _NO_OPTIONS == RequestOptions()
-    assert _EMPTY == CallInfo()
+    assert CallInfo() == _EMPTY
+    unset = RequestOptions()
+    # What a call without options reads: every field of the model, each as it is unset.
+    for name in RequestOptions.model_fields:
+        assert getattr(_NO_OPTIONS, name) == getattr(unset, name), name
+    assert set(type(_NO_OPTIONS).__dict__) - {"__doc__", "__module__", "__slots__"} == set(
+        RequestOptions.model_fields
+    )

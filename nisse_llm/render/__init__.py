@@ -9,11 +9,13 @@ model), ``render_bytes`` (the hot path: the same body, encoded, byte-identical t
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from nisse_llm.canonical import Completion, LogLike, ToolLike
-from nisse_llm.options import RequestOptions
 from nisse_llm.render._cache import PromptCache
+
+if TYPE_CHECKING:
+    from nisse_llm.options import RequestOptions
 
 __all__ = ["Renderer"]
 

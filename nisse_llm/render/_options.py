@@ -35,7 +35,7 @@ Mapping (the README's "Request options" table says the same):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from nisse_llm.canonical import DEFAULT_MAX_OUTPUT_TOKENS
 from nisse_llm.errors import RenderError
@@ -48,16 +48,26 @@ from nisse_llm.option_rules import (
     thinking_budget,
     tool_violations,
 )
-from nisse_llm.options import RequestOptions
 
 if TYPE_CHECKING:
+    from nisse_llm.options import RequestOptions
     from nisse_llm.wire.anthropic_messages import AnthropicThinkingConfig, AnthropicToolChoice
     from nisse_llm.wire.openai_chat import OpenAIChatNamedToolChoice
 
 __all__ = ["MessagesFields", "chat_fields", "chat_replays_thinking", "messages_fields"]
 
-# Every option unset (made without validation: a first request need not build the model).
-_NO_OPTIONS = RequestOptions.model_construct()
+
+class _NoOptions:
+    """Every option unset, as ``RequestOptions()`` reads: what a call without options uses,
+    so a first request need not load the options model (a test holds it to the model's
+    fields)."""
+
+    __slots__ = ()
+    max_output_tokens = reasoning = temperature = top_p = stop = None
+    tool_choice = parallel_tool_calls = None
+
+
+_NO_OPTIONS = cast("RequestOptions", _NoOptions())
 #: The chat request's fields this module sets, in wire order (the byte path relies on it;
 #: a test holds it to `OpenAIChatRequest`'s field order). The wire models load only when
 #: an option needs one, so a request without options never builds them.

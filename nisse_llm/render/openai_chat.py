@@ -79,7 +79,6 @@ from nisse_llm.canonical import (
 )
 from nisse_llm.errors import RenderError
 from nisse_llm.images import Image
-from nisse_llm.options import RequestOptions
 from nisse_llm.render._cache import PromptCache, active
 from nisse_llm.render._images import (
     chat_image,
@@ -97,6 +96,7 @@ from nisse_llm.render.openai_chat_reply import parse_chat_completion
 # The typed request models load when a typed body or a tool definition is first made:
 # a request from a log alone is spelled out in bytes and never builds them.
 if TYPE_CHECKING:
+    from nisse_llm.options import RequestOptions
     from nisse_llm.wire.openai_chat import (
         OpenAIChatCacheControl,
         OpenAIChatMessage,
