@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import TYPE_CHECKING, NamedTuple, Self, TypedDict
+from typing import TYPE_CHECKING, NamedTuple, TypedDict
 
 from nisse_llm.errors import BudgetExhausted, ContextWindowExceeded, LLMError, UpstreamUnavailable
 
@@ -60,21 +60,17 @@ def _budget_refusal() -> re.Pattern[str]:
 _BUDGET_TYPES = frozenset({"budget_exceeded"})
 
 
-class _Policy(NamedTuple):
-    retries: int = 1
-    wait_s: float = 20.0
-    wait_cap_s: float = 60.0
-
-
-class RateLimitPolicy(_Policy):
+class RateLimitPolicy:
     """How a 429 is retried: how often, the default wait, and the longest wait accepted."""
 
-    __slots__ = ()
+    __slots__ = ("retries", "wait_cap_s", "wait_s")
 
-    def __new__(cls, retries: int = 1, wait_s: float = 20.0, wait_cap_s: float = 60.0) -> Self:
+    def __init__(self, retries: int = 1, wait_s: float = 20.0, wait_cap_s: float = 60.0) -> None:
         if retries < 0 or wait_s < 0 or wait_cap_s < 0:
             raise ValueError("rate-limit retries and waits must not be negative")
-        return super().__new__(cls, retries, wait_s, wait_cap_s)
+        self.retries = retries
+        self.wait_s = wait_s
+        self.wait_cap_s = wait_cap_s
 
 
 class _Details(TypedDict):

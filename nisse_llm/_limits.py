@@ -28,7 +28,7 @@ import time
 import zlib
 from collections.abc import AsyncIterator, Iterable, Iterator
 from contextvars import ContextVar
-from typing import Any, Final, NamedTuple
+from typing import Any, Final
 
 import httpcore
 import httpx
@@ -79,12 +79,20 @@ class UnsupportedEncoding(httpx.TransportError):
     """A reply in a ``Content-Encoding`` this reader does not decode (only gzip, deflate)."""
 
 
-class Limits(NamedTuple):
+class Limits:
     """The bounds of one client's attempts."""
 
-    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
-    call_deadline_s: float = DEFAULT_CALL_DEADLINE_S
-    stream_deadline_s: float = DEFAULT_STREAM_DEADLINE_S
+    __slots__ = ("call_deadline_s", "max_response_bytes", "stream_deadline_s")
+
+    def __init__(
+        self,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        call_deadline_s: float = DEFAULT_CALL_DEADLINE_S,
+        stream_deadline_s: float = DEFAULT_STREAM_DEADLINE_S,
+    ) -> None:
+        self.max_response_bytes = max_response_bytes
+        self.call_deadline_s = call_deadline_s
+        self.stream_deadline_s = stream_deadline_s
 
     def deadline_for(self, request: httpx.Request) -> tuple[float, str]:
         """The deadline of ``request`` in seconds and the setting that set it."""

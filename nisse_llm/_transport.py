@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Final, NamedTuple, NoReturn, Protocol
+from typing import TYPE_CHECKING, Final, NoReturn, Protocol
 
 import httpx
 from pydantic import SecretStr
@@ -128,14 +128,24 @@ class PartsRenderer(Renderer, Protocol):
     ) -> list[bytes]: ...
 
 
-class RouteSpec(NamedTuple):
+class RouteSpec:
     """One proxy route: its name, path, default timeout, renderer and auth headers."""
 
-    name: Route
-    path: str
-    default_timeout_s: float
-    renderer: Callable[[], PartsRenderer]
-    auth_headers: Callable[[str], dict[str, str]]
+    __slots__ = ("auth_headers", "default_timeout_s", "name", "path", "renderer")
+
+    def __init__(
+        self,
+        name: Route,
+        path: str,
+        default_timeout_s: float,
+        renderer: Callable[[], PartsRenderer],
+        auth_headers: Callable[[str], dict[str, str]],
+    ) -> None:
+        self.name = name
+        self.path = path
+        self.default_timeout_s = default_timeout_s
+        self.renderer = renderer
+        self.auth_headers = auth_headers
 
 
 def _debug_text(data: bytes, token: str) -> str:

@@ -29,7 +29,7 @@ Sources (each rule cites its own):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final, Literal, NamedTuple, TypeAlias
+from typing import TYPE_CHECKING, Final, Literal, TypeAlias
 
 if TYPE_CHECKING:
     from nisse_llm.options import ReasoningEffort, RequestOptions
@@ -48,11 +48,14 @@ __all__ = [
 ]
 
 
-class Violation(NamedTuple):
+class Violation:
     """One broken rule: the option fields involved and why the combination is refused."""
 
-    fields: tuple[str, ...]
-    reason: str
+    __slots__ = ("fields", "reason")
+
+    def __init__(self, fields: tuple[str, ...], reason: str) -> None:
+        self.fields = fields
+        self.reason = reason
 
 
 #: Which API family serves a model: decides the reasoning field and the sampling rule.

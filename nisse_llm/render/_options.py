@@ -35,7 +35,7 @@ Mapping (the README's "Request options" table says the same):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from nisse_llm.canonical import DEFAULT_MAX_OUTPUT_TOKENS
 from nisse_llm.errors import RenderError
@@ -99,13 +99,23 @@ def _ceiling(options: RequestOptions, max_tokens: int | None) -> int | None:
     return ceiling
 
 
-class MessagesFields(NamedTuple):
+class MessagesFields:
     """The messages request's fields that options decide."""
 
-    max_tokens: int
-    tool_choice: AnthropicToolChoice | None
-    thinking: AnthropicThinkingConfig | None
-    stop_sequences: list[str] | None
+    __slots__ = ("max_tokens", "stop_sequences", "thinking", "tool_choice")
+
+    def __init__(
+        self,
+        *,
+        max_tokens: int,
+        tool_choice: AnthropicToolChoice | None,
+        thinking: AnthropicThinkingConfig | None,
+        stop_sequences: list[str] | None,
+    ) -> None:
+        self.max_tokens = max_tokens
+        self.tool_choice = tool_choice
+        self.thinking = thinking
+        self.stop_sequences = stop_sequences
 
 
 def messages_fields(

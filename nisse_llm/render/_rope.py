@@ -11,19 +11,21 @@ the life of a log rather than once per call.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 __all__ = ["BLOCK_MIN", "EMPTY", "Rope"]
 
 #: Below this a run is cheaper to join each call than to track (one send per block).
 BLOCK_MIN = 64 * 1024
 
 
-class Rope(NamedTuple):
-    """Blocks covering ``messages[:ends[-1]]``; ``ends[i]`` is the count after block ``i``."""
+class Rope:
+    """Blocks covering ``messages[:ends[-1]]``; ``ends[i]`` is the count after block ``i``.
+    Never changed once made (`extended` makes a new one)."""
 
-    blocks: tuple[bytes, ...] = ()
-    ends: tuple[int, ...] = ()
+    __slots__ = ("blocks", "ends")
+
+    def __init__(self, blocks: tuple[bytes, ...] = (), ends: tuple[int, ...] = ()) -> None:
+        self.blocks = blocks
+        self.ends = ends
 
     @property
     def covered(self) -> int:

@@ -55,7 +55,7 @@ import operator
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import islice
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeAlias, assert_never, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, assert_never, cast
 
 import pydantic_core
 from pydantic import BaseModel
@@ -138,13 +138,21 @@ _SEPARATOR_JSON = pydantic_core.to_json(ASSISTANT_TEXT_SEPARATOR)[1:-1]
 _MEMO: FragmentMemo[object, Any] = FragmentMemo()
 
 
-class _Turn(NamedTuple):
+class _Turn:
     """One assistant message to send: its non-blank texts, all its calls, and the thinking
     blocks replayed with it (only when the request enables Anthropic thinking)."""
 
-    texts: list[AssistantText]
-    calls: list[ToolCall]
-    thinking: tuple[dict[str, Any], ...] = ()
+    __slots__ = ("calls", "texts", "thinking")
+
+    def __init__(
+        self,
+        texts: list[AssistantText],
+        calls: list[ToolCall],
+        thinking: tuple[dict[str, Any], ...] = (),
+    ) -> None:
+        self.texts = texts
+        self.calls = calls
+        self.thinking = thinking
 
 
 class _Album:
@@ -993,7 +1001,9 @@ class OpenAIChatRenderer:
         specs = _tool_specs(tools)
         unthought = replay is not None and _unthought_loop(slots)
         if unthought:  # thinking is left out, so no turn carries thinking blocks either
-            slots = [slot._replace(thinking=()) if type(slot) is _Turn else slot for slot in slots]
+            slots = [
+                _Turn(slot.texts, slot.calls) if type(slot) is _Turn else slot for slot in slots
+            ]
         fields = _option_fields(
             options, model, max_tokens, specs, bool(used_tools), cache, unthought
         )
