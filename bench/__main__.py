@@ -141,9 +141,17 @@ def run(plan: Plan, *, log: bool) -> report.Results:
             base_url, deltas=plan.stream_deltas, rounds=plan.stream_rounds, warmup=plan.warmup
         )
 
+        for row in res.streaming:
+            say(
+                f"streaming {row.route}: {row.nisse / row.json_floor:.2f}x the json-per-event floor"
+            )
         say("first use")
         res.first_use = procs.first_use_times(base_url, rounds=plan.first_use_rounds)
         res.first_use_rounds = plan.first_use_rounds
+        base = res.first_use.get(report.FIRST_USE_BASE)
+        for label, seconds in res.first_use.items():
+            if seconds is not None and base:
+                say(f"first use, {label}: {seconds * 1e3:.1f} ms ({seconds / base:.2f}x)")
 
         say("import times")
         res.imports = procs.import_times(list(plan.import_labels), rounds=plan.import_rounds)
