@@ -142,9 +142,8 @@ def run(plan: Plan, *, log: bool) -> report.Results:
         )
 
         for row in res.streaming:
-            say(
-                f"streaming {row.route}: {row.nisse / row.json_floor:.2f}x the json-per-event floor"
-            )
+            if row.json_floor:
+                say(f"streaming {row.route}: {row.nisse / row.json_floor:.2f}x the json floor")
         say("first use")
         res.first_use = procs.first_use_times(base_url, rounds=plan.first_use_rounds)
         res.first_use_rounds = plan.first_use_rounds
