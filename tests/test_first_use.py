@@ -83,9 +83,9 @@ def test_chat_field_order_is_the_request_models() -> None:
     from nisse_llm.render._options import CHAT_FIELDS
 
     skipped = ("model", "messages", "tools", "stream", "stream_options")
-    assert tuple(
-        name for name in OpenAIChatRequest.model_fields if name not in skipped
-    ) == CHAT_FIELDS
+    assert (
+        tuple(name for name in OpenAIChatRequest.model_fields if name not in skipped) == CHAT_FIELDS
+    )
 
 
 def test_values_made_without_validation_read_as_validated_ones() -> None:
