@@ -188,7 +188,14 @@ def main(argv: list[str] | None = None) -> int:
     command = "python -m bench" + (" --smoke" if args.smoke else "")
     results = run(plan, log=not args.quiet)
     # Read after the run, so findings written while it runs can be included.
-    notes = Path(args.notes).read_text() if args.notes else ""
+    notes = ""
+    if args.notes:
+        try:
+            notes = Path(args.notes).read_text()
+        except OSError as exc:  # a run's results are never lost for want of its notes
+            print(
+                f"notes not included ({exc}); the report is written without them", file=sys.stderr
+            )
     text = report.render(results, command=command, notes=notes)
     out = args.out or (None if args.smoke else str(Path(__file__).parent / "RESULTS.md"))
     if out is None:
