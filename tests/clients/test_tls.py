@@ -28,7 +28,6 @@ from nisse_llm import (
 from nisse_llm._tls import DeferredTrustContext, deferred_trust_context
 from tests.clients.loopback import LoopbackServer
 
-pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 
 
 def _settings(context: ssl.SSLContext) -> dict[str, Any]:
