@@ -29,7 +29,6 @@ from nisse_llm._tls import DeferredTrustContext, deferred_trust_context
 from tests.clients.loopback import LoopbackServer
 
 
-
 def _settings(context: ssl.SSLContext) -> dict[str, Any]:
     return {
         "protocol": context.protocol,
