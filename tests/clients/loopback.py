@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -218,9 +219,12 @@ class LoopbackServer(ThreadingHTTPServer):
         """Quiet: a client that timed out or was reset is part of the script."""
 
 
-def serve() -> Iterator[LoopbackServer]:
-    """Run a server on a thread for the duration of a fixture, stopped within seconds."""
+def serve(tls: ssl.SSLContext | None = None) -> Iterator[LoopbackServer]:
+    """Run a server on a thread for the duration of a fixture, stopped within seconds;
+    behind TLS with ``tls`` (a server-side context holding its certificate)."""
     server = LoopbackServer()
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
     thread.daemon = True
     thread.start()

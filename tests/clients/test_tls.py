@@ -8,7 +8,6 @@ server against it, sync and async, through the real httpx/httpcore stack.
 from __future__ import annotations
 
 import ssl
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ from nisse_llm import (
     _tls,
 )
 from nisse_llm._tls import DeferredTrustContext, deferred_trust_context
-from tests.clients.loopback import LoopbackServer
+from tests.clients.loopback import LoopbackServer, serve
 
 
 def _settings(context: ssl.SSLContext) -> dict[str, Any]:
@@ -75,20 +74,9 @@ def authority() -> trustme.CA:
 @pytest.fixture
 def tls_server(authority: trustme.CA) -> Iterator[LoopbackServer]:
     """The loopback stand-in behind TLS, with a certificate for localhost from ``authority``."""
-    server = LoopbackServer()
     server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     authority.issue_cert("localhost").configure_cert(server_context)
-    server.socket = server_context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.daemon = True
-    thread.start()
-    try:
-        yield server
-    finally:
-        server.stopping.set()
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    yield from serve(tls=server_context)
 
 
 def _https(server: LoopbackServer) -> str:
