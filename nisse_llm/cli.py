@@ -79,7 +79,9 @@ def _config_check(args: argparse.Namespace) -> int:
     settings = _load(args)
     pin = settings.pin()
     sources = settings.sources
-    source = settings.config_file or "environment only (no file: --config or NISSE_CONFIG)"
+    source = settings.config_lookup
+    if settings.config_file is None:
+        source = f"environment only ({source})"
     print(f"configuration OK: {source}")
     print(f"proxy: {pin.base_url}")
     rows: list[tuple[str, ...]] = [
@@ -221,7 +223,9 @@ def _register_config(commands: argparse._SubParsersAction[argparse.ArgumentParse
     ):
         action = actions.add_parser(name, help=summary, description=summary)
         action.add_argument(
-            "--config", metavar="PATH", help="TOML file (default: $NISSE_CONFIG, else none)"
+            "--config",
+            metavar="PATH",
+            help=f"TOML file (default: $NISSE_CONFIG, else ./{DEFAULT_CONFIG_NAME} if present)",
         )
         if name == "check":
             action.add_argument(
