@@ -444,6 +444,8 @@ class Call:
             policy=core.policy,
             retries_done=self.attempts - 1,
             now=datetime.now(UTC),
+            model=self.model,
+            role=self.role,
         )
         if isinstance(verdict, Retry):
             return verdict.wait_s

@@ -22,6 +22,7 @@ from nisse_llm.errors import (
     ConfigError,
     ContextWindowExceeded,
     LLMError,
+    ModelNotServed,
     UpstreamUnavailable,
 )
 from nisse_llm.options import RequestOptions
@@ -43,7 +44,7 @@ __all__ = [
 
 EXIT_OK = 0
 EXIT_ERROR = 1  # any other LLMError, or stale schema files under --check
-EXIT_USAGE = 2  # a configuration or usage error
+EXIT_USAGE = 2  # a configuration or usage error (ModelNotServed included)
 EXIT_UPSTREAM = 3  # UpstreamUnavailable: keep the work, resume later
 EXIT_BUDGET = 4  # BudgetExhausted: keep the work, tell the operator
 EXIT_CONTEXT = 5  # ContextWindowExceeded: keep the work, shorten the log, call again
@@ -58,7 +59,7 @@ def exit_code(exc: LLMError) -> int:
         return EXIT_BUDGET
     if isinstance(exc, UpstreamUnavailable):
         return EXIT_UPSTREAM
-    if isinstance(exc, ConfigError):
+    if isinstance(exc, ConfigError | ModelNotServed):
         return EXIT_USAGE
     if isinstance(exc, ContextWindowExceeded):
         return EXIT_CONTEXT
@@ -79,7 +80,9 @@ def _config_check(args: argparse.Namespace) -> int:
     settings = _load(args)
     pin = settings.pin()
     sources = settings.sources
-    source = settings.config_file or "environment only (no file: --config or NISSE_CONFIG)"
+    source = settings.config_lookup
+    if settings.config_file is None:
+        source = f"environment only ({source})"
     print(f"configuration OK: {source}")
     print(f"proxy: {pin.base_url}")
     rows: list[tuple[str, ...]] = [
@@ -221,7 +224,9 @@ def _register_config(commands: argparse._SubParsersAction[argparse.ArgumentParse
     ):
         action = actions.add_parser(name, help=summary, description=summary)
         action.add_argument(
-            "--config", metavar="PATH", help="TOML file (default: $NISSE_CONFIG, else none)"
+            "--config",
+            metavar="PATH",
+            help=f"TOML file (default: $NISSE_CONFIG, else ./{DEFAULT_CONFIG_NAME} if present)",
         )
         if name == "check":
             action.add_argument(

@@ -60,6 +60,7 @@ from nisse_llm.routing import DEFAULT_PASSTHROUGH_PREFIXES, Route, route_for
 
 __all__ = [
     "CONFIG_ENV",
+    "DEFAULT_CONFIG_NAME",
     "ENV_VARS",
     "RECORD_FORMAT",
     "InsecureConfigFileWarning",
@@ -72,6 +73,9 @@ __all__ = [
 
 #: The environment variable naming the TOML file when no path is passed.
 CONFIG_ENV = "NISSE_CONFIG"
+#: The file looked for in the current folder when neither a path nor `CONFIG_ENV` names
+#: one; ``nisse-llm config init`` writes it.
+DEFAULT_CONFIG_NAME = "nisse.toml"
 
 #: TOML key -> environment variable, for every key the file may hold.
 ENV_VARS: Mapping[str, str] = {
@@ -507,6 +511,8 @@ class _Load:
 
     path: Path | None
     path_named_by: str
+    #: Where a file was looked for when none was found (for messages).
+    looked: str = ""
     arguments: dict[str, Any] = field(default_factory=dict)
     environment: dict[str, Any] = field(default_factory=dict)
     file: dict[str, Any] = field(default_factory=dict)
@@ -582,6 +588,7 @@ class Settings(BaseSettings):
     roles: RoleMap = Field(description="The model string each role resolves to.")
 
     _config_file: Path | None = PrivateAttr(default=None)
+    _config_lookup: str = PrivateAttr(default="")
     _sources: dict[str, str] = PrivateAttr(default_factory=dict)
 
     def __init__(self, config_file: str | os.PathLike[str] | None = None, **tables: Any) -> None:
@@ -601,12 +608,24 @@ class Settings(BaseSettings):
         if errors or load.problems:
             raise _config_error(load, errors)
         self._config_file = load.path
+        if load.path is None:
+            self._config_lookup = load.looked
+        elif load.path_named_by == _FOUND_HERE:
+            self._config_lookup = f"{load.path} (found in the current folder)"
+        else:
+            self._config_lookup = f"{load.path} (named by {load.path_named_by})"
         self._sources = _sources(load)
 
     @property
     def config_file(self) -> Path | None:
         """The TOML file this was loaded from, if any."""
         return self._config_file
+
+    @property
+    def config_lookup(self) -> str:
+        """How the file was found (``nisse.toml (found in the current folder)``), or where
+        it was looked for when there is none."""
+        return self._config_lookup
 
     @property
     def sources(self) -> dict[str, str]:
@@ -637,7 +656,8 @@ class Settings(BaseSettings):
 
 def load_settings(path: str | os.PathLike[str] | None = None, **overrides: Any) -> Settings:
     """Settings from ``overrides`` (tables: ``llm={...}``, ``roles={...}``), the environment,
-    the TOML file at ``path`` (else `NISSE_CONFIG`) and defaults, in that precedence.
+    the TOML file at ``path`` (else `NISSE_CONFIG`, else ``nisse.toml`` in the current
+    folder when it exists) and defaults, in that precedence.
 
     A ``None`` value inside an override table counts as not given.
     """
@@ -649,8 +669,10 @@ def _start_load(config_file: str | os.PathLike[str] | None, tables: Mapping[str,
         load = _Load(path=Path(config_file).expanduser(), path_named_by="the config path argument")
     elif env_path := os.environ.get(CONFIG_ENV, "").strip():
         load = _Load(path=Path(env_path).expanduser(), path_named_by=CONFIG_ENV)
+    elif (local := Path(DEFAULT_CONFIG_NAME)).is_file():
+        load = _Load(path=local, path_named_by=_FOUND_HERE)
     else:
-        load = _Load(path=None, path_named_by="")
+        load = _Load(path=None, path_named_by="", looked=_looked())
     for name, table in tables.items():
         if isinstance(table, Mapping):
             load.arguments[name] = {k: v for k, v in table.items() if v is not None}
@@ -660,6 +682,17 @@ def _start_load(config_file: str | os.PathLike[str] | None, tables: Mapping[str,
             )
     _role_tables(load.arguments)
     return load
+
+
+_FOUND_HERE = "the default name, found in the current folder"
+
+
+def _looked() -> str:
+    """Where a file was looked for and not found: what a message names when there is none."""
+    return (
+        f"no config file: no path given, {CONFIG_ENV} unset, and no {DEFAULT_CONFIG_NAME} "
+        f"in the current folder ({Path.cwd() / DEFAULT_CONFIG_NAME})"
+    )
 
 
 def _role_tables(data: dict[str, Any]) -> None:
@@ -757,7 +790,7 @@ def _config_error(load: _Load, errors: list[ErrorDetails]) -> ConfigError:
         problems.extend(_describe(load, err))
     secrets = _known_tokens(load)
     problems = [_redact(p, secrets) for p in dict.fromkeys(problems)]
-    where = f" (file {load.path})" if load.path is not None else ""
+    where = f" (file {load.path})" if load.path is not None else f" ({load.looked})"
     noun = "problem" if len(problems) == 1 else "problems"
     message = f"invalid configuration{where}, {len(problems)} {noun}:\n" + "\n".join(
         f"  - {p}" for p in problems
@@ -895,7 +928,7 @@ def _missing(load: _Load, key: str) -> str:
         return f"{key} (env {env}): missing; set it in {load.path} or set {env}"
     return (
         f"{key} (env {env}): missing; set {env}, or set {key} in a TOML file "
-        f"(named by --config or {CONFIG_ENV})"
+        f"(named by --config or {CONFIG_ENV}, or ./{DEFAULT_CONFIG_NAME})"
     )
 
 

@@ -121,7 +121,8 @@ class _RouterBase(Generic[K]):
         return model, client, profile if options is None else options.over(profile)
 
     def client_for(self, role: str) -> K:
-        """The client ``role``'s calls go through (`UnknownRoleError` for a role the pin lacks)."""
+        """The client ``role``'s calls go through; `UnknownRoleError` (a ``ValueError``, not
+        an `LLMError`: a bug in the caller) for a role the pin does not define."""
         return self._resolve(role)[1]
 
     def __repr__(self) -> str:

@@ -11,20 +11,20 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from nisse_llm.config import DEFAULT_CONFIG_NAME
 from nisse_llm.errors import ConfigError
 from nisse_llm.schema import CONFIG_SCHEMA_FILE, render_schemas
 
 __all__ = ["DEFAULT_CONFIG_NAME", "init_config", "starter_toml"]
-
-DEFAULT_CONFIG_NAME = "nisse-llm.toml"
 
 _STARTER = """\
 #:schema ./{schema}
 # nisse-llm configuration (written by `nisse-llm config init`).
 #
 # Every key may instead come from its environment variable (named beside it); the
-# environment wins over this file. Check it with `nisse-llm config check --config PATH`
-# (add --online to ask the proxy whether each role will work). An unknown key or table
+# environment wins over this file. Check it with `nisse-llm config check` (it reads
+# ./nisse.toml; else pass --config PATH; add --online to ask the proxy whether each role
+# will work). An unknown key or table
 # is an error, so a typo cannot pass silently.
 
 [llm]

@@ -22,7 +22,7 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -157,6 +157,12 @@ class TypedExchange(Generic[M]):
         )
 
     @property
+    def _extra(self) -> Literal["allow", "forbid"]:
+        """Unknown fields are refused, as the schema sent says (``additionalProperties:
+        false``) and as `Toolbox` refuses them, unless the answer type allows them itself."""
+        return "allow" if self.output_type.model_config.get("extra") == "allow" else "forbid"
+
+    @property
     def log(self) -> list[CanonicalEvent]:
         """The log the next attempt sends: the caller's events, then the exchange so far."""
         return [*self.history, *self.exchange]
@@ -175,7 +181,7 @@ class TypedExchange(Generic[M]):
             failed = answers[0]
             raw = json.dumps(failed.arguments, ensure_ascii=False)
             try:
-                value = self.output_type.model_validate(failed.arguments)
+                value = self.output_type.model_validate(failed.arguments, extra=self._extra)
             except ValidationError as exc:
                 errors = _errors(exc)
                 feedback = validation_feedback(self.answer.name, exc)
@@ -222,7 +228,9 @@ class TypedExchange(Generic[M]):
         stripped = text.strip()
         fenced = _FENCE.match(stripped)
         try:
-            return self.output_type.model_validate_json(fenced.group(1) if fenced else stripped)
+            return self.output_type.model_validate_json(
+                fenced.group(1) if fenced else stripped, extra=self._extra
+            )
         except ValidationError:
             return missing
 
