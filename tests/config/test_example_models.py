@@ -20,6 +20,7 @@ import anthropic._data
 import openai.types.shared.chat_model
 import pytest
 
+from nisse_llm.testing import proxy
 from nisse_llm.testing.demo import DEMO_MODELS
 from tests.config.helpers import EXAMPLE, REPO
 
@@ -62,6 +63,7 @@ def _example_models() -> dict[str, set[str]]:
         "config/nisse-llm.example.toml": toml_models,
         "config/litellm.dev.yaml": yaml_models,
         "nisse_llm/testing/demo.py": {_bare(model.name) for model in DEMO_MODELS},
+        "nisse_llm/testing/proxy.py": set(proxy._LOCAL_MODELS),
         "README.md and docs/": {_bare(name) for name in MODEL_NAME.findall(docs)},
     }
 
