@@ -66,6 +66,20 @@ def test_every_public_name_has_a_generated_entry(site: Path, module: str) -> Non
     assert not missing, f"no generated reference entry for {module}: {missing}"
 
 
+def test_clients_show_the_methods_they_inherit(site: Path) -> None:
+    """The routers' and clients' entries list the methods their private bases define."""
+    html = (site / "reference" / "clients" / "index.html").read_text(encoding="utf-8")
+    for member in (
+        "RoleRouter.complete",
+        "RoleRouter.headroom",
+        "RoleRouter.client_for",
+        "LiteLLMClient.complete",
+        "AsyncLiteLLMClient.stream",
+        "AnthropicPassthroughClient.model_info",
+    ):
+        assert f'id="nisse_llm.{member}"' in html, member
+
+
 def test_the_site_asks_no_outside_host_for_fonts(site: Path) -> None:
     """The built pages load no web fonts from outside (the theme's font loading is off)."""
     index = (site / "index.html").read_text(encoding="utf-8")
