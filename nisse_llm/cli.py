@@ -16,7 +16,7 @@ from typing import TextIO
 
 from nisse_llm._terminal import printable
 from nisse_llm.cli_complete import register as _register_complete
-from nisse_llm.config import Pin, Settings, load_settings
+from nisse_llm.config import SEED_ROLES, Pin, Settings, load_settings
 from nisse_llm.errors import (
     BudgetExhausted,
     ConfigError,
@@ -66,11 +66,14 @@ def exit_code(exc: LLMError) -> int:
     return EXIT_ERROR
 
 
-def _load(args: argparse.Namespace) -> Settings:
-    """Settings for ``--config``, with warnings (a readable token file) printed plainly."""
+def _load(args: argparse.Namespace, *, require_roles: Sequence[str] | None = None) -> Settings:
+    """Settings for ``--config``, with warnings (a readable token file) printed plainly;
+    the roles required are ``require_roles``, else ``--require``, else the seeds'."""
+    if require_roles is None:
+        require_roles = getattr(args, "require", None) or SEED_ROLES
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        settings = load_settings(args.config)
+        settings = load_settings(args.config, require_roles=require_roles)
     for warning in caught:
         print(f"warning: {warning.message}", file=sys.stderr)
     return settings
@@ -89,7 +92,7 @@ def _config_check(args: argparse.Namespace) -> int:
         (role, model, pin.route(role), sources.get(f"roles.{role}", "default"))
         for role, model in pin.roles.pinned().items()
     ]
-    profiles = [_options_cell(pin.options_for(role)) for role in pin.roles.ROLES]
+    profiles = [_options_cell(pin.options_for(role)) for role in pin.roles.names]
     if any(profiles):  # the options column appears once a role has a profile
         header: tuple[str, ...] = ("role", "model", "route", "source", "options")
         rows = [(*row, cell) for row, cell in zip(rows, profiles, strict=True)]
@@ -201,6 +204,18 @@ def _config_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _role_list(text: str) -> tuple[str, ...]:
+    """``--require planner,executor`` as role names (argparse reports a bad one)."""
+    from nisse_llm.config import role_name_problem
+
+    names = tuple(part.strip() for part in text.split(",") if part.strip())
+    for name in names:
+        problem = role_name_problem(name)
+        if problem is not None:
+            raise argparse.ArgumentTypeError(f"{name!r} is not a role name: {problem}")
+    return names
+
+
 def _config_init(args: argparse.Namespace) -> int:
     for path in init_config(args.path, force=args.force):
         print(f"wrote {path}")
@@ -227,6 +242,13 @@ def _register_config(commands: argparse._SubParsersAction[argparse.ArgumentParse
             "--config",
             metavar="PATH",
             help=f"TOML file (default: $NISSE_CONFIG, else ./{DEFAULT_CONFIG_NAME} if present)",
+        )
+        action.add_argument(
+            "--require",
+            metavar="ROLES",
+            type=_role_list,
+            help="comma-separated roles the agent uses, each required "
+            f"(default: {','.join(SEED_ROLES)}); any other role configured is kept",
         )
         if name == "check":
             action.add_argument(

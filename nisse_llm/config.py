@@ -16,7 +16,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, TypeAlias
@@ -63,12 +63,16 @@ __all__ = [
     "DEFAULT_CONFIG_NAME",
     "ENV_VARS",
     "RECORD_FORMAT",
+    "ROLE_NAME_PATTERN",
+    "SEED_ROLES",
     "InsecureConfigFileWarning",
     "LLMSettings",
     "Pin",
     "RoleMap",
     "Settings",
+    "env_var",
     "load_settings",
+    "role_name_problem",
 ]
 
 #: The environment variable naming the TOML file when no path is passed.
@@ -107,6 +111,51 @@ ENV_VARS: Mapping[str, str] = {
         for option in OPTION_KEYS
     },
 }
+
+_ROLE_ENV_PREFIX = "NISSE_ROLE_"
+
+
+def env_var(key: str) -> str:
+    """The environment variable of a TOML key: `ENV_VARS`'s, or for any role's key
+    ``NISSE_ROLE_<ROLE>`` / ``NISSE_ROLE_<ROLE>_<OPTION>``."""
+    known = ENV_VARS.get(key)
+    if known is not None:
+        return known
+    table, *rest = key.split(".")
+    if table == "roles" and len(rest) == 1:
+        return _ROLE_ENV_PREFIX + rest[0].upper()
+    if table == "roles" and len(rest) == 2:
+        return option_env_var(rest[0], rest[1])
+    return key
+
+
+def _misread_option(name: str, roles: set[str]) -> str | None:
+    """A problem when the variable of role ``name`` looks like a misspelled option of
+    another role (``NISSE_ROLE_PLANNER_REASONIN``), rather than a role of its own."""
+    for other in sorted(roles, key=len, reverse=True):
+        rest = name.removeprefix(other + "_")
+        if rest != name:
+            close = difflib.get_close_matches(rest, OPTION_KEYS, n=1, cutoff=0.75)
+            if close:
+                return (
+                    f"{_ROLE_ENV_PREFIX}{name.upper()}: not an option of role {other!r} (did "
+                    f"you mean {option_env_var(other, close[0])}?); a role of its own may "
+                    "not be named like a misspelled option"
+                )
+    return None
+
+
+def _role_env(name: str) -> tuple[str, str | None] | None:
+    """The role (and option) a ``NISSE_ROLE_...`` variable sets, or ``None`` if it names none."""
+    rest = name.removeprefix(_ROLE_ENV_PREFIX)
+    if rest == name or not rest:
+        return None
+    for option in OPTION_KEYS:
+        suffix = "_" + option.upper()
+        if rest.endswith(suffix) and len(rest) > len(suffix):
+            return rest[: -len(suffix)].lower(), option
+    return rest.lower(), None
+
 
 #: Version of the `Pin.record` layout; a record of another format is refused.
 RECORD_FORMAT = 1
@@ -266,54 +315,100 @@ class LLMSettings(BaseModel):
         return self
 
 
-def _role_form(value: Any) -> str:
-    return "string" if isinstance(value, str) else "table"
+def _role_form(value: Any) -> str | None:
+    if isinstance(value, str):
+        return "string"
+    return "table" if isinstance(value, Mapping | RoleProfile) else None
 
 
 #: A role: its model string, or a table with ``model`` and request options.
 Role: TypeAlias = Annotated[
     Annotated[ModelName, Tag("string")] | Annotated[RoleProfile, Tag("table")],
-    Discriminator(_role_form),
+    Discriminator(
+        _role_form,
+        custom_error_type="role",
+        custom_error_message="must be a model string or a table with model and request options",
+    ),
 ]
+
+#: The roles of the seeds: the defaults the schema describes and `load_settings` requires.
+SEED_ROLES: tuple[str, ...] = ("executor", "planner", "delegate", "consultant")
+#: A role name: lowercase letters, digits and ``_``, starting with a letter (its variable
+#: is ``NISSE_ROLE_<NAME>``, so it must survive upper-casing unambiguously).
+ROLE_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,31}$"
+_ROLE_NAME = re.compile(ROLE_NAME_PATTERN)
+_SEED_DESCRIPTIONS: Mapping[str, str] = {
+    "executor": "Model that runs the agent's own turns.",
+    "planner": "Model that writes plans.",
+    "delegate": "Model that runs delegated work.",
+    "consultant": "Model asked for a second opinion.",
+}
+
+
+def role_name_problem(name: object) -> str | None:
+    """Why ``name`` cannot name a role, or ``None`` when it can."""
+    if not isinstance(name, str) or not _ROLE_NAME.fullmatch(name):
+        return (
+            "a role name is 1 to 32 lowercase letters, digits or _, starting with a letter "
+            "(its variable is NISSE_ROLE_<NAME>)"
+        )
+    clash = next((o for o in OPTION_KEYS if name.endswith("_" + o)), None)
+    if clash is not None:
+        return (
+            f"a role name must not end in _{clash}: NISSE_ROLE_{name.upper()} would read as "
+            f"the {clash} option of role {name.removesuffix('_' + clash)!r}"
+        )
+    return None
 
 
 class RoleMap(BaseModel):
     """The ``[roles]`` table: each role's model string, or its profile (spec A11).
 
     A role is a model string, or a table with ``model`` and request options
-    (`nisse_llm.profiles`); either way it is held as a `RoleProfile`.
+    (`nisse_llm.profiles`); either way it is held as a `RoleProfile`. The seeds' four
+    roles (`SEED_ROLES`) are the defaults; an operator may add others, named by
+    `ROLE_NAME_PATTERN`. Which roles must be present is the loader's question
+    (``load_settings(require_roles=...)``), not the table's.
     """
 
-    model_config = ConfigDict(strict=True, extra="forbid", frozen=True, title="roles table")
+    model_config = ConfigDict(strict=True, extra="allow", frozen=True, title="roles table")
 
-    ROLES: ClassVar[tuple[str, ...]] = ("executor", "planner", "delegate", "consultant")
+    __pydantic_extra__: dict[str, Role] = Field(init=False)
 
-    executor: Role = Field(
-        description="Model that runs the agent's own turns; required, from the file or the environment.",
-    )
-    planner: Role = Field(
-        description="Model that writes plans; required, from the file or the environment.",
-    )
-    delegate: Role = Field(
-        description="Model that runs delegated work; required, from the file or the environment.",
-    )
-    consultant: Role = Field(
-        description="Model asked for a second opinion; required, from the file or the environment.",
-    )
+    #: The seeds' roles (the defaults): `SEED_ROLES`.
+    ROLES: ClassVar[tuple[str, ...]] = SEED_ROLES
+    #: What each seed role is for, for the schema.
+    DESCRIPTIONS: ClassVar[Mapping[str, str]] = _SEED_DESCRIPTIONS
 
-    @field_validator("executor", "planner", "delegate", "consultant", mode="before")
+    @model_validator(mode="before")
     @classmethod
-    def _model_string_or_table(cls, value: Any) -> Any:
-        """A table that sets only ``model`` is the plain model string (one form per meaning)."""
-        if isinstance(value, RoleProfile):
-            value = value.model_dump(exclude_none=True)
-        if isinstance(value, Mapping) and set(value) == {"model"}:
-            return value["model"]
-        if isinstance(value, str | Mapping):
-            return value
-        raise PydanticCustomError(
-            "role", "must be a model string or a table with model and request options"
-        )
+    def _named_roles(cls, data: Any) -> Any:
+        """Every key a role name; a table that sets only ``model`` is the plain model string
+        (one form per meaning)."""
+        if not isinstance(data, Mapping):
+            return data
+        out: dict[str, Any] = {}
+        for name, value in data.items():
+            problem = role_name_problem(name)
+            if problem is not None:
+                raise PydanticCustomError(
+                    "role_name",
+                    "{name!r} is not a role name: {problem}",
+                    {"name": name, "problem": problem},
+                )
+            if isinstance(value, RoleProfile):
+                value = value.model_dump(exclude_none=True)
+            if isinstance(value, Mapping) and set(value) == {"model"}:
+                value = value["model"]
+            out[name] = value
+        return out
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The roles this table defines: the seeds' first, in their order, then the others
+        sorted."""
+        given = set(self.__pydantic_extra__ or {})
+        return tuple(r for r in SEED_ROLES if r in given) + tuple(sorted(given - set(SEED_ROLES)))
 
     def resolve(self, role: str) -> str:
         """The model string for ``role``; `UnknownRoleError` (a ``ValueError``) when no such
@@ -322,9 +417,10 @@ class RoleMap(BaseModel):
 
     def profile(self, role: str) -> RoleProfile:
         """The model and options of ``role``; `UnknownRoleError` when no such role exists."""
-        if role not in self.ROLES:
-            raise UnknownRoleError(role, self.ROLES)
-        value: str | RoleProfile = getattr(self, role)
+        roles = self.__pydantic_extra__ or {}
+        if not isinstance(role, str) or role not in roles:
+            raise UnknownRoleError(role, self.names)
+        value: str | RoleProfile = roles[role]
         return RoleProfile(model=value) if isinstance(value, str) else value
 
     def options(self, role: str) -> RequestOptions | None:
@@ -333,7 +429,7 @@ class RoleMap(BaseModel):
 
     def pinned(self) -> dict[str, str]:
         """The whole mapping, role -> model, to record at task start."""
-        return {role: self.resolve(role) for role in self.ROLES}
+        return {role: self.resolve(role) for role in self.names}
 
 
 class Pin(LLMSettings):
@@ -391,7 +487,7 @@ class Pin(LLMSettings):
     def _record_body(self) -> dict[str, Any]:
         body: dict[str, Any] = {"format": RECORD_FORMAT}
         body.update(self.model_dump(mode="json", exclude={"token", "roles"}))
-        body["roles"] = {role: self._role_record(role) for role in self.roles.ROLES}
+        body["roles"] = {role: self._role_record(role) for role in self.roles.names}
         return body
 
     def _role_record(self, role: str) -> dict[str, Any]:
@@ -477,7 +573,7 @@ class Pin(LLMSettings):
 
 def _operator_base_url(base_url: str | None) -> str:
     """The operator's base URL, normalised as settings normalise it; `ConfigError` if none."""
-    env = ENV_VARS["llm.base_url"]
+    env = env_var("llm.base_url")
     given = base_url if base_url is not None else os.environ.get(env, "").strip()
     if not given:
         raise ConfigError(
@@ -513,6 +609,8 @@ class _Load:
     path_named_by: str
     #: Where a file was looked for when none was found (for messages).
     looked: str = ""
+    #: The roles the caller requires (``require_roles``).
+    required: tuple[str, ...] = SEED_ROLES
     arguments: dict[str, Any] = field(default_factory=dict)
     environment: dict[str, Any] = field(default_factory=dict)
     file: dict[str, Any] = field(default_factory=dict)
@@ -534,15 +632,26 @@ class _EnvSource(PydanticBaseSettingsSource):
         data: dict[str, Any] = {}
         for key, env in ENV_VARS.items():
             raw = os.environ.get(env, "").strip()
-            if raw:
-                table, name, *option = key.split(".")
-                if option:  # a role's option: NISSE_ROLE_<ROLE>_<OPTION>
-                    role = data.setdefault(table, {}).setdefault(name, {})
-                    role[option[0]] = decode_option_env(option[0], raw)
-                elif table == "roles":  # the role's model, beside any options
-                    data.setdefault(table, {}).setdefault(name, {})["model"] = raw
+            if raw and key.startswith("llm."):
+                name = key.removeprefix("llm.")
+                data.setdefault("llm", {})[name] = _decode_env("llm", name, raw)
+        # Any role's variables, the seeds' and the operator's own: NISSE_ROLE_<ROLE> (its
+        # model) and NISSE_ROLE_<ROLE>_<OPTION>.
+        for env in sorted(os.environ):
+            raw = os.environ[env].strip()
+            found = _role_env(env) if raw else None
+            if found is not None:
+                name, option = found
+                role = data.setdefault("roles", {}).setdefault(name, {})
+                if option is None:
+                    role["model"] = raw
                 else:
-                    data.setdefault(table, {})[name] = _decode_env(table, name, raw)
+                    role[option] = decode_option_env(option, raw)
+        for name in list(data.get("roles", {})):
+            problem = _misread_option(name, set(data["roles"]) | set(SEED_ROLES))
+            if problem is not None:
+                load.problems.append(problem)
+                del data["roles"][name]
         load.environment = data
         return _copy(data)
 
@@ -591,8 +700,15 @@ class Settings(BaseSettings):
     _config_lookup: str = PrivateAttr(default="")
     _sources: dict[str, str] = PrivateAttr(default_factory=dict)
 
-    def __init__(self, config_file: str | os.PathLike[str] | None = None, **tables: Any) -> None:
+    def __init__(
+        self,
+        config_file: str | os.PathLike[str] | None = None,
+        *,
+        require_roles: Iterable[str] = SEED_ROLES,
+        **tables: Any,
+    ) -> None:
         load = _start_load(config_file, tables)
+        load.required = _required_roles(require_roles)
         reset = _LOAD.set(load)
         try:
             super().__init__(**load.arguments)
@@ -604,9 +720,10 @@ class Settings(BaseSettings):
             _LOAD.reset(reset)
         if not errors:
             load.problems.extend(_profile_problems(load, self))
+        missing = _missing_roles(load, errors)
         # Raised outside the handler so the error carries no context holding input values.
-        if errors or load.problems:
-            raise _config_error(load, errors)
+        if errors or load.problems or missing:
+            raise _config_error(load, errors, missing)
         self._config_file = load.path
         if load.path is None:
             self._config_lookup = load.looked
@@ -654,14 +771,56 @@ class Settings(BaseSettings):
         return pin
 
 
-def load_settings(path: str | os.PathLike[str] | None = None, **overrides: Any) -> Settings:
+def load_settings(
+    path: str | os.PathLike[str] | None = None,
+    *,
+    require_roles: Iterable[str] = SEED_ROLES,
+    **overrides: Any,
+) -> Settings:
     """Settings from ``overrides`` (tables: ``llm={...}``, ``roles={...}``), the environment,
     the TOML file at ``path`` (else `NISSE_CONFIG`, else ``nisse.toml`` in the current
     folder when it exists) and defaults, in that precedence.
 
-    A ``None`` value inside an override table counts as not given.
+    ``require_roles`` names the roles this agent uses (default: the seeds' four); each
+    missing one is a problem of the `ConfigError`, and any other role the configuration
+    defines is kept. A ``None`` value inside an override table counts as not given.
     """
-    return Settings(path, **overrides)
+    return Settings(path, require_roles=require_roles, **overrides)
+
+
+def _required_roles(names: Iterable[str]) -> tuple[str, ...]:
+    """``require_roles`` checked: role names, never one string taken letter by letter."""
+    if isinstance(names, str):
+        raise TypeError(
+            f"require_roles must be a collection of role names, got the string {names!r}; "
+            f"write require_roles=({names!r},)"
+        )
+    roles = tuple(names)
+    for name in roles:
+        problem = role_name_problem(name)
+        if problem is not None:
+            raise ValueError(f"require_roles: {name!r} is not a role name: {problem}")
+    return roles
+
+
+def _given_roles(load: _Load) -> dict[str, str]:
+    """Each role name any layer gives, with the first layer giving it (for messages)."""
+    found: dict[str, str] = {}
+    for layer in (load.arguments, load.environment, load.file):
+        roles = layer.get("roles")
+        if isinstance(roles, Mapping):
+            for name in roles:
+                found.setdefault(str(name), "")
+    return found
+
+
+def _missing_roles(load: _Load, errors: list[ErrorDetails]) -> list[str]:
+    """A problem for each required role no layer gives (a wholly missing [roles] table is
+    pydantic's own error, described key by key)."""
+    if any(e["type"] == "missing" and tuple(e["loc"]) == ("roles",) for e in errors):
+        return []
+    given = _given_roles(load)
+    return [_missing(load, f"roles.{role}") for role in load.required if role not in given]
 
 
 def _start_load(config_file: str | os.PathLike[str] | None, tables: Mapping[str, Any]) -> _Load:
@@ -713,7 +872,7 @@ def _profile_problems(load: _Load, settings: Settings) -> list[str]:
     """Each role profile's invalid option combination, named by its keys (checked once the
     tables validate: the rules need the model, the ceiling and the passthrough prefixes)."""
     llm, problems = settings.llm, []
-    for role in RoleMap.ROLES:
+    for role in settings.roles.names:
         found = profile_violations(
             settings.roles.profile(role),
             default_ceiling=llm.max_output_tokens,
@@ -772,7 +931,7 @@ def _decode_env_list(raw: str) -> list[str] | str:
 # --- error messages --------------------------------------------------------------------
 
 
-def _config_error(load: _Load, errors: list[ErrorDetails]) -> ConfigError:
+def _config_error(load: _Load, errors: list[ErrorDetails], missing_roles: list[str]) -> ConfigError:
     misspelled = _misspelled_tables(load, errors)
     problems = [
         f"[{typo}]: unknown table in {_origin(load, (typo,)) or 'an unknown source'}; it is "
@@ -788,6 +947,7 @@ def _config_error(load: _Load, errors: list[ErrorDetails]) -> ConfigError:
         if len(loc) == 1 and loc[0] in misspelled.values() and err["type"] == "extra_forbidden":
             continue
         problems.extend(_describe(load, err))
+    problems.extend(missing_roles)
     secrets = _known_tokens(load)
     problems = [_redact(p, secrets) for p in dict.fromkeys(problems)]
     where = f" (file {load.path})" if load.path is not None else f" ({load.looked})"
@@ -837,11 +997,15 @@ def _describe(load: _Load, err: ErrorDetails) -> Iterator[str]:
     kind = err["type"]
     if kind == "missing":
         if len(loc) == 1 and loc[0] in _TABLES:
-            yield from (_missing(load, key) for key in _required_keys(loc[0]))
+            yield from (_missing(load, key) for key in _required_keys(load, loc[0]))
         else:
             yield _missing(load, ".".join(loc[:2]))
     elif kind == "extra_forbidden":
         yield _unknown(load, loc)
+    elif kind == "role_name":
+        name = str(err.get("ctx", {}).get("name"))
+        origin = _origin(load, ("roles", name)) or "an unknown source"
+        yield f"roles.{name}: not a role name; {err['ctx']['problem']}; from {origin}"
     elif len(loc) == 1 and loc[0] in _TABLES:
         keys = err.get("ctx", {}).get("keys")
         if keys:
@@ -917,19 +1081,29 @@ _QUOTED: Mapping[str, str] = {
 }
 
 
-def _required_keys(table: str) -> list[str]:
+def _required_keys(load: _Load, table: str) -> list[str]:
+    if table == "roles":
+        return [f"roles.{role}" for role in load.required]
     model = _TABLES[table]
     return [f"{table}.{name}" for name, info in model.model_fields.items() if info.is_required()]
 
 
 def _missing(load: _Load, key: str) -> str:
-    env = ENV_VARS[key]
+    env = env_var(key)
     if load.path is not None:
-        return f"{key} (env {env}): missing; set it in {load.path} or set {env}"
-    return (
-        f"{key} (env {env}): missing; set {env}, or set {key} in a TOML file "
-        f"(named by --config or {CONFIG_ENV}, or ./{DEFAULT_CONFIG_NAME})"
-    )
+        text = f"{key} (env {env}): missing; set it in {load.path} or set {env}"
+    else:
+        text = (
+            f"{key} (env {env}): missing; set {env}, or set {key} in a TOML file "
+            f"(named by --config or {CONFIG_ENV}, or ./{DEFAULT_CONFIG_NAME})"
+        )
+    table, _, name = key.partition(".")
+    if table == "roles":
+        others = [r for r in _given_roles(load) if r not in load.required]
+        close = difflib.get_close_matches(name, others, n=1, cutoff=0.75)
+        if close:
+            text += f" (roles.{close[0]} is set: is it roles.{name} misspelled?)"
+    return text
 
 
 def _unknown(load: _Load, loc: tuple[str, ...]) -> str:
@@ -958,7 +1132,7 @@ def _did_you_mean(name: str, known: list[str], *, template: str) -> str:
 
 
 def _explain(load: _Load, keys: tuple[str, ...], reason: str) -> str:
-    names = ", ".join(f"{key} (env {ENV_VARS[key]})" for key in keys)
+    names = ", ".join(f"{key} (env {env_var(key)})" for key in keys)
     origins = [_origin(load, tuple(key.split("."))) for key in keys]
     if len(keys) == 1:
         return f"{names}: {reason}; from {origins[0] or 'the default'}"
@@ -977,7 +1151,7 @@ def _origin(load: _Load, loc: tuple[str, ...]) -> str | None:
         paths = [loc]
     for layer, source in (
         (load.arguments, f"the argument {loc[0]}="),
-        (load.environment, f"environment variable {ENV_VARS.get(key, key)}"),
+        (load.environment, f"environment variable {env_var(key)}"),
         (load.file, f"file {load.path}"),
     ):
         if any(_holds(layer, p) for p in paths):

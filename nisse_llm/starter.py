@@ -40,7 +40,9 @@ base_url = "http://127.0.0.1:4000"
 max_output_tokens = 16384
 
 [roles]
-# The model each role resolves to, as the proxy names it. All four are required; the
+# The model each role resolves to, as the proxy names it. The four seed roles are
+# required unless the agent names the ones it uses (load_settings(require_roles=...));
+# add roles of your own the same way (reviewer = "..."; env NISSE_ROLE_REVIEWER). The
 # mapping is pinned when a task starts, so edits reach only tasks started later.
 executor = "claude-sonnet-4-6"  # env NISSE_ROLE_EXECUTOR
 planner = "claude-opus-4-8"     # env NISSE_ROLE_PLANNER

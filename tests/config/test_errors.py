@@ -155,13 +155,15 @@ def test_an_unknown_table_with_every_role_set_elsewhere_keeps_the_suggestion(
     )
 
 
-def test_an_unknown_key_is_an_error_with_a_suggestion(tmp_path: Path) -> None:
-    """A typo such as planer = ... is refused, naming the file and the key meant."""
+def test_a_misspelled_required_role_is_named_beside_the_missing_one(tmp_path: Path) -> None:
+    """A typo such as planer = ... leaves planner missing; the problem names the close
+    role given, so the typo is found."""
     roles = {**COMPLETE["roles"], "planer": "openai/gpt-5"}
+    del roles["planner"]
     path = write_config(tmp_path / "c.toml", {"llm": COMPLETE["llm"], "roles": roles})
     assert _problems(path) == (
-        f"roles.planer: unknown key in file {path} (did you mean roles.planner?); "
-        "[roles] holds executor, planner, delegate, consultant",
+        f"roles.planner (env NISSE_ROLE_PLANNER): missing; set it in {path} or set "
+        "NISSE_ROLE_PLANNER (roles.planer is set: is it roles.planner misspelled?)",
     )
 
 
@@ -333,7 +335,6 @@ def test_errors_from_every_source_arrive_together(
             "roles.planner",
             "roles.delegate",
             "roles.consultant",
-            "roles.planer",
         ]
     )
 

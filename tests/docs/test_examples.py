@@ -119,7 +119,8 @@ def test_the_examples_are_many_and_everywhere() -> None:
 def test_toml_examples_parse(
     block: object, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """Every TOML block parses; a whole configuration (one with [llm] or [roles]) loads."""
+    """Every TOML block parses; a whole configuration (one with [llm] and [roles]) loads,
+    requiring the roles it maps."""
     from tests.docs.pages import Block
 
     assert isinstance(block, Block)
@@ -129,8 +130,8 @@ def test_toml_examples_parse(
         path.write_text(block.code, encoding="utf-8")
         path.chmod(0o600)
         monkeypatch.setenv("NISSE_LLM_TOKEN", "sk-docs-example")
-        settings = load_settings(path)
-        assert settings.pin().model_for("executor")
+        settings = load_settings(path, require_roles=tuple(data["roles"]))
+        assert settings.pin().roles.names
 
 
 def test_python_blocks_are_python() -> None:
