@@ -11,6 +11,7 @@ in process for most pages, the real LiteLLM proxy in front of it for pages marke
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import tomllib
 import types
@@ -140,3 +141,21 @@ def test_python_blocks_are_python() -> None:
     assert not unmarked, (
         f"give these blocks a language (python runs; sh, text, toml do not): {unmarked}"
     )
+
+
+@pytest.mark.parametrize(
+    "block", [pytest.param(b, id=b.where) for page in PAGES for b in page.python]
+)
+def test_python_examples_are_formatted(block: object) -> None:
+    """Each python example is as ruff formats it at 84 columns, the width the site's code
+    boxes show without scrolling."""
+    from tests.docs.pages import Block
+
+    assert isinstance(block, Block)
+    done = subprocess.run(
+        [sys.executable, "-m", "ruff", "format", "--line-length", "84", "--diff", "-"],
+        input=block.code,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, f"reformat the example at {block.where}:\n{done.stdout}"
