@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
 
+from nisse_llm._bounds import check_client_numbers
 from nisse_llm._headroom import AsyncRouterLimits, RouterLimits
 from nisse_llm._transport import (
     Call,
@@ -106,10 +107,11 @@ class _RouterBase(Generic[K]):
         """The task file every call's record is appended to (None: calls are not recorded)."""
         return self._store
 
-    @staticmethod
+    @classmethod
     def _clients_for(
-        pin: Pin, kinds: Mapping[Route, type[K]], options: Mapping[str, Any]
+        cls, pin: Pin, kinds: Mapping[Route, type[K]], options: Mapping[str, Any]
     ) -> dict[Route, K]:
+        check_client_numbers(f"{cls.__name__}.from_pin", options)
         routes = {route_for(m, pin.passthrough_prefixes) for m in pin.roles.pinned().values()}
         return {route: kinds[route].from_pin(pin, **options) for route in sorted(routes)}
 
