@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
 import httpx
 from pydantic import SecretStr
 
+from nisse_llm._bounds import check_client_numbers
 from nisse_llm._classify import RateLimitPolicy
 from nisse_llm._headroom import AsyncClientLimits, ClientLimits
 from nisse_llm._limits import (
@@ -555,6 +556,21 @@ class _SyncClient(ClientLimits, _ClientBase):
         call_deadline_s: float = DEFAULT_CALL_DEADLINE_S,
         stream_deadline_s: float = DEFAULT_STREAM_DEADLINE_S,
     ) -> None:
+        check_client_numbers(
+            type(self).__name__,
+            {
+                "timeout_s": timeout_s,
+                "connect_timeout_s": connect_timeout_s,
+                "max_tokens": max_tokens,
+                "rate_limit_retries": rate_limit_retries,
+                "rate_limit_wait_s": rate_limit_wait_s,
+                "rate_limit_wait_cap_s": rate_limit_wait_cap_s,
+                "stream_idle_timeout_s": stream_idle_timeout_s,
+                "max_response_bytes": max_response_bytes,
+                "call_deadline_s": call_deadline_s,
+                "stream_deadline_s": stream_deadline_s,
+            },
+        )
         core = self._setup(
             base_url,
             token,
@@ -718,6 +734,21 @@ class _AsyncClient(AsyncClientLimits, _ClientBase):
         call_deadline_s: float = DEFAULT_CALL_DEADLINE_S,
         stream_deadline_s: float = DEFAULT_STREAM_DEADLINE_S,
     ) -> None:
+        check_client_numbers(
+            type(self).__name__,
+            {
+                "timeout_s": timeout_s,
+                "connect_timeout_s": connect_timeout_s,
+                "max_tokens": max_tokens,
+                "rate_limit_retries": rate_limit_retries,
+                "rate_limit_wait_s": rate_limit_wait_s,
+                "rate_limit_wait_cap_s": rate_limit_wait_cap_s,
+                "stream_idle_timeout_s": stream_idle_timeout_s,
+                "max_response_bytes": max_response_bytes,
+                "call_deadline_s": call_deadline_s,
+                "stream_deadline_s": stream_deadline_s,
+            },
+        )
         core = self._setup(
             base_url,
             token,

@@ -37,6 +37,7 @@ from pydantic import (
 from pydantic_core import ErrorDetails, PydanticCustomError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from nisse_llm._bounds import MAX_SECONDS
 from nisse_llm._config_file import (
     InsecureConfigFileWarning,
     file_line,
@@ -167,8 +168,8 @@ BASE_URL_PATTERN = r"^https?://[^\s/?#]+[^\s?#]*$"
 _APPENDED_PATHS = ("/v1/chat/completions", "/chat/completions", "/v1/messages", "/v1")
 # Printable ASCII without spaces: anything else cannot travel in an HTTP header.
 _TOKEN_PATTERN = re.compile(r"[\x21-\x7e]+")
-# Longest wait, timeout or retry wait accepted: beyond an hour a value is a typo.
-_MAX_SECONDS = 3600.0
+# Longest wait, timeout or retry wait accepted: the clients' keywords take the same.
+_MAX_SECONDS = MAX_SECONDS
 # Tokens shorter than this are not searched for in messages: the search would mangle text.
 _MIN_REDACTED_LEN = 6
 _REDACTED = "[redacted]"

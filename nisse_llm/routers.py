@@ -12,13 +12,14 @@ from contextlib import contextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
 
+from nisse_llm._bounds import check_client_numbers
 from nisse_llm._headroom import AsyncRouterLimits, RouterLimits
 from nisse_llm._transport import (
     Call,
     CallObserver,
     router_role,
 )
-from nisse_llm.canonical import CanonicalEvent, LogLike, ToolLike, Usage
+from nisse_llm.canonical import CallInfo, CanonicalEvent, LogLike, ToolLike, Usage
 from nisse_llm.options import RequestOptions
 from nisse_llm.routing import Route, route_for
 
@@ -84,23 +85,47 @@ class _RouterBase(Generic[K]):
         self._pin = pin
         self._clients = dict(clients)
         self._store = store
+        self._last_usage: Usage | None = None
+        self._last_call: CallInfo | None = None
+        recorder = None
         if store is not None:
             store.begin(pin)  # a new file gets the header; another task's file is refused
-            observer = _recorder(store)
-            for client in self._clients.values():
-                client._core.on_call = observer
+            recorder = _recorder(store)
+
+        def observe(call: Call, usage: Usage | None, outcome: str) -> None:
+            if outcome == "ok":
+                self._last_usage = usage
+                self._last_call = call.core.last_call
+            if recorder is not None:
+                recorder(call, usage, outcome)
+
+        for client in self._clients.values():
+            client._core.on_call = observe
 
     @property
     def store(self) -> LogStore | None:
         """The task file every call's record is appended to (None: calls are not recorded)."""
         return self._store
 
-    @staticmethod
+    @classmethod
     def _clients_for(
-        pin: Pin, kinds: Mapping[Route, type[K]], options: Mapping[str, Any]
+        cls, pin: Pin, kinds: Mapping[Route, type[K]], options: Mapping[str, Any]
     ) -> dict[Route, K]:
+        check_client_numbers(f"{cls.__name__}.from_pin", options)
         routes = {route_for(m, pin.passthrough_prefixes) for m in pin.roles.pinned().values()}
         return {route: kinds[route].from_pin(pin, **options) for route in sorted(routes)}
+
+    @property
+    def last_usage(self) -> Usage | None:
+        """Usage of the most recent successful call through this router, on any route (a
+        stream's once it ends; under concurrency: any caller's)."""
+        return self._last_usage
+
+    @property
+    def last_call(self) -> CallInfo | None:
+        """What the proxy said about the most recent successful call through this router
+        (its call id, cost...; under concurrency: any caller's)."""
+        return self._last_call
 
     @property
     def pin(self) -> Pin:
