@@ -147,8 +147,8 @@ def test_python_blocks_are_python() -> None:
     "block", [pytest.param(b, id=b.where) for page in PAGES for b in page.python]
 )
 def test_python_examples_are_formatted(block: object) -> None:
-    """Each python example is as ruff formats it at 84 columns, the width the site's code
-    boxes show without scrolling."""
+    """Each python example is as ruff formats it at 84 columns, so the site's code boxes
+    (about 80 columns wide on a laptop screen) need little scrolling."""
     from tests.docs.pages import Block
 
     assert isinstance(block, Block)
