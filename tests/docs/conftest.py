@@ -35,14 +35,16 @@ def answer_done(request: RecordedRequest) -> Turn:
     return reply("Done.")
 
 
-@pytest.fixture(scope="session")
+# Module-scoped: the proxy and its upstream stop when the examples' module ends, so no
+# process or pooled connection of theirs outlives it into the tests that count sockets.
+@pytest.fixture(scope="module")
 def docs_upstream() -> Iterator[ScriptedServer]:
     """The scripted upstream behind the docs' proxy."""
     with ScriptedServer(Script(fallback=answer_done)) as server:
         yield server
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def docs_proxy(docs_upstream: ScriptedServer, litellm_bin: Path) -> Iterator[LiteLLMProxy]:
     """One real LiteLLM proxy for every page that runs through the proxy."""
     with LiteLLMProxy(
