@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import replace
@@ -45,7 +45,7 @@ from nisse_llm.canonical import (
     CanonicalEvent,
     Completion,
     LogLike,
-    ToolLike,
+    ToolsLike,
     Usage,
 )
 from nisse_llm.errors import ConfigError, LLMError, StreamInterrupted, UpstreamUnavailable
@@ -118,7 +118,7 @@ class PartsRenderer(Renderer, Protocol):
     def render_parts(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None = None,
         *,
@@ -249,7 +249,7 @@ class Core:
     def begin(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None,
         *,

@@ -37,7 +37,14 @@ from nisse_llm._transport import (
     UsageCallback,
     shared_ssl_context,
 )
-from nisse_llm.canonical import CallInfo, CanonicalEvent, Completion, LogLike, ToolLike, Usage
+from nisse_llm.canonical import (
+    CallInfo,
+    CanonicalEvent,
+    Completion,
+    LogLike,
+    ToolsLike,
+    Usage,
+)
 from nisse_llm.routing import DEFAULT_PASSTHROUGH_PREFIXES, Route, has_native_adapter
 
 # Streaming loads with the first stream (see `nisse_llm.streaming`).
@@ -599,7 +606,7 @@ class _SyncClient(ClientLimits, _ClientBase):
     def complete(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None = None,
         *,
@@ -626,7 +633,7 @@ class _SyncClient(ClientLimits, _ClientBase):
         self,
         output_type: type[M],
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None = None,
         *,
@@ -658,7 +665,7 @@ class _SyncClient(ClientLimits, _ClientBase):
     def _completion(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None,
         options: RequestOptions | None,
@@ -679,7 +686,7 @@ class _SyncClient(ClientLimits, _ClientBase):
     def stream(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None = None,
         *,
@@ -777,7 +784,7 @@ class _AsyncClient(AsyncClientLimits, _ClientBase):
     async def complete(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None = None,
         *,
@@ -806,7 +813,7 @@ class _AsyncClient(AsyncClientLimits, _ClientBase):
         self,
         output_type: type[M],
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None = None,
         *,
@@ -838,7 +845,7 @@ class _AsyncClient(AsyncClientLimits, _ClientBase):
     async def _completion(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None,
         options: RequestOptions | None,
@@ -861,7 +868,7 @@ class _AsyncClient(AsyncClientLimits, _ClientBase):
     def stream(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None = None,
         *,

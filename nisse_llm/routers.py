@@ -7,7 +7,7 @@ With a task file (``store=``) it records every call as it ends.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
@@ -19,7 +19,7 @@ from nisse_llm._transport import (
     CallObserver,
     router_role,
 )
-from nisse_llm.canonical import CallInfo, CanonicalEvent, LogLike, ToolLike, Usage
+from nisse_llm.canonical import CallInfo, CanonicalEvent, LogLike, ToolsLike, Usage
 from nisse_llm.options import RequestOptions
 from nisse_llm.routing import Route, route_for
 
@@ -171,7 +171,7 @@ class RoleRouter(RouterLimits, _RouterBase[_SyncClient]):
         self,
         role: str,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         system: str | None = None,
         *,
         options: RequestOptions | None = None,
@@ -188,7 +188,7 @@ class RoleRouter(RouterLimits, _RouterBase[_SyncClient]):
         output_type: type[M],
         role: str,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         system: str | None = None,
         *,
         options: RequestOptions | None = None,
@@ -214,7 +214,7 @@ class RoleRouter(RouterLimits, _RouterBase[_SyncClient]):
         self,
         role: str,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         system: str | None = None,
         *,
         options: RequestOptions | None = None,
@@ -259,7 +259,7 @@ class AsyncRoleRouter(AsyncRouterLimits, _RouterBase[_AsyncClient]):
         self,
         role: str,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         system: str | None = None,
         *,
         options: RequestOptions | None = None,
@@ -276,7 +276,7 @@ class AsyncRoleRouter(AsyncRouterLimits, _RouterBase[_AsyncClient]):
         output_type: type[M],
         role: str,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         system: str | None = None,
         *,
         options: RequestOptions | None = None,
@@ -302,7 +302,7 @@ class AsyncRoleRouter(AsyncRouterLimits, _RouterBase[_AsyncClient]):
         self,
         role: str,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         system: str | None = None,
         *,
         options: RequestOptions | None = None,

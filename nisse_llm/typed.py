@@ -33,8 +33,8 @@ from nisse_llm.canonical import (
     Completion,
     LogLike,
     ToolCall,
-    ToolLike,
     ToolResult,
+    ToolsLike,
     ToolSpec,
     Usage,
     UserText,
@@ -52,6 +52,7 @@ __all__ = [
     "TypedReply",
     "answer_tool",
     "anthropic_rules",
+    "check_output_type",
     "forces_tool",
 ]
 
@@ -90,6 +91,22 @@ def answer_tool(output_type: type[BaseModel], taken: Iterable[str] = ()) -> Tool
     )
 
 
+def check_output_type(output_type: object) -> None:
+    """`TypeError` unless ``output_type`` is a pydantic model class, saying what to pass."""
+    if isinstance(output_type, type) and issubclass(output_type, BaseModel):
+        return
+    if isinstance(output_type, BaseModel):
+        got = f"an instance of {type(output_type).__name__}"
+        fix = f"pass the class itself, complete_as({type(output_type).__name__}, ...)"
+    else:
+        got = repr(output_type)
+        fix = (
+            "wrap the answer in a model, e.g. class Answer(BaseModel): value: str, then "
+            "complete_as(Answer, ...) and read .value.value"
+        )
+    raise TypeError(f"complete_as needs a pydantic model class for the answer, got {got}: {fix}")
+
+
 def forces_tool(options: RequestOptions | None, anthropic: bool) -> bool:
     """Whether the answer tool can be forced: not for an Anthropic model thinking."""
     reasoning = None if options is None else options.reasoning
@@ -117,7 +134,7 @@ class TypedExchange(Generic[M]):
         cls,
         output_type: type[M],
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         system: str | None,
         *,
         options: RequestOptions | None,
@@ -125,6 +142,7 @@ class TypedExchange(Generic[M]):
         anthropic: bool,
     ) -> TypedExchange[M]:
         """Plan the request; ``anthropic`` says whether the model is served by Anthropic."""
+        check_output_type(output_type)
         if repair_attempts < 0:
             raise ValueError("repair_attempts must be 0 or more")
         history = as_events(events)

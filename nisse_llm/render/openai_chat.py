@@ -68,8 +68,8 @@ from nisse_llm.canonical import (
     Reasoning,
     StoredEvent,
     ToolCall,
-    ToolLike,
     ToolResult,
+    ToolsLike,
     ToolSpec,
     UserImage,
     UserText,
@@ -395,7 +395,7 @@ def _map_tool(spec: ToolSpec) -> OpenAIChatTool:
     )
 
 
-def _tool_specs(tools: Iterable[ToolLike] | None) -> list[ToolSpec]:
+def _tool_specs(tools: ToolsLike) -> list[ToolSpec]:
     specs = as_tool_specs(tools)
     if len({spec.name for spec in specs}) != len(specs):
         names = [spec.name for spec in specs]
@@ -881,7 +881,7 @@ def _fast_events(log: Sequence[object]) -> list[CanonicalEvent]:
 
 def _render_parts(
     events: LogLike,
-    tools: Iterable[ToolLike] | None,
+    tools: ToolsLike,
     model: str,
     system: str | None,
     max_tokens: int | None,
@@ -978,7 +978,7 @@ class OpenAIChatRenderer:
     def render_request(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None = None,
         *,
@@ -1029,7 +1029,7 @@ class OpenAIChatRenderer:
     def render_bytes(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None = None,
         *,
@@ -1047,7 +1047,7 @@ class OpenAIChatRenderer:
     def render_parts(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None = None,
         *,
@@ -1069,7 +1069,7 @@ class OpenAIChatRenderer:
     def render(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None = None,
         *,

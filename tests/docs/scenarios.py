@@ -33,7 +33,10 @@ SCENARIOS["docs/getting-started.md"] = _getting_started
 def _tools(script: Script, workdir: Path) -> None:
     verdict = {"decision": "approve", "reasons": ["add() is correct"]}
     script.when(reply(ToolUse("Verdict", verdict)), user_text="Review calc.py.")
-    script.when(*agent_turns(workdir), model="claude-sonnet-5-5")
+    script.when(reply("5"), reply("5"), user_text="Add 2 and 3.")
+    # Every request of the agent's run holds its task (the last user text may be a
+    # placeholder the messages route adds after an assistant turn).
+    script.when(*agent_turns(workdir), where=lambda r: "Make check.py pass." in r.user_texts)
 
 
 SCENARIOS["docs/guides/tools.md"] = _tools

@@ -11,7 +11,6 @@ in process for most pages, the real LiteLLM proxy in front of it for pages marke
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import tomllib
 import types
@@ -141,21 +140,3 @@ def test_python_blocks_are_python() -> None:
     assert not unmarked, (
         f"give these blocks a language (python runs; sh, text, toml do not): {unmarked}"
     )
-
-
-@pytest.mark.parametrize(
-    "block", [pytest.param(b, id=b.where) for page in PAGES for b in page.python]
-)
-def test_python_examples_are_formatted(block: object) -> None:
-    """Each python example is as ruff formats it at 84 columns, so the site's code boxes
-    (about 80 columns wide on a laptop screen) need little scrolling."""
-    from tests.docs.pages import Block
-
-    assert isinstance(block, Block)
-    done = subprocess.run(
-        [sys.executable, "-m", "ruff", "format", "--line-length", "84", "--diff", "-"],
-        input=block.code,
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 0, f"reformat the example at {block.where}:\n{done.stdout}"
