@@ -17,10 +17,20 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
 from nisse_llm.canonical import TOOL_NAME_PATTERN
 
-__all__ = ["ReasoningEffort", "ReasoningSetting", "RequestOptions", "ToolChoice"]
+__all__ = [
+    "ReasoningDisplay",
+    "ReasoningEffort",
+    "ReasoningSetting",
+    "RequestOptions",
+    "ToolChoice",
+]
 
-#: Named effort levels; ``"off"`` asks for no reasoning at all.
-ReasoningEffort: TypeAlias = Literal["off", "low", "medium", "high"]
+#: Named effort levels, weakest first; ``"off"`` asks for no reasoning at all. Which levels
+#: a model takes is its row's in `nisse_llm.model_rules`.
+ReasoningEffort: TypeAlias = Literal["off", "minimal", "low", "medium", "high", "xhigh", "max"]
+#: How a Claude model's thinking comes back: ``summarized`` text, or ``omitted`` (only the
+#: signature, for continuity).
+ReasoningDisplay: TypeAlias = Literal["summarized", "omitted"]
 #: An effort level, or an explicit thinking budget in tokens.
 ReasoningSetting: TypeAlias = ReasoningEffort | PositiveInt
 #: ``"auto"``, ``"none"``, ``"required"`` (some tool), or the name of the one tool to call.
@@ -40,7 +50,17 @@ class RequestOptions(BaseModel):
     )
     reasoning: ReasoningSetting | None = Field(
         default=None,
-        description=('Reasoning: "off", "low", "medium", "high", or a thinking budget in tokens.'),
+        description=(
+            'Reasoning: "off", "minimal", "low", "medium", "high", "xhigh", "max" (as the '
+            "model offers them), or a thinking budget in tokens (where the model takes one)."
+        ),
+    )
+    reasoning_display: ReasoningDisplay | None = Field(
+        default=None,
+        description=(
+            'How a Claude model\'s thinking comes back when it thinks: "summarized" or '
+            '"omitted" (only a signature).'
+        ),
     )
     temperature: float | None = Field(
         default=None,
@@ -65,6 +85,13 @@ class RequestOptions(BaseModel):
     )
     parallel_tool_calls: bool | None = Field(
         default=None, description="Whether the model may call several tools in one turn."
+    )
+    like: Annotated[str, Field(min_length=1, max_length=256, pattern=r"^\S+$")] | None = Field(
+        default=None,
+        description=(
+            "The model whose rules and route the request follows: for a proxy alias "
+            '("team-planner"), the model it stands for ("claude-opus-5-5").'
+        ),
     )
 
     def over(self, base: "RequestOptions | None") -> "RequestOptions":

@@ -40,18 +40,23 @@ from typing import TYPE_CHECKING, Any, cast
 from nisse_llm.canonical import DEFAULT_MAX_OUTPUT_TOKENS
 from nisse_llm.errors import RenderError
 from nisse_llm.option_rules import (
-    Family,
     Violation,
     effort_for_budget,
-    is_anthropic_model,
     model_violations,
+    request_rules,
     thinking_budget,
+    thinks,
     tool_violations,
 )
 
 if TYPE_CHECKING:
+    from nisse_llm.model_rules import ModelRules
     from nisse_llm.options import RequestOptions
-    from nisse_llm.wire.anthropic_messages import AnthropicThinkingConfig, AnthropicToolChoice
+    from nisse_llm.wire.anthropic_messages import (
+        AnthropicOutputConfig,
+        AnthropicThinkingConfig,
+        AnthropicToolChoice,
+    )
     from nisse_llm.wire.openai_chat import OpenAIChatNamedToolChoice
 
 __all__ = ["MessagesFields", "chat_fields", "chat_replays_thinking", "messages_fields"]
@@ -63,8 +68,8 @@ class _NoOptions:
     fields)."""
 
     __slots__ = ()
-    max_output_tokens = reasoning = temperature = top_p = stop = None
-    tool_choice = parallel_tool_calls = None
+    max_output_tokens = reasoning = reasoning_display = temperature = top_p = stop = None
+    tool_choice = parallel_tool_calls = like = None
 
 
 _NO_OPTIONS = cast("RequestOptions", _NoOptions())
@@ -80,6 +85,7 @@ CHAT_FIELDS: tuple[str, ...] = (
     "top_p",
     "reasoning_effort",
     "thinking",
+    "output_config",
 )
 
 
@@ -102,7 +108,7 @@ def _ceiling(options: RequestOptions, max_tokens: int | None) -> int | None:
 class MessagesFields:
     """The messages request's fields that options decide."""
 
-    __slots__ = ("max_tokens", "stop_sequences", "thinking", "tool_choice")
+    __slots__ = ("max_tokens", "output_config", "stop_sequences", "thinking", "tool_choice")
 
     def __init__(
         self,
@@ -110,11 +116,13 @@ class MessagesFields:
         max_tokens: int,
         tool_choice: AnthropicToolChoice | None,
         thinking: AnthropicThinkingConfig | None,
+        output_config: AnthropicOutputConfig | None,
         stop_sequences: list[str] | None,
     ) -> None:
         self.max_tokens = max_tokens
         self.tool_choice = tool_choice
         self.thinking = thinking
+        self.output_config = output_config
         self.stop_sequences = stop_sequences
 
 
@@ -135,30 +143,55 @@ def messages_fields(
     thinking of this model, so thinking is left out of it (module docstring).
     Every model on this route is served by Anthropic's API.
     """
-    from nisse_llm.wire.anthropic_messages import AnthropicThinkingConfig, AnthropicToolChoiceNone
+    from nisse_llm.wire.anthropic_messages import (
+        AnthropicOutputConfig,
+        AnthropicThinkingConfig,
+        AnthropicToolChoiceNone,
+    )
 
     opts = options or _NO_OPTIONS
     ceiling = _ceiling(opts, max_tokens)
     if ceiling is None:
         ceiling = DEFAULT_MAX_OUTPUT_TOKENS
+    rules = request_rules(model, opts.like, route="anthropic_messages")
     problems = model_violations(
-        opts, family="anthropic", route="anthropic_messages", ceiling=ceiling
+        opts, rules=rules, model=model, route="anthropic_messages", ceiling=ceiling
     )
     problems += tool_violations(opts, tools)
     _refuse(problems, opts, model)
     thinking: AnthropicThinkingConfig | None = None
-    if opts.reasoning is not None:
-        budget = thinking_budget(opts.reasoning, ceiling)
-        if budget is None:
-            thinking = AnthropicThinkingConfig(type="disabled")
-        elif not unthought_loop:
-            thinking = AnthropicThinkingConfig(type="enabled", budget_tokens=budget)
+    output_config: AnthropicOutputConfig | None = None
+    if opts.reasoning == "off":
+        thinking = AnthropicThinkingConfig(type="disabled")
+    elif thinks(opts) and not unthought_loop:
+        asked, effort = _claude_thinking(opts, rules, ceiling)
+        thinking = AnthropicThinkingConfig(**asked)
+        if effort is not None:
+            output_config = AnthropicOutputConfig(effort=effort)
     return MessagesFields(
         max_tokens=ceiling,
         tool_choice=AnthropicToolChoiceNone() if stubbed else _anthropic_choice(opts, tools),
         thinking=thinking,
+        output_config=output_config,
         stop_sequences=list(opts.stop) if opts.stop else None,
     )
+
+
+def _claude_thinking(
+    opts: RequestOptions, rules: ModelRules, ceiling: int
+) -> tuple[dict[str, Any], str | None]:
+    """The ``thinking`` fields and the ``output_config.effort`` for a Claude model that
+    thinks: adaptive at the level asked where the model takes it, else a budget (the
+    level's, or the one asked). Both routes send them alike (LiteLLM forwards them as sent
+    on the chat route)."""
+    reasoning = opts.reasoning
+    assert reasoning is not None
+    assert reasoning != "off"
+    display = {} if opts.reasoning_display is None else {"display": opts.reasoning_display}
+    if isinstance(reasoning, str) and rules.adaptive:
+        return {"type": "adaptive", **display}, reasoning
+    budget = thinking_budget(reasoning, ceiling)
+    return {"type": "enabled", "budget_tokens": budget, **display}, None
 
 
 def _anthropic_choice(opts: RequestOptions, tools: Sequence[str]) -> AnthropicToolChoice | None:
@@ -193,9 +226,9 @@ def chat_replays_thinking(
     redacted_thinking, but found tool_use"), and LiteLLM forwards the pair as is."""
     return (
         options is not None
-        and options.reasoning is not None
-        and options.reasoning != "off"
-        and is_anthropic_model(model, prefixes)
+        and thinks(options)
+        and request_rules(model, options.like, route="openai_chat", prefixes=prefixes).family
+        == "anthropic"
     )
 
 
@@ -215,10 +248,11 @@ def chat_fields(
     `messages_fields` (Anthropic models only)."""
     opts = options or _NO_OPTIONS
     ceiling = _ceiling(opts, max_tokens)
-    family: Family = "anthropic" if is_anthropic_model(model, prefixes) else "openai"
+    rules = request_rules(model, opts.like, route="openai_chat", prefixes=prefixes)
     problems = model_violations(
         opts,
-        family=family,
+        rules=rules,
+        model=model,
         route="openai_chat",
         ceiling=DEFAULT_MAX_OUTPUT_TOKENS if ceiling is None else ceiling,
     )
@@ -230,16 +264,23 @@ def chat_fields(
         fields["tool_choice"] = "none"
     elif tools and choice is not None:
         fields["tool_choice"] = choice if choice in ("auto", "none", "required") else _named(choice)
-    if opts.reasoning is not None and opts.reasoning != "off" and family == "anthropic":
-        if ceiling is None:  # the budget is checked against this ceiling: send it
-            ceiling = DEFAULT_MAX_OUTPUT_TOKENS
-        budget = thinking_budget(opts.reasoning, ceiling)
-        if not unthought_loop:
-            from nisse_llm.wire.openai_chat import OpenAIChatThinking
+    if rules.family == "anthropic":
+        # "off" sends nothing: the proxy drops ``thinking: {type: disabled}`` on this route.
+        if thinks(opts) and not unthought_loop:
+            if ceiling is None:  # a budget is checked against this ceiling: send it
+                ceiling = DEFAULT_MAX_OUTPUT_TOKENS
+            from nisse_llm.wire.openai_chat import OpenAIChatOutputConfig, OpenAIChatThinking
 
-            fields["thinking"] = OpenAIChatThinking(type="enabled", budget_tokens=budget)
-    elif opts.reasoning is not None:
+            asked, effort = _claude_thinking(opts, rules, ceiling)
+            fields["thinking"] = OpenAIChatThinking(**asked)
+            if effort is not None:
+                fields["output_config"] = OpenAIChatOutputConfig(effort=effort)
+    elif opts.reasoning == "off":
+        fields["reasoning_effort"] = "none" if rules.none_effort else None
+    elif isinstance(opts.reasoning, int):
         fields["reasoning_effort"] = effort_for_budget(opts.reasoning)
+    else:
+        fields["reasoning_effort"] = opts.reasoning
     if ceiling is not None:
         fields["max_tokens"] = ceiling
     if tools and choice != "none" and opts.parallel_tool_calls is not None:

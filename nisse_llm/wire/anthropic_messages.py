@@ -31,6 +31,7 @@ __all__ = [
     "AnthropicMessagesRequest",
     "AnthropicMessagesResponse",
     "AnthropicMetadata",
+    "AnthropicOutputConfig",
     "AnthropicRedactedThinkingBlock",
     "AnthropicRequestBlock",
     "AnthropicResponseBlock",
@@ -213,10 +214,18 @@ class AnthropicMetadata(_Request):
 
 
 class AnthropicThinkingConfig(_Request):
-    """Extended thinking: ``enabled`` with a token budget, or ``disabled``."""
+    """Thinking: ``adaptive`` (the model decides, at ``output_config.effort``), ``enabled``
+    with a token budget, or ``disabled``; ``display`` says how thinking comes back."""
 
-    type: Literal["enabled", "disabled"]
+    type: Literal["adaptive", "enabled", "disabled"]
     budget_tokens: Annotated[int, Field(ge=1024)] | None = None
+    display: Literal["summarized", "omitted"] | None = None
+
+
+class AnthropicOutputConfig(_Request):
+    """``output_config``: the effort of adaptive thinking."""
+
+    effort: Literal["low", "medium", "high", "xhigh", "max"] | None = None
 
 
 class AnthropicMessagesRequest(_Request):
@@ -233,6 +242,7 @@ class AnthropicMessagesRequest(_Request):
     tools: list[AnthropicTool] | None = None
     tool_choice: AnthropicToolChoice | None = None
     thinking: AnthropicThinkingConfig | None = None
+    output_config: AnthropicOutputConfig | None = None
     metadata: AnthropicMetadata | None = None
     stop_sequences: list[str] | None = None
     stream: bool | None = None

@@ -43,6 +43,7 @@ __all__ = [
     "OpenAIChatMessage",
     "OpenAIChatNamedToolChoice",
     "OpenAIChatNamedToolChoiceFunction",
+    "OpenAIChatOutputConfig",
     "OpenAIChatPromptTokensDetails",
     "OpenAIChatReasoningEffort",
     "OpenAIChatRequest",
@@ -196,14 +197,25 @@ OpenAIChatToolChoice: TypeAlias = Literal["none", "auto", "required"] | OpenAICh
 
 
 class OpenAIChatThinking(_Request):
-    """LiteLLM's ``thinking`` for Anthropic models: ``enabled`` with a budget, or ``disabled``."""
+    """LiteLLM's ``thinking`` for Anthropic models: ``adaptive``, ``enabled`` with a budget,
+    or ``disabled``; ``display`` as Anthropic's."""
 
-    type: Literal["enabled", "disabled"]
+    type: Literal["adaptive", "enabled", "disabled"]
     budget_tokens: Annotated[int, Field(ge=1024)] | None = None
+    display: Literal["summarized", "omitted"] | None = None
 
 
-#: The effort levels the renderer sends (the API knows more: ``minimal``, ``xhigh``...).
-OpenAIChatReasoningEffort: TypeAlias = Literal["none", "low", "medium", "high"]
+class OpenAIChatOutputConfig(_Request):
+    """Anthropic's ``output_config`` (the effort of adaptive thinking), which LiteLLM forwards
+    as sent to Anthropic models."""
+
+    effort: Literal["low", "medium", "high", "xhigh", "max"] | None = None
+
+
+#: The effort levels of the API's ``ReasoningEffort`` (which a model takes: `model_rules`).
+OpenAIChatReasoningEffort: TypeAlias = Literal[
+    "none", "minimal", "low", "medium", "high", "xhigh", "max"
+]
 
 
 class OpenAIChatStreamOptions(_Request):
@@ -226,5 +238,6 @@ class OpenAIChatRequest(_Request):
     top_p: float | None = None
     reasoning_effort: OpenAIChatReasoningEffort | None = None
     thinking: OpenAIChatThinking | None = None
+    output_config: OpenAIChatOutputConfig | None = None
     stream: bool | None = None
     stream_options: OpenAIChatStreamOptions | None = None
