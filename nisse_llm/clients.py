@@ -620,7 +620,7 @@ class _SyncClient(ClientLimits, _ClientBase):
     ) -> TypedReply[M]:
         """An answer validated into ``output_type`` (see `nisse_llm.typed`): a `TypedReply`,
         or `OutputValidationError` once ``repair_attempts`` more asks have failed too."""
-        from nisse_llm.typed import TypedExchange, anthropic_rules
+        from nisse_llm.typed import TypedExchange, answer_rules
 
         exchange = TypedExchange.begin(
             output_type,
@@ -629,7 +629,8 @@ class _SyncClient(ClientLimits, _ClientBase):
             system,
             options=options,
             repair_attempts=repair_attempts,
-            anthropic=anthropic_rules(self.route, model),
+            rules=answer_rules(self.route, model, options),
+            route=self.route,
         )
         while True:
             completion = self._completion(
@@ -785,7 +786,7 @@ class _AsyncClient(AsyncClientLimits, _ClientBase):
     ) -> TypedReply[M]:
         """An answer validated into ``output_type`` (see `nisse_llm.typed`): a `TypedReply`,
         or `OutputValidationError` once ``repair_attempts`` more asks have failed too."""
-        from nisse_llm.typed import TypedExchange, anthropic_rules
+        from nisse_llm.typed import TypedExchange, answer_rules
 
         exchange = TypedExchange.begin(
             output_type,
@@ -794,7 +795,8 @@ class _AsyncClient(AsyncClientLimits, _ClientBase):
             system,
             options=options,
             repair_attempts=repair_attempts,
-            anthropic=anthropic_rules(self.route, model),
+            rules=answer_rules(self.route, model, options),
+            route=self.route,
         )
         while True:
             completion = await self._completion(

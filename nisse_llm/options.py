@@ -11,13 +11,14 @@ output ceiling, no sampling for Anthropic models, a named tool among the tools p
 decided when a request is rendered, where the model and the tools are known.
 """
 
-from typing import Annotated, Literal, TypeAlias
+from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
 from nisse_llm.canonical import TOOL_NAME_PATTERN
 
 __all__ = [
+    "AnswerOptions",
     "ReasoningDisplay",
     "ReasoningEffort",
     "ReasoningSetting",
@@ -107,3 +108,18 @@ class RequestOptions(BaseModel):
     def is_empty(self) -> bool:
         """True when no field is set."""
         return not self.model_dump(exclude_none=True)
+
+
+class AnswerOptions(RequestOptions):
+    """Request options that also carry the JSON Schema a structured answer must follow,
+    sent natively (``output_config.format`` on the messages route, a strict
+    ``response_format`` on the chat route): what ``complete_as`` sends to a model that takes
+    it. Not a role profile's: only a typed call sets it."""
+
+    answer_name: Annotated[str, Field(pattern=TOOL_NAME_PATTERN)]
+    answer_schema: dict[str, Any]
+
+    def __hash__(self) -> int:
+        # The schema is a dict: hash the options by their JSON (a frozen model's default
+        # hash would hash the dict).
+        return hash(self.model_dump_json())

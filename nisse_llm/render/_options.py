@@ -86,6 +86,7 @@ CHAT_FIELDS: tuple[str, ...] = (
     "reasoning_effort",
     "thinking",
     "output_config",
+    "response_format",
 )
 
 
@@ -160,14 +161,19 @@ def messages_fields(
     problems += tool_violations(opts, tools)
     _refuse(problems, opts, model)
     thinking: AnthropicThinkingConfig | None = None
-    output_config: AnthropicOutputConfig | None = None
+    effort = None
     if opts.reasoning == "off":
         thinking = AnthropicThinkingConfig(type="disabled")
     elif thinks(opts) and not unthought_loop:
         asked, effort = _claude_thinking(opts, rules, ceiling)
         thinking = AnthropicThinkingConfig(**asked)
-        if effort is not None:
-            output_config = AnthropicOutputConfig(effort=effort)
+    schema = _answer_schema(opts)
+    output_config = None
+    if effort is not None or schema is not None:
+        output_config = AnthropicOutputConfig(
+            effort=effort,
+            format=None if schema is None else {"type": "json_schema", "schema": schema},
+        )
     return MessagesFields(
         max_tokens=ceiling,
         tool_choice=AnthropicToolChoiceNone() if stubbed else _anthropic_choice(opts, tools),
@@ -175,6 +181,13 @@ def messages_fields(
         output_config=output_config,
         stop_sequences=list(opts.stop) if opts.stop else None,
     )
+
+
+def _answer_schema(opts: RequestOptions) -> dict[str, Any] | None:
+    """The JSON Schema a structured answer must follow, when ``complete_as`` asks natively."""
+    from nisse_llm.options import AnswerOptions
+
+    return opts.answer_schema if isinstance(opts, AnswerOptions) else None
 
 
 def _claude_thinking(
@@ -275,6 +288,12 @@ def chat_fields(
             fields["thinking"] = OpenAIChatThinking(**asked)
             if effort is not None:
                 fields["output_config"] = OpenAIChatOutputConfig(effort=effort)
+        if _answer_schema(opts) is not None:
+            raise RenderError(
+                f"a structured answer cannot be asked of {model} natively on the chat route "
+                "(the proxy turns response_format into a field Anthropic does not know): "
+                "use the messages route"
+            )
     elif opts.reasoning == "off":
         fields["reasoning_effort"] = "none" if rules.none_effort else None
     elif isinstance(opts.reasoning, int):
@@ -289,7 +308,20 @@ def chat_fields(
         fields["stop"] = list(opts.stop)
     fields["temperature"] = opts.temperature
     fields["top_p"] = opts.top_p
+    fields["response_format"] = _response_format(opts)
     return {name: fields[name] for name in CHAT_FIELDS if fields.get(name) is not None}
+
+
+def _response_format(opts: RequestOptions) -> Any:
+    from nisse_llm.options import AnswerOptions
+
+    if not isinstance(opts, AnswerOptions):
+        return None
+    from nisse_llm.wire.openai_chat import OpenAIChatResponseFormat
+
+    return OpenAIChatResponseFormat(
+        json_schema={"name": opts.answer_name, "schema": opts.answer_schema, "strict": True}
+    )
 
 
 def _named(tool: str) -> OpenAIChatNamedToolChoice:

@@ -10,6 +10,7 @@ parser decides what those mean.
 from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
+from typing_extensions import TypedDict
 
 # The reply bodies live apart (a client reading replies imports only them); exported here too.
 from nisse_llm.wire.anthropic_messages_reply import (
@@ -27,6 +28,7 @@ __all__ = [
     "AnthropicBase64ImageSource",
     "AnthropicCacheControl",
     "AnthropicImageBlock",
+    "AnthropicJSONOutputFormat",
     "AnthropicMessage",
     "AnthropicMessagesRequest",
     "AnthropicMessagesResponse",
@@ -222,10 +224,21 @@ class AnthropicThinkingConfig(_Request):
     display: Literal["summarized", "omitted"] | None = None
 
 
+class AnthropicJSONOutputFormat(TypedDict):
+    """``output_config.format``: a JSON Schema the answer follows (structured outputs); a
+    typed dict, since ``schema`` is a name pydantic models reserve."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+
+    type: Literal["json_schema"]
+    schema: dict[str, Any]
+
+
 class AnthropicOutputConfig(_Request):
-    """``output_config``: the effort of adaptive thinking."""
+    """``output_config``: the effort of adaptive thinking, and a structured answer's format."""
 
     effort: Literal["low", "medium", "high", "xhigh", "max"] | None = None
+    format: AnthropicJSONOutputFormat | None = None
 
 
 class AnthropicMessagesRequest(_Request):

@@ -16,6 +16,7 @@ gateways add ``x_groq``, ``reasoning_details``, ``extra_content`` and more).
 from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import TypedDict
 
 # The reply bodies live apart (a client reading replies imports only them); exported here too.
 from nisse_llm.wire.openai_chat_reply import (
@@ -40,6 +41,7 @@ __all__ = [
     "OpenAIChatFunctionCall",
     "OpenAIChatImagePart",
     "OpenAIChatImageURL",
+    "OpenAIChatJSONSchema",
     "OpenAIChatMessage",
     "OpenAIChatNamedToolChoice",
     "OpenAIChatNamedToolChoiceFunction",
@@ -48,6 +50,7 @@ __all__ = [
     "OpenAIChatReasoningEffort",
     "OpenAIChatRequest",
     "OpenAIChatResponse",
+    "OpenAIChatResponseFormat",
     "OpenAIChatResponseFunction",
     "OpenAIChatResponseMessage",
     "OpenAIChatResponseToolCall",
@@ -212,6 +215,24 @@ class OpenAIChatOutputConfig(_Request):
     effort: Literal["low", "medium", "high", "xhigh", "max"] | None = None
 
 
+class OpenAIChatJSONSchema(TypedDict):
+    """A strict JSON Schema the answer must follow (``response_format.json_schema``); a
+    typed dict, since ``schema`` is a name pydantic models reserve."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+
+    name: str
+    schema: dict[str, Any]
+    strict: bool
+
+
+class OpenAIChatResponseFormat(_Request):
+    """``response_format: {type: json_schema, json_schema}``: structured answers."""
+
+    type: Literal["json_schema"] = "json_schema"
+    json_schema: OpenAIChatJSONSchema
+
+
 #: The effort levels of the API's ``ReasoningEffort`` (which a model takes: `model_rules`).
 OpenAIChatReasoningEffort: TypeAlias = Literal[
     "none", "minimal", "low", "medium", "high", "xhigh", "max"
@@ -239,5 +260,6 @@ class OpenAIChatRequest(_Request):
     reasoning_effort: OpenAIChatReasoningEffort | None = None
     thinking: OpenAIChatThinking | None = None
     output_config: OpenAIChatOutputConfig | None = None
+    response_format: OpenAIChatResponseFormat | None = None
     stream: bool | None = None
     stream_options: OpenAIChatStreamOptions | None = None

@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from nisse_llm.canonical import UserText
 from nisse_llm.model_rules import rules_for
 from nisse_llm.options import RequestOptions
-from nisse_llm.testing import Script, ScriptedServer, reply
+from nisse_llm.testing import Script, ScriptedServer, Thinking, reply
 from nisse_llm.testing.proxy import LiteLLMProxy, ProxyModel
 from tests.corpus import READ_FILE
 from tests.integration.helpers import REQUEST_TIMEOUT_S, ClientRoute, client_for
@@ -123,3 +124,51 @@ def test_the_level_asked_is_the_level_received(
     else:
         assert request.path.endswith("/chat/completions")
         judge_official(body)
+
+
+class Verdict(BaseModel):
+    """A review's verdict."""
+
+    approve: bool
+    reason: str
+
+
+def test_a_thinking_claude_model_answers_typed_through_output_config(
+    matrix_proxy: LiteLLMProxy, script: Script
+) -> None:
+    """complete_as with thinking on reaches claude-opus-5-5 as adaptive thinking, the effort
+    and the answer's format in one output_config, unchanged by the proxy; the text validates."""
+    script.messages(reply(Thinking("Safe change.", "sig-1"), '{"approve": true, "reason": "ok"}'))
+    with client_for(matrix_proxy, "messages") as h:
+        answer = h.client.complete_as(
+            Verdict, [UserText(text="Review.")], [READ_FILE], "claude-opus-5-5",
+            options=RequestOptions(reasoning="high"),
+        )  # fmt: skip
+    assert answer.value == Verdict(approve=True, reason="ok")
+    (request,) = script.requests
+    body = request.json
+    assert body["thinking"] == {"type": "adaptive"}
+    assert body["output_config"]["effort"] == "high"
+    assert body["output_config"]["format"]["schema"]["required"] == ["approve", "reason"]
+    assert official_violations({k: v for k, v in body.items() if k != "stream"}) == []
+
+
+def test_an_openai_model_answers_typed_through_a_strict_response_format(
+    matrix_proxy: LiteLLMProxy, script: Script
+) -> None:
+    """complete_as to gpt-5.6-sol with reasoning sends a strict response_format the proxy
+    forwards unchanged, and the text answer validates."""
+    script.chat(reply('{"approve": false, "reason": "tests fail"}'))
+    with client_for(matrix_proxy, "chat") as h:
+        answer = h.client.complete_as(
+            Verdict, [UserText(text="Review.")], None, "gpt-5.6-sol",
+            options=RequestOptions(reasoning="high"),
+        )  # fmt: skip
+    assert answer.value == Verdict(approve=False, reason="tests fail")
+    (request,) = script.requests
+    body = request.json
+    assert body["reasoning_effort"] == "high"
+    assert body["response_format"]["type"] == "json_schema"
+    assert body["response_format"]["json_schema"]["strict"] is True
+    assert body["response_format"]["json_schema"]["name"] == "Verdict"
+    judge_official(body)
