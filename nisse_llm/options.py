@@ -56,13 +56,6 @@ class RequestOptions(BaseModel):
             "model offers them), or a thinking budget in tokens (where the model takes one)."
         ),
     )
-    reasoning_display: ReasoningDisplay | None = Field(
-        default=None,
-        description=(
-            'How a Claude model\'s thinking comes back when it thinks: "summarized" or '
-            '"omitted" (only a signature).'
-        ),
-    )
     temperature: float | None = Field(
         default=None,
         ge=0.0,
@@ -86,6 +79,13 @@ class RequestOptions(BaseModel):
     )
     parallel_tool_calls: bool | None = Field(
         default=None, description="Whether the model may call several tools in one turn."
+    )
+    reasoning_display: ReasoningDisplay | None = Field(
+        default=None,
+        description=(
+            'How a Claude model\'s thinking comes back when it thinks: "summarized" or '
+            '"omitted" (only a signature).'
+        ),
     )
     like: Annotated[str, Field(min_length=1, max_length=256, pattern=r"^\S+$")] | None = Field(
         default=None,

@@ -184,10 +184,10 @@ def messages_fields(
 
 
 def _answer_schema(opts: RequestOptions) -> dict[str, Any] | None:
-    """The JSON Schema a structured answer must follow, when ``complete_as`` asks natively."""
-    from nisse_llm.options import AnswerOptions
-
-    return opts.answer_schema if isinstance(opts, AnswerOptions) else None
+    """The JSON Schema a structured answer must follow, when ``complete_as`` asks natively
+    (an `AnswerOptions`; read by name, so a call without it never loads the options model)."""
+    schema: dict[str, Any] | None = getattr(opts, "answer_schema", None)
+    return schema
 
 
 def _claude_thinking(
@@ -313,15 +313,13 @@ def chat_fields(
 
 
 def _response_format(opts: RequestOptions) -> Any:
-    from nisse_llm.options import AnswerOptions
-
-    if not isinstance(opts, AnswerOptions):
+    schema = _answer_schema(opts)
+    if schema is None:
         return None
     from nisse_llm.wire.openai_chat import OpenAIChatResponseFormat
 
-    return OpenAIChatResponseFormat(
-        json_schema={"name": opts.answer_name, "schema": opts.answer_schema, "strict": True}
-    )
+    name: str = getattr(opts, "answer_name")  # noqa: B009 (an AnswerOptions, by name)
+    return OpenAIChatResponseFormat(json_schema={"name": name, "schema": schema, "strict": True})
 
 
 def _named(tool: str) -> OpenAIChatNamedToolChoice:
