@@ -42,9 +42,9 @@ from nisse_llm.testing.turns import reply
 
 __all__ = ["DEMO_MODELS", "main"]
 
-PLANNER = "claude-sonnet-4-6"
-EXECUTOR = "gpt-5.4-mini"
-CONSULTANT = "claude-opus-4-8"
+PLANNER = "claude-sonnet-5-5"
+EXECUTOR = "gpt-5.6-sol"
+CONSULTANT = "claude-opus-5-5"
 
 #: The proxy's model entries: the same names as config/litellm.dev.yaml, whose real
 #: deployments the same TOML reaches. The consultant's deployment has a budget its

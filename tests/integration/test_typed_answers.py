@@ -300,13 +300,13 @@ def test_chat_route_forwards_a_forced_tool_with_thinking(
 
 @pytest.mark.parametrize(
     ("model", "served_on"),
-    [("gpt-scripted", "openai_chat"), ("claude-scripted", "anthropic_messages")],
+    [("gpt-5.4-mini", "openai_chat"), ("claude-sonnet-5-5", "anthropic_messages")],
 )
 def test_readme_agent_through_the_proxy(
     proxy: LiteLLMProxy, script: Script, tmp_path: Path, model: str, served_on: Route
 ) -> None:
     """The README's three-tool agent, as written, fixes the file and answers typed through
-    the proxy on each model's own route."""
+    the proxy on each current model's own route (the answer natively, as its text)."""
     agent = readme_agent()
     script.add(served_on, *agent_turns(tmp_path))
     roles = {"executor": model, "planner": model, "delegate": model, "consultant": model}
