@@ -7,8 +7,8 @@ import subprocess
 import sys
 
 _PROGRAM = """
-import asyncio, importlib.util, json, sys
-assert importlib.util.find_spec("opentelemetry.trace") is not None  # installed, not loaded
+import asyncio, importlib.metadata, json, sys
+assert importlib.metadata.version("opentelemetry-api")  # installed, so it could be loaded
 from nisse_llm import AsyncAnthropicPassthroughClient, LiteLLMClient, Toolbox, UserText
 from nisse_llm.testing import Script, ScriptedTransport, ToolUse, reply
 
