@@ -38,6 +38,9 @@ class CallTrace(Protocol):
     def closed(self, call: Call) -> None:
         """The caller left a stream before its end: end the span."""
 
+    def interrupted(self, call: Call, kind: str) -> None:
+        """The exchange was cancelled or interrupted (``kind``: the exception's class)."""
+
 
 class ToolTrace(Protocol):
     """One tool execution's span (current while the tool runs)."""

@@ -271,6 +271,7 @@ class Core:
         call = Call(self, model)
         call.role = router_role.get()
         call.streamed = stream
+        # Telemetry off (the default) costs this one check per call: see `_telemetry`.
         tracer = _telemetry.tracer
         if tracer is not None:
             call.trace = tracer.call(call, events, tools, system, options)
@@ -437,6 +438,10 @@ class Call:
                 ),
                 cause=exc,
             )
+        except BaseException as exc:  # cancelled or interrupted while waiting on the network
+            if self.trace is not None:
+                self.trace.interrupted(self, type(exc).__name__)
+            raise
 
     def received(self, response: httpx.Response) -> float | None:
         """``None`` for a 2xx reply, the wait before retrying a 429, else raise its error."""

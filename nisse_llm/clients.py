@@ -218,7 +218,7 @@ class _ReplyStreamBase:
             self._broke(exc)
         self._pending.reverse()  # popped from the end, in arrival order
         self._deltas += len(self._pending)
-        if self._pending and self._call.trace is not None:
+        if self._pending and self._call.trace is not None:  # off: one check per read
             self._call.trace.chunk()
 
     def _final(self) -> bool:

@@ -251,6 +251,13 @@ class _CallSpan:
         self._span.set_status(Status(StatusCode.ERROR, error.message[:500]))
         self._end(call, {**self._common, "error.type": kind}, call_id=error.call_id)
 
+    def interrupted(self, call: Call, kind: str) -> None:
+        if self._ended:
+            return
+        self._span.set_attribute("error.type", kind)
+        self._span.set_status(Status(StatusCode.ERROR, f"interrupted: {kind}"))
+        self._end(call, {**self._common, "error.type": kind})
+
     def closed(self, call: Call) -> None:
         if self._ended:
             return

@@ -166,3 +166,27 @@ async def test_uninstrument_stops_spans_and_trace_headers(otel: Telemetry) -> No
     await Caller("openai_chat", asynchronous=False).complete(script, [UserText(text="hi")])
     assert otel.spans() == []
     assert "traceparent" not in script.requests[0].headers
+
+
+@pytest.mark.parametrize("route", ["openai_chat", "anthropic_messages"])
+async def test_a_call_cancelled_while_waiting_ends_its_span(otel: Telemetry, route: str) -> None:
+    """An async call cancelled while it waits on the proxy ends its span in error
+    (``error.type`` CancelledError) instead of leaving it open."""
+    import asyncio
+
+    from nisse_llm.testing import slow
+
+    script = Script().add(route, slow(reply("late"), 5))
+    task = asyncio.create_task(
+        Caller(route, asynchronous=True).complete(script, [UserText(text="hi")])
+    )
+    while not script.requests:
+        await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    span = otel.span()
+    assert span.status.status_code is StatusCode.ERROR
+    assert attributes(span)["error.type"] == "CancelledError"
+    (point,) = otel.points("gen_ai.client.operation.duration")
+    assert (point.attributes or {})["error.type"] == "CancelledError"
