@@ -65,6 +65,9 @@ class Tracer(Protocol):
     def tool(self, call: ToolCall, spec: ToolSpec | None) -> AbstractContextManager[ToolTrace]:
         """A span around one tool execution, current inside the ``with``."""
 
+    def context_headers(self) -> dict[str, str]:
+        """Trace-context headers naming the current span (for requests beside a call)."""
+
 
 #: The installed tracer, or None (the default: no telemetry, no cost).
 tracer: Tracer | None = None

@@ -99,6 +99,11 @@ class OpenTelemetryTracer:
     ) -> _CallSpan:
         return _CallSpan(self, call, events, tools, system, options)
 
+    def context_headers(self) -> dict[str, str]:
+        headers: dict[str, str] = {}
+        propagate.inject(headers)
+        return headers
+
     @contextmanager
     def tool(self, call: ToolCall, spec: ToolSpec | None) -> Iterator[_ToolSpan]:
         attributes: dict[str, Any] = {

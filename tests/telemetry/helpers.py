@@ -45,7 +45,9 @@ class Caller:
     def model(self) -> str:
         return MODELS[self.route]
 
-    def _client(self, transport: httpx.BaseTransport | httpx.AsyncBaseTransport) -> Any:
+    def _client(
+        self, transport: httpx.BaseTransport | httpx.AsyncBaseTransport, **options: Any
+    ) -> Any:
         kinds = {
             ("openai_chat", False): LiteLLMClient,
             ("openai_chat", True): AsyncLiteLLMClient,
@@ -54,14 +56,19 @@ class Caller:
         }
         sleep: Callable[[float], Any] = _no_async_sleep if self.asynchronous else _no_sleep
         return kinds[(self.route, self.asynchronous)](
-            BASE, TOKEN, transport=transport, sleep=sleep, rate_limit_wait_s=0.5
+            BASE, TOKEN, transport=transport, sleep=sleep, rate_limit_wait_s=0.5, **options
         )
 
     async def complete(
-        self, script: Script, events: list[CanonicalEvent], **kwargs: Any
+        self,
+        script: Script,
+        events: list[CanonicalEvent],
+        *,
+        client_options: dict[str, Any] | None = None,
+        **kwargs: Any,
     ) -> list[CanonicalEvent]:
         transport = ScriptedTransport(script)
-        client = self._client(transport)
+        client = self._client(transport, **(client_options or {}))
         tools = kwargs.pop("tools", None)
         if self.asynchronous:
             async with client:

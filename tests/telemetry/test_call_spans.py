@@ -190,3 +190,18 @@ async def test_a_call_cancelled_while_waiting_ends_its_span(otel: Telemetry, rou
     assert attributes(span)["error.type"] == "CancelledError"
     (point,) = otel.points("gen_ai.client.operation.duration")
     assert (point.attributes or {})["error.type"] == "CancelledError"
+
+
+@pytest.mark.parametrize("caller", CALLERS, ids=caller_id)
+async def test_side_requests_carry_the_current_trace(otel: Telemetry, caller: Caller) -> None:
+    """A pre-flight check's model-list request carries the caller's trace context; the
+    call itself names its own span."""
+    script = Script().add(caller.route, reply("ok"))
+    tracer = otel.tracer_provider.get_tracer("agent")
+    with tracer.start_as_current_span("invoke_agent coder"):
+        await caller.complete(script, [UserText(text="hi")], client_options={"preflight": True})
+    info, sent = script.requests  # the scripted upstream has no model list: 404, not checked
+    assert info.path == "/v1/model/info"
+    call, agent = otel.spans()
+    assert info.headers["traceparent"] == traceparent_of(agent)
+    assert sent.headers["traceparent"] == traceparent_of(call)
