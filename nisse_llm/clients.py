@@ -153,7 +153,6 @@ async def _asyncio_sleep(seconds: float) -> None:
 
 
 _EVENT_STREAM = "text/event-stream"
-_STREAM_HEADERS = {"accept": _EVENT_STREAM}
 
 
 class _ReplyStreamBase:
@@ -204,6 +203,8 @@ class _ReplyStreamBase:
         from nisse_llm.streaming import completion_deltas
 
         self._settled = True
+        if self._call.trace is not None:
+            self._call.trace.chunk()
         self._completion = self._call.finish_completion(response)
         self._pending = completion_deltas(self._completion)
         self._pending.reverse()  # popped from the end, in order
@@ -217,6 +218,8 @@ class _ReplyStreamBase:
             self._broke(exc)
         self._pending.reverse()  # popped from the end, in arrival order
         self._deltas += len(self._pending)
+        if self._pending and self._call.trace is not None:  # off: one check per read
+            self._call.trace.chunk()
 
     def _final(self) -> bool:
         """Whether the route's final event has arrived (the rest of the body is not read)."""
@@ -273,7 +276,7 @@ class ReplyStream(_ReplyStreamBase):
                     "POST",
                     url,
                     content=call.body,
-                    headers=_STREAM_HEADERS,
+                    headers=call.headers,
                     timeout=client._stream_timeout,
                 )
                 response = http.send(request, stream=True)
@@ -372,7 +375,7 @@ class AsyncReplyStream(_ReplyStreamBase):
                     "POST",
                     url,
                     content=call.body,
-                    headers=_STREAM_HEADERS,
+                    headers=call.headers,
                     timeout=client._stream_timeout,
                 )
                 response = await http.send(request, stream=True)
@@ -599,7 +602,7 @@ class _SyncClient(ClientLimits, _ClientBase):
             self._preflight(call)
         while True:
             with call.sending():
-                response = self._http.post(core.endpoint, content=call.parts, headers=call.length)
+                response = self._http.post(core.endpoint, content=call.parts, headers=call.headers)
             wait = call.received(response)
             if wait is None:
                 return call.finish(response)
@@ -654,7 +657,7 @@ class _SyncClient(ClientLimits, _ClientBase):
         call = core.begin(events, tools, model, system, cache=cache, options=options)
         while True:
             with call.sending():
-                response = self._http.post(core.endpoint, content=call.parts, headers=call.length)
+                response = self._http.post(core.endpoint, content=call.parts, headers=call.headers)
             wait = call.received(response)
             if wait is None:
                 return call.finish_completion(response)
@@ -764,7 +767,7 @@ class _AsyncClient(AsyncClientLimits, _ClientBase):
         while True:
             with call.sending():
                 response = await self._http.post(
-                    core.endpoint, content=_async_parts(call.parts), headers=call.length
+                    core.endpoint, content=_async_parts(call.parts), headers=call.headers
                 )
             wait = call.received(response)
             if wait is None:
@@ -821,7 +824,7 @@ class _AsyncClient(AsyncClientLimits, _ClientBase):
         while True:
             with call.sending():
                 response = await self._http.post(
-                    core.endpoint, content=_async_parts(call.parts), headers=call.length
+                    core.endpoint, content=_async_parts(call.parts), headers=call.headers
                 )
             wait = call.received(response)
             if wait is None:

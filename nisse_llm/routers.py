@@ -89,6 +89,7 @@ class _RouterBase(Generic[K]):
             observer = _recorder(store)
             for client in self._clients.values():
                 client._core.on_call = observer
+                client._core.conversation_id = store.task_id
 
     @property
     def store(self) -> LogStore | None:

@@ -243,8 +243,14 @@ class LiteLLMProxy(ServerProcess):
         request_timeout_s: float = 3.0,
         startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S,
         host: str = "127.0.0.1",
+        settings: Mapping[str, Mapping[str, Any]] | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.upstream_base = upstream_base.rstrip("/")
+        #: Extra keys per config section (``{"litellm_settings": {"callbacks": ["otel"]}}``).
+        self.settings = {section: dict(keys) for section, keys in (settings or {}).items()}
+        #: Extra environment variables for the proxy process.
+        self.env = dict(env or {})
         self.executable = litellm_executable(executable)
         #: The one token the proxy accepts (``Authorization: Bearer`` or ``x-api-key``).
         self.token = token or "sk-nisse-" + secrets.token_hex(12)
@@ -283,7 +289,14 @@ class LiteLLMProxy(ServerProcess):
         return self._workdir / "litellm.yaml"
 
     def config(self) -> dict[str, Any]:
-        """The proxy config as written: model entries, settings, auth."""
+        """The proxy config as written: model entries, settings (with ``settings`` merged
+        in, section by section), auth."""
+        config = self._base_config()
+        for section, keys in self.settings.items():
+            config[section] = {**config.get(section, {}), **keys}
+        return config
+
+    def _base_config(self) -> dict[str, Any]:
         return {
             "model_list": [model.entry(self.upstream_base) for model in self.models],
             "litellm_settings": {
@@ -333,6 +346,7 @@ class LiteLLMProxy(ServerProcess):
                 "LITELLM_LOCAL_MODEL_COST_MAP": "True",
                 _TOKEN_ENV: self.token,
                 "PYTHONUNBUFFERED": "1",
+                **self.env,
             }
         )
         argv = [
