@@ -70,11 +70,12 @@ class Caller:
         transport = ScriptedTransport(script)
         client = self._client(transport, **(client_options or {}))
         tools = kwargs.pop("tools", None)
+        model = kwargs.pop("model", self.model)
         if self.asynchronous:
             async with client:
-                return list(await client.complete(events, tools, self.model, **kwargs))
+                return list(await client.complete(events, tools, model, **kwargs))
         with client:
-            return list(client.complete(events, tools, self.model, **kwargs))
+            return list(client.complete(events, tools, model, **kwargs))
 
     async def stream(
         self,

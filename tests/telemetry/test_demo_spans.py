@@ -25,9 +25,9 @@ def test_the_demo_prints_a_span_per_call_with_spans(
     out = io.StringIO()
     assert main(["--spans"], out=out) == 0
     lines = [line.strip() for line in out.getvalue().splitlines() if "span '" in line]
-    assert lines[0].startswith("span 'chat claude-sonnet-4-6' CLIENT trace ")
-    assert "provider=anthropic role=planner in=412 out=38 finish=end_turn usd=0.001806" in lines[0]
-    assert any("'chat gpt-5.4-mini'" in line and "provider=openai" in line for line in lines)
+    assert lines[0].startswith("span 'chat claude-sonnet-5-5' CLIENT trace ")
+    assert "provider=anthropic role=planner in=412 out=38 finish=end_turn usd=0.001204" in lines[0]
+    assert any("'chat gpt-5.6-sol'" in line and "provider=openai" in line for line in lines)
     assert "error=BudgetExhausted" in lines[-2]
     assert lines[-1].startswith("span 'invoke_agent demo' INTERNAL")
     assert len({re.search(r"trace (\w+)", line).group(1) for line in lines}) == 1  # type: ignore[union-attr]
