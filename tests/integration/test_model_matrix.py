@@ -23,7 +23,7 @@ from nisse_llm.options import RequestOptions
 from nisse_llm.testing import Script, ScriptedServer, Thinking, reply
 from nisse_llm.testing.proxy import LiteLLMProxy, ProxyModel
 from tests.corpus import READ_FILE
-from tests.integration.helpers import REQUEST_TIMEOUT_S, ClientRoute, client_for
+from tests.integration.helpers import REQUEST_TIMEOUT_S, ClientRoute, client_for, fresh_script
 from tests.render.anthropic_checker import official_violations
 from tests.render.test_openai_official import judge_official
 
@@ -82,12 +82,8 @@ def matrix_proxy(upstream: ScriptedServer, litellm_bin: Path) -> Iterator[LiteLL
 
 @pytest.fixture
 def script(upstream: ScriptedServer, matrix_proxy: LiteLLMProxy) -> Iterator[Script]:
-    upstream.script.reset()
-    yield upstream.script
-    unscripted = upstream.script.unscripted
-    upstream.script.reset()
-    if unscripted:
-        pytest.fail(f"requests reached the upstream with no turn scripted: {unscripted}")
+    with fresh_script(upstream) as script:
+        yield script
 
 
 def test_the_matrix_covers_every_named_model() -> None:

@@ -35,6 +35,7 @@ from tests.integration.helpers import (
     COMBOS,
     Combo,
     client_for,
+    fresh_script,
     tool_calls_sent,
     tool_results_sent,
 )
@@ -247,12 +248,8 @@ def known_claude(upstream: ScriptedServer, litellm_bin: Any) -> Iterator[LiteLLM
 
 @pytest.fixture
 def known_script(upstream: ScriptedServer, known_claude: LiteLLMProxy) -> Iterator[Script]:
-    upstream.script.reset()
-    yield upstream.script
-    unscripted = upstream.script.unscripted
-    upstream.script.reset()
-    if unscripted:
-        pytest.fail(f"requests reached the upstream with no turn scripted: {unscripted}")
+    with fresh_script(upstream) as script:
+        yield script
 
 
 def test_chat_route_uses_output_format_for_a_claude_the_price_map_knows(

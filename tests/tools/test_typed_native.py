@@ -118,19 +118,27 @@ def test_out_of_repairs_the_native_answer_raises_with_the_raw_text() -> None:
     assert caught.value.errors[0]["type"] == "json_invalid"
 
 
-def test_a_schema_strict_mode_cannot_take_falls_back_to_the_forced_tool() -> None:
-    """An optional field: OpenAI's strict mode needs every property required, so the answer
-    goes through the forced tool instead."""
-    exchange = TypedExchange.begin(
-        Loose,
+def _plan(
+    output_type: type[BaseModel], model: str, route: str, options: RequestOptions | None = None
+) -> TypedExchange[BaseModel]:
+    """How ``complete_as`` would ask ``model`` on ``route``."""
+    family = "anthropic" if model.startswith("claude-") else "openai"
+    return TypedExchange.begin(
+        output_type,
         LOG,
         None,
         None,
-        options=None,
+        options=options,
         repair_attempts=0,
-        rules=rules_for("gpt-5.5", "openai"),
-        route="openai_chat",
+        rules=rules_for(model, family),
+        route=route,
     )
+
+
+def test_a_schema_strict_mode_cannot_take_falls_back_to_the_forced_tool() -> None:
+    """An optional field: OpenAI's strict mode needs every property required, so the answer
+    goes through the forced tool instead."""
+    exchange = _plan(Loose, "gpt-5.5", "openai_chat")
     assert exchange.mode == "forced"
     assert closed_schema(Loose.model_json_schema(), require_all=False) is not None
     assert closed_schema(Loose.model_json_schema(), require_all=True) is None
@@ -138,16 +146,7 @@ def test_a_schema_strict_mode_cannot_take_falls_back_to_the_forced_tool() -> Non
 
 def test_claude_on_the_chat_route_is_asked_by_a_tool() -> None:
     """The proxy cannot carry Claude's native format on the chat route: a tool it is."""
-    exchange = TypedExchange.begin(
-        Plan,
-        LOG,
-        None,
-        None,
-        options=RequestOptions(reasoning="high"),
-        repair_attempts=0,
-        rules=rules_for("claude-opus-4-8", "anthropic"),
-        route="openai_chat",
-    )
+    exchange = _plan(Plan, "claude-opus-4-8", "openai_chat", RequestOptions(reasoning="high"))
     assert exchange.mode == "auto"
     assert not isinstance(exchange.options, AnswerOptions)
 
@@ -155,15 +154,6 @@ def test_claude_on_the_chat_route_is_asked_by_a_tool() -> None:
 def test_a_model_that_refuses_a_forced_tool_is_offered_it() -> None:
     """claude-sonnet-5-5 refuses a forced tool even without thinking: on the chat route the
     answer tool is offered with ``auto``."""
-    exchange = TypedExchange.begin(
-        Plan,
-        LOG,
-        None,
-        None,
-        options=None,
-        repair_attempts=0,
-        rules=rules_for("claude-sonnet-5-5", "anthropic"),
-        route="openai_chat",
-    )
+    exchange = _plan(Plan, "claude-sonnet-5-5", "openai_chat")
     assert exchange.mode == "auto"
     assert exchange.options.tool_choice == "auto"
