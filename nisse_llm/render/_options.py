@@ -8,18 +8,25 @@ are `nisse_llm.option_rules`' (each cites its provider documentation); a broken 
 Mapping (the README's "Request options" table says the same):
 
 - ``max_output_tokens``: ``max_tokens`` on both routes; it wins over the client's default.
-- ``reasoning``: on the messages route ``thinking: {type: enabled, budget_tokens}`` (a level
-  becomes `EFFORT_BUDGETS`' budget, capped at half the ceiling), ``"off"`` is ``thinking:
-  {type: disabled}``. On the chat route an Anthropic model gets the same explicit
-  ``thinking`` (LiteLLM forwards it as sent; it would turn ``reasoning_effort: high`` into a
-  4,096-token budget even above ``max_tokens``) and ``"off"`` sends nothing (the proxy
-  refuses ``thinking`` for entries it does not know as reasoning models); an OpenAI model
-  gets ``reasoning_effort`` (a budget becomes a level, `effort_for_budget`). Thinking is
+- ``reasoning``: as the model's row in `nisse_llm.model_rules` says. A Claude model that
+  takes adaptive thinking gets ``thinking: {type: adaptive}`` with ``output_config:
+  {effort: LEVEL}``, the level asked as is (and ``display`` from ``reasoning_display``);
+  one that takes budgets gets ``thinking: {type: enabled, budget_tokens}`` (a level becomes
+  `EFFORT_BUDGETS`' budget, capped at half the ceiling). Both routes send the same fields:
+  LiteLLM forwards them as sent on the chat route, where its own mapping of
+  ``reasoning_effort`` would re-map the level or the budget. ``"off"`` is ``thinking:
+  {type: disabled}`` on the messages route and nothing on the chat route (the proxy drops
+  it there). An OpenAI model gets ``reasoning_effort`` at the level asked; ``"off"`` is
+  ``"none"`` where the model has it, else nothing; a budget (unplaced models only) becomes
+  a level (`effort_for_budget`). Thinking is
   left out of a request that continues a tool loop whose last assistant turn carries no
   thinking block of the request model (it was made without thinking, or by another model):
   Anthropic refuses that pair ("When thinking is enabled, a final assistant message must
   start with a thinking block"); the rules are still checked, and the next turn thinks.
   The chat route then replays no earlier turn's thinking blocks either.
+- A structured answer asked natively (`AnswerOptions`, from ``complete_as``):
+  ``output_config.format`` on the messages route, a strict ``response_format`` on the chat
+  route (OpenAI models only).
 - ``temperature``, ``top_p``: sent to OpenAI models only (the chat route); refused for
   Anthropic models on either route.
 - ``stop``: ``stop`` on the chat route, ``stop_sequences`` on the messages route; an empty
