@@ -596,18 +596,7 @@ class _SyncClient(ClientLimits, _ClientBase):
         """Send the log to ``model`` and return the reply's canonical events; ``cache``
         overrides the client's prompt-cache setting for this call, ``options`` set how it is
         made (their ``max_output_tokens`` wins over the client's ``max_tokens``)."""
-        core = self._core
-        call = core.begin(events, tools, model, system, cache=cache, options=options)
-        if core.preflight:
-            self._preflight(call)
-        while True:
-            with call.sending():
-                response = self._http.post(core.endpoint, content=call.parts, headers=call.headers)
-            wait = call.received(response)
-            if wait is None:
-                return call.finish(response)
-            self._sleep(wait)
-            call.slept(wait)
+        return self._completion(events, tools, model, system, options, cache).events
 
     def complete_as(
         self,
@@ -652,9 +641,12 @@ class _SyncClient(ClientLimits, _ClientBase):
         options: RequestOptions | None,
         cache: bool | None,
     ) -> Completion:
-        """`complete`, returning the whole `Completion` (this call's own usage)."""
+        """`complete`, returning the whole `Completion` (this call's own usage); the one
+        place a sync call is sent, so `complete` and `complete_as` check alike."""
         core = self._core
         call = core.begin(events, tools, model, system, cache=cache, options=options)
+        if core.preflight:
+            self._preflight(call)
         while True:
             with call.sending():
                 response = self._http.post(core.endpoint, content=call.parts, headers=call.headers)
@@ -760,20 +752,7 @@ class _AsyncClient(AsyncClientLimits, _ClientBase):
         """Send the log to ``model`` and return the reply's canonical events; ``cache``
         overrides the client's prompt-cache setting for this call, ``options`` set how it is
         made (their ``max_output_tokens`` wins over the client's ``max_tokens``)."""
-        core = self._core
-        call = core.begin(events, tools, model, system, cache=cache, options=options)
-        if core.preflight:
-            await self._preflight(call)
-        while True:
-            with call.sending():
-                response = await self._http.post(
-                    core.endpoint, content=_async_parts(call.parts), headers=call.headers
-                )
-            wait = call.received(response)
-            if wait is None:
-                return call.finish(response)
-            await self._sleep(wait)
-            call.slept(wait)
+        return (await self._completion(events, tools, model, system, options, cache)).events
 
     async def complete_as(
         self,
@@ -818,9 +797,12 @@ class _AsyncClient(AsyncClientLimits, _ClientBase):
         options: RequestOptions | None,
         cache: bool | None,
     ) -> Completion:
-        """`complete`, returning the whole `Completion` (this call's own usage)."""
+        """`complete`, returning the whole `Completion` (this call's own usage); the one
+        place an async call is sent, so `complete` and `complete_as` check alike."""
         core = self._core
         call = core.begin(events, tools, model, system, cache=cache, options=options)
+        if core.preflight:
+            await self._preflight(call)
         while True:
             with call.sending():
                 response = await self._http.post(
