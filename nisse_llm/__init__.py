@@ -77,6 +77,7 @@ if TYPE_CHECKING:
         ToolCallStarted,
     )
     from nisse_llm.taskrecord import CallRecord, ResumedTask, UsageTotal, UsageTotals
+    from nisse_llm.telemetry import instrument, uninstrument
     from nisse_llm.toolbox import Toolbox
     from nisse_llm.typed import TypedReply
 
@@ -123,6 +124,8 @@ _LAZY = {
     "select_client": "nisse_llm.clients",
     "Toolbox": "nisse_llm.toolbox",
     "TypedReply": "nisse_llm.typed",
+    "instrument": "nisse_llm.telemetry",
+    "uninstrument": "nisse_llm.telemetry",
 }
 
 __all__ = [
@@ -190,9 +193,11 @@ __all__ = [
     "acheck_online",
     "check_online",
     "has_native_adapter",
+    "instrument",
     "load_settings",
     "mint_call_id",
     "select_client",
+    "uninstrument",
 ]
 
 

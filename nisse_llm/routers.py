@@ -21,7 +21,7 @@ from nisse_llm._transport import (
 )
 from nisse_llm.canonical import CallInfo, CanonicalEvent, LogLike, ToolsLike, Usage
 from nisse_llm.options import RequestOptions
-from nisse_llm.routing import Route, route_for
+from nisse_llm.routing import Route
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -101,6 +101,8 @@ class _RouterBase(Generic[K]):
 
         for client in self._clients.values():
             client._core.on_call = observe
+            if store is not None:
+                client._core.conversation_id = store.task_id
 
     @property
     def store(self) -> LogStore | None:
@@ -112,7 +114,7 @@ class _RouterBase(Generic[K]):
         cls, pin: Pin, kinds: Mapping[Route, type[K]], options: Mapping[str, Any]
     ) -> dict[Route, K]:
         check_client_numbers(f"{cls.__name__}.from_pin", options)
-        routes = {route_for(m, pin.passthrough_prefixes) for m in pin.roles.pinned().values()}
+        routes = {pin.route(role) for role in pin.roles.pinned()}
         return {route: kinds[route].from_pin(pin, **options) for route in sorted(routes)}
 
     @property
@@ -134,7 +136,7 @@ class _RouterBase(Generic[K]):
 
     def _resolve(self, role: str) -> tuple[str, K]:
         model = self._pin.model_for(role)
-        return model, self._clients[route_for(model, self._pin.passthrough_prefixes)]
+        return model, self._clients[self._pin.route(role)]
 
     def _call(
         self, role: str, options: RequestOptions | None

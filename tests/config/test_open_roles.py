@@ -85,16 +85,16 @@ def test_roles_come_from_their_environment_variables(monkeypatch: pytest.MonkeyP
     """NISSE_ROLE_<NAME> and NISSE_ROLE_<NAME>_<OPTION> add a role of any valid name, and
     its source says so."""
     monkeypatch.setenv("NISSE_ROLE_CODE_REVIEW", "gpt-5.4-mini")
-    monkeypatch.setenv("NISSE_ROLE_CODE_REVIEW_TEMPERATURE", "0.2")
+    monkeypatch.setenv("NISSE_ROLE_CODE_REVIEW_MAX_OUTPUT_TOKENS", "4000")
     settings = load_settings(llm=LLM, roles=COMPLETE["roles"])
     pin = settings.pin()
     assert pin.model_for("code_review") == "gpt-5.4-mini"
     options = pin.options_for("code_review")
     assert options is not None
-    assert options.temperature == 0.2
+    assert options.max_output_tokens == 4000
     assert settings.sources["roles.code_review"] == "env NISSE_ROLE_CODE_REVIEW"
-    assert settings.sources["roles.code_review.temperature"] == (
-        "env NISSE_ROLE_CODE_REVIEW_TEMPERATURE"
+    assert settings.sources["roles.code_review.max_output_tokens"] == (
+        "env NISSE_ROLE_CODE_REVIEW_MAX_OUTPUT_TOKENS"
     )
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+import nisse_llm
 from nisse_llm import load_settings
 from nisse_llm.testing import Script, ScriptedServer
 from nisse_llm.testing.proxy import LiteLLMProxy
@@ -61,6 +62,7 @@ def _run(page: Page, workdir: Path, script: Script) -> None:
                 raise
     finally:
         del sys.modules[name]
+        nisse_llm.uninstrument()  # a page that turned telemetry on and failed leaves it off
 
 
 @pytest.fixture
