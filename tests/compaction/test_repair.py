@@ -33,7 +33,8 @@ def test_a_repaired_log_renders_on_every_route_and_needs_no_second_repair(
     assert all(isinstance(fix, LogFix) for fix in fixes)
     for model in MODELS[:2]:
         body = ANT.render(fixed, None, model)
-        assert anthropic_violations(body) == [] and official_violations(body) == []
+        assert anthropic_violations(body) == []
+        assert official_violations(body) == []
     chat = json.loads(CHAT.render_bytes(fixed, None, "gpt-4o-mini"))
     check_chat_body(chat)
     judge_official(chat)
