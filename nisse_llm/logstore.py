@@ -149,16 +149,29 @@ class LogRead:
 
     @property
     def calls(self) -> list[StoredCall]:
-        """The call records, in order."""
-        return [r for r in self.records if isinstance(r, StoredCall)]
+        """The records of calls that ended, in order (one per call)."""
+        return [
+            r for r in self.records if isinstance(r, StoredCall) and r.llm_call.outcome != "started"
+        ]
+
+    @property
+    def starts(self) -> list[StoredCall]:
+        """The records written as calls started, in order (see `unknown_calls`)."""
+        return [
+            r for r in self.records if isinstance(r, StoredCall) and r.llm_call.outcome == "started"
+        ]
+
+    @property
+    def unknown_calls(self) -> list[StoredCall]:
+        """The start records of calls that never ended: outcome unknown, possibly billed."""
+        return unknown_calls(self.starts, self.calls)
 
     @property
     def usage(self) -> UsageTotals:
         """Usage totals of every call record (tokens and cost, overall and per role), calls
         of unknown outcome counted apart."""
-        calls = self.calls
-        unknown = [record.llm_call for record in unknown_calls(calls)]
-        return UsageTotals.of((record.llm_call for record in calls), unknown)
+        unknown = [record.llm_call for record in self.unknown_calls]
+        return UsageTotals.of((record.llm_call for record in self.calls), unknown)
 
     @property
     def view(self) -> list[ViewItem]:
@@ -369,7 +382,7 @@ class LogStore:
             repaired=repaired,
             history=found.events,
             repairs=fixes,
-            unknown_calls=unknown_calls(found.calls),
+            unknown_calls=found.unknown_calls,
         )
 
     def _header_of(self, first: StoredRecord | None) -> StoredHeader:

@@ -245,11 +245,10 @@ class UsageTotals(_Frozen):
         return cls(total=total, by_role=by_role)
 
 
-def unknown_calls(calls: Iterable[StoredCall]) -> list[StoredCall]:
+def unknown_calls(starts: Iterable[StoredCall], ends: Iterable[StoredCall]) -> list[StoredCall]:
     """The start records no end record names: calls whose outcome is unknown."""
-    calls = list(calls)
-    ended = {c.llm_call.start for c in calls if c.llm_call.start is not None}
-    return [c for c in calls if c.llm_call.outcome == "started" and c.seq not in ended]
+    ended = {c.llm_call.start for c in ends if c.llm_call.start is not None}
+    return [c for c in starts if c.llm_call.outcome == "started" and c.seq not in ended]
 
 
 def pending_calls(events: Iterable[CanonicalEvent]) -> list[ToolCall]:
