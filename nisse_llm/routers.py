@@ -139,10 +139,9 @@ class _RouterBase(Generic[K]):
         replaced), or None before any."""
         return None if self._compacted is None else list(self._compacted[1])
 
-    def _substituted(self, events: LogLike) -> list[CanonicalEvent]:
-        """``events`` with the log compacted earlier replaced by its compaction, when the
+    def _substituted(self, log: list[CanonicalEvent]) -> list[CanonicalEvent]:
+        """``log`` with the log compacted earlier replaced by its compaction, when the
         caller's log still starts with it (a caller keeping the full log)."""
-        log = as_events(events)
         if self._compacted is None:
             return log
         before, after = self._compacted
@@ -258,15 +257,15 @@ class RoleRouter(RouterLimits, _RouterBase[_SyncClient]):
             with _acting(role):
                 return client.complete(events, tools, model, system, cache=cache, options=merged)
         specs = list(tools or ())
-        log = self._substituted(events)
+        given = as_events(events)
+        log = self._substituted(given)
         room = client.headroom(model, log, specs, system, merged)
         window = room.max_input_tokens
         how: str | None = None
         if window is not None and room.input_tokens > policy.threshold * window:
-            log, how = (
-                self._compact(role, model, client, log, specs, system, merged, window),
-                "threshold",
-            )
+            log = self._compact(model, client, log, specs, system, merged, window)
+            self._keep(given, log)
+            how = "threshold"
         try:
             with _acting(role), _compacting(how):
                 return client.complete(log, specs, model, system, cache=cache, options=merged)
@@ -274,13 +273,13 @@ class RoleRouter(RouterLimits, _RouterBase[_SyncClient]):
             if how is not None:
                 raise
             limit = window or exc.limit_tokens
-            log = self._compact(role, model, client, log, specs, system, merged, limit)
+            log = self._compact(model, client, log, specs, system, merged, limit, refused=True)
+            self._keep(given, log)
         with _acting(role), _compacting("overflow"):
             return client.complete(log, specs, model, system, cache=cache, options=merged)
 
     def _compact(
         self,
-        role: str,
         model: str,
         client: _SyncClient,
         log: list[CanonicalEvent],
@@ -288,6 +287,8 @@ class RoleRouter(RouterLimits, _RouterBase[_SyncClient]):
         system: str | None,
         options: RequestOptions | None,
         window: int | None,
+        *,
+        refused: bool = False,
     ) -> list[CanonicalEvent]:
         from nisse_llm.compaction import compact
         from nisse_llm.summaries import policy_budget, summarize
@@ -295,7 +296,7 @@ class RoleRouter(RouterLimits, _RouterBase[_SyncClient]):
         policy = self._compaction
         assert policy is not None
         count = self._counter(client, model, tools, system, options)
-        budget = policy_budget(policy, window, count(log))
+        budget = policy_budget(policy, window, count(log), refused=refused)
         if policy.summarize_role is None:
             after = compact(
                 log,
@@ -317,7 +318,6 @@ class RoleRouter(RouterLimits, _RouterBase[_SyncClient]):
                 count=count,
                 summary_tokens=policy.summary_tokens,
             )
-        self._keep(log, after)
         return after
 
     def complete_as(
@@ -415,12 +415,14 @@ class AsyncRoleRouter(AsyncRouterLimits, _RouterBase[_AsyncClient]):
                     events, tools, model, system, cache=cache, options=merged
                 )
         specs = list(tools or ())
-        log = self._substituted(events)
+        given = as_events(events)
+        log = self._substituted(given)
         room = await client.headroom(model, log, specs, system, merged)
         window = room.max_input_tokens
         how: str | None = None
         if window is not None and room.input_tokens > policy.threshold * window:
-            log = await self._compact(role, model, client, log, specs, system, merged, window)
+            log = await self._compact(model, client, log, specs, system, merged, window)
+            self._keep(given, log)
             how = "threshold"
         try:
             with _acting(role), _compacting(how):
@@ -429,13 +431,15 @@ class AsyncRoleRouter(AsyncRouterLimits, _RouterBase[_AsyncClient]):
             if how is not None:
                 raise
             limit = window or exc.limit_tokens
-            log = await self._compact(role, model, client, log, specs, system, merged, limit)
+            log = await self._compact(
+                model, client, log, specs, system, merged, limit, refused=True
+            )
+            self._keep(given, log)
         with _acting(role), _compacting("overflow"):
             return await client.complete(log, specs, model, system, cache=cache, options=merged)
 
     async def _compact(
         self,
-        role: str,
         model: str,
         client: _AsyncClient,
         log: list[CanonicalEvent],
@@ -443,6 +447,8 @@ class AsyncRoleRouter(AsyncRouterLimits, _RouterBase[_AsyncClient]):
         system: str | None,
         options: RequestOptions | None,
         window: int | None,
+        *,
+        refused: bool = False,
     ) -> list[CanonicalEvent]:
         from nisse_llm.compaction import plan_compaction
         from nisse_llm.summaries import asummarize, policy_budget
@@ -458,7 +464,7 @@ class AsyncRoleRouter(AsyncRouterLimits, _RouterBase[_AsyncClient]):
             return tokens
 
         total = await count_async(log)
-        budget = policy_budget(policy, window, total)
+        budget = policy_budget(policy, window, total, refused=refused)
         if policy.summarize_role is None:
             after = plan_compaction(
                 log,
@@ -478,7 +484,6 @@ class AsyncRoleRouter(AsyncRouterLimits, _RouterBase[_AsyncClient]):
                 system=system,
                 summary_tokens=policy.summary_tokens,
             )
-        self._keep(log, after)
         return after
 
     async def complete_as(

@@ -180,9 +180,11 @@ async def asummarize(
     return _with_summary(plan, reply)
 
 
-def policy_budget(policy: CompactionPolicy, window: int | None, tokens: int) -> int:
-    """The budget a policy compacts to: ``target`` of the window, or half the log's count
-    when the window is unknown."""
-    if window is None:
-        return max(1, tokens // 2)
-    return max(1, int(window * policy.target))
+def policy_budget(
+    policy: CompactionPolicy, window: int | None, tokens: int, *, refused: bool = False
+) -> int:
+    """The budget a policy compacts to: ``target`` of the window, or of the log's count when
+    the window is unknown or the model refused a log that ``tokens`` says fits (the
+    counter then under-counts for this model: the log must shrink all the same)."""
+    limit = tokens if window is None or (refused and tokens < window) else window
+    return max(1, int(limit * policy.target))
