@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, Self, TypeVar
 
 from nisse_llm._headroom import AsyncRouterLimits, RouterLimits, _render
 from nisse_llm._transport import (
@@ -80,14 +80,21 @@ def _recorder(store: LogStore) -> tuple[Callable[[Call], None], CallObserver]:
 
     starts: dict[int, int] = {}  # id(call) -> its start record's number, while it runs
 
+    def compacted() -> Literal["threshold", "overflow"] | None:
+        how = _compacted_as.get()
+        return "threshold" if how == "threshold" else "overflow" if how else None
+
     def start(call: Call) -> None:
         record = CallRecord(
-            role=call.role, model=call.model, route=call.core.route.name, outcome="started"
+            role=call.role,
+            model=call.model,
+            route=call.core.route.name,
+            outcome="started",
+            compacted=compacted(),
         )
         starts[id(call)] = store.append_call(record).seq
 
     def record(call: Call, usage: Usage | None, outcome: str) -> None:
-        how = _compacted_as.get()
         store.append_call(
             CallRecord(
                 role=call.role,
@@ -97,7 +104,7 @@ def _recorder(store: LogStore) -> tuple[Callable[[Call], None], CallObserver]:
                 call=call.info,
                 outcome=outcome,
                 start=starts.pop(id(call), None),
-                compacted="threshold" if how == "threshold" else "overflow" if how else None,
+                compacted=compacted(),
             )
         )
 
