@@ -325,6 +325,19 @@ def compacted_view(records: Iterable[StoredEvent]) -> list[ViewItem]:
     return items
 
 
+def _kept(stored: CanonicalEvent, event: CanonicalEvent) -> bool:
+    """Whether ``event`` is ``stored`` kept as it was (a marker may be its in-memory form,
+    which does not name records but sends the same text)."""
+    if stored == event:
+        return True
+    return (
+        isinstance(stored, Compaction)
+        and isinstance(event, Compaction)
+        and event.first_seq is None
+        and (stored.removed, stored.summary) == (event.removed, event.summary)
+    )
+
+
 def compaction_record(view: Sequence[ViewItem], compacted: Sequence[CanonicalEvent]) -> Compaction:
     """The `Compaction` to append for ``compacted``, a compaction of ``view`` (whose events
     not yet in the file, if any, follow it unchanged); `ValueError` if it is not one."""
@@ -335,15 +348,15 @@ def compaction_record(view: Sequence[ViewItem], compacted: Sequence[CanonicalEve
     elided: list[int] = []
     i = 0
     for event in compacted:
-        if isinstance(event, Compaction) and event.first_seq is None and marker is None:
+        if i < len(view) and _kept(view[i].event, event):
+            i += 1
+        elif isinstance(event, Compaction) and event.first_seq is None and marker is None:
             dropped = view[i : i + event.removed]
             if len(dropped) != event.removed:
                 raise ValueError("the compaction removes more events than the task file holds")
             if dropped:
                 first, last = dropped[0].first, dropped[-1].last
             marker, i = event, i + event.removed
-        elif i < len(view) and view[i].event == event:
-            i += 1
         elif i < len(view) and elide(view[i].event) == event:
             elided.append(view[i].first)
             i += 1
