@@ -35,6 +35,7 @@ from nisse_llm.canonical import (
     as_events,
 )
 from nisse_llm.errors import ContextWindowExceeded
+from nisse_llm.models_info import LETTERS_PER_TOKEN
 from nisse_llm.render._wording import INTERRUPTED_TEXT
 
 __all__ = [
@@ -194,8 +195,6 @@ def plan_compaction(
 
 
 def _size(event: CanonicalEvent) -> int:
-    from nisse_llm.models_info import LETTERS_PER_TOKEN
-
     # Encoded bytes over letters-per-token: relative weights only (the counter rescales).
     return len(to_json(event)) // LETTERS_PER_TOKEN + 4
 

@@ -7,7 +7,16 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nisse_llm.canonical import CanonicalEvent, Compaction, ToolResult, UserImage, UserText
+from nisse_llm.canonical import (
+    AssistantText,
+    CanonicalEvent,
+    Compaction,
+    Reasoning,
+    ToolCall,
+    ToolResult,
+    UserImage,
+    UserText,
+)
 from nisse_llm.compaction import _units, compact, elide, estimate_log_tokens, repair
 from nisse_llm.errors import ContextWindowExceeded
 from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
@@ -138,3 +147,30 @@ def test_an_old_image_is_elided_to_a_placeholder() -> None:
         placeholder.text
         == f"[Image elided to fit the context window: {image.image.size} bytes removed.]"
     )
+
+
+@PROPERTY
+@given(bulky_logs(), st.floats(0.05, 0.95), st.integers(0, 3))
+def test_reasoning_leaves_and_stays_with_the_turn_it_leads(
+    events: list[CanonicalEvent], share: float, keep: int
+) -> None:
+    """A reasoning block kept by compact still leads the same event it led; one whose turn went went with it."""
+    budget = max(1, int(estimate_log_tokens(events) * share))
+    try:
+        short = compact(events, budget_tokens=budget, keep_last_turns=keep)
+    except ContextWindowExceeded:
+        return
+    led = {
+        id(event): events[index + 1]
+        for index, event in enumerate(events[:-1])
+        if isinstance(event, Reasoning) and not isinstance(events[index + 1], Reasoning)
+    }
+    kept = {id(event) for event in short}
+    for index, event in enumerate(short):
+        if id(event) in led:
+            follower = led[id(event)]
+            assert index + 1 < len(short)
+            assert short[index + 1] is follower or elide(follower) == short[index + 1]
+    for reasoning_id, follower in led.items():
+        if id(follower) in kept and isinstance(follower, AssistantText | ToolCall):
+            assert reasoning_id in kept
