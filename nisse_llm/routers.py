@@ -126,6 +126,8 @@ class _RouterBase(Generic[K]):
         self._clients = dict(clients)
         self._store = store
         self._compaction = compaction
+        if compaction is not None and compaction.summarize_role is not None:
+            self._resolve(compaction.summarize_role)  # an unknown role fails now, not mid-task
         #: The last log compacted (as given) and what it became, for the next call.
         self._compacted: tuple[list[CanonicalEvent], list[CanonicalEvent]] | None = None
         if store is not None:

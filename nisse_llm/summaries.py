@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, assert_never
 
 from nisse_llm.canonical import (
     AssistantText,
@@ -91,7 +91,7 @@ def transcript(events: Sequence[CanonicalEvent]) -> str:
         elif isinstance(event, Reasoning):
             continue  # opaque, and never shown outside its model
         else:
-            continue
+            assert_never(event)
         if line.strip():
             lines.append(line[:_EVENT_CHARS])
     return "\n\n".join(lines)[-_TRANSCRIPT_CHARS:]

@@ -149,3 +149,17 @@ async def test_the_async_router_compacts_after_an_overflow_and_retries(tmp_path:
     assert ("executor", "ContextWindowExceeded", None) in calls
     assert ("executor", "ok", "overflow") in calls
     assert any(isinstance(r.event, Compaction) for r in LogStore(store.path).read().events)
+
+
+def test_a_policy_naming_an_unknown_summary_role_is_refused_at_once() -> None:
+    """A router is not built with a policy whose summarising role the pin does not define."""
+    from nisse_llm.errors import UnknownRoleError
+
+    with pytest.raises(UnknownRoleError):
+        RoleRouter.from_pin(make_pin(), compaction=CompactionPolicy(summarize_role="scribe"))
+
+
+def test_a_policy_with_target_above_threshold_is_refused() -> None:
+    """CompactionPolicy refuses a target above its threshold (it would compact on every call)."""
+    with pytest.raises(ValueError, match="target <= threshold"):
+        CompactionPolicy(threshold=0.5, target=0.8)
