@@ -30,6 +30,8 @@ from tests.strategies import MODELS, tool_specs
 ANT = AnthropicMessagesRenderer()
 CHAT = OpenAIChatRenderer()
 PROPERTY = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+#: The main property runs over thousands of logs and budgets.
+THOROUGH = settings(PROPERTY, max_examples=1000)
 
 
 def _renders_everywhere(events: list[CanonicalEvent], tools: list) -> None:  # type: ignore[type-arg]
@@ -43,7 +45,7 @@ def _renders_everywhere(events: list[CanonicalEvent], tools: list) -> None:  # t
     judge_schema(chat)
 
 
-@PROPERTY
+@THOROUGH
 @given(bulky_logs(), tool_specs(), st.floats(0.05, 1.2), st.integers(0, 3))
 def test_compact_renders_on_every_route_and_fits_its_budget(
     events: list[CanonicalEvent],
