@@ -1,14 +1,15 @@
 """Logs for compaction: the shared valid logs (tests.strategies) with bulk and images added.
 
 Compaction matters when tool outputs are large and images are present, which the shared
-strategy rarely draws; these logs add both, keeping every rule the canonical model has.
+strategy rarely draws; these logs add both, and markers of earlier compactions (with and
+without a summary), keeping every rule the canonical model has.
 """
 
 from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from nisse_llm.canonical import CanonicalEvent, ToolResult, UserImage, UserText
+from nisse_llm.canonical import CanonicalEvent, Compaction, ToolResult, UserImage, UserText
 from nisse_llm.images import Image
 from nisse_llm.testing.images import png
 from tests.strategies import logs
@@ -36,6 +37,9 @@ def bulky_logs(draw: st.DrawFn, *, max_steps: int = 30) -> list[CanonicalEvent]:
         events.append(event)
         if draw(st.integers(0, 9)) == 0:
             events.append(UserImage(image=_IMAGE))
+        if draw(st.integers(0, 14)) == 0:
+            summary = draw(st.none() | st.text(max_size=40))
+            events.append(Compaction(removed=draw(st.integers(0, 20)), summary=summary))
     return events
 
 
