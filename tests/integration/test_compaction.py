@@ -5,6 +5,7 @@ and the prompt prefix kept across the compaction is measured by the proxy's coun
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -230,3 +231,48 @@ def test_the_prompt_prefix_kept_by_compaction_is_measured_by_the_proxy(
     print(f"\n{route}: cached prefix {prefix} of {whole_before} tokens before, {whole_after} after")
     assert 0 < prefix < whole_before
     assert whole_after < whole_before
+
+
+@pytest.mark.parametrize("route", ["chat", "messages"])
+def test_compacted_logs_fit_their_budget_by_the_proxys_own_counter(
+    proxy: LiteLLMProxy, route: ClientRoute
+) -> None:
+    """For generated logs and budgets, compact counting with the proxy's token counter returns
+    a log the same counter puts under the budget (or refuses, when the kept part alone is over)."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from nisse_llm.clients import AnthropicPassthroughClient, LiteLLMClient
+    from nisse_llm.compaction import compact
+    from nisse_llm.errors import ContextWindowExceeded
+    from tests.compaction.strategies import bulky_logs
+
+    kind = LiteLLMClient if route == "chat" else AnthropicPassthroughClient
+    model = "gpt-scripted" if route == "chat" else "claude-scripted"
+    with kind(proxy.base_url, proxy.token, max_tokens=50) as client:
+
+        def count(events: Sequence[CanonicalEvent]) -> int:
+            return client.headroom(model, events, [READ_FILE], SYSTEM).input_tokens
+
+        @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+        @given(bulky_logs(max_steps=20), st.floats(0.1, 0.9))
+        def check(events: list[CanonicalEvent], share: float) -> None:
+            budget = max(1, int(count(events) * share))
+            try:
+                short = compact(
+                    events, budget_tokens=budget, tools=[READ_FILE], system=SYSTEM, count=count
+                )
+            except ContextWindowExceeded as exc:
+                refused: ContextWindowExceeded | None = exc
+            else:
+                refused = None
+            if refused is None:
+                assert count(short) <= budget
+                shortened.append(short != events)
+            else:
+                assert refused.requested_tokens is not None
+                assert refused.requested_tokens > budget
+
+        shortened: list[bool] = []
+        check()
+    assert any(shortened)  # the examples did make compact cut something
