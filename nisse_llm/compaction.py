@@ -15,7 +15,7 @@ unchanged, so the prompt cache still holds it.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -42,6 +42,7 @@ __all__ = [
     "Counter",
     "LogFix",
     "Plan",
+    "aplan_compaction",
     "compact",
     "elide",
     "estimate_log_tokens",
@@ -146,15 +147,55 @@ def plan_compaction(
     summary_tokens: int = 0,
 ) -> Plan:
     """`compact`, returning the whole `Plan`; ``summary_tokens`` is room kept for a summary."""
-    log = as_events(events)
+    planner = _planner(
+        as_events(events), budget_tokens, keep_last_turns, keep_first_user, summary_tokens
+    )
+    candidate = next(planner)
+    while True:
+        tokens = (
+            estimate_log_tokens(candidate, tools, system) if count is None else count(candidate)
+        )
+        try:
+            candidate = planner.send(tokens)
+        except StopIteration as done:
+            plan: Plan = done.value
+            return plan
 
-    def measure(candidate: Sequence[CanonicalEvent]) -> int:
-        if count is not None:
-            return count(candidate)
-        return estimate_log_tokens(candidate, tools, system)
 
+async def aplan_compaction(
+    events: LogLike,
+    *,
+    budget_tokens: int,
+    count: Callable[[Sequence[CanonicalEvent]], Awaitable[int]],
+    keep_last_turns: int = 2,
+    keep_first_user: bool = True,
+    summary_tokens: int = 0,
+) -> Plan:
+    """`plan_compaction` with an async ``count`` (an async client's token counter)."""
+    planner = _planner(
+        as_events(events), budget_tokens, keep_last_turns, keep_first_user, summary_tokens
+    )
+    candidate = next(planner)
+    while True:
+        tokens = await count(candidate)
+        try:
+            candidate = planner.send(tokens)
+        except StopIteration as done:
+            plan: Plan = done.value
+            return plan
+
+
+def _planner(
+    log: list[CanonicalEvent],
+    budget_tokens: int,
+    keep_last_turns: int,
+    keep_first_user: bool,
+    summary_tokens: int,
+) -> Generator[list[CanonicalEvent], int, Plan]:
+    """The compaction as a dialogue with a counter: it yields each candidate log and is sent
+    its count (sans-I/O, so sync and async counters drive the same rules)."""
     target = budget_tokens - summary_tokens
-    total = measure(log)
+    total = yield log
     if total <= budget_tokens:
         return Plan(events=log, tokens=total)
     units = _units(log)
@@ -190,7 +231,7 @@ def plan_compaction(
                 requested_tokens=current + summary_tokens,
             )
         plan = _build(log, units, steps[:applied])
-        current = plan.tokens = measure(plan.events)
+        current = plan.tokens = yield plan.events
     return plan
 
 

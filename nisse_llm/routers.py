@@ -459,29 +459,23 @@ class AsyncRoleRouter(AsyncRouterLimits, _RouterBase[_AsyncClient]):
         *,
         refused: bool = False,
     ) -> list[CanonicalEvent]:
-        from nisse_llm.compaction import plan_compaction
+        from nisse_llm.compaction import aplan_compaction
         from nisse_llm.summaries import asummarize, policy_budget
 
         policy = self._compaction
         assert policy is not None
 
-        # The counter's requests are async and `plan_compaction` is sync: the budget comes
-        # from the proxy's count, the cut from the offline estimate (which errs high).
-        async def count_async(events: Sequence[CanonicalEvent]) -> int:
+        async def count(events: Sequence[CanonicalEvent]) -> int:
             rendered = _render(client._core, model, events, tools, system, options)[0]
             tokens: int = (await client._count(model, rendered))[0]
             return tokens
 
-        total = await count_async(log)
-        budget = policy_budget(policy, window, total, refused=refused)
+        budget = policy_budget(policy, window, await count(log), refused=refused)
         if policy.summarize_role is None:
-            after = plan_compaction(
-                log,
-                budget_tokens=budget,
-                keep_last_turns=policy.keep_last_turns,
-                tools=tools,
-                system=system,
-            ).events
+            plan = await aplan_compaction(
+                log, budget_tokens=budget, count=count, keep_last_turns=policy.keep_last_turns
+            )
+            after = plan.events
         else:
             after = await asummarize(
                 self,
@@ -489,8 +483,7 @@ class AsyncRoleRouter(AsyncRouterLimits, _RouterBase[_AsyncClient]):
                 log,
                 budget_tokens=budget,
                 keep_last_turns=policy.keep_last_turns,
-                tools=tools,
-                system=system,
+                count=count,
                 summary_tokens=policy.summary_tokens,
             )
         return after

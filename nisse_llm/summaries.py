@@ -9,10 +9,11 @@ summarise what was dropped; the summary goes where the dropped turns stood, insi
 
 from __future__ import annotations
 
+import inspect
 import json
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, assert_never
+from typing import TYPE_CHECKING, TypeAlias, assert_never, cast
 
 from nisse_llm.canonical import (
     AssistantText,
@@ -26,12 +27,15 @@ from nisse_llm.canonical import (
     UserImage,
     UserText,
 )
-from nisse_llm.compaction import Counter, Plan, plan_compaction
+from nisse_llm.compaction import Counter, Plan, aplan_compaction, plan_compaction
 
 if TYPE_CHECKING:
     from nisse_llm.routers import AsyncRoleRouter, RoleRouter
 
 __all__ = ["SUMMARY_INSTRUCTIONS", "CompactionPolicy", "asummarize", "summarize"]
+
+#: An async token counter (`AsyncLiteLLMClient`'s, through the proxy).
+AsyncCounter: TypeAlias = Callable[[Sequence[CanonicalEvent]], Awaitable[int]]
 
 #: What the summarising role is asked (the transcript of the dropped part follows it).
 SUMMARY_INSTRUCTIONS = (
@@ -166,13 +170,25 @@ async def asummarize(
     keep_last_turns: int = 2,
     tools: Sequence[ToolLike] | None = None,
     system: str | None = None,
-    count: Counter | None = None,
+    count: Counter | AsyncCounter | None = None,
     summary_tokens: int = 1024,
 ) -> list[CanonicalEvent]:
-    """`summarize` for an `AsyncRoleRouter`."""
+    """`summarize` for an `AsyncRoleRouter`; ``count`` may be async (a client's counter)."""
     from nisse_llm.options import RequestOptions
 
-    plan = _plan(events, budget_tokens, keep_last_turns, tools, system, count, summary_tokens)
+    if count is not None and inspect.iscoroutinefunction(count):
+        plan = await aplan_compaction(
+            events,
+            budget_tokens=budget_tokens,
+            count=count,
+            keep_last_turns=keep_last_turns,
+            summary_tokens=summary_tokens,
+        )
+    else:
+        sync_count = cast(Counter | None, count)
+        plan = _plan(
+            events, budget_tokens, keep_last_turns, tools, system, sync_count, summary_tokens
+        )
     if not plan.removed:
         return plan.events
     options = RequestOptions(max_output_tokens=summary_tokens)

@@ -288,3 +288,34 @@ def test_compacted_logs_fit_their_budget_by_the_proxys_own_counter(
         shortened: list[bool] = []
         check()
     assert any(shortened)  # the examples did make compact cut something
+
+
+async def test_the_async_router_compacts_by_the_proxys_count_and_finishes(
+    proxy: LiteLLMProxy, script: Script, tmp_path: Path
+) -> None:
+    """AsyncRoleRouter runs the same agent past the small window: compacted by the proxy's
+    counter, summarised, recorded, and finished, with the compacted log within budget."""
+    from nisse_llm.routers import AsyncRoleRouter
+
+    _script_agent(script, "anthropic_messages")
+    path = tmp_path / "task.jsonl"
+    pin = _pin(proxy, "claude")
+    store = LogStore(path).begin(pin)
+    async with AsyncRoleRouter.from_pin(pin, store=store, compaction=POLICY, max_tokens=50) as llm:
+        log: list[CanonicalEvent] = [store.append_event(UserText(text=TASK)).event]
+        for _ in range(len(FILES) + 2):
+            answer = await llm.complete("executor", log, [READ_FILE], SYSTEM)
+            calls = [e for e in answer if isinstance(e, ToolCall)]
+            results = [
+                ToolResult(call_id=c.call_id, output=_source(c.arguments["path"])) for c in calls
+            ]
+            store.append_events([*answer, *results])
+            log += [*answer, *results]
+            if not calls:
+                break
+        counted = await llm.headroom("executor", llm.compacted_log or [], [READ_FILE], SYSTEM)
+    assert log[-1].kind == "assistant_text"
+    assert counted.input_tokens <= int(WINDOW * POLICY.target)
+    found = LogStore(path).read()
+    assert any(isinstance(r.event, Compaction) and r.event.summary == SUMMARY for r in found.events)
+    assert "threshold" in {c.llm_call.compacted for c in found.calls}
