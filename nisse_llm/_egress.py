@@ -160,6 +160,11 @@ def watch_token(token: str) -> None:
         _FILTER.tokens = {*_FILTER.tokens, token}
 
 
+def watched_tokens() -> frozenset[str]:
+    """Every token `watch_token` was given (what telemetry content must never show)."""
+    return frozenset(_FILTER.tokens)
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).splitlines()[0] if str(exc) else "no detail"
     return text[:200]

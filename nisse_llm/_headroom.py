@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeVar
 
+from nisse_llm import _telemetry
 from nisse_llm._callinfo import call_info
 from nisse_llm._classify import Retry, classify_failure, redact
 from nisse_llm._transport import HTTPX_ERRORS, Call, Core, _public_url, _with_token_hint, logger
@@ -47,7 +48,7 @@ T = TypeVar("T")
 class SideRequest:
     """One request to a proxy endpoint beside the routes, across its attempts."""
 
-    __slots__ = ("attempts", "body", "core", "method", "url", "where")
+    __slots__ = ("attempts", "body", "core", "headers", "method", "url", "where")
 
     def __init__(self, core: Core, method: str, path: str, body: bytes | None = None) -> None:
         self.core = core
@@ -59,6 +60,9 @@ class SideRequest:
         self.where = f"{method} {public}"
         self.body = body
         self.attempts = 0
+        #: Trace context from the caller's current span, while telemetry is on.
+        tracer = _telemetry.tracer
+        self.headers = {} if tracer is None else tracer.context_headers()
 
     @contextmanager
     def sending(self) -> Iterator[None]:
@@ -163,7 +167,9 @@ class ClientLimits:
     def _exchange(self, request: SideRequest) -> httpx.Response:
         while True:
             with request.sending():
-                response = self._http.request(request.method, request.url, content=request.body)
+                response = self._http.request(
+                    request.method, request.url, content=request.body, headers=request.headers
+                )
             wait = request.received(response)
             if wait is None:
                 return response
@@ -268,7 +274,7 @@ class AsyncClientLimits:
         while True:
             with request.sending():
                 response = await self._http.request(
-                    request.method, request.url, content=request.body
+                    request.method, request.url, content=request.body, headers=request.headers
                 )
             wait = request.received(response)
             if wait is None:

@@ -6,7 +6,7 @@ clients drive it the same way and differ only in how they send and how they slee
     call = core.begin(events, tools, model, system)
     while True:
         with call.sending():
-            response = http.post(core.url, content=call.parts, headers=call.length)
+            response = http.post(core.url, content=call.parts, headers=call.headers)
         wait = call.received(response)
         if wait is None:
             return call.finish(response)
@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Final, NoReturn, Protocol
 import httpx
 from pydantic import SecretStr
 
+from nisse_llm import _telemetry
 from nisse_llm._callinfo import call_info, priced, usage_keywords
 from nisse_llm._classify import RateLimitPolicy, Retry, classify_failure, redact
 from nisse_llm._egress import check_base_url, check_token, watch_token
@@ -55,6 +56,7 @@ from nisse_llm.routing import Route
 
 # Streaming and the model-info readers load with the first stream or side request.
 if TYPE_CHECKING:
+    from nisse_llm._telemetry import CallTrace
     from nisse_llm.models_info import ModelInfo
     from nisse_llm.options import RequestOptions
     from nisse_llm.streaming import StreamAccumulator
@@ -108,6 +110,8 @@ _STREAM_FIELDS: Final[dict[Route, bytes]] = {
     "openai_chat": b',"stream":true,"stream_options":{"include_usage":true}}',
     "anthropic_messages": b',"stream":true}',
 }
+#: What a streamed request asks for instead of a JSON body.
+_STREAM_ACCEPT: Final = {"accept": "text/event-stream"}
 # A parser that breaks its contract on a malformed body still yields an LLMError here.
 _PARSE_BUGS = (ValueError, TypeError, KeyError, IndexError, AttributeError)
 
@@ -160,6 +164,7 @@ class Core:
     __slots__ = (
         "_token",
         "base_url",
+        "conversation_id",
         "endpoint",
         "headers",
         "last_call",
@@ -239,6 +244,8 @@ class Core:
         #: ``/v1/model/info`` as read once (model name -> limits and prices), or None.
         self.model_infos: dict[str, ModelInfo] | None = None
         self.usage_keywords = usage_keywords(on_usage)
+        #: The task this client's calls belong to (a router with a task file sets it).
+        self.conversation_id: str | None = None
 
     @property
     def token(self) -> str:
@@ -267,6 +274,10 @@ class Core:
         call = Call(self, model)
         call.role = router_role.get()
         call.streamed = stream
+        # Telemetry off (the default) costs this one check per call: see `_telemetry`.
+        tracer = _telemetry.tracer
+        if tracer is not None:
+            call.trace = tracer.call(call, events, tools, system, options)
         policy = self.prompt_cache
         if cache is not None:
             policy = _cache_policy(cache) if policy is None else replace(policy, enabled=cache)
@@ -285,9 +296,19 @@ class Core:
         if stream:
             parts[-1] = parts[-1][:-1] + _STREAM_FIELDS[self.route.name]
         if self.on_start is not None:
-            self.on_start(call)
+            try:
+                self.on_start(call)
+            except BaseException as exc:  # the start could not be recorded: nothing is sent
+                if call.trace is not None:
+                    call.trace.interrupted(call, type(exc).__name__)
+                raise
         call.parts = parts
-        call.length = {"content-length": str(sum(map(len, parts)))}
+        # A stream is sent as one bytes body (httpx sets its length); parts need theirs.
+        call.headers = (
+            dict(_STREAM_ACCEPT) if stream else {"content-length": str(sum(map(len, parts)))}
+        )
+        if call.trace is not None:
+            call.headers.update(call.trace.headers)
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug("request %s %s: %s", self.where, model, _debug_text(call.body, self.token))
         return call
@@ -367,24 +388,26 @@ class Call:
     __slots__ = (
         "attempts",
         "core",
+        "headers",
         "info",
-        "length",
         "model",
         "parts",
         "role",
         "started",
         "status",
         "streamed",
+        "trace",
         "waited_s",
     )
 
     def __init__(self, core: Core, model: str) -> None:
         self.core = core
         self.model = model
-        #: The body in parts, sent as they are (no megabyte join per call) under ``length``:
+        #: The body in parts, sent as they are (no megabyte join per call) under ``headers``:
         #: an explicit Content-Length keeps httpx from framing an iterable body as chunked.
         self.parts: list[bytes] = []
-        self.length: dict[str, str] = {}
+        #: The request's own headers: its length (or a stream's accept) and trace context.
+        self.headers: dict[str, str] = {}
         self.attempts = 0
         self.waited_s = 0.0
         self.status: int | None = None
@@ -394,6 +417,8 @@ class Call:
         #: The router role this call went through, if any.
         self.role: str | None = None
         self.streamed = False
+        #: The call's span while telemetry is on (`nisse_llm.instrument`), else None.
+        self.trace: CallTrace | None = None
 
     @property
     def body(self) -> bytes:
@@ -423,6 +448,10 @@ class Call:
                 ),
                 cause=exc,
             )
+        except BaseException as exc:  # cancelled or interrupted while waiting on the network
+            if self.trace is not None:
+                self.trace.interrupted(self, type(exc).__name__)
+            raise
 
     def received(self, response: httpx.Response) -> float | None:
         """``None`` for a 2xx reply, the wait before retrying a 429, else raise its error."""
@@ -515,6 +544,8 @@ class Call:
 
     def abandoned(self, deltas: int) -> None:
         """Log a stream the caller closed before its end: no usage is known or reported."""
+        if self.trace is not None:
+            self.trace.closed(self)
         self._observe(None, "closed")
         self._log(logging.INFO, None, None, closed_after=deltas)
 
@@ -536,6 +567,8 @@ class Call:
         usage = completion.usage
         info = self._priced(usage)
         completion = completion.model_copy(update={"call": info})
+        if self.trace is not None:
+            self.trace.succeeded(self, completion)
         core.last_usage = usage
         core.last_call = info
         self._observe(usage, "ok")
@@ -586,6 +619,8 @@ class Call:
                 exc.server_message = redact(exc.server_message, token)
             if exc.error_type is not None:  # a server may echo anything in error.type too
                 exc.error_type = redact(exc.error_type, token)
+        if self.trace is not None:
+            self.trace.failed(self, exc)
         self._observe(None, type(exc).__name__)
         self._log(logging.WARNING, None, exc)
         if token and cause is None and token in str(exc.__cause__):

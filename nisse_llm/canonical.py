@@ -391,3 +391,7 @@ class Completion(BaseModel):
     stop_reason: str | None = None
     response_model: str | None = None
     call: CallInfo | None = None
+    #: The reply's own id as the server sent it (clipped to 256 characters), for tracing.
+    response_id: str | None = None
+    #: Output tokens spent reasoning, where the reply reports them apart (chat route).
+    reasoning_tokens: int | None = None

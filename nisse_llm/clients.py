@@ -153,7 +153,6 @@ async def _asyncio_sleep(seconds: float) -> None:
 
 
 _EVENT_STREAM = "text/event-stream"
-_STREAM_HEADERS = {"accept": _EVENT_STREAM}
 
 
 class _ReplyStreamBase:
@@ -204,6 +203,8 @@ class _ReplyStreamBase:
         from nisse_llm.streaming import completion_deltas
 
         self._settled = True
+        if self._call.trace is not None:
+            self._call.trace.chunk()
         self._completion = self._call.finish_completion(response)
         self._pending = completion_deltas(self._completion)
         self._pending.reverse()  # popped from the end, in order
@@ -217,6 +218,8 @@ class _ReplyStreamBase:
             self._broke(exc)
         self._pending.reverse()  # popped from the end, in arrival order
         self._deltas += len(self._pending)
+        if self._pending and self._call.trace is not None:  # off: one check per read
+            self._call.trace.chunk()
 
     def _final(self) -> bool:
         """Whether the route's final event has arrived (the rest of the body is not read)."""
@@ -273,7 +276,7 @@ class ReplyStream(_ReplyStreamBase):
                     "POST",
                     url,
                     content=call.body,
-                    headers=_STREAM_HEADERS,
+                    headers=call.headers,
                     timeout=client._stream_timeout,
                 )
                 response = http.send(request, stream=True)
@@ -372,7 +375,7 @@ class AsyncReplyStream(_ReplyStreamBase):
                     "POST",
                     url,
                     content=call.body,
-                    headers=_STREAM_HEADERS,
+                    headers=call.headers,
                     timeout=client._stream_timeout,
                 )
                 response = await http.send(request, stream=True)
@@ -593,18 +596,7 @@ class _SyncClient(ClientLimits, _ClientBase):
         """Send the log to ``model`` and return the reply's canonical events; ``cache``
         overrides the client's prompt-cache setting for this call, ``options`` set how it is
         made (their ``max_output_tokens`` wins over the client's ``max_tokens``)."""
-        core = self._core
-        call = core.begin(events, tools, model, system, cache=cache, options=options)
-        if core.preflight:
-            self._preflight(call)
-        while True:
-            with call.sending():
-                response = self._http.post(core.endpoint, content=call.parts, headers=call.length)
-            wait = call.received(response)
-            if wait is None:
-                return call.finish(response)
-            self._sleep(wait)
-            call.slept(wait)
+        return self._completion(events, tools, model, system, options, cache).events
 
     def complete_as(
         self,
@@ -620,7 +612,7 @@ class _SyncClient(ClientLimits, _ClientBase):
     ) -> TypedReply[M]:
         """An answer validated into ``output_type`` (see `nisse_llm.typed`): a `TypedReply`,
         or `OutputValidationError` once ``repair_attempts`` more asks have failed too."""
-        from nisse_llm.typed import TypedExchange, anthropic_rules
+        from nisse_llm.typed import TypedExchange, answer_rules
 
         exchange = TypedExchange.begin(
             output_type,
@@ -629,7 +621,8 @@ class _SyncClient(ClientLimits, _ClientBase):
             system,
             options=options,
             repair_attempts=repair_attempts,
-            anthropic=anthropic_rules(self.route, model),
+            rules=answer_rules(self.route, model, options),
+            route=self.route,
         )
         while True:
             completion = self._completion(
@@ -648,12 +641,15 @@ class _SyncClient(ClientLimits, _ClientBase):
         options: RequestOptions | None,
         cache: bool | None,
     ) -> Completion:
-        """`complete`, returning the whole `Completion` (this call's own usage)."""
+        """`complete`, returning the whole `Completion` (this call's own usage); the one
+        place a sync call is sent, so `complete` and `complete_as` check alike."""
         core = self._core
         call = core.begin(events, tools, model, system, cache=cache, options=options)
+        if core.preflight:
+            self._preflight(call)
         while True:
             with call.sending():
-                response = self._http.post(core.endpoint, content=call.parts, headers=call.length)
+                response = self._http.post(core.endpoint, content=call.parts, headers=call.headers)
             wait = call.received(response)
             if wait is None:
                 return call.finish_completion(response)
@@ -756,20 +752,7 @@ class _AsyncClient(AsyncClientLimits, _ClientBase):
         """Send the log to ``model`` and return the reply's canonical events; ``cache``
         overrides the client's prompt-cache setting for this call, ``options`` set how it is
         made (their ``max_output_tokens`` wins over the client's ``max_tokens``)."""
-        core = self._core
-        call = core.begin(events, tools, model, system, cache=cache, options=options)
-        if core.preflight:
-            await self._preflight(call)
-        while True:
-            with call.sending():
-                response = await self._http.post(
-                    core.endpoint, content=_async_parts(call.parts), headers=call.length
-                )
-            wait = call.received(response)
-            if wait is None:
-                return call.finish(response)
-            await self._sleep(wait)
-            call.slept(wait)
+        return (await self._completion(events, tools, model, system, options, cache)).events
 
     async def complete_as(
         self,
@@ -785,7 +768,7 @@ class _AsyncClient(AsyncClientLimits, _ClientBase):
     ) -> TypedReply[M]:
         """An answer validated into ``output_type`` (see `nisse_llm.typed`): a `TypedReply`,
         or `OutputValidationError` once ``repair_attempts`` more asks have failed too."""
-        from nisse_llm.typed import TypedExchange, anthropic_rules
+        from nisse_llm.typed import TypedExchange, answer_rules
 
         exchange = TypedExchange.begin(
             output_type,
@@ -794,7 +777,8 @@ class _AsyncClient(AsyncClientLimits, _ClientBase):
             system,
             options=options,
             repair_attempts=repair_attempts,
-            anthropic=anthropic_rules(self.route, model),
+            rules=answer_rules(self.route, model, options),
+            route=self.route,
         )
         while True:
             completion = await self._completion(
@@ -813,13 +797,16 @@ class _AsyncClient(AsyncClientLimits, _ClientBase):
         options: RequestOptions | None,
         cache: bool | None,
     ) -> Completion:
-        """`complete`, returning the whole `Completion` (this call's own usage)."""
+        """`complete`, returning the whole `Completion` (this call's own usage); the one
+        place an async call is sent, so `complete` and `complete_as` check alike."""
         core = self._core
         call = core.begin(events, tools, model, system, cache=cache, options=options)
+        if core.preflight:
+            await self._preflight(call)
         while True:
             with call.sending():
                 response = await self._http.post(
-                    core.endpoint, content=_async_parts(call.parts), headers=call.length
+                    core.endpoint, content=_async_parts(call.parts), headers=call.headers
                 )
             wait = call.received(response)
             if wait is None:

@@ -367,8 +367,9 @@ class Pin(LLMSettings):
         return self.roles.resolve(role)
 
     def route(self, role: str) -> Route:
-        """The proxy route ``role``'s requests take."""
-        return route_for(self.roles.resolve(role), self.passthrough_prefixes)
+        """The proxy route ``role``'s requests take: its model's, or its ``like``'s."""
+        profile = self.roles.profile(role)
+        return route_for(profile.like or profile.model, self.passthrough_prefixes)
 
     def options_for(self, role: str) -> RequestOptions | None:
         """The request options pinned for ``role`` (its profile; None when it sets none)."""
@@ -392,11 +393,7 @@ class Pin(LLMSettings):
 
     def _role_record(self, role: str) -> dict[str, Any]:
         """``{model, route}``, and ``options`` when the role's profile sets any."""
-        model = self.roles.resolve(role)
-        entry: dict[str, Any] = {
-            "model": model,
-            "route": route_for(model, self.passthrough_prefixes),
-        }
+        entry: dict[str, Any] = {"model": self.roles.resolve(role), "route": self.route(role)}
         options = self.roles.options(role)
         if options is not None:
             entry["options"] = options.model_dump(mode="json", exclude_none=True)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import hashlib
 import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -201,6 +202,13 @@ class LogStore:
         # The call ids and answered ids in the file, as of the file state ``_ids_at``.
         self._ids: tuple[set[str], set[str]] | None = None
         self._ids_at: _Tail | None = None
+        self._task_id: str | None = None
+
+    @property
+    def task_id(self) -> str | None:
+        """An opaque id of the task this file holds, the same on every resume (a digest of
+        its header); None until `begin` or `resume` has read or written the header."""
+        return self._task_id
 
     def __repr__(self) -> str:
         return f"LogStore({str(self.path)!r})"
@@ -332,9 +340,11 @@ class LogStore:
                 if tail.last_seq is None:
                     header = StoredHeader.now(0, TaskHeader(pin=record))
                     self._append_locked(fd, [header])
+                    self._task_id = _task_id(header)
                     return self
                 first = _first_record(fd, self.path)
-        stored = self._header_of(first).header.pin
+        found = self._header_of(first)
+        stored = found.header.pin
         if stored != record:
             raise TaskPinMismatch(
                 f"{self.path}: the task was begun with pin {stored.get('fingerprint')}, "
@@ -344,6 +354,7 @@ class LogStore:
                 stored=str(stored.get("fingerprint")),
                 given=str(record.get("fingerprint")),
             )
+        self._task_id = _task_id(found)
         return self
 
     def resume(self, token: str | SecretStr, *, base_url: str | None = None) -> ResumedTask:
@@ -372,6 +383,7 @@ class LogStore:
         from nisse_llm.compaction import repair
 
         header = self._header_of(found.records[0] if found.records else None)
+        self._task_id = _task_id(header)
         events, fixes = repair([item.event for item in found.view], answer_dangling=False)
         return ResumedTask(
             pin=_pin_from_record(header.header.pin, token, base_url),
@@ -707,6 +719,12 @@ def _first_record(fd: int, path: Path) -> StoredRecord:
             return _parse_line(b"".join(chunks), path, 1)
         chunks.append(chunk)
         offset += len(chunk)
+
+
+def _task_id(header: StoredHeader) -> str:
+    """The task's id: a digest of its header record, which is written once and never changes."""
+    digest = hashlib.sha256(header.model_dump_json().encode()).hexdigest()
+    return f"task_{digest[:32]}"
 
 
 def _pin_record(pin: Pin) -> dict[str, Any]:

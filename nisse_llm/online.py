@@ -4,7 +4,8 @@
 Three questions, in order: does the proxy answer; does it accept the token; and, for each
 role, is its model served (``GET /v1/models``), does the role's output ceiling fit the
 model's ``max_output_tokens`` and, when the role asks for reasoning, does the model's info
-say it supports it (``GET /v1/model/info``). A limit or capability the proxy does not know
+say it supports it (``GET /v1/model/info``); and can the model rules (`nisse_llm.model_rules`)
+place the role's model or its ``like``. A limit or capability the proxy does not know
 is reported as unknown, never as passing. Nothing here sends a completion.
 
 `judge` is pure (the verdicts from what the proxy said); `check_online` and
@@ -108,6 +109,7 @@ def _role_check(
             )
         elif supports is None:
             unknowns.append(f"the proxy does not say whether {model} supports reasoning")
+    unknowns += _placement(pin, role, model, options.like if options else None)
     verdict: Verdict = "fail" if failures else "unknown" if unknowns else "ok"
     return RoleCheck(
         role=role,
@@ -118,6 +120,24 @@ def _role_check(
         verdict=verdict,
         notes=(*failures, *unknowns),
     )
+
+
+def _placement(pin: Pin, role: str, model: str, like: str | None) -> list[str]:
+    """A note when no row of the model rules places the role's model (or its ``like``)."""
+    from nisse_llm.option_rules import request_rules
+
+    rules = request_rules(model, like, route=pin.route(role), prefixes=pin.passthrough_prefixes)
+    if rules.placed:
+        return []
+    if like is not None:
+        return [
+            f"roles.{role}.like = {like!r} is a model the model rules cannot place: the role "
+            f"follows the {rules.family} defaults; name a model the rules list"
+        ]
+    return [
+        f"the model rules cannot place {model}: the role follows the {rules.family} defaults; "
+        f"if it is an alias, set roles.{role}.like to the model it stands for"
+    ]
 
 
 def _refused(exc: LLMError, pin: Pin) -> OnlineReport | None:

@@ -11,16 +11,27 @@ output ceiling, no sampling for Anthropic models, a named tool among the tools p
 decided when a request is rendered, where the model and the tools are known.
 """
 
-from typing import Annotated, Literal, TypeAlias
+from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
 from nisse_llm.canonical import TOOL_NAME_PATTERN
 
-__all__ = ["ReasoningEffort", "ReasoningSetting", "RequestOptions", "ToolChoice"]
+__all__ = [
+    "AnswerOptions",
+    "ReasoningDisplay",
+    "ReasoningEffort",
+    "ReasoningSetting",
+    "RequestOptions",
+    "ToolChoice",
+]
 
-#: Named effort levels; ``"off"`` asks for no reasoning at all.
-ReasoningEffort: TypeAlias = Literal["off", "low", "medium", "high"]
+#: Named effort levels, weakest first; ``"off"`` asks for no reasoning at all. Which levels
+#: a model takes is its row's in `nisse_llm.model_rules`.
+ReasoningEffort: TypeAlias = Literal["off", "minimal", "low", "medium", "high", "xhigh", "max"]
+#: How a Claude model's thinking comes back: ``summarized`` text, or ``omitted`` (only the
+#: signature, for continuity).
+ReasoningDisplay: TypeAlias = Literal["summarized", "omitted"]
 #: An effort level, or an explicit thinking budget in tokens.
 ReasoningSetting: TypeAlias = ReasoningEffort | PositiveInt
 #: ``"auto"``, ``"none"``, ``"required"`` (some tool), or the name of the one tool to call.
@@ -40,7 +51,10 @@ class RequestOptions(BaseModel):
     )
     reasoning: ReasoningSetting | None = Field(
         default=None,
-        description=('Reasoning: "off", "low", "medium", "high", or a thinking budget in tokens.'),
+        description=(
+            'Reasoning: "off", "minimal", "low", "medium", "high", "xhigh", "max" (as the '
+            "model offers them), or a thinking budget in tokens (where the model takes one)."
+        ),
     )
     temperature: float | None = Field(
         default=None,
@@ -66,6 +80,20 @@ class RequestOptions(BaseModel):
     parallel_tool_calls: bool | None = Field(
         default=None, description="Whether the model may call several tools in one turn."
     )
+    reasoning_display: ReasoningDisplay | None = Field(
+        default=None,
+        description=(
+            'How a Claude model\'s thinking comes back when it thinks: "summarized" or '
+            '"omitted" (only a signature).'
+        ),
+    )
+    like: Annotated[str, Field(min_length=1, max_length=256, pattern=r"^\S+$")] | None = Field(
+        default=None,
+        description=(
+            "The model whose rules and route the request follows: for a proxy alias "
+            '("team-planner"), the model it stands for ("claude-opus-5-5").'
+        ),
+    )
 
     def over(self, base: "RequestOptions | None") -> "RequestOptions":
         """These options layered over ``base``: each field set here wins, the rest inherit."""
@@ -80,3 +108,18 @@ class RequestOptions(BaseModel):
     def is_empty(self) -> bool:
         """True when no field is set."""
         return not self.model_dump(exclude_none=True)
+
+
+class AnswerOptions(RequestOptions):
+    """Request options that also carry the JSON Schema a structured answer must follow,
+    sent natively (``output_config.format`` on the messages route, a strict
+    ``response_format`` on the chat route): what ``complete_as`` sends to a model that takes
+    it. Not a role profile's: only a typed call sets it."""
+
+    answer_name: Annotated[str, Field(pattern=TOOL_NAME_PATTERN)]
+    answer_schema: dict[str, Any]
+
+    def __hash__(self) -> int:
+        # The schema is a dict: hash the options by their JSON (a frozen model's default
+        # hash would hash the dict).
+        return hash(self.model_dump_json())

@@ -8,6 +8,9 @@ table with ``model`` and any `RequestOptions` field::
     reasoning = "high"
     max_output_tokens = 32000
 
+``like`` names the model whose rules and route a proxy alias follows
+(``model = "team-planner"``, ``like = "claude-opus-5-5"``).
+
 Each option has an environment variable named after the role's:
 ``NISSE_ROLE_<ROLE>_<OPTION>`` (``NISSE_ROLE_PLANNER_REASONING``); ``NISSE_ROLE_<ROLE>``
 stays the model. ``stop`` from the environment is a JSON array of strings, or one
@@ -22,7 +25,7 @@ from typing import Annotated, Any, Final, TypeAlias
 
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 
-from nisse_llm.option_rules import Violation, is_anthropic_model, model_violations
+from nisse_llm.option_rules import Violation, model_violations, request_rules
 from nisse_llm.options import RequestOptions, StopSequence
 from nisse_llm.routing import route_for
 
@@ -106,9 +109,7 @@ def profile_violations(
     options = profile.options
     if options is None:
         return []
-    route = route_for(profile.model, prefixes)
-    anthropic = route == "anthropic_messages" or is_anthropic_model(profile.model, prefixes)
+    route = route_for(profile.like or profile.model, prefixes)
+    rules = request_rules(profile.model, profile.like, route=route, prefixes=prefixes)
     ceiling = options.max_output_tokens or default_ceiling
-    return model_violations(
-        options, family="anthropic" if anthropic else "openai", route=route, ceiling=ceiling
-    )
+    return model_violations(options, rules=rules, model=profile.model, route=route, ceiling=ceiling)

@@ -23,7 +23,7 @@ from nisse_llm._transport import (
 from nisse_llm.canonical import CanonicalEvent, LogLike, ToolLike, Usage, as_events
 from nisse_llm.errors import ContextWindowExceeded
 from nisse_llm.options import RequestOptions
-from nisse_llm.routing import Route, route_for
+from nisse_llm.routing import Route
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -136,6 +136,7 @@ class _RouterBase(Generic[K]):
             for client in self._clients.values():
                 client._core.on_start = start
                 client._core.on_call = observer
+                client._core.conversation_id = store.task_id
 
     @property
     def compaction(self) -> CompactionPolicy | None:
@@ -193,7 +194,7 @@ class _RouterBase(Generic[K]):
     def _clients_for(
         pin: Pin, kinds: Mapping[Route, type[K]], options: Mapping[str, Any]
     ) -> dict[Route, K]:
-        routes = {route_for(m, pin.passthrough_prefixes) for m in pin.roles.pinned().values()}
+        routes = {pin.route(role) for role in pin.roles.pinned()}
         return {route: kinds[route].from_pin(pin, **options) for route in sorted(routes)}
 
     @property
@@ -203,7 +204,7 @@ class _RouterBase(Generic[K]):
 
     def _resolve(self, role: str) -> tuple[str, K]:
         model = self._pin.model_for(role)
-        return model, self._clients[route_for(model, self._pin.passthrough_prefixes)]
+        return model, self._clients[self._pin.route(role)]
 
     def _call(
         self, role: str, options: RequestOptions | None

@@ -42,17 +42,18 @@ max_output_tokens = 16384
 [roles]
 # The model each role resolves to, as the proxy names it. All four are required; the
 # mapping is pinned when a task starts, so edits reach only tasks started later.
-executor = "claude-sonnet-4-6"  # env NISSE_ROLE_EXECUTOR
-planner = "claude-opus-4-8"     # env NISSE_ROLE_PLANNER
-delegate = "claude-haiku-4-5"   # env NISSE_ROLE_DELEGATE
-consultant = "openai/gpt-5.5"   # env NISSE_ROLE_CONSULTANT
+executor = "claude-sonnet-5-5"  # env NISSE_ROLE_EXECUTOR
+planner = "claude-opus-5-5"     # env NISSE_ROLE_PLANNER
+delegate = "claude-haiku-5-5"   # env NISSE_ROLE_DELEGATE
+consultant = "openai/gpt-6-astra"   # env NISSE_ROLE_CONSULTANT
 
 # A role may instead be a table: its model plus the request options its calls carry by
 # default (a call's own options override them). Replace its line above with, e.g.:
 #
 # [roles.planner]
-# model = "claude-opus-4-8"
-# reasoning = "high"          # off | low | medium | high | a thinking budget in tokens
+# model = "claude-opus-5-5"
+# reasoning = "high"          # off | minimal | low | medium | high | xhigh | max,
+#                             #   as the model offers them (nisse_llm.model_rules)
 # max_output_tokens = 32000
 """
 

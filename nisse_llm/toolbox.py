@@ -28,6 +28,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_json
 
+from nisse_llm import _telemetry
 from nisse_llm.canonical import CanonicalEvent, ToolCall, ToolResult, ToolSpec
 from nisse_llm.images import Image
 from nisse_llm.tools import arguments_model
@@ -170,25 +171,34 @@ class Toolbox:
         for call in events:
             if not isinstance(call, ToolCall):
                 continue
-            prepared = self._prepare(call)
-            if isinstance(prepared, ToolResult):
-                results.append(prepared)
+            tracer = _telemetry.tracer
+            if tracer is None:
+                results.append(self._run_one(call)[0])
                 continue
-            tool, args, kwargs = prepared
-            if tool.is_async and _loop_running():
-                raise RuntimeError(
-                    f"tool {call.tool!r} is async and an event loop is running: "
-                    "use `await toolbox.arun(...)`"
-                )
-            try:
-                value = tool.fn(*args, **kwargs)
-                if inspect.isawaitable(value):
-                    value = asyncio.run(_awaited(value))
-            except Exception as exc:
-                results.append(self._failed(call, exc))
-                continue
-            results.append(_result(call, value))
+            with tracer.tool(call, self._spec(call)) as span:
+                result, error_type = self._run_one(call)
+                span.ended(result, error_type)
+            results.append(result)
         return results
+
+    def _run_one(self, call: ToolCall) -> tuple[ToolResult, str | None]:
+        """One call's result, and what failed (None for a success)."""
+        prepared = self._prepare(call)
+        if isinstance(prepared, ToolResult):
+            return prepared, _refusal_kind(prepared)
+        tool, args, kwargs = prepared
+        if tool.is_async and _loop_running():
+            raise RuntimeError(
+                f"tool {call.tool!r} is async and an event loop is running: "
+                "use `await toolbox.arun(...)`"
+            )
+        try:
+            value = tool.fn(*args, **kwargs)
+            if inspect.isawaitable(value):
+                value = asyncio.run(_awaited(value))
+        except Exception as exc:
+            return self._failed(call, exc), type(exc).__name__
+        return _result(call, value), None
 
     async def arun(
         self, events: Sequence[CanonicalEvent] | Iterable[CanonicalEvent]
@@ -201,23 +211,40 @@ class Toolbox:
         for call in events:
             if not isinstance(call, ToolCall):
                 continue
-            prepared = self._prepare(call)
-            if isinstance(prepared, ToolResult):
-                results.append(prepared)
+            tracer = _telemetry.tracer
+            if tracer is None:
+                results.append((await self._arun_one(call))[0])
                 continue
-            tool, args, kwargs = prepared
-            try:
-                if tool.is_async:
-                    value = await tool.fn(*args, **kwargs)
-                else:
-                    value = await asyncio.to_thread(tool.fn, *args, **kwargs)
-                    if inspect.isawaitable(value):
-                        value = await value
-            except Exception as exc:
-                results.append(self._failed(call, exc))
-                continue
-            results.append(_result(call, value))
+            with tracer.tool(call, self._spec(call)) as span:
+                result, error_type = await self._arun_one(call)
+                span.ended(result, error_type)
+            results.append(result)
         return results
+
+    async def _arun_one(self, call: ToolCall) -> tuple[ToolResult, str | None]:
+        prepared = self._prepare(call)
+        if isinstance(prepared, ToolResult):
+            return prepared, _refusal_kind(prepared)
+        tool, args, kwargs = prepared
+        try:
+            if tool.is_async:
+                value = await tool.fn(*args, **kwargs)
+            else:
+                value = await asyncio.to_thread(tool.fn, *args, **kwargs)
+                if inspect.isawaitable(value):
+                    value = await value
+        except Exception as exc:
+            return self._failed(call, exc), type(exc).__name__
+        return _result(call, value), None
+
+    def _spec(self, call: ToolCall) -> ToolSpec | None:
+        tool = self._tools.get(call.tool)
+        return None if tool is None else tool.spec
+
+
+def _refusal_kind(result: ToolResult) -> str:
+    """What a result made before running names as its failure: an unknown tool or bad arguments."""
+    return "unknown_tool" if result.output.startswith("Unknown tool") else "invalid_arguments"
 
 
 async def _awaited(value: Any) -> Any:

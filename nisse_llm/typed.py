@@ -1,12 +1,20 @@
 """Typed answers: ``complete_as(Model, ...)`` asks for an answer that validates into a model.
 
-The mechanism is a forced tool call, the one the proxy carries on both routes to every
-kind of model entry: the answer type becomes a tool (`ToolSpec.from_model`), the request
-forces it (``tool_choice`` naming it), and the call's arguments are validated into the
-model. Anthropic refuses a forced tool while extended thinking is on ("Thinking may not
-be enabled when tool_choice forces tool use"), so for an Anthropic model with reasoning
-on the answer tool is offered with ``tool_choice: "auto"`` and the system prompt asks
-for it; a reply that answers in text instead is read as JSON, else it failed.
+Three ways to ask, chosen by the model's rules (`nisse_llm.model_rules`) and the route:
+
+- ``native``: the answer's JSON Schema goes as the model's own structured-output field,
+  which works with thinking on: ``output_config.format`` for a Claude model on the messages
+  route, a strict ``response_format`` for an OpenAI model on the chat route whose schema
+  meets strict mode (every property required; ``additionalProperties: false`` is added).
+  The answer is the reply's text. The proxy carries both unchanged (measured); on the chat
+  route it turns ``response_format`` for a Claude model into a field Anthropic does not
+  know, so Claude on that route asks by a tool.
+- ``forced``: the answer type becomes a tool (`ToolSpec.from_model`), the request forces it
+  (``tool_choice`` naming it), and the call's arguments are validated into the model.
+- ``auto``: where a forced tool is refused (Anthropic while thinking: "Thinking may not be
+  enabled when tool_choice forces tool use"; claude-opus-5-5 and claude-sonnet-5-5 always),
+  the answer tool is offered with ``tool_choice: "auto"`` and the system prompt asks for
+  it; a reply that answers in text instead is read as JSON, else it failed.
 
 `TypedExchange` is the sans-I/O part: what to send, and what a reply means (an answer,
 another attempt, or `OutputValidationError`); the clients only send. An answer that
@@ -22,7 +30,7 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -42,17 +50,23 @@ from nisse_llm.canonical import (
     as_tool_specs,
 )
 from nisse_llm.errors import OutputValidationError
-from nisse_llm.options import RequestOptions
+from nisse_llm.options import AnswerOptions, RequestOptions
 from nisse_llm.toolbox import validation_feedback
+
+if TYPE_CHECKING:
+    from nisse_llm.model_rules import ModelRules
+    from nisse_llm.routing import Route
 
 __all__ = [
     "ACCEPTED",
     "NOT_RUN",
     "TypedExchange",
     "TypedReply",
+    "answer_rules",
     "answer_tool",
-    "anthropic_rules",
+    "closed_schema",
     "forces_tool",
+    "native_schema",
 ]
 
 M = TypeVar("M", bound=BaseModel)
@@ -90,10 +104,55 @@ def answer_tool(output_type: type[BaseModel], taken: Iterable[str] = ()) -> Tool
     )
 
 
-def forces_tool(options: RequestOptions | None, anthropic: bool) -> bool:
-    """Whether the answer tool can be forced: not for an Anthropic model thinking."""
+def forces_tool(options: RequestOptions | None, rules: ModelRules) -> bool:
+    """Whether the answer tool can be forced: not for an Anthropic model thinking, nor for a
+    model that refuses a forced tool."""
     reasoning = None if options is None else options.reasoning
-    return not (anthropic and reasoning is not None and reasoning != "off")
+    thinking = reasoning is not None and reasoning != "off"
+    return rules.forced_tool and not (rules.family == "anthropic" and thinking)
+
+
+def native_schema(
+    output_type: type[BaseModel], rules: ModelRules, route: str
+) -> dict[str, Any] | None:
+    """The schema to ask for ``output_type`` natively with, or None where the model, the
+    route or (OpenAI's strict mode) the schema cannot carry it (module docstring)."""
+    if not rules.structured:
+        return None
+    if route == "anthropic_messages":
+        return closed_schema(output_type.model_json_schema(), require_all=False)
+    if route == "openai_chat" and rules.family == "openai":
+        return closed_schema(output_type.model_json_schema(), require_all=True)
+    return None
+
+
+def closed_schema(schema: dict[str, Any], *, require_all: bool) -> dict[str, Any] | None:
+    """``schema`` with ``additionalProperties: false`` on every object that lists its
+    properties (so an unknown field is refused, as validation refuses it); None when
+    ``require_all`` and an object leaves a property optional (OpenAI's strict mode)."""
+
+    def close(node: Any) -> Any:
+        if isinstance(node, list):
+            return [close(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        closed = {key: close(value) for key, value in node.items()}
+        properties = node.get("properties")
+        if isinstance(properties, dict) and node.get("type") == "object":
+            if require_all and set(node.get("required", ())) != set(properties):
+                raise _NotStrict
+            closed.setdefault("additionalProperties", False)
+        return closed
+
+    try:
+        result: dict[str, Any] = close(schema)
+    except _NotStrict:
+        return None
+    return result
+
+
+class _NotStrict(Exception):
+    """A schema OpenAI's strict mode cannot take."""
 
 
 @dataclass
@@ -106,7 +165,7 @@ class TypedExchange(Generic[M]):
     system: str | None
     options: RequestOptions
     repair_attempts: int
-    forced: bool
+    mode: Literal["native", "forced", "auto"]
     history: list[CanonicalEvent]
     exchange: list[CanonicalEvent] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
@@ -122,9 +181,10 @@ class TypedExchange(Generic[M]):
         *,
         options: RequestOptions | None,
         repair_attempts: int,
-        anthropic: bool,
+        rules: ModelRules,
+        route: str,
     ) -> TypedExchange[M]:
-        """Plan the request; ``anthropic`` says whether the model is served by Anthropic."""
+        """Plan the request for a model following ``rules`` on ``route``."""
         if repair_attempts < 0:
             raise ValueError("repair_attempts must be 0 or more")
         history = as_events(events)
@@ -137,7 +197,20 @@ class TypedExchange(Generic[M]):
                 declared.add(event.tool)
                 specs.append(_stub(event.tool))
         answer = answer_tool(output_type, (spec.name for spec in specs))
-        forced = forces_tool(options, anthropic)
+        schema = native_schema(output_type, rules, route)
+        if schema is not None:
+            asked = (options or RequestOptions()).model_dump(exclude_none=True)
+            return cls(
+                output_type=output_type,
+                answer=answer,
+                tools=specs,
+                system=system,
+                options=AnswerOptions(**asked, answer_name=answer.name, answer_schema=schema),
+                repair_attempts=repair_attempts,
+                mode="native",
+                history=history,
+            )
+        forced = forces_tool(options, rules)
         choice = answer.name if forced else "auto"
         if not forced:
             ask = (
@@ -152,7 +225,7 @@ class TypedExchange(Generic[M]):
             system=system,
             options=RequestOptions(tool_choice=choice).over(options),
             repair_attempts=repair_attempts,
-            forced=forced,
+            mode="forced" if forced else "auto",
             history=history,
         )
 
@@ -187,10 +260,13 @@ class TypedExchange(Generic[M]):
             if isinstance(value_or_error, BaseModel):
                 return self._accepted(value_or_error, reply, calls, None)
             errors = value_or_error
-            feedback = (
-                f"No answer was given: call the {self.answer.name!r} tool "
-                "with your final answer as its arguments."
-            )
+            if self.mode == "native":
+                feedback = _native_feedback(self.answer.name, errors)
+            else:
+                feedback = (
+                    f"No answer was given: call the {self.answer.name!r} tool "
+                    "with your final answer as its arguments."
+                )
         self.exchange.extend(reply)
         if self.attempts > self.repair_attempts:
             results = self._results(calls, failed, feedback)
@@ -209,22 +285,23 @@ class TypedExchange(Generic[M]):
         return None
 
     def _from_text(self, text: str) -> M | list[dict[str, Any]]:
+        wanted = "an answer in JSON" if self.mode == "native" else "a call to the answer tool"
         missing: list[dict[str, Any]] = [
             {
                 "type": "missing",
                 "loc": (),
-                "msg": f"no call to the answer tool {self.answer.name!r}",
+                "msg": f"no {wanted} {self.answer.name!r}",
                 "input": text,
             }
         ]
-        if self.forced or not text.strip():
+        if self.mode == "forced" or not text.strip():
             return missing
         stripped = text.strip()
         fenced = _FENCE.match(stripped)
         try:
             return self.output_type.model_validate_json(fenced.group(1) if fenced else stripped)
-        except ValidationError:
-            return missing
+        except ValidationError as exc:
+            return _errors(exc) if self.mode == "native" else missing
 
     def _results(
         self, calls: list[ToolCall], failed: ToolCall | None, feedback: str
@@ -257,6 +334,14 @@ class TypedExchange(Generic[M]):
         )
 
 
+def _native_feedback(name: str, errors: list[dict[str, Any]]) -> str:
+    """The model-facing text for a structured answer that did not validate."""
+    return (
+        f"Your answer does not validate as {name}: {_summary(errors)}. "
+        "Answer again with JSON that follows the schema."
+    )
+
+
 def _stub(name: str) -> ToolSpec:
     from nisse_llm.render._wording import STUB_TOOL_DESCRIPTION
 
@@ -276,9 +361,9 @@ def _summary(errors: list[dict[str, Any]]) -> str:
     return "; ".join(parts) + more
 
 
-def anthropic_rules(route: str, model: str) -> bool:
-    """Whether a request to ``model`` on ``route`` meets Anthropic's tool-choice rules: the
-    renderers' own test (`nisse_llm.option_rules`), so the two never disagree."""
-    from nisse_llm.option_rules import is_anthropic_model
+def answer_rules(route: Route, model: str, options: RequestOptions | None) -> ModelRules:
+    """The rules a typed request to ``model`` on ``route`` follows: the renderers' own
+    (`nisse_llm.option_rules.request_rules`), so the two never disagree."""
+    from nisse_llm.option_rules import request_rules
 
-    return route == "anthropic_messages" or is_anthropic_model(model)
+    return request_rules(model, options.like if options else None, route=route)

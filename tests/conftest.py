@@ -11,5 +11,9 @@ import pytest
 def _clean_nisse_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test starts with no NISSE_* variables, so a developer's shell cannot leak in."""
     for name in list(os.environ):
-        if name.startswith("NISSE_") and name not in ("NISSE_LITELLM_BIN", "NISSE_REDIS_BIN"):
+        if name.startswith("NISSE_") and name not in (
+            "NISSE_LITELLM_BIN",
+            "NISSE_REDIS_BIN",
+            "NISSE_PROXY_OTEL_PATH",
+        ):
             monkeypatch.delenv(name)

@@ -37,6 +37,9 @@ NOT_NEEDED = (
     "nisse_llm.config",
     "nisse_llm.compaction",
     "nisse_llm.summaries",
+    # Telemetry loads with instrument(): an agent that never asks imports no OpenTelemetry.
+    "nisse_llm.telemetry",
+    "opentelemetry",
 )
 
 _PROGRAM = """

@@ -19,6 +19,8 @@ FIELDS = (
     "stop",
     "tool_choice",
     "parallel_tool_calls",
+    "reasoning_display",
+    "like",
 )
 
 layers = st.builds(

@@ -8,18 +8,25 @@ are `nisse_llm.option_rules`' (each cites its provider documentation); a broken 
 Mapping (the README's "Request options" table says the same):
 
 - ``max_output_tokens``: ``max_tokens`` on both routes; it wins over the client's default.
-- ``reasoning``: on the messages route ``thinking: {type: enabled, budget_tokens}`` (a level
-  becomes `EFFORT_BUDGETS`' budget, capped at half the ceiling), ``"off"`` is ``thinking:
-  {type: disabled}``. On the chat route an Anthropic model gets the same explicit
-  ``thinking`` (LiteLLM forwards it as sent; it would turn ``reasoning_effort: high`` into a
-  4,096-token budget even above ``max_tokens``) and ``"off"`` sends nothing (the proxy
-  refuses ``thinking`` for entries it does not know as reasoning models); an OpenAI model
-  gets ``reasoning_effort`` (a budget becomes a level, `effort_for_budget`). Thinking is
+- ``reasoning``: as the model's row in `nisse_llm.model_rules` says. A Claude model that
+  takes adaptive thinking gets ``thinking: {type: adaptive}`` with ``output_config:
+  {effort: LEVEL}``, the level asked as is (and ``display`` from ``reasoning_display``);
+  one that takes budgets gets ``thinking: {type: enabled, budget_tokens}`` (a level becomes
+  `EFFORT_BUDGETS`' budget, capped at half the ceiling). Both routes send the same fields:
+  LiteLLM forwards them as sent on the chat route, where its own mapping of
+  ``reasoning_effort`` would re-map the level or the budget. ``"off"`` is ``thinking:
+  {type: disabled}`` on the messages route and nothing on the chat route (the proxy drops
+  it there). An OpenAI model gets ``reasoning_effort`` at the level asked; ``"off"`` is
+  ``"none"`` where the model has it, else nothing; a budget (unplaced models only) becomes
+  a level (`effort_for_budget`). Thinking is
   left out of a request that continues a tool loop whose last assistant turn carries no
   thinking block of the request model (it was made without thinking, or by another model):
   Anthropic refuses that pair ("When thinking is enabled, a final assistant message must
   start with a thinking block"); the rules are still checked, and the next turn thinks.
   The chat route then replays no earlier turn's thinking blocks either.
+- A structured answer asked natively (`AnswerOptions`, from ``complete_as``):
+  ``output_config.format`` on the messages route, a strict ``response_format`` on the chat
+  route (OpenAI models only).
 - ``temperature``, ``top_p``: sent to OpenAI models only (the chat route); refused for
   Anthropic models on either route.
 - ``stop``: ``stop`` on the chat route, ``stop_sequences`` on the messages route; an empty
@@ -40,18 +47,23 @@ from typing import TYPE_CHECKING, Any, cast
 from nisse_llm.canonical import DEFAULT_MAX_OUTPUT_TOKENS
 from nisse_llm.errors import RenderError
 from nisse_llm.option_rules import (
-    Family,
     Violation,
     effort_for_budget,
-    is_anthropic_model,
     model_violations,
+    request_rules,
     thinking_budget,
+    thinks,
     tool_violations,
 )
 
 if TYPE_CHECKING:
+    from nisse_llm.model_rules import ModelRules
     from nisse_llm.options import RequestOptions
-    from nisse_llm.wire.anthropic_messages import AnthropicThinkingConfig, AnthropicToolChoice
+    from nisse_llm.wire.anthropic_messages import (
+        AnthropicOutputConfig,
+        AnthropicThinkingConfig,
+        AnthropicToolChoice,
+    )
     from nisse_llm.wire.openai_chat import OpenAIChatNamedToolChoice
 
 __all__ = ["MessagesFields", "chat_fields", "chat_replays_thinking", "messages_fields"]
@@ -63,8 +75,8 @@ class _NoOptions:
     fields)."""
 
     __slots__ = ()
-    max_output_tokens = reasoning = temperature = top_p = stop = None
-    tool_choice = parallel_tool_calls = None
+    max_output_tokens = reasoning = reasoning_display = temperature = top_p = stop = None
+    tool_choice = parallel_tool_calls = like = None
 
 
 _NO_OPTIONS = cast("RequestOptions", _NoOptions())
@@ -80,6 +92,8 @@ CHAT_FIELDS: tuple[str, ...] = (
     "top_p",
     "reasoning_effort",
     "thinking",
+    "output_config",
+    "response_format",
 )
 
 
@@ -102,7 +116,7 @@ def _ceiling(options: RequestOptions, max_tokens: int | None) -> int | None:
 class MessagesFields:
     """The messages request's fields that options decide."""
 
-    __slots__ = ("max_tokens", "stop_sequences", "thinking", "tool_choice")
+    __slots__ = ("max_tokens", "output_config", "stop_sequences", "thinking", "tool_choice")
 
     def __init__(
         self,
@@ -110,11 +124,13 @@ class MessagesFields:
         max_tokens: int,
         tool_choice: AnthropicToolChoice | None,
         thinking: AnthropicThinkingConfig | None,
+        output_config: AnthropicOutputConfig | None,
         stop_sequences: list[str] | None,
     ) -> None:
         self.max_tokens = max_tokens
         self.tool_choice = tool_choice
         self.thinking = thinking
+        self.output_config = output_config
         self.stop_sequences = stop_sequences
 
 
@@ -135,30 +151,67 @@ def messages_fields(
     thinking of this model, so thinking is left out of it (module docstring).
     Every model on this route is served by Anthropic's API.
     """
-    from nisse_llm.wire.anthropic_messages import AnthropicThinkingConfig, AnthropicToolChoiceNone
+    from nisse_llm.wire.anthropic_messages import (
+        AnthropicOutputConfig,
+        AnthropicThinkingConfig,
+        AnthropicToolChoiceNone,
+    )
 
     opts = options or _NO_OPTIONS
     ceiling = _ceiling(opts, max_tokens)
     if ceiling is None:
         ceiling = DEFAULT_MAX_OUTPUT_TOKENS
+    rules = request_rules(model, opts.like, route="anthropic_messages")
     problems = model_violations(
-        opts, family="anthropic", route="anthropic_messages", ceiling=ceiling
+        opts, rules=rules, model=model, route="anthropic_messages", ceiling=ceiling
     )
     problems += tool_violations(opts, tools)
     _refuse(problems, opts, model)
     thinking: AnthropicThinkingConfig | None = None
-    if opts.reasoning is not None:
-        budget = thinking_budget(opts.reasoning, ceiling)
-        if budget is None:
-            thinking = AnthropicThinkingConfig(type="disabled")
-        elif not unthought_loop:
-            thinking = AnthropicThinkingConfig(type="enabled", budget_tokens=budget)
+    effort = None
+    if opts.reasoning == "off":
+        thinking = AnthropicThinkingConfig(type="disabled")
+    elif thinks(opts) and not unthought_loop:
+        asked, effort = _claude_thinking(opts, rules, ceiling)
+        thinking = AnthropicThinkingConfig(**asked)
+    schema = _answer_schema(opts)
+    output_config = None
+    if effort is not None or schema is not None:
+        output_config = AnthropicOutputConfig(
+            effort=effort,
+            format=None if schema is None else {"type": "json_schema", "schema": schema},
+        )
     return MessagesFields(
         max_tokens=ceiling,
         tool_choice=AnthropicToolChoiceNone() if stubbed else _anthropic_choice(opts, tools),
         thinking=thinking,
+        output_config=output_config,
         stop_sequences=list(opts.stop) if opts.stop else None,
     )
+
+
+def _answer_schema(opts: RequestOptions) -> dict[str, Any] | None:
+    """The JSON Schema a structured answer must follow, when ``complete_as`` asks natively
+    (an `AnswerOptions`; read by name, so a call without it never loads the options model)."""
+    schema: dict[str, Any] | None = getattr(opts, "answer_schema", None)
+    return schema
+
+
+def _claude_thinking(
+    opts: RequestOptions, rules: ModelRules, ceiling: int
+) -> tuple[dict[str, Any], str | None]:
+    """The ``thinking`` fields and the ``output_config.effort`` for a Claude model that
+    thinks: adaptive at the level asked where the model takes it, else a budget (the
+    level's, or the one asked). Both routes send them alike (LiteLLM forwards them as sent
+    on the chat route)."""
+    reasoning = opts.reasoning
+    assert reasoning is not None
+    assert reasoning != "off"
+    display = {} if opts.reasoning_display is None else {"display": opts.reasoning_display}
+    if isinstance(reasoning, str) and rules.adaptive:
+        return {"type": "adaptive", **display}, reasoning
+    budget = thinking_budget(reasoning, ceiling)
+    return {"type": "enabled", "budget_tokens": budget, **display}, None
 
 
 def _anthropic_choice(opts: RequestOptions, tools: Sequence[str]) -> AnthropicToolChoice | None:
@@ -193,9 +246,9 @@ def chat_replays_thinking(
     redacted_thinking, but found tool_use"), and LiteLLM forwards the pair as is."""
     return (
         options is not None
-        and options.reasoning is not None
-        and options.reasoning != "off"
-        and is_anthropic_model(model, prefixes)
+        and thinks(options)
+        and request_rules(model, options.like, route="openai_chat", prefixes=prefixes).family
+        == "anthropic"
     )
 
 
@@ -215,10 +268,11 @@ def chat_fields(
     `messages_fields` (Anthropic models only)."""
     opts = options or _NO_OPTIONS
     ceiling = _ceiling(opts, max_tokens)
-    family: Family = "anthropic" if is_anthropic_model(model, prefixes) else "openai"
+    rules = request_rules(model, opts.like, route="openai_chat", prefixes=prefixes)
     problems = model_violations(
         opts,
-        family=family,
+        rules=rules,
+        model=model,
         route="openai_chat",
         ceiling=DEFAULT_MAX_OUTPUT_TOKENS if ceiling is None else ceiling,
     )
@@ -230,16 +284,29 @@ def chat_fields(
         fields["tool_choice"] = "none"
     elif tools and choice is not None:
         fields["tool_choice"] = choice if choice in ("auto", "none", "required") else _named(choice)
-    if opts.reasoning is not None and opts.reasoning != "off" and family == "anthropic":
-        if ceiling is None:  # the budget is checked against this ceiling: send it
-            ceiling = DEFAULT_MAX_OUTPUT_TOKENS
-        budget = thinking_budget(opts.reasoning, ceiling)
-        if not unthought_loop:
-            from nisse_llm.wire.openai_chat import OpenAIChatThinking
+    if rules.family == "anthropic":
+        # "off" sends nothing: the proxy drops ``thinking: {type: disabled}`` on this route.
+        if thinks(opts) and not unthought_loop:
+            if ceiling is None:  # a budget is checked against this ceiling: send it
+                ceiling = DEFAULT_MAX_OUTPUT_TOKENS
+            from nisse_llm.wire.openai_chat import OpenAIChatOutputConfig, OpenAIChatThinking
 
-            fields["thinking"] = OpenAIChatThinking(type="enabled", budget_tokens=budget)
-    elif opts.reasoning is not None:
+            asked, effort = _claude_thinking(opts, rules, ceiling)
+            fields["thinking"] = OpenAIChatThinking(**asked)
+            if effort is not None:
+                fields["output_config"] = OpenAIChatOutputConfig(effort=effort)
+        if _answer_schema(opts) is not None:
+            raise RenderError(
+                f"a structured answer cannot be asked of {model} natively on the chat route "
+                "(the proxy turns response_format into a field Anthropic does not know): "
+                "use the messages route"
+            )
+    elif opts.reasoning == "off":
+        fields["reasoning_effort"] = "none" if rules.none_effort else None
+    elif isinstance(opts.reasoning, int):
         fields["reasoning_effort"] = effort_for_budget(opts.reasoning)
+    else:
+        fields["reasoning_effort"] = opts.reasoning
     if ceiling is not None:
         fields["max_tokens"] = ceiling
     if tools and choice != "none" and opts.parallel_tool_calls is not None:
@@ -248,7 +315,18 @@ def chat_fields(
         fields["stop"] = list(opts.stop)
     fields["temperature"] = opts.temperature
     fields["top_p"] = opts.top_p
+    fields["response_format"] = _response_format(opts)
     return {name: fields[name] for name in CHAT_FIELDS if fields.get(name) is not None}
+
+
+def _response_format(opts: RequestOptions) -> Any:
+    schema = _answer_schema(opts)
+    if schema is None:
+        return None
+    from nisse_llm.wire.openai_chat import OpenAIChatResponseFormat
+
+    name: str = getattr(opts, "answer_name")  # noqa: B009 (an AnswerOptions, by name)
+    return OpenAIChatResponseFormat(json_schema={"name": name, "schema": schema, "strict": True})
 
 
 def _named(tool: str) -> OpenAIChatNamedToolChoice:

@@ -680,6 +680,7 @@ def _envelope(
         tools=tools,
         tool_choice=fields.tool_choice,
         thinking=fields.thinking,
+        output_config=fields.output_config,
         stop_sequences=fields.stop_sequences,
     )
 

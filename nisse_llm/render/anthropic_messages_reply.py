@@ -74,7 +74,12 @@ def parse_message(
         usage=_map_usage(response),
         stop_reason=stop,
         response_model=response.model,
+        response_id=response.id[:_ID_LIMIT] if response.id else None,
     )
+
+
+#: Longest reply id kept (real ones are under 40 characters).
+_ID_LIMIT = 256
 
 
 def _validate(body: bytes | str | Mapping[str, Any]) -> AnthropicMessagesResponse:

@@ -71,7 +71,18 @@ def parse_chat_completion(
         usage=_map_usage(response.usage),
         stop_reason=choice.finish_reason,
         response_model=response.model,
+        response_id=response.id[:_ID_LIMIT] if response.id else None,
+        reasoning_tokens=_reasoning_tokens(response.usage),
     )
+
+
+#: Longest reply id kept (real ones are under 40 characters).
+_ID_LIMIT = 256
+
+
+def _reasoning_tokens(usage: OpenAIChatUsage | None) -> int | None:
+    details = None if usage is None else usage.completion_tokens_details
+    return None if details is None else details.reasoning_tokens
 
 
 def _map_response(body: bytes | str | Mapping[str, Any]) -> OpenAIChatResponse:

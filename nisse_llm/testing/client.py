@@ -34,7 +34,7 @@ from nisse_llm.errors import TruncatedResponse
 from nisse_llm.options import RequestOptions
 from nisse_llm.testing.bodies import RedactedThinking, Text, Thinking, ToolUse, estimate_tokens
 from nisse_llm.testing.turns import Reply
-from nisse_llm.typed import TypedExchange, TypedReply, anthropic_rules
+from nisse_llm.typed import TypedExchange, TypedReply, answer_rules
 
 __all__ = ["AsyncScriptedClient", "ClientTurn", "ScriptExhausted", "ScriptedCall", "ScriptedClient"]
 
@@ -151,7 +151,8 @@ def _typed(
         system,
         options=options,
         repair_attempts=repair_attempts,
-        anthropic=anthropic_rules("openai_chat", model),
+        rules=answer_rules("openai_chat", model, options),
+        route="openai_chat",
     )
 
 

@@ -1,6 +1,8 @@
 """The README's main job: a short agent session through a real local LiteLLM proxy.
 
-Run ``python -m nisse_llm.testing.demo`` (``make demo`` installs what it needs). The
+Run ``python -m nisse_llm.testing.demo`` (``make demo`` installs what it needs); with
+``--spans`` (or ``NISSE_DEMO_SPANS=1``) it also prints each call's OpenTelemetry span,
+given ``opentelemetry-sdk`` (``pip install 'nisse-llm[otel]' opentelemetry-sdk``). The
 model provider is scripted (`ScriptedServer`); the config, pin, renderers, clients and
 the LiteLLM proxy process are real. Every process it starts is stopped on the way out,
 also on Ctrl-C, SIGTERM or an error.
@@ -42,9 +44,9 @@ from nisse_llm.testing.turns import reply
 
 __all__ = ["DEMO_MODELS", "main"]
 
-PLANNER = "claude-sonnet-4-6"
-EXECUTOR = "gpt-5.4-mini"
-CONSULTANT = "claude-opus-4-8"
+PLANNER = "claude-sonnet-5-5"
+EXECUTOR = "gpt-5.6-sol"
+CONSULTANT = "claude-opus-5-5"
 
 #: The proxy's model entries: the same names as config/litellm.dev.yaml, whose real
 #: deployments the same TOML reaches. The consultant's deployment has a budget its
@@ -314,9 +316,87 @@ def _session(proxy: LiteLLMProxy, script: Script, config: Path, say: _Printer) -
             raise LLMError("the budget refusal did not happen: the demo's proxy config is wrong")
 
 
+#: Set to 1 to print the demo's spans, as ``--spans`` does.
+SPANS_ENV = "NISSE_DEMO_SPANS"
+
+
+@contextlib.contextmanager
+def _spans_printed(say: _Printer) -> Iterator[None]:
+    """nisse_llm instrumented for the ``with``, inside an agent span; each span printed on
+    one line as it ends."""
+    import nisse_llm
+
+    try:
+        from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+        from opentelemetry.sdk.trace.export import (
+            SimpleSpanProcessor,
+            SpanExporter,
+            SpanExportResult,
+        )
+    except ImportError:
+        raise ProxyError(
+            "--spans needs the OpenTelemetry SDK: pip install 'nisse-llm[otel]' opentelemetry-sdk"
+        ) from None
+
+    class _Lines(SpanExporter):
+        def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+            for span in spans:
+                say(_span_line(span), indent=8)
+            return SpanExportResult.SUCCESS
+
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(_Lines()))
+    nisse_llm.instrument(tracer_provider=provider)
+    try:
+        # The session as one trace: every call span is the agent span's child.
+        with provider.get_tracer("nisse_llm.demo").start_as_current_span("invoke_agent demo"):
+            yield
+    finally:
+        nisse_llm.uninstrument()
+        provider.shutdown()
+
+
+#: The attributes a span's line shows, and their short names.
+_SHOWN = {
+    "gen_ai.provider.name": "provider",
+    "nisse_llm.role": "role",
+    "gen_ai.usage.input_tokens": "in",
+    "gen_ai.usage.output_tokens": "out",
+    "gen_ai.response.finish_reasons": "finish",
+    "nisse_llm.cost_usd": "usd",
+    "error.type": "error",
+}
+
+
+def _span_line(span: object) -> str:
+    from opentelemetry.sdk.trace import ReadableSpan
+
+    assert isinstance(span, ReadableSpan)
+    context = span.get_span_context()
+    trace_id = "-" if context is None else f"{context.trace_id:032x}"[:12]
+    took = ((span.end_time or 0) - (span.start_time or 0)) / 1e6
+    attributes = span.attributes or {}
+    shown = " ".join(
+        f"{short}={_shown(attributes[key])}" for key, short in _SHOWN.items() if key in attributes
+    )
+    return f"span {span.name!r} {span.kind.name} trace {trace_id}.. {took:.1f} ms {shown}"
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, tuple | list):
+        return ",".join(map(str, value))
+    if isinstance(value, float):
+        return f"{value:.6f}"
+    return str(value)
+
+
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
-    """Run the demo; 0 on success, 1 if a step failed, 2 if the proxy is not installed."""
+    """Run the demo; 0 on success, 1 if a step failed, 2 if the proxy is not installed.
+
+    ``--spans`` (or ``NISSE_DEMO_SPANS=1``) prints each call's span as it ends.
+    """
     say = _Printer(out or sys.stdout)
+    spans = "--spans" in (argv or ()) or os.environ.get(SPANS_ENV, "") == "1"
     say("nisse_llm demo: a short agent session through a real local LiteLLM proxy")
     say("=" * 74)
     say("The model provider here is SCRIPTED: a local server (nisse_llm.testing.ScriptedServer)")
@@ -339,6 +419,8 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
                 indent=4,
             )
             directory = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="nisse-demo-")))
+            if spans:
+                stack.enter_context(_spans_printed(say))
             _session(proxy, script, _write_config(directory, proxy.base_url), say)
             say("\nstopping the proxy and the scripted upstream")
     except ProxyError as exc:
@@ -358,4 +440,4 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(sys.argv[1:]))

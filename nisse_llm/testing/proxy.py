@@ -26,6 +26,7 @@ import httpx
 from nisse_llm.testing._process import ServerProcess, start_retrying
 
 __all__ = [
+    "CURRENT_MODELS",
     "LITELLM_BIN_ENV",
     "LITELLM_PIN",
     "LiteLLMProxy",
@@ -154,13 +155,29 @@ class ProxyModel:
         return entry
 
 
+#: Current models, each an entry of `scripted_models` under its own name.
+CURRENT_MODELS: tuple[tuple[str, Literal["openai", "anthropic"]], ...] = (
+    ("claude-opus-5-5", "anthropic"),
+    ("claude-sonnet-5-5", "anthropic"),
+    ("claude-haiku-5-5", "anthropic"),
+    ("claude-opus-4-8", "anthropic"),
+    ("gpt-6-astra", "openai"),
+    ("gpt-5.6-sol", "openai"),
+    ("gpt-5.5", "openai"),
+    ("gpt-5.4-mini", "openai"),
+)
+
+
 def scripted_models(dead_base: str) -> list[ProxyModel]:
     """The entries the integration suite uses, for an ``openai/`` and an ``anthropic/`` model.
 
     ``*-scripted`` and ``*-alt``: plain (two, for per-model rules); ``*-rpm1``: one
     request a minute; ``*-budget``: a budget the first call crosses; ``*-down``: an
     upstream nobody listens on (``dead_base``); ``*-priced``: a model the proxy's price
-    map knows (gpt-5.4-mini, claude-sonnet-4-6); ``*-tiny``: a 300-token window.
+    map knows (gpt-5.4-mini, claude-sonnet-4-6); ``*-tiny``: a 300-token window. And one
+    entry named after each current model (`CURRENT_MODELS`): the proxy treats real names
+    as the real models (it maps their reasoning, prices them, knows their windows), so a
+    test that names them sees what production sees.
     """
     # Any real call costs more than this budget, so the proxy refuses the *next* call.
     budget, cost = 1e-6, 1e-3
@@ -195,6 +212,7 @@ def scripted_models(dead_base: str) -> list[ProxyModel]:
         ),
         # A model whose info says it cannot reason (what `config check --online` refuses
         # a reasoning profile for).
+        *(ProxyModel(name, provider) for name, provider in CURRENT_MODELS),
         ProxyModel(
             "gpt-noreason",
             "openai",
@@ -225,8 +243,14 @@ class LiteLLMProxy(ServerProcess):
         request_timeout_s: float = 3.0,
         startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S,
         host: str = "127.0.0.1",
+        settings: Mapping[str, Mapping[str, Any]] | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.upstream_base = upstream_base.rstrip("/")
+        #: Extra keys per config section (``{"litellm_settings": {"callbacks": ["otel"]}}``).
+        self.settings = {section: dict(keys) for section, keys in (settings or {}).items()}
+        #: Extra environment variables for the proxy process.
+        self.env = dict(env or {})
         self.executable = litellm_executable(executable)
         #: The one token the proxy accepts (``Authorization: Bearer`` or ``x-api-key``).
         self.token = token or "sk-nisse-" + secrets.token_hex(12)
@@ -265,7 +289,14 @@ class LiteLLMProxy(ServerProcess):
         return self._workdir / "litellm.yaml"
 
     def config(self) -> dict[str, Any]:
-        """The proxy config as written: model entries, settings, auth."""
+        """The proxy config as written: model entries, settings (with ``settings`` merged
+        in, section by section), auth."""
+        config = self._base_config()
+        for section, keys in self.settings.items():
+            config[section] = {**config.get(section, {}), **keys}
+        return config
+
+    def _base_config(self) -> dict[str, Any]:
         return {
             "model_list": [model.entry(self.upstream_base) for model in self.models],
             "litellm_settings": {
@@ -315,6 +346,7 @@ class LiteLLMProxy(ServerProcess):
                 "LITELLM_LOCAL_MODEL_COST_MAP": "True",
                 _TOKEN_ENV: self.token,
                 "PYTHONUNBUFFERED": "1",
+                **self.env,
             }
         )
         argv = [

@@ -10,6 +10,7 @@ parser decides what those mean.
 from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
+from typing_extensions import TypedDict
 
 # The reply bodies live apart (a client reading replies imports only them); exported here too.
 from nisse_llm.wire.anthropic_messages_reply import (
@@ -27,10 +28,12 @@ __all__ = [
     "AnthropicBase64ImageSource",
     "AnthropicCacheControl",
     "AnthropicImageBlock",
+    "AnthropicJSONOutputFormat",
     "AnthropicMessage",
     "AnthropicMessagesRequest",
     "AnthropicMessagesResponse",
     "AnthropicMetadata",
+    "AnthropicOutputConfig",
     "AnthropicRedactedThinkingBlock",
     "AnthropicRequestBlock",
     "AnthropicResponseBlock",
@@ -213,10 +216,29 @@ class AnthropicMetadata(_Request):
 
 
 class AnthropicThinkingConfig(_Request):
-    """Extended thinking: ``enabled`` with a token budget, or ``disabled``."""
+    """Thinking: ``adaptive`` (the model decides, at ``output_config.effort``), ``enabled``
+    with a token budget, or ``disabled``; ``display`` says how thinking comes back."""
 
-    type: Literal["enabled", "disabled"]
+    type: Literal["adaptive", "enabled", "disabled"]
     budget_tokens: Annotated[int, Field(ge=1024)] | None = None
+    display: Literal["summarized", "omitted"] | None = None
+
+
+class AnthropicJSONOutputFormat(TypedDict):
+    """``output_config.format``: a JSON Schema the answer follows (structured outputs); a
+    typed dict, since ``schema`` is a name pydantic models reserve."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+
+    type: Literal["json_schema"]
+    schema: dict[str, Any]
+
+
+class AnthropicOutputConfig(_Request):
+    """``output_config``: the effort of adaptive thinking, and a structured answer's format."""
+
+    effort: Literal["low", "medium", "high", "xhigh", "max"] | None = None
+    format: AnthropicJSONOutputFormat | None = None
 
 
 class AnthropicMessagesRequest(_Request):
@@ -233,6 +255,7 @@ class AnthropicMessagesRequest(_Request):
     tools: list[AnthropicTool] | None = None
     tool_choice: AnthropicToolChoice | None = None
     thinking: AnthropicThinkingConfig | None = None
+    output_config: AnthropicOutputConfig | None = None
     metadata: AnthropicMetadata | None = None
     stop_sequences: list[str] | None = None
     stream: bool | None = None

@@ -16,6 +16,7 @@ gateways add ``x_groq``, ``reasoning_details``, ``extra_content`` and more).
 from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import TypedDict
 
 # The reply bodies live apart (a client reading replies imports only them); exported here too.
 from nisse_llm.wire.openai_chat_reply import (
@@ -40,13 +41,16 @@ __all__ = [
     "OpenAIChatFunctionCall",
     "OpenAIChatImagePart",
     "OpenAIChatImageURL",
+    "OpenAIChatJSONSchema",
     "OpenAIChatMessage",
     "OpenAIChatNamedToolChoice",
     "OpenAIChatNamedToolChoiceFunction",
+    "OpenAIChatOutputConfig",
     "OpenAIChatPromptTokensDetails",
     "OpenAIChatReasoningEffort",
     "OpenAIChatRequest",
     "OpenAIChatResponse",
+    "OpenAIChatResponseFormat",
     "OpenAIChatResponseFunction",
     "OpenAIChatResponseMessage",
     "OpenAIChatResponseToolCall",
@@ -196,14 +200,43 @@ OpenAIChatToolChoice: TypeAlias = Literal["none", "auto", "required"] | OpenAICh
 
 
 class OpenAIChatThinking(_Request):
-    """LiteLLM's ``thinking`` for Anthropic models: ``enabled`` with a budget, or ``disabled``."""
+    """LiteLLM's ``thinking`` for Anthropic models: ``adaptive``, ``enabled`` with a budget,
+    or ``disabled``; ``display`` as Anthropic's."""
 
-    type: Literal["enabled", "disabled"]
+    type: Literal["adaptive", "enabled", "disabled"]
     budget_tokens: Annotated[int, Field(ge=1024)] | None = None
+    display: Literal["summarized", "omitted"] | None = None
 
 
-#: The effort levels the renderer sends (the API knows more: ``minimal``, ``xhigh``...).
-OpenAIChatReasoningEffort: TypeAlias = Literal["none", "low", "medium", "high"]
+class OpenAIChatOutputConfig(_Request):
+    """Anthropic's ``output_config`` (the effort of adaptive thinking), which LiteLLM forwards
+    as sent to Anthropic models."""
+
+    effort: Literal["low", "medium", "high", "xhigh", "max"] | None = None
+
+
+class OpenAIChatJSONSchema(TypedDict):
+    """A strict JSON Schema the answer must follow (``response_format.json_schema``); a
+    typed dict, since ``schema`` is a name pydantic models reserve."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+
+    name: str
+    schema: dict[str, Any]
+    strict: bool
+
+
+class OpenAIChatResponseFormat(_Request):
+    """``response_format: {type: json_schema, json_schema}``: structured answers."""
+
+    type: Literal["json_schema"] = "json_schema"
+    json_schema: OpenAIChatJSONSchema
+
+
+#: The effort levels of the API's ``ReasoningEffort`` (which a model takes: `model_rules`).
+OpenAIChatReasoningEffort: TypeAlias = Literal[
+    "none", "minimal", "low", "medium", "high", "xhigh", "max"
+]
 
 
 class OpenAIChatStreamOptions(_Request):
@@ -226,5 +259,7 @@ class OpenAIChatRequest(_Request):
     top_p: float | None = None
     reasoning_effort: OpenAIChatReasoningEffort | None = None
     thinking: OpenAIChatThinking | None = None
+    output_config: OpenAIChatOutputConfig | None = None
+    response_format: OpenAIChatResponseFormat | None = None
     stream: bool | None = None
     stream_options: OpenAIChatStreamOptions | None = None

@@ -16,7 +16,7 @@ from tests.clients.overflow_bodies import OVERFLOWS
 from tests.config.helpers import write_config
 
 ROLES = {
-    "executor": "gpt-4o-mini",
+    "executor": "gpt-scripted",  # no rule row: budgets map to levels, sampling allowed
     "planner": "claude-sonnet-4-5",
     "delegate": "claude-opus-4-1",
     "consultant": "openai/gpt-5",

@@ -16,7 +16,10 @@ from nisse_llm.options import RequestOptions
 from nisse_llm.profiles import OPTION_KEYS, RoleProfile
 from tests.config.helpers import COMPLETE, CONFIG_SCHEMA, TOKEN, write_config
 
-GPT = "openai/gpt-5"
+# An OpenAI model no rule row places: every option of the unplaced rules is valid for it.
+GPT = "openai/gpt-scripted"
+# The options only some models take are tried on one that takes them.
+MODEL_FOR = {"reasoning_display": "claude-opus-5-5"}
 
 # option: (file value, env string, argument value, expected from file, env, argument)
 OPTION_CASES: dict[str, tuple[Any, str, Any, Any, Any, Any]] = {
@@ -27,6 +30,15 @@ OPTION_CASES: dict[str, tuple[Any, str, Any, Any, Any, Any]] = {
     "stop": (["a"], '["b", "c,d"]', ("e",), ("a",), ("b", "c,d"), ("e",)),
     "tool_choice": ("auto", "required", "submit_review", "auto", "required", "submit_review"),
     "parallel_tool_calls": (True, "false", True, True, False, True),
+    "reasoning_display": (
+        "summarized",
+        "omitted",
+        "summarized",
+        "summarized",
+        "omitted",
+        "summarized",
+    ),
+    "like": ("gpt-5.5", "gpt-6-astra", "gpt-5.4-mini", "gpt-5.5", "gpt-6-astra", "gpt-5.4-mini"),
 }
 PROFILE_KEYS = [f"roles.{role}.{option}" for role in RoleMap.ROLES for option in OPTION_KEYS]
 
@@ -50,8 +62,10 @@ def test_each_option_argument_beats_environment_beats_file(
     _, role, option = key.split(".")
     file_value, env_value, arg_value, from_file, from_env, from_arg = OPTION_CASES[option]
 
+    model = MODEL_FOR.get(option, GPT)
+
     def load(*, in_file: bool, in_env: bool, in_arg: bool) -> Any:
-        table: dict[str, Any] = {"model": GPT}
+        table: dict[str, Any] = {"model": model}
         if in_file:
             table[option] = file_value
         path = write_config(tmp_path / "nisse-llm.toml", _document(**{role: table}))
@@ -61,7 +75,7 @@ def test_each_option_argument_beats_environment_beats_file(
             monkeypatch.delenv(ENV_VARS[key], raising=False)
         overrides = {"roles": {role: {option: arg_value}}} if in_arg else {}
         settings = load_settings(path, **overrides)
-        assert settings.roles.resolve(role) == GPT
+        assert settings.roles.resolve(role) == model
         options = settings.roles.options(role)
         return None if options is None else getattr(options, option)
 
@@ -128,7 +142,7 @@ def test_the_model_variable_keeps_the_files_options(
 def test_options_from_the_environment_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = write_config(tmp_path / "n.toml", _document())
+    path = write_config(tmp_path / "n.toml", _document(consultant=GPT))
     monkeypatch.setenv("NISSE_ROLE_CONSULTANT_TEMPERATURE", "0.2")
     monkeypatch.setenv("NISSE_ROLE_CONSULTANT_STOP", "END")
     monkeypatch.setenv("NISSE_ROLE_CONSULTANT_PARALLEL_TOOL_CALLS", "0")

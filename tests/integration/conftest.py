@@ -20,7 +20,7 @@ from nisse_llm.testing.proxy import (
     ProxyNotInstalled,
     litellm_executable,
 )
-from tests.integration.helpers import REQUEST_TIMEOUT_S
+from tests.integration.helpers import REQUEST_TIMEOUT_S, fresh_script
 
 
 @pytest.fixture(scope="session")
@@ -65,9 +65,5 @@ def proxy(upstream: ScriptedServer, litellm_bin: Path) -> Iterator[LiteLLMProxy]
 @pytest.fixture
 def script(upstream: ScriptedServer, proxy: LiteLLMProxy) -> Iterator[Script]:
     """The upstream's script, empty at each test's start; any unscripted request fails the test."""
-    upstream.script.reset()
-    yield upstream.script
-    unscripted = upstream.script.unscripted
-    upstream.script.reset()
-    if unscripted:
-        pytest.fail(f"requests reached the upstream with no turn scripted: {unscripted}")
+    with fresh_script(upstream) as script:
+        yield script

@@ -9,9 +9,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import httpx
+import pytest
 
 from nisse_llm.clients import AnthropicPassthroughClient, LiteLLMClient
 from nisse_llm.routing import Route
+from nisse_llm.testing import Script, ScriptedServer
 from nisse_llm.testing.proxy import LiteLLMProxy
 
 #: The proxy's ``request_timeout``: a slower upstream gets 408 after this many seconds.
@@ -130,3 +132,15 @@ def tool_results_sent(body: dict[str, Any], upstream: Route) -> dict[str, tuple[
                     flag = block.get("is_error")
                     results[block["tool_use_id"]] = (_text_of(block.get("content", "")), flag)
     return results
+
+
+@contextmanager
+def fresh_script(upstream: ScriptedServer) -> Iterator[Script]:
+    """The upstream's script, empty at the start; a test fails if any request reached the
+    upstream with no turn scripted for it."""
+    upstream.script.reset()
+    yield upstream.script
+    unscripted = upstream.script.unscripted
+    upstream.script.reset()
+    if unscripted:
+        pytest.fail(f"requests reached the upstream with no turn scripted: {unscripted}")

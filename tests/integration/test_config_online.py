@@ -20,10 +20,16 @@ from tests.config.helpers import write_config
 pytestmark = pytest.mark.proxy
 
 GOOD = {
-    "executor": "gpt-priced",
-    "planner": {"model": "claude-priced", "reasoning": "high", "max_output_tokens": 32000},
-    "delegate": "claude-priced",
-    "consultant": "gpt-priced",
+    # The entries are aliases of gpt-5.4-mini and claude-sonnet-4-6: ``like`` says so.
+    "executor": {"model": "gpt-priced", "like": "gpt-5.4-mini"},
+    "planner": {
+        "model": "claude-priced",
+        "like": "claude-sonnet-4-6",
+        "reasoning": "high",
+        "max_output_tokens": 32000,
+    },
+    "delegate": {"model": "claude-priced", "like": "claude-sonnet-4-6"},
+    "consultant": {"model": "gpt-priced", "like": "gpt-5.4-mini"},
 }
 
 
@@ -98,7 +104,9 @@ def test_unknown_limits_are_reported_as_unknown_not_as_passing(
     code, lines = _online(_config(tmp_path, proxy.base_url, proxy.token, roles), capsys)
     assert code == EXIT_OK
     assert _row(lines, "executor").endswith(
-        "yes unknown; the proxy knows no output limit for gpt-scripted"
+        "yes unknown; the proxy knows no output limit for gpt-scripted; the model rules cannot "
+        "place gpt-scripted: the role follows the openai defaults; if it is an alias, set "
+        "roles.executor.like to the model it stands for"
     )
 
 
@@ -134,3 +142,16 @@ async def test_the_library_check_is_the_same_sync_and_async(proxy: LiteLLMProxy)
     assert sync_report == async_report
     assert not sync_report.ok
     assert [check.verdict for check in sync_report.roles] == ["ok", "ok", "fail", "ok"]
+
+
+def test_an_alias_whose_like_the_rules_cannot_place_is_reported(
+    tmp_path: Path, proxy: LiteLLMProxy, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A ``like`` naming no model of the rule table is reported on its role, as unknown."""
+    roles = {**GOOD, "executor": {"model": "gpt-priced", "like": "gpt-nowhere-1"}}
+    code, lines = _online(_config(tmp_path, proxy.base_url, proxy.token, roles), capsys)
+    assert code == 0
+    assert _row(lines, "executor").endswith(
+        "yes unknown; roles.executor.like = 'gpt-nowhere-1' is a model the model rules cannot "
+        "place: the role follows the openai defaults; name a model the rules list"
+    )

@@ -30,18 +30,18 @@ def test_demo_runs_a_session_and_stops_its_proxy(
     assert "config/litellm.dev.yaml" in text
     record = json.loads(text[text.index("{", text.index("pin record")) : text.index("[4/5]")])
     assert record["roles"]["planner"] == {
-        "model": "claude-sonnet-4-6",
+        "model": "claude-sonnet-5-5",
         "route": "anthropic_messages",
     }
-    assert record["roles"]["executor"] == {"model": "gpt-5.4-mini", "route": "openai_chat"}
-    assert "planner (claude-sonnet-4-6 via /v1/messages; usage: in 412, out 38)" in text
-    assert "executor (gpt-5.4-mini via /chat/completions; usage: in 530, out 17)" in text
+    assert record["roles"]["executor"] == {"model": "gpt-5.6-sol", "route": "openai_chat"}
+    assert "planner (claude-sonnet-5-5 via /v1/messages; usage: in 412, out 38)" in text
+    assert "executor (gpt-5.6-sol via /chat/completions; usage: in 530, out 17)" in text
     assert "calls run_tests(" in text
     assert "tool result (error): FAILED tests/test_calc.py::test_add" in text
     assert "says: Done: add() returned a - b" in text
     # Each call's cost and id as the proxy priced and named it (real price-map models).
     assert re.search(
-        r"planner\s+claude-sonnet-4-6\s+/v1/messages\s+in\s+412\s+out\s+38\s+\$0\.001806\s+[0-9a-f-]{8}",
+        r"planner\s+claude-sonnet-5-5\s+/v1/messages\s+in\s+412\s+out\s+38\s+\$0\.001204\s+[0-9a-f-]{8}",
         text,
     )
     assert re.search(r"total\s+in\s+3592\s+out\s+148\s+\$0\.0\d+", text)

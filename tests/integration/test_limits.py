@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
+from pydantic import BaseModel
 
 from nisse_llm.canonical import UserText
 from nisse_llm.clients import (
@@ -18,9 +19,11 @@ from nisse_llm.clients import (
     AsyncLiteLLMClient,
     LiteLLMClient,
 )
+from nisse_llm.config import load_settings
 from nisse_llm.errors import ContextWindowExceeded, LLMError
 from nisse_llm.models_info import ModelInfo
 from nisse_llm.options import RequestOptions
+from nisse_llm.routers import AsyncRoleRouter, RoleRouter
 from nisse_llm.testing import Script, Tokens, failure, reply
 from nisse_llm.testing.proxy import LiteLLMProxy
 from tests.clients.overflow_bodies import OVERFLOWS
@@ -267,6 +270,74 @@ def test_preflight_refuses_a_stream_before_the_upstream_sees_it(
         stream = client.stream(big, None, "gpt-tiny")
         with pytest.raises(ContextWindowExceeded):
             stream.__enter__()
+    assert script.requests == []
+
+
+class _Answer(BaseModel):
+    """Any typed answer."""
+
+    done: bool
+
+
+_BIG = [UserText(text="Read every file and report. " * 80)]
+
+
+async def _every_way_in(proxy: LiteLLMProxy, route: ClientRoute, entry: str, kind: str) -> None:
+    """Send ``_BIG`` to the tiny model by ``entry`` (complete_as or stream) through ``kind``
+    (a client or a router, sync or async), each with pre-flight on."""
+    model = "gpt-tiny" if route == "chat" else "claude-tiny"
+    if kind.startswith("router"):
+        pin = load_settings(
+            llm={
+                "base_url": proxy.base_url,
+                "token": proxy.token,
+                "preflight": True,
+                "max_output_tokens": 50,
+            },
+            roles={"executor": model, "planner": model, "delegate": model, "consultant": model},
+        ).pin()
+        if kind == "router":
+            with RoleRouter.from_pin(pin) as router:
+                if entry == "complete_as":
+                    router.complete_as(_Answer, "executor", _BIG, None)
+                else:
+                    with router.stream("executor", _BIG, None) as stream:
+                        list(stream)
+        else:
+            async with AsyncRoleRouter.from_pin(pin) as arouter:
+                if entry == "complete_as":
+                    await arouter.complete_as(_Answer, "executor", _BIG, None)
+                else:
+                    async with arouter.stream("executor", _BIG, None) as astream:
+                        [delta async for delta in astream]
+        return
+    if kind == "client":
+        with _client(proxy, route, preflight=True, max_tokens=50) as (client, _):
+            if entry == "complete_as":
+                client.complete_as(_Answer, _BIG, None, model)
+            else:
+                with client.stream(_BIG, None, model) as stream:
+                    list(stream)
+        return
+    async with _ASYNC[route](proxy.base_url, proxy.token, preflight=True, max_tokens=50) as aclient:
+        if entry == "complete_as":
+            await aclient.complete_as(_Answer, _BIG, None, model)
+        else:
+            async with aclient.stream(_BIG, None, model) as astream:
+                [delta async for delta in astream]
+
+
+@pytest.mark.parametrize("kind", ["client", "async client", "router", "async router"])
+@pytest.mark.parametrize("entry", ["complete_as", "stream"])
+@pytest.mark.parametrize("route", ["chat", "messages"])
+async def test_every_way_in_honours_the_preflight_as_complete_does(
+    proxy: LiteLLMProxy, script: Script, route: ClientRoute, entry: str, kind: str
+) -> None:
+    """complete_as and stream check the window before sending, on every client and router,
+    sync and async: the oversized log raises ContextWindowExceeded and reaches no upstream."""
+    with pytest.raises(ContextWindowExceeded) as caught:
+        await _every_way_in(proxy, route, entry, kind)
+    assert caught.value.limit_tokens == 300
     assert script.requests == []
 
 

@@ -18,7 +18,7 @@ from nisse_llm.options import RequestOptions
 from nisse_llm.testing import Script, ScriptedServer, Thinking, ToolUse, reply
 from nisse_llm.testing.proxy import LiteLLMProxy, ProxyModel
 from tests.corpus import READ_FILE, RUN_TESTS
-from tests.integration.helpers import REQUEST_TIMEOUT_S, ClientRoute, client_for
+from tests.integration.helpers import REQUEST_TIMEOUT_S, ClientRoute, client_for, fresh_script
 from tests.render.anthropic_checker import anthropic_violations
 
 pytestmark = pytest.mark.proxy
@@ -52,12 +52,8 @@ def options_proxy(upstream: ScriptedServer, litellm_bin: Path) -> Iterator[LiteL
 
 @pytest.fixture
 def script(upstream: ScriptedServer, options_proxy: LiteLLMProxy) -> Iterator[Script]:
-    upstream.script.reset()
-    yield upstream.script
-    unscripted = upstream.script.unscripted
-    upstream.script.reset()
-    if unscripted:
-        pytest.fail(f"requests reached the upstream with no turn scripted: {unscripted}")
+    with fresh_script(upstream) as script:
+        yield script
 
 
 def _received(

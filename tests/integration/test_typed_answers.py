@@ -35,6 +35,7 @@ from tests.integration.helpers import (
     COMBOS,
     Combo,
     client_for,
+    fresh_script,
     tool_calls_sent,
     tool_results_sent,
 )
@@ -247,12 +248,8 @@ def known_claude(upstream: ScriptedServer, litellm_bin: Any) -> Iterator[LiteLLM
 
 @pytest.fixture
 def known_script(upstream: ScriptedServer, known_claude: LiteLLMProxy) -> Iterator[Script]:
-    upstream.script.reset()
-    yield upstream.script
-    unscripted = upstream.script.unscripted
-    upstream.script.reset()
-    if unscripted:
-        pytest.fail(f"requests reached the upstream with no turn scripted: {unscripted}")
+    with fresh_script(upstream) as script:
+        yield script
 
 
 def test_chat_route_uses_output_format_for_a_claude_the_price_map_knows(
@@ -300,13 +297,13 @@ def test_chat_route_forwards_a_forced_tool_with_thinking(
 
 @pytest.mark.parametrize(
     ("model", "served_on"),
-    [("gpt-scripted", "openai_chat"), ("claude-scripted", "anthropic_messages")],
+    [("gpt-5.4-mini", "openai_chat"), ("claude-sonnet-5-5", "anthropic_messages")],
 )
 def test_readme_agent_through_the_proxy(
     proxy: LiteLLMProxy, script: Script, tmp_path: Path, model: str, served_on: Route
 ) -> None:
     """The README's three-tool agent, as written, fixes the file and answers typed through
-    the proxy on each model's own route."""
+    the proxy on each current model's own route (the answer natively, as its text)."""
     agent = readme_agent()
     script.add(served_on, *agent_turns(tmp_path))
     roles = {"executor": model, "planner": model, "delegate": model, "consultant": model}

@@ -1,8 +1,9 @@
 """The official judges of a chat body that carries request options.
 
-``thinking`` and an assistant message's ``thinking_blocks`` are LiteLLM's extensions of the
-chat route for Anthropic models (forwarded to Anthropic): the openai SDK's request type does
-not know them, so they are judged by the anthropic SDK's ``ThinkingConfigEnabledParam`` and
+``thinking``, ``output_config`` and an assistant message's ``thinking_blocks`` are LiteLLM's
+extensions of the chat route for Anthropic models (forwarded to Anthropic): the openai SDK's
+request type does not know them, so they are judged by the anthropic SDK's
+``ThinkingConfigEnabledParam`` / ``ThinkingConfigAdaptiveParam``, ``OutputConfigParam`` and
 ``ThinkingBlockParam`` / ``RedactedThinkingBlockParam`` (unknown keys forbidden), and the
 rest of the body by the openai SDK's request type and OpenAI's published schema.
 """
@@ -24,13 +25,17 @@ def _strict(name: str) -> Any:
     """A strict judge of one anthropic SDK param type (unknown keys forbidden)."""
     if name not in _JUDGES:
         from anthropic.types import (
+            OutputConfigParam,
             RedactedThinkingBlockParam,
             ThinkingBlockParam,
+            ThinkingConfigAdaptiveParam,
             ThinkingConfigEnabledParam,
         )
 
         kinds = {
-            "config": ThinkingConfigEnabledParam,
+            "enabled": ThinkingConfigEnabledParam,
+            "adaptive": ThinkingConfigAdaptiveParam,
+            "output_config": OutputConfigParam,
             "thinking": ThinkingBlockParam,
             "redacted_thinking": RedactedThinkingBlockParam,
         }
@@ -47,10 +52,16 @@ def judge_chat_body(body: dict[str, Any]) -> None:
     """Raise unless ``body`` is a valid chat request (``thinking`` judged as Anthropic's)."""
     rest = dict(body)
     thinking = rest.pop("thinking", None)
+    output_config = rest.pop("output_config", None)
     if thinking is not None:
-        _strict("config").validate_python(thinking)
+        _strict(thinking["type"]).validate_python(thinking)
+    if thinking is not None and thinking["type"] == "enabled":
         budget = thinking["budget_tokens"]
         assert 1024 <= budget < body["max_tokens"], (budget, body.get("max_tokens"))
+    if output_config is not None:
+        assert thinking is not None, "an effort sent without adaptive thinking"
+        assert thinking["type"] == "adaptive"
+        _strict("output_config").validate_python(output_config)
     messages = []
     for message in rest["messages"]:
         if "thinking_blocks" in message:

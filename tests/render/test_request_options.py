@@ -22,7 +22,7 @@ CHAT = OpenAIChatRenderer()
 LOG = [UserText(text="Fix the failing test.")]
 TOOLS = [READ_FILE, RUN_TESTS]
 CLAUDE = "claude-sonnet-4-5"
-GPT = "gpt-4o-mini"
+GPT = "gpt-scripted"  # an OpenAI model no rule row places: the unplaced rules
 
 
 def _messages(options: RequestOptions, tools: list[ToolSpec] | None = TOOLS, **kw: Any) -> Any:

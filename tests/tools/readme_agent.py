@@ -44,7 +44,8 @@ def agent_turns(workdir: Path) -> list[Reply]:
         reply(ToolUse("write_file", {"path": str(calc), "content": FIXED})),
         reply(ToolUse("run_command", {"argv": [sys.executable, str(check)]})),
         reply("Fixed add() and the check passes."),
-        reply(ToolUse("Outcome", {"done": True, "summary": "add() fixed"})),
+        # Current models answer natively: the structured answer is the reply's text.
+        reply('{"done": true, "summary": "add() fixed"}'),
     ]
 
 

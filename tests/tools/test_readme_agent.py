@@ -49,4 +49,11 @@ def test_readme_agent_fixes_the_file_and_answers_typed(
     }
     last = requests[4].json
     last_names = [t["function"]["name"] if route == "chat" else t["name"] for t in last["tools"]]
-    assert last_names == ["read_file", "write_file", "run_command", "Outcome"]
+    assert last_names == ["read_file", "write_file", "run_command"]
+    schema = (
+        last["response_format"]["json_schema"]["schema"]
+        if route == "chat"
+        else last["output_config"]["format"]["schema"]
+    )
+    assert schema["additionalProperties"] is False
+    assert set(schema["properties"]) == {"done", "summary"}

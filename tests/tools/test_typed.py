@@ -28,6 +28,7 @@ from nisse_llm import (
 )
 from nisse_llm.canonical import Completion
 from nisse_llm.errors import LLMError
+from nisse_llm.model_rules import UNPLACED
 from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
 from nisse_llm.render.openai_chat import OpenAIChatRenderer
 from nisse_llm.testing import (
@@ -59,9 +60,12 @@ BAD = {"steps": [], "risk": "medium"}
 LOG = [UserText(text="Plan the fix.")]
 READ = ToolSpec(name="read_file", parameters={"type": "object", "properties": {}})
 
+# The answer-tool mechanism: Claude on the chat route asks by a tool (the proxy cannot carry
+# its native format there), as does a model no rule row places (claude-opus-4-1) on the
+# messages route. The native structured answers are `test_typed_native`'s.
 ROUTES = {
-    "chat": (LiteLLMClient, AsyncLiteLLMClient, "chat", "gpt-5.4-mini"),
-    "messages": (AnthropicPassthroughClient, AsyncAnthropicPassthroughClient, "messages", "claude-sonnet-4-6"),
+    "chat": (LiteLLMClient, AsyncLiteLLMClient, "chat", "claude-sonnet-4-6"),
+    "messages": (AnthropicPassthroughClient, AsyncAnthropicPassthroughClient, "messages", "claude-opus-4-1"),
 }  # fmt: skip
 
 
@@ -229,7 +233,7 @@ async def test_async_router_complete_as() -> None:
 
 
 def test_thinking_on_the_messages_route_offers_the_answer_tool() -> None:
-    """With reasoning on, the body thinks, leaves the tool choice to the model and asks for
+    """For a model asked by a tool (no row places claude-opus-4-1), with reasoning on, the body thinks, leaves the tool choice to the model and asks for
     the answer tool in the system prompt; the reply's thinking stays in the events."""
     script = Script().messages(reply(Thinking("Low risk.", "sig-1"), ToolUse("Plan", GOOD)))
     with AnthropicPassthroughClient(BASE, "sk-test", transport=ScriptedTransport(script)) as client:
@@ -237,7 +241,7 @@ def test_thinking_on_the_messages_route_offers_the_answer_tool() -> None:
             Plan,
             LOG,
             None,
-            "claude-sonnet-4-6",
+            "claude-opus-4-1",
             "Be brief.",
             options=RequestOptions(reasoning=2048),
         )
@@ -255,7 +259,7 @@ def test_thinking_on_the_messages_route_offers_the_answer_tool() -> None:
 def test_a_role_profile_with_reasoning_is_honoured_by_the_router() -> None:
     """The router layers the call's options over the role's profile before choosing how to
     ask: a thinking planner gets the offered tool, not a forced one."""
-    roles: dict[str, Any] = {**ROLES, "planner": {"model": "claude-sonnet-4-6", "reasoning": "low"}}
+    roles: dict[str, Any] = {**ROLES, "planner": {"model": "claude-opus-4-1", "reasoning": "low"}}
     pin = load_settings(llm={"base_url": BASE, "token": "sk-test"}, roles=roles).pin()
     script = Script().messages(reply(ToolUse("Plan", GOOD)), reply(ToolUse("Plan", GOOD)))
     with RoleRouter.from_pin(pin, transport=ScriptedTransport(script)) as router:
@@ -273,7 +277,14 @@ def test_the_answer_name_must_not_clash_with_a_tool() -> None:
     clash = ToolSpec(name="Plan", parameters={"type": "object", "properties": {}})
     with pytest.raises(ValueError, match="already named 'Plan'"):
         TypedExchange.begin(
-            Plan, LOG, [clash], None, options=None, repair_attempts=0, anthropic=False
+            Plan,
+            LOG,
+            [clash],
+            None,
+            options=None,
+            repair_attempts=0,
+            rules=UNPLACED["openai"],
+            route="openai_chat",
         )
 
 
@@ -297,9 +308,10 @@ def test_the_answer_tool_is_forced() -> None:
         "sys",
         options=RequestOptions(temperature=0.2),
         repair_attempts=0,
-        anthropic=False,
+        rules=UNPLACED["openai"],
+        route="openai_chat",
     )
-    assert exchange.forced
+    assert exchange.mode == "forced"
     assert exchange.options == RequestOptions(temperature=0.2, tool_choice="Plan")
     assert [t.name for t in exchange.tools] == ["read_file", "Plan"]
     assert (
@@ -319,9 +331,10 @@ def test_anthropic_thinking_offers_the_tool_instead_of_forcing_it(reasoning: Any
         "sys",
         options=RequestOptions(reasoning=reasoning),
         repair_attempts=0,
-        anthropic=True,
+        rules=UNPLACED["anthropic"],
+        route="anthropic_messages",
     )
-    assert not exchange.forced
+    assert exchange.mode == "auto"
     assert exchange.options.tool_choice == "auto"
     assert exchange.options.reasoning == reasoning
     assert exchange.system == (
@@ -340,7 +353,8 @@ def test_other_combinations_force_the_tool(reasoning: Any, anthropic: bool) -> N
         None,
         options=RequestOptions(reasoning=reasoning),
         repair_attempts=0,
-        anthropic=anthropic,
+        rules=UNPLACED["anthropic" if anthropic else "openai"],
+        route="anthropic_messages" if anthropic else "openai_chat",
     )
     assert exchange.options.tool_choice == "Plan"
 
@@ -354,7 +368,8 @@ def test_unforced_text_json_is_accepted() -> None:
         None,
         options=RequestOptions(reasoning="high"),
         repair_attempts=0,
-        anthropic=True,
+        rules=UNPLACED["anthropic"],
+        route="anthropic_messages",
     )
     text = AssistantText(text='```json\n{"steps": ["a"], "risk": "high"}\n```', model="m")
     result = exchange.settle(_completion(text))
@@ -366,7 +381,14 @@ def test_unforced_text_json_is_accepted() -> None:
 def test_forced_text_json_is_not_accepted() -> None:
     """With the tool forced, text is never read as the answer."""
     exchange = TypedExchange.begin(
-        Plan, LOG, None, None, options=None, repair_attempts=0, anthropic=False
+        Plan,
+        LOG,
+        None,
+        None,
+        options=None,
+        repair_attempts=0,
+        rules=UNPLACED["openai"],
+        route="openai_chat",
     )
     with pytest.raises(OutputValidationError) as caught:
         exchange.settle(_completion(AssistantText(text=json.dumps(GOOD), model="m")))
@@ -383,7 +405,8 @@ def test_other_tool_calls_are_answered_not_run() -> None:
         None,
         options=RequestOptions(reasoning="high"),
         repair_attempts=0,
-        anthropic=True,
+        rules=UNPLACED["anthropic"],
+        route="anthropic_messages",
     )
     other = _call({}, tool="read_file", call_id="call_r")
     answer = _call(GOOD)
@@ -398,7 +421,14 @@ def test_other_tool_calls_are_answered_not_run() -> None:
 def test_the_next_attempt_sends_the_exchange_so_far() -> None:
     """After a failed attempt, the log to send is the caller's events, the reply, the feedback."""
     exchange = TypedExchange.begin(
-        Plan, LOG, None, None, options=None, repair_attempts=1, anthropic=False
+        Plan,
+        LOG,
+        None,
+        None,
+        options=None,
+        repair_attempts=1,
+        rules=UNPLACED["openai"],
+        route="openai_chat",
     )
     assert exchange.settle(_completion(_call(BAD))) is None
     log = exchange.log
@@ -412,7 +442,14 @@ def test_negative_repairs_are_refused() -> None:
     """``repair_attempts`` counts extra asks: it cannot be negative."""
     with pytest.raises(ValueError, match="0 or more"):
         TypedExchange.begin(
-            Plan, LOG, None, None, options=None, repair_attempts=-1, anthropic=False
+            Plan,
+            LOG,
+            None,
+            None,
+            options=None,
+            repair_attempts=-1,
+            rules=UNPLACED["openai"],
+            route="openai_chat",
         )
 
 
@@ -453,7 +490,14 @@ def test_the_logs_earlier_calls_are_declared_when_their_tools_are_not_passed() -
     call = ToolCall(call_id="call_r", tool="read_file", arguments={"path": "a.py"})
     log = [*LOG, call, ToolResult(call_id="call_r", output="x = 1")]
     exchange = TypedExchange.begin(
-        Plan, log, None, None, options=None, repair_attempts=0, anthropic=False
+        Plan,
+        log,
+        None,
+        None,
+        options=None,
+        repair_attempts=0,
+        rules=UNPLACED["openai"],
+        route="openai_chat",
     )
     assert [t.name for t in exchange.tools] == ["read_file", "Plan"]
     assert exchange.tools[0].description.startswith("Not offered in this request")

@@ -1,0 +1,73 @@
+"""Where telemetry plugs in: `tracer` is None until `nisse_llm.instrument()` sets it.
+
+Speed: an agent that never instruments pays one module-level None check when a call
+begins and one attribute check per call end and per streamed chunk; nothing of
+OpenTelemetry is imported. The implementation lives in `nisse_llm.telemetry`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from nisse_llm._transport import Call
+    from nisse_llm.canonical import Completion, LogLike, ToolCall, ToolLike, ToolResult, ToolSpec
+    from nisse_llm.errors import LLMError
+    from nisse_llm.options import RequestOptions
+
+__all__ = ["CallTrace", "ToolTrace", "Tracer", "tracer"]
+
+
+class CallTrace(Protocol):
+    """One model call's span, from `Core.begin` to the call's end."""
+
+    #: Trace-context headers (``traceparent``, ``tracestate``) for the call's requests.
+    headers: dict[str, str]
+
+    def chunk(self) -> None:
+        """A read of a streamed reply completed at least one delta."""
+
+    def succeeded(self, call: Call, completion: Completion) -> None:
+        """The reply was parsed: record it and end the span."""
+
+    def failed(self, call: Call, error: LLMError) -> None:
+        """The call raises ``error``: record it and end the span."""
+
+    def closed(self, call: Call) -> None:
+        """The caller left a stream before its end: end the span."""
+
+    def interrupted(self, call: Call, kind: str) -> None:
+        """The exchange was cancelled or interrupted (``kind``: the exception's class)."""
+
+
+class ToolTrace(Protocol):
+    """One tool execution's span (current while the tool runs)."""
+
+    def ended(self, result: ToolResult, error_type: str | None) -> None:
+        """The tool answered ``result``; ``error_type`` names what failed, if anything."""
+
+
+class Tracer(Protocol):
+    """What `nisse_llm.instrument()` installs."""
+
+    def call(
+        self,
+        call: Call,
+        events: LogLike,
+        tools: Iterable[ToolLike] | None,
+        system: str | None,
+        options: RequestOptions | None,
+    ) -> CallTrace:
+        """Start the span of a model call (its request is not rendered yet)."""
+
+    def tool(self, call: ToolCall, spec: ToolSpec | None) -> AbstractContextManager[ToolTrace]:
+        """A span around one tool execution, current inside the ``with``."""
+
+    def context_headers(self) -> dict[str, str]:
+        """Trace-context headers naming the current span (for requests beside a call)."""
+
+
+#: The installed tracer, or None (the default: no telemetry, no cost).
+tracer: Tracer | None = None
