@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import replace
@@ -46,7 +46,7 @@ from nisse_llm.canonical import (
     CanonicalEvent,
     Completion,
     LogLike,
-    ToolLike,
+    ToolsLike,
     Usage,
 )
 from nisse_llm.errors import ConfigError, LLMError, StreamInterrupted, UpstreamUnavailable
@@ -122,7 +122,7 @@ class PartsRenderer(Renderer, Protocol):
     def render_parts(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None = None,
         *,
@@ -259,7 +259,7 @@ class Core:
     def begin(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None,
         *,
@@ -478,6 +478,8 @@ class Call:
             policy=core.policy,
             retries_done=self.attempts - 1,
             now=datetime.now(UTC),
+            model=self.model,
+            role=self.role,
         )
         if isinstance(verdict, Retry):
             return verdict.wait_s

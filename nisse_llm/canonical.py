@@ -9,7 +9,16 @@ import secrets
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, cast
+from typing import (
+    TYPE_CHECKING,
+    Annotated,
+    Any,
+    Literal,
+    Protocol,
+    TypeAlias,
+    cast,
+    runtime_checkable,
+)
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 
@@ -27,6 +36,7 @@ __all__ = [
     "CanonicalEvent",
     "Compaction",
     "Completion",
+    "HasToolSpecs",
     "LogLike",
     "Reasoning",
     "StoredEvent",
@@ -34,6 +44,7 @@ __all__ = [
     "ToolLike",
     "ToolResult",
     "ToolSpec",
+    "ToolsLike",
     "Usage",
     "UserImage",
     "UserText",
@@ -299,31 +310,83 @@ class ToolSpec(BaseModel):
         return spec_from_model(model, name=name, description=description)
 
 
-ToolLike: TypeAlias = ToolSpec | Mapping[str, Any]
+#: One tool: a `ToolSpec`, a dict in one of the three common shapes, or a Python function
+#: (its spec is `ToolSpec.from_function`'s).
+ToolLike: TypeAlias = ToolSpec | Mapping[str, Any] | Callable[..., Any]
 
 
-def as_tool_specs(tools: Iterable[ToolLike] | None) -> list[ToolSpec]:
-    """Tool specs from `ToolSpec`s or plain dicts in any of the three common shapes.
+@runtime_checkable
+class HasToolSpecs(Protocol):
+    """Anything holding tool specs, such as a `Toolbox`: its ``specs`` are the tools."""
+
+    @property
+    def specs(self) -> Sequence[ToolSpec]: ...
+
+
+#: The ``tools`` a request takes: tools one by one, a `Toolbox` (its specs), or none.
+ToolsLike: TypeAlias = Iterable[ToolLike] | HasToolSpecs | None
+
+_TOOL_SHAPES = (
+    "a tool is a ToolSpec, a dict in one of the three tool shapes, or a function "
+    "(ToolSpec.from_function)"
+)
+
+
+def as_tool_specs(tools: ToolsLike) -> list[ToolSpec]:
+    """Tool specs from a `Toolbox` (its ``specs``), or from `ToolSpec`s, functions and plain
+    dicts in any of the three common shapes.
 
     Accepted dicts: ``{name, description, parameters}``; OpenAI's
     ``{"type": "function", "function": {...}}``; Anthropic's ``{name, description,
-    input_schema}``. Anything else is a `ValueError` from validation.
+    input_schema}``. A malformed dict is a `ValueError` from validation; anything else is
+    a `TypeError` naming what was passed and what to pass.
     """
+    if tools is None:
+        return []
+    if isinstance(tools, HasToolSpecs) and not isinstance(tools, ToolSpec):
+        return list(tools.specs)
+    if isinstance(tools, ToolSpec | Mapping) or (callable(tools) and not isinstance(tools, type)):
+        if isinstance(tools, ToolSpec):
+            one = f"the ToolSpec {tools.name!r}"
+        elif isinstance(tools, Mapping):
+            one = "one tool as a dict"
+        else:
+            one = f"the function {getattr(tools, '__name__', repr(tools))}"
+        raise TypeError(
+            f"tools must be a list of tools or a Toolbox, got {one}: pass it in a list, "
+            f"[...]; {_TOOL_SHAPES}"
+        )
+    if not isinstance(tools, Iterable):
+        raise TypeError(
+            f"tools must be a list of tools or a Toolbox, got {type(tools).__name__}; "
+            f"{_TOOL_SHAPES}"
+        )
     specs: list[ToolSpec] = []
-    for tool in tools or ():
+    for index, tool in enumerate(tools):
         if isinstance(tool, ToolSpec):
             specs.append(tool)
-            continue
-        data: Mapping[str, Any] = tool
-        if data.get("type") == "function" and isinstance(data.get("function"), Mapping):
-            data = data["function"]
-        if "input_schema" in data:
-            data = {
-                "name": data.get("name"),
-                "description": data.get("description", ""),
-                "parameters": data["input_schema"],
-            }
-        specs.append(ToolSpec.model_validate(dict(data)))
+        elif isinstance(tool, Mapping):
+            data: Mapping[str, Any] = tool
+            if data.get("type") == "function" and isinstance(data.get("function"), Mapping):
+                data = data["function"]
+            if "input_schema" in data:
+                data = {
+                    "name": data.get("name"),
+                    "description": data.get("description", ""),
+                    "parameters": data["input_schema"],
+                }
+            specs.append(ToolSpec.model_validate(dict(data)))
+        elif isinstance(tool, HasToolSpecs):
+            specs.extend(tool.specs)
+        elif callable(tool) and not isinstance(tool, type):
+            specs.append(ToolSpec.from_function(tool))
+        else:
+            hint = (
+                f"for a model's fields, pass ToolSpec.from_model({tool.__name__})"
+                if isinstance(tool, type) and issubclass(tool, BaseModel)
+                else _TOOL_SHAPES
+            )
+            raise TypeError(f"tools[{index}] is {tool!r}, not a tool: {hint}")
     return specs
 
 

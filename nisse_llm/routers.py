@@ -8,19 +8,30 @@ With a task file (``store=``) it records every call as it starts and as it ends.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Literal, Self, TypeVar
 
+from nisse_llm._bounds import check_client_numbers
 from nisse_llm._headroom import AsyncRouterLimits, RouterLimits, _render
 from nisse_llm._transport import (
     Call,
     CallObserver,
     router_role,
 )
-from nisse_llm.canonical import CanonicalEvent, LogLike, ToolLike, Usage, as_events
+from nisse_llm.canonical import (
+    CallInfo,
+    CanonicalEvent,
+    LogLike,
+    ToolLike,
+    ToolsLike,
+    ToolSpec,
+    Usage,
+    as_events,
+    as_tool_specs,
+)
 from nisse_llm.errors import ContextWindowExceeded
 from nisse_llm.options import RequestOptions
 from nisse_llm.routing import Route
@@ -130,12 +141,23 @@ class _RouterBase(Generic[K]):
             self._resolve(compaction.summarize_role)  # an unknown role fails now, not mid-task
         #: The last log compacted (as given) and what it became, for the next call.
         self._compacted: tuple[list[CanonicalEvent], list[CanonicalEvent]] | None = None
+        self._last_usage: Usage | None = None
+        self._last_call: CallInfo | None = None
+        start, recorder = _recorder(store) if store is not None else (None, None)
         if store is not None:
             store.begin(pin)  # a new file gets the header; another task's file is refused
-            start, observer = _recorder(store)
-            for client in self._clients.values():
+
+        def observe(call: Call, usage: Usage | None, outcome: str) -> None:
+            if outcome == "ok":
+                self._last_usage = usage
+                self._last_call = call.core.last_call
+            if recorder is not None:
+                recorder(call, usage, outcome)
+
+        for client in self._clients.values():
+            client._core.on_call = observe
+            if store is not None:
                 client._core.on_start = start
-                client._core.on_call = observer
                 client._core.conversation_id = store.task_id
 
     @property
@@ -190,12 +212,25 @@ class _RouterBase(Generic[K]):
         """The task file every call's record is appended to (None: calls are not recorded)."""
         return self._store
 
-    @staticmethod
+    @classmethod
     def _clients_for(
-        pin: Pin, kinds: Mapping[Route, type[K]], options: Mapping[str, Any]
+        cls, pin: Pin, kinds: Mapping[Route, type[K]], options: Mapping[str, Any]
     ) -> dict[Route, K]:
+        check_client_numbers(f"{cls.__name__}.from_pin", options)
         routes = {pin.route(role) for role in pin.roles.pinned()}
         return {route: kinds[route].from_pin(pin, **options) for route in sorted(routes)}
+
+    @property
+    def last_usage(self) -> Usage | None:
+        """Usage of the most recent successful call through this router, on any route (a
+        stream's once it ends; under concurrency: any caller's)."""
+        return self._last_usage
+
+    @property
+    def last_call(self) -> CallInfo | None:
+        """What the proxy said about the most recent successful call through this router
+        (its call id, cost...; under concurrency: any caller's)."""
+        return self._last_call
 
     @property
     def pin(self) -> Pin:
@@ -216,7 +251,8 @@ class _RouterBase(Generic[K]):
         return model, client, profile if options is None else options.over(profile)
 
     def client_for(self, role: str) -> K:
-        """The client ``role``'s calls go through (`LLMError` for an unknown role)."""
+        """The client ``role``'s calls go through; `UnknownRoleError` (a ``ValueError``, not
+        an `LLMError`: a bug in the caller) for a role the pin does not define."""
         return self._resolve(role)[1]
 
     def __repr__(self) -> str:
@@ -249,7 +285,7 @@ class RoleRouter(RouterLimits, _RouterBase[_SyncClient]):
         self,
         role: str,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         system: str | None = None,
         *,
         options: RequestOptions | None = None,
@@ -266,7 +302,7 @@ class RoleRouter(RouterLimits, _RouterBase[_SyncClient]):
         if policy is None:
             with _acting(role):
                 return client.complete(events, tools, model, system, cache=cache, options=merged)
-        specs = list(tools or ())
+        specs = as_tool_specs(tools)
         given = as_events(events)
         log = self._substituted(given)
         room = client.headroom(model, log, specs, system, merged)
@@ -293,7 +329,7 @@ class RoleRouter(RouterLimits, _RouterBase[_SyncClient]):
         model: str,
         client: _SyncClient,
         log: list[CanonicalEvent],
-        tools: list[ToolLike],
+        tools: list[ToolSpec],
         system: str | None,
         options: RequestOptions | None,
         window: int | None,
@@ -335,7 +371,7 @@ class RoleRouter(RouterLimits, _RouterBase[_SyncClient]):
         output_type: type[M],
         role: str,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         system: str | None = None,
         *,
         options: RequestOptions | None = None,
@@ -361,7 +397,7 @@ class RoleRouter(RouterLimits, _RouterBase[_SyncClient]):
         self,
         role: str,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         system: str | None = None,
         *,
         options: RequestOptions | None = None,
@@ -409,7 +445,7 @@ class AsyncRoleRouter(AsyncRouterLimits, _RouterBase[_AsyncClient]):
         self,
         role: str,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         system: str | None = None,
         *,
         options: RequestOptions | None = None,
@@ -424,7 +460,7 @@ class AsyncRoleRouter(AsyncRouterLimits, _RouterBase[_AsyncClient]):
                 return await client.complete(
                     events, tools, model, system, cache=cache, options=merged
                 )
-        specs = list(tools or ())
+        specs = as_tool_specs(tools)
         given = as_events(events)
         log = self._substituted(given)
         room = await client.headroom(model, log, specs, system, merged)
@@ -453,7 +489,7 @@ class AsyncRoleRouter(AsyncRouterLimits, _RouterBase[_AsyncClient]):
         model: str,
         client: _AsyncClient,
         log: list[CanonicalEvent],
-        tools: list[ToolLike],
+        tools: list[ToolSpec],
         system: str | None,
         options: RequestOptions | None,
         window: int | None,
@@ -494,7 +530,7 @@ class AsyncRoleRouter(AsyncRouterLimits, _RouterBase[_AsyncClient]):
         output_type: type[M],
         role: str,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         system: str | None = None,
         *,
         options: RequestOptions | None = None,
@@ -520,7 +556,7 @@ class AsyncRoleRouter(AsyncRouterLimits, _RouterBase[_AsyncClient]):
         self,
         role: str,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         system: str | None = None,
         *,
         options: RequestOptions | None = None,

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import operator
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any, Literal, Protocol, TypeAlias, assert_never, cast
@@ -60,8 +60,8 @@ from nisse_llm.canonical import (
     Reasoning,
     StoredEvent,
     ToolCall,
-    ToolLike,
     ToolResult,
+    ToolsLike,
     ToolSpec,
     UserImage,
     UserText,
@@ -459,7 +459,7 @@ class AnthropicMessagesRenderer:
     def render(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None = None,
         *,
@@ -479,7 +479,7 @@ class AnthropicMessagesRenderer:
     def render_request(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None = None,
         *,
@@ -505,7 +505,7 @@ class AnthropicMessagesRenderer:
     def render_bytes(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None = None,
         *,
@@ -523,7 +523,7 @@ class AnthropicMessagesRenderer:
     def render_parts(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None = None,
         *,
@@ -549,7 +549,7 @@ class AnthropicMessagesRenderer:
 
 def _render_parts(
     events: LogLike,
-    tools: Iterable[ToolLike] | None,
+    tools: ToolsLike,
     model: str,
     system: str | None,
     max_tokens: int | None,
@@ -580,7 +580,7 @@ def _render_parts(
     return [opening, *blocks, b",".join(rest)]
 
 
-def _plan(events: LogLike, tools: Iterable[ToolLike] | None, model: str) -> _Plan:
+def _plan(events: LogLike, tools: ToolsLike, model: str) -> _Plan:
     if not model:
         raise RenderError("cannot render a request without a model name")
     items = log_items(events)

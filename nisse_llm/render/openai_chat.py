@@ -68,8 +68,8 @@ from nisse_llm.canonical import (
     Reasoning,
     StoredEvent,
     ToolCall,
-    ToolLike,
     ToolResult,
+    ToolsLike,
     ToolSpec,
     UserImage,
     UserText,
@@ -396,7 +396,7 @@ def _map_tool(spec: ToolSpec) -> OpenAIChatTool:
     )
 
 
-def _tool_specs(tools: Iterable[ToolLike] | None) -> list[ToolSpec]:
+def _tool_specs(tools: ToolsLike) -> list[ToolSpec]:
     specs = as_tool_specs(tools)
     if len({spec.name for spec in specs}) != len(specs):
         names = [spec.name for spec in specs]
@@ -882,7 +882,7 @@ def _fast_events(log: Sequence[object]) -> list[WireEvent]:
 
 def _render_parts(
     events: LogLike,
-    tools: Iterable[ToolLike] | None,
+    tools: ToolsLike,
     model: str,
     system: str | None,
     max_tokens: int | None,
@@ -979,7 +979,7 @@ class OpenAIChatRenderer:
     def render_request(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None = None,
         *,
@@ -1030,7 +1030,7 @@ class OpenAIChatRenderer:
     def render_bytes(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None = None,
         *,
@@ -1048,7 +1048,7 @@ class OpenAIChatRenderer:
     def render_parts(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None = None,
         *,
@@ -1070,7 +1070,7 @@ class OpenAIChatRenderer:
     def render(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None = None,
         *,

@@ -23,8 +23,8 @@ from nisse_llm.canonical import (
     Completion,
     Reasoning,
     ToolCall,
-    ToolLike,
     ToolResult,
+    ToolsLike,
     UserImage,
     UserText,
     as_events,
@@ -150,7 +150,7 @@ def system_instructions(system: str) -> str:
     return to_json([{"type": "text", "content": system}]).decode()
 
 
-def tool_definitions(tools: Iterable[ToolLike]) -> str:
+def tool_definitions(tools: ToolsLike) -> str:
     """``gen_ai.tool.definitions`` for the tools a call offers."""
     return to_json(
         [
