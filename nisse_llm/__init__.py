@@ -14,6 +14,7 @@ from nisse_llm.canonical import (
     AssistantText,
     CallInfo,
     CanonicalEvent,
+    Compaction,
     Completion,
     Reasoning,
     StoredEvent,
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
         ReplyStream,
         select_client,
     )
+    from nisse_llm.compaction import LogFix, compact, repair
     from nisse_llm.config import (
         InsecureConfigFileWarning,
         Pin,
@@ -76,6 +78,7 @@ if TYPE_CHECKING:
         ToolArgumentsDelta,
         ToolCallStarted,
     )
+    from nisse_llm.summaries import CompactionPolicy, asummarize, summarize
     from nisse_llm.taskrecord import CallRecord, ResumedTask, UsageTotal, UsageTotals
     from nisse_llm.telemetry import instrument, uninstrument
     from nisse_llm.toolbox import Toolbox
@@ -91,6 +94,12 @@ _LAZY = {
     "RoleMap": "nisse_llm.config",
     "InsecureConfigFileWarning": "nisse_llm.config",
     "LogStore": "nisse_llm.logstore",
+    "LogFix": "nisse_llm.compaction",
+    "compact": "nisse_llm.compaction",
+    "repair": "nisse_llm.compaction",
+    "CompactionPolicy": "nisse_llm.summaries",
+    "summarize": "nisse_llm.summaries",
+    "asummarize": "nisse_llm.summaries",
     "TaskHeaderMissing": "nisse_llm.logstore",
     "TaskPinMismatch": "nisse_llm.logstore",
     "CallRecord": "nisse_llm.taskrecord",
@@ -140,6 +149,8 @@ __all__ = [
     "CallInfo",
     "CallRecord",
     "CanonicalEvent",
+    "Compaction",
+    "CompactionPolicy",
     "Completion",
     "ConfigError",
     "ContextWindowExceeded",
@@ -149,6 +160,7 @@ __all__ = [
     "InsecureConfigFileWarning",
     "LLMError",
     "LiteLLMClient",
+    "LogFix",
     "LogStore",
     "ModelInfo",
     "ModelNotServed",
@@ -191,12 +203,16 @@ __all__ = [
     "UserImage",
     "UserText",
     "acheck_online",
+    "asummarize",
     "check_online",
+    "compact",
     "has_native_adapter",
     "instrument",
     "load_settings",
     "mint_call_id",
+    "repair",
     "select_client",
+    "summarize",
     "uninstrument",
 ]
 

@@ -172,6 +172,7 @@ class Core:
         "max_tokens",
         "model_infos",
         "on_call",
+        "on_start",
         "on_usage",
         "policy",
         "preflight",
@@ -222,6 +223,8 @@ class Core:
         self.on_usage = on_usage
         #: Told of every call's end (a router sets it to write the task record).
         self.on_call: CallObserver | None = None
+        #: Told of every call before its request leaves (a router records the start).
+        self.on_start: Callable[[Call], None] | None = None
         #: The prompt-cache policy of every call that does not override it (None: off).
         self.prompt_cache = _cache_policy(prompt_cache)
         self.renderer = route.renderer()
@@ -292,6 +295,13 @@ class Core:
             call.fail(exc)
         if stream:
             parts[-1] = parts[-1][:-1] + _STREAM_FIELDS[self.route.name]
+        if self.on_start is not None:
+            try:
+                self.on_start(call)
+            except BaseException as exc:  # the start could not be recorded: nothing is sent
+                if call.trace is not None:
+                    call.trace.interrupted(call, type(exc).__name__)
+                raise
         call.parts = parts
         # A stream is sent as one bytes body (httpx sets its length); parts need theirs.
         call.headers = (

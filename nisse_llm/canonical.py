@@ -34,6 +34,7 @@ __all__ = [
     "AssistantText",
     "CallInfo",
     "CanonicalEvent",
+    "Compaction",
     "Completion",
     "HasToolSpecs",
     "LogLike",
@@ -47,12 +48,14 @@ __all__ = [
     "Usage",
     "UserImage",
     "UserText",
+    "WireEvent",
     "as_events",
     "as_tool_specs",
     "dump_jsonl",
     "load_jsonl",
     "log_items",
     "mint_call_id",
+    "wire_events",
 ]
 
 # The strictest common rule: OpenAI caps tool-call ids at 40 characters, Anthropic
@@ -140,8 +143,47 @@ class Reasoning(_Event):
         return self.block.get("type") in ("thinking", "redacted_thinking")
 
 
+class Compaction(_Event):
+    """Where compaction shortened the log: how many events it removed, and their summary.
+
+    Every route sends it as context on the user side (`context`), never as the model's
+    own words. In a task file it also names the records it replaces: those numbered
+    ``first_seq`` to ``last_seq`` (removed, standing here now) and those in ``elided``
+    (kept, their tool output or image replaced by a placeholder); see `LogStore.resume`.
+    """
+
+    kind: Literal["compaction"] = "compaction"
+    removed: NonNegativeInt = 0
+    summary: str | None = None
+    first_seq: NonNegativeInt | None = None
+    last_seq: NonNegativeInt | None = None
+    elided: tuple[NonNegativeInt, ...] = Field(default=(), exclude_if=lambda seqs: not seqs)
+
+    @property
+    def text(self) -> str:
+        """What the model is told in its place ("" when it removed nothing: not sent)."""
+        if not self.removed and self.summary is None:
+            return ""
+        said = (
+            f"[Context note: {self.removed} earlier event(s) of this conversation were "
+            "removed to fit the context window."
+        )
+        if self.summary is None:
+            return said + "]"
+        return f"{said} A summary of the removed part follows.]\n\n{self.summary}"
+
+    @functools.cached_property
+    def context(self) -> UserText:
+        """The user-side text every renderer sends for it (one object per event, so the
+        renderers' per-event memo keeps its encoding)."""
+        return UserText(text=self.text)
+
+
+#: The events a renderer sends (a `Compaction` goes out as its `Compaction.context`).
+WireEvent: TypeAlias = UserText | UserImage | AssistantText | ToolCall | ToolResult | Reasoning
+
 CanonicalEvent: TypeAlias = Annotated[
-    UserText | UserImage | AssistantText | ToolCall | ToolResult | Reasoning,
+    UserText | UserImage | AssistantText | ToolCall | ToolResult | Reasoning | Compaction,
     Field(discriminator="kind"),
 ]
 
@@ -162,7 +204,14 @@ class StoredEvent(BaseModel):
 
 
 LogLike: TypeAlias = Sequence[
-    StoredEvent | UserText | UserImage | AssistantText | ToolCall | ToolResult | Reasoning
+    StoredEvent
+    | UserText
+    | UserImage
+    | AssistantText
+    | ToolCall
+    | ToolResult
+    | Reasoning
+    | Compaction
 ]
 
 
@@ -173,7 +222,7 @@ def _stored() -> "TypeAdapter[StoredEvent]":
     return TypeAdapter(StoredEvent)
 
 
-_EVENT_NAMES = "UserText, AssistantText, ToolCall, ToolResult, Reasoning"
+_EVENT_NAMES = "UserText, AssistantText, ToolCall, ToolResult, Reasoning, Compaction"
 
 
 def log_items(log: object) -> Sequence[object]:
@@ -210,6 +259,14 @@ def as_events(log: Iterable[object]) -> list[CanonicalEvent]:
                 f"not {type(item).__name__}: {str(item)[:80]!r}"
             )
     return events
+
+
+def wire_events(log: Iterable[object]) -> list[WireEvent]:
+    """`as_events` as a renderer sends them: each `Compaction` as its user-side context."""
+    return [
+        event.context if type(event) is Compaction else cast(WireEvent, event)
+        for event in as_events(log)
+    ]
 
 
 def dump_jsonl(records: Iterable[StoredEvent]) -> bytes:

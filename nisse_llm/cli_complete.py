@@ -23,6 +23,7 @@ from nisse_llm._terminal import printable
 from nisse_llm.canonical import (
     AssistantText,
     CanonicalEvent,
+    Compaction,
     Reasoning,
     ToolCall,
     ToolResult,
@@ -196,7 +197,7 @@ def _print_event(event: CanonicalEvent) -> None:
     elif isinstance(event, Reasoning):
         kind = str(event.block.get("type", "unknown"))[:80]
         print(f"[reasoning block: {printable(kind)}]", file=sys.stderr)
-    elif isinstance(event, UserText | UserImage | ToolResult):
+    elif isinstance(event, UserText | UserImage | ToolResult | Compaction):
         # A reply never holds these; shown rather than dropped if a parser ever yields one.
         print(printable(f"[{event.kind}] {event}"), file=sys.stderr)
     else:

@@ -35,6 +35,8 @@ NOT_NEEDED = (
     "nisse_llm.models_info",
     "nisse_llm.options",
     "nisse_llm.config",
+    "nisse_llm.compaction",
+    "nisse_llm.summaries",
     # Telemetry loads with instrument(): an agent that never asks imports no OpenTelemetry.
     "nisse_llm.telemetry",
     "opentelemetry",

@@ -19,6 +19,7 @@ from pydantic_core import to_json
 from nisse_llm.canonical import (
     AssistantText,
     CanonicalEvent,
+    Compaction,
     Completion,
     Reasoning,
     ToolCall,
@@ -106,6 +107,8 @@ def _role_and_parts(event: CanonicalEvent) -> tuple[str, list[Part]]:
         return "tool", [response, *(_image(image) for image in event.images)]
     if isinstance(event, Reasoning):
         return "assistant", [_reasoning(event)]
+    if isinstance(event, Compaction):  # sent as user-side context (its summary)
+        return "user", [{"type": "text", "content": event.text}]
     assert_never(event)
 
 
