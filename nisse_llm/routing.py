@@ -13,8 +13,8 @@ __all__ = [
     "route_for",
 ]
 
-Route: TypeAlias = Literal["openai_chat", "anthropic_messages"]
-ROUTES: tuple[Route, ...] = ("openai_chat", "anthropic_messages")
+Route: TypeAlias = Literal["openai_chat", "anthropic_messages", "openai_responses"]
+ROUTES: tuple[Route, ...] = ("openai_chat", "anthropic_messages", "openai_responses")
 
 # Spec A13: delegations take the vendor-native route where one exists, because a
 # normalising middlebox is lossy exactly where long-running work lives.
