@@ -282,6 +282,9 @@ def openai_responses_body(
         "store": False,
         "text": {"format": {"type": "text"}, "verbosity": "medium"},
         "tool_choice": "auto",
+        "tools": [],
+        "temperature": 1.0,
+        "top_p": 1.0,
         "usage": {
             "input_tokens": usage.input,
             "input_tokens_details": {
@@ -307,9 +310,14 @@ def openai_responses_failed_body(
         "status": "failed",
         "error": {"code": code, "message": message},
         "incomplete_details": None,
+        "instructions": None,
         "model": model,
         "output": [],
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
         "usage": None,
+        "metadata": {},
     }
 
 

@@ -105,3 +105,52 @@ def test_the_loopback_server_answers_the_responses_route() -> None:
         )
     assert answer.json()["output"][0]["content"][0]["text"] == "hello"
     assert script.requests_to("openai_responses")[0].model == "gpt-5.6-sol"
+
+
+def _events(data: bytes) -> list[tuple[str, dict[str, object]]]:
+    found = []
+    for block in data.decode().strip().split("\n\n"):
+        lines = dict(line.split(": ", 1) for line in block.split("\n"))
+        found.append((lines["event"], json.loads(lines["data"])))
+    return found
+
+
+def test_a_streamed_request_gets_responses_events_the_sdk_accepts() -> None:
+    """A request with ``stream: true`` gets named, numbered Responses events, each valid
+    for the SDK's stream event types, deltas adding up to the items, the whole body last."""
+    from openai.types.responses import Response, ResponseStreamEvent
+    from pydantic import TypeAdapter
+
+    script = Script().responses(
+        reply(Thinking("Think it over.", "gAAAA-2"), "Hello there, world.", ToolUse("ls", {"a": 1}))
+    )
+    answer = _post(script, {"model": "gpt-6-astra", "input": [], "stream": True})
+    assert answer.headers["content-type"].startswith("text/event-stream")
+    events = _events(answer.content)
+    adapter = TypeAdapter(ResponseStreamEvent)
+    for _, data in events:
+        adapter.validate_python(data)
+    assert [data["sequence_number"] for _, data in events] == list(range(len(events)))
+    assert all(name == data["type"] for name, data in events)
+    assert events[0][0] == "response.created"
+    assert events[-1][0] == "response.completed"
+    final = Response.model_validate(events[-1][1]["response"])
+    text = "".join(str(d["delta"]) for n, d in events if n == "response.output_text.delta")
+    assert text == final.output_text == "Hello there, world."
+    arguments = "".join(
+        str(d["delta"]) for n, d in events if n == "response.function_call_arguments.delta"
+    )
+    assert json.loads(arguments) == {"a": 1}
+    summary = "".join(
+        str(d["delta"]) for n, d in events if n == "response.reasoning_summary_text.delta"
+    )
+    assert summary == "Think it over."
+    done = [d["item"] for n, d in events if n == "response.output_item.done"]
+    assert done == events[-1][1]["response"]["output"]  # type: ignore[index]
+
+
+def test_a_truncated_stream_ends_with_response_incomplete() -> None:
+    """A truncated reply streamed ends in ``response.incomplete``, not ``completed``."""
+    script = Script().responses(truncated("half"))
+    answer = _post(script, {"model": "gpt-6-astra", "input": [], "stream": True})
+    assert _events(answer.content)[-1][0] == "response.incomplete"
