@@ -56,6 +56,9 @@ OBJECT_SLACK = 200
 PLAIN = {
     "openai_chat": json.loads((RESPONSES / "oai_text_plain.json").read_text()),
     "anthropic_messages": json.loads((RESPONSES / "ant_text_plain.json").read_text()),
+    "openai_responses": json.loads(
+        (RESPONSES.parent.parent / "responses" / "vercel_gpt_6_sol_text.json").read_text()
+    ),
 }
 PAGE = os.sysconf("SC_PAGE_SIZE")
 MIB = 1024 * 1024
@@ -132,7 +135,8 @@ class _FaultServer(LoopbackServer):
 
 
 def _prompt(request: Any) -> str:
-    content = request["messages"][-1]["content"]
+    last = (request.get("messages") or request["input"])[-1]
+    content = last["content"]
     return content if isinstance(content, str) else str(content[0]["text"])
 
 
