@@ -49,7 +49,7 @@ from nisse_llm.canonical import DEFAULT_MAX_OUTPUT_TOKENS
 from nisse_llm.errors import ConfigError, UnknownRoleError
 from nisse_llm.options import RequestOptions
 from nisse_llm.profiles import (
-    OPTION_KEYS,
+    PROFILE_KEYS,
     ModelName,
     RoleProfile,
     decode_option_env,
@@ -96,11 +96,11 @@ ENV_VARS: Mapping[str, str] = {
     "roles.planner": "NISSE_ROLE_PLANNER",
     "roles.delegate": "NISSE_ROLE_DELEGATE",
     "roles.consultant": "NISSE_ROLE_CONSULTANT",
-    # A role table's options: NISSE_ROLE_<ROLE>_<OPTION> (nisse_llm.profiles).
+    # A role table's options and route: NISSE_ROLE_<ROLE>_<OPTION> (nisse_llm.profiles).
     **{
         f"roles.{role}.{option}": option_env_var(role, option)
         for role in ("executor", "planner", "delegate", "consultant")
-        for option in OPTION_KEYS
+        for option in PROFILE_KEYS
     },
 }
 
@@ -367,9 +367,10 @@ class Pin(LLMSettings):
         return self.roles.resolve(role)
 
     def route(self, role: str) -> Route:
-        """The proxy route ``role``'s requests take: its model's, or its ``like``'s."""
+        """The proxy route ``role``'s requests take: its profile's ``route``, else its
+        model's (or its ``like``'s)."""
         profile = self.roles.profile(role)
-        return route_for(profile.like or profile.model, self.passthrough_prefixes)
+        return profile.route or route_for(profile.like or profile.model, self.passthrough_prefixes)
 
     def options_for(self, role: str) -> RequestOptions | None:
         """The request options pinned for ``role`` (its profile; None when it sets none)."""
@@ -444,7 +445,11 @@ class Pin(LLMSettings):
             raise ConfigError("malformed pin record: roles must map each role to {model, route}")
         try:
             pin = cls.model_validate(
-                {**body, "token": token, "roles": {r: _profile_of(v) for r, v in roles.items()}}
+                {
+                    **body,
+                    "token": token,
+                    "roles": {r: _profile_of(v, body) for r, v in roles.items()},
+                }
             )
         except ValidationError as exc:
             problems = tuple(
@@ -482,10 +487,18 @@ def _operator_base_url(base_url: str | None) -> str:
     return check_base_url(given).rstrip("/")
 
 
-def _profile_of(entry: Mapping[str, Any]) -> dict[str, Any]:
-    """A record's role entry as a role table: its model and its options."""
+def _profile_of(entry: Mapping[str, Any], body: Mapping[str, Any]) -> dict[str, Any]:
+    """A record's role entry as a role table: its model, its options, and its route where
+    that is not the one the model takes by today's rules (the route recorded wins)."""
     options = entry.get("options", {})
-    return {"model": entry.get("model"), **(options if isinstance(options, Mapping) else {})}
+    table = {"model": entry.get("model"), **(options if isinstance(options, Mapping) else {})}
+    prefixes = body.get("passthrough_prefixes")
+    if isinstance(table["model"], str) and isinstance(prefixes, list):
+        like = table.get("like")
+        named = like if isinstance(like, str) else table["model"]
+        if entry.get("route") != route_for(named, prefixes):
+            table["route"] = entry.get("route")
+    return table
 
 
 def _fingerprint(body: Mapping[str, Any]) -> str:
@@ -839,7 +852,7 @@ def _split_key(loc: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
     """The config key an error location names (``roles.planner.reasoning``; a role's
     ``model`` is the role's own key) and what follows it (an item index, a union branch)."""
     if loc[0] == "roles" and len(loc) >= 3:
-        if loc[2] in OPTION_KEYS:
+        if loc[2] in PROFILE_KEYS:
             return ".".join(loc[:3]), loc[3:]
         if loc[2] == "model":
             return ".".join(loc[:2]), loc[3:]
@@ -907,7 +920,7 @@ def _unknown(load: _Load, loc: tuple[str, ...]) -> str:
         return f"{loc[0]}: unknown top-level key in {origin}; keys live in the tables {tables}"
     if loc[0] == "roles" and len(loc) >= 3:  # a key inside a role's table
         table, name = f"roles.{loc[1]}", loc[2]
-        known = ["model", *OPTION_KEYS]
+        known = ["model", *PROFILE_KEYS]
         hint = _did_you_mean(name, known, template=table + ".{}")
         return f"{table}.{name}: unknown key in {origin}{hint}; [{table}] holds " + ", ".join(known)
     table, name = loc[0], loc[1]
