@@ -325,3 +325,18 @@ def test_the_tool_loop_body_matches_its_snapshot(json_snapshot: SnapshotAssertio
         _tool_loop(), TOOLS, MODEL, "Be brief.", options=RequestOptions(reasoning="high")
     )
     assert body == json_snapshot
+
+
+def test_records_and_bare_events_render_the_same_bytes_call_after_call() -> None:
+    """A log of stored records renders as its bare events do, and a log re-sent grown by a
+    turn renders as a fresh render of it would (the per-event memo changes nothing)."""
+    from nisse_llm.canonical import StoredEvent
+
+    log = _tool_loop()
+    records = [StoredEvent.now(seq, event) for seq, event in enumerate(log)]
+    expected = RESPONSES.render_request(log, TOOLS, MODEL).model_dump_json(exclude_none=True)
+    assert RESPONSES.render_bytes(records, TOOLS, MODEL) == expected.encode()
+    assert RESPONSES.render_bytes(log, TOOLS, MODEL) == expected.encode()
+    grown = [*log, ToolResult(call_id="call-3", output="docs/a.md")]
+    fresh = RESPONSES.render_request(grown, TOOLS, MODEL).model_dump_json(exclude_none=True)
+    assert RESPONSES.render_bytes(grown, TOOLS, MODEL) == fresh.encode()
