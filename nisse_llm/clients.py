@@ -891,30 +891,14 @@ def select_client(
     return passthrough if has_native_adapter(model, prefixes) else normalized
 
 
-class _LazyClients(dict[Route, Any]):
-    """Route -> client class; the Responses route's classes load with their first use."""
-
-    def __missing__(self, route: Route) -> Any:
-        if route != "openai_responses":
-            raise KeyError(route)
-        from nisse_llm import responses_client
-
-        self[route] = getattr(responses_client, self.responses)
-        return self[route]
-
-    def __init__(self, responses: str, classes: Mapping[Route, Any]) -> None:
-        super().__init__(classes)
-        self.responses = responses
-
-
-_SYNC_CLIENTS: Mapping[Route, type[_SyncClient]] = _LazyClients(
-    "OpenAIResponsesClient",
-    {"openai_chat": LiteLLMClient, "anthropic_messages": AnthropicPassthroughClient},
-)
-_ASYNC_CLIENTS: Mapping[Route, type[_AsyncClient]] = _LazyClients(
-    "AsyncOpenAIResponsesClient",
-    {"openai_chat": AsyncLiteLLMClient, "anthropic_messages": AsyncAnthropicPassthroughClient},
-)
+_SYNC_CLIENTS: Mapping[Route, type[_SyncClient]] = {
+    "openai_chat": LiteLLMClient,
+    "anthropic_messages": AnthropicPassthroughClient,
+}
+_ASYNC_CLIENTS: Mapping[Route, type[_AsyncClient]] = {
+    "openai_chat": AsyncLiteLLMClient,
+    "anthropic_messages": AsyncAnthropicPassthroughClient,
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -43,6 +43,29 @@ from nisse_llm.clients import (
 
 __all__ = ["AsyncRoleRouter", "RoleRouter"]
 
+
+class _Kinds(dict[Route, Any]):
+    """Route -> client class for the routers; the Responses route's class is imported on
+    first need, so a program that never takes that route loads none of it."""
+
+    def __init__(self, classes: Mapping[Route, Any], responses: str) -> None:
+        super().__init__(classes)
+        self._responses = responses
+
+    def __missing__(self, route: Route) -> Any:
+        if route != "openai_responses":
+            raise KeyError(route)
+        from nisse_llm import responses_client
+
+        self[route] = cls = getattr(responses_client, self._responses)
+        return cls
+
+
+_SYNC_KINDS: Mapping[Route, type[_SyncClient]] = _Kinds(_SYNC_CLIENTS, "OpenAIResponsesClient")
+_ASYNC_KINDS: Mapping[Route, type[_AsyncClient]] = _Kinds(
+    _ASYNC_CLIENTS, "AsyncOpenAIResponsesClient"
+)
+
 K = TypeVar("K", bound=_ClientBase)
 
 
@@ -140,7 +163,7 @@ class RoleRouter(RouterLimits, _RouterBase[_SyncClient]):
         appended to that task file as the call ends, success or failure; the store is
         begun with ``pin`` first (`TaskPinMismatch` if it holds another task).
         """
-        return cls(pin, cls._clients_for(pin, _SYNC_CLIENTS, options), store=store)
+        return cls(pin, cls._clients_for(pin, _SYNC_KINDS, options), store=store)
 
     def complete(
         self,
@@ -228,7 +251,7 @@ class AsyncRoleRouter(AsyncRouterLimits, _RouterBase[_AsyncClient]):
         appended to that task file as the call ends, success or failure; the store is
         begun with ``pin`` first (`TaskPinMismatch` if it holds another task).
         """
-        return cls(pin, cls._clients_for(pin, _ASYNC_CLIENTS, options), store=store)
+        return cls(pin, cls._clients_for(pin, _ASYNC_KINDS, options), store=store)
 
     async def complete(
         self,
