@@ -14,6 +14,7 @@ from nisse_llm.canonical import (
     AssistantText,
     CallInfo,
     CanonicalEvent,
+    Compaction,
     Completion,
     Reasoning,
     StoredEvent,
@@ -30,6 +31,7 @@ from nisse_llm.errors import (
     ConfigError,
     ContextWindowExceeded,
     LLMError,
+    ModelNotServed,
     ModelRefusal,
     OutputValidationError,
     RenderError,
@@ -51,6 +53,7 @@ if TYPE_CHECKING:
         ReplyStream,
         select_client,
     )
+    from nisse_llm.compaction import LogFix, compact, repair
     from nisse_llm.config import (
         InsecureConfigFileWarning,
         Pin,
@@ -77,6 +80,7 @@ if TYPE_CHECKING:
         ToolArgumentsDelta,
         ToolCallStarted,
     )
+    from nisse_llm.summaries import CompactionPolicy, asummarize, summarize
     from nisse_llm.taskrecord import CallRecord, ResumedTask, UsageTotal, UsageTotals
     from nisse_llm.telemetry import instrument, uninstrument
     from nisse_llm.toolbox import Toolbox
@@ -92,6 +96,12 @@ _LAZY = {
     "RoleMap": "nisse_llm.config",
     "InsecureConfigFileWarning": "nisse_llm.config",
     "LogStore": "nisse_llm.logstore",
+    "LogFix": "nisse_llm.compaction",
+    "compact": "nisse_llm.compaction",
+    "repair": "nisse_llm.compaction",
+    "CompactionPolicy": "nisse_llm.summaries",
+    "summarize": "nisse_llm.summaries",
+    "asummarize": "nisse_llm.summaries",
     "TaskHeaderMissing": "nisse_llm.logstore",
     "TaskPinMismatch": "nisse_llm.logstore",
     "CallRecord": "nisse_llm.taskrecord",
@@ -145,6 +155,8 @@ __all__ = [
     "CallInfo",
     "CallRecord",
     "CanonicalEvent",
+    "Compaction",
+    "CompactionPolicy",
     "Completion",
     "ConfigError",
     "ContextWindowExceeded",
@@ -154,8 +166,10 @@ __all__ = [
     "InsecureConfigFileWarning",
     "LLMError",
     "LiteLLMClient",
+    "LogFix",
     "LogStore",
     "ModelInfo",
+    "ModelNotServed",
     "ModelRefusal",
     "OnlineReport",
     "OpenAIChatRenderer",
@@ -197,12 +211,16 @@ __all__ = [
     "UserImage",
     "UserText",
     "acheck_online",
+    "asummarize",
     "check_online",
+    "compact",
     "has_native_adapter",
     "instrument",
     "load_settings",
     "mint_call_id",
+    "repair",
     "select_client",
+    "summarize",
     "uninstrument",
 ]
 

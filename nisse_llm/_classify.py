@@ -16,7 +16,13 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, NamedTuple, TypedDict
 
-from nisse_llm.errors import BudgetExhausted, ContextWindowExceeded, LLMError, UpstreamUnavailable
+from nisse_llm.errors import (
+    BudgetExhausted,
+    ContextWindowExceeded,
+    LLMError,
+    ModelNotServed,
+    UpstreamUnavailable,
+)
 
 # The error-body models and the overflow wordings load with the first failure to read.
 if TYPE_CHECKING:
@@ -31,6 +37,7 @@ __all__ = [
     "is_budget_refusal",
     "redact",
     "requested_wait_s",
+    "unserved_model",
 ]
 
 REDACTED = "[redacted]"
@@ -58,6 +65,24 @@ def _budget_refusal() -> re.Pattern[str]:
 
 
 _BUDGET_TYPES = frozenset({"budget_exceeded"})
+
+# LiteLLM 1.108's router names a model it has no deployment for, on both routes, as
+# "/chat/completions: Invalid model name passed in model=X. Call `/v1/models` to view
+# available models for your key." (400; "anthropic_messages: ..." on the passthrough).
+_UNSERVED = (
+    r"^(?:[\w/.-]+: +){0,2}invalid model name passed in model=(?P<model>\S+?)(?:\.(?:\s|$)|$)"
+)
+
+
+@functools.cache
+def _unserved() -> re.Pattern[str]:
+    return re.compile(_UNSERVED, re.IGNORECASE)
+
+
+def unserved_model(message: str | None) -> str | None:
+    """The model a proxy error message says it does not serve, or ``None``."""
+    found = _unserved().match(message.strip()) if message else None
+    return found.group("model") if found else None
 
 
 class RateLimitPolicy:
@@ -149,11 +174,14 @@ def classify_failure(
     policy: RateLimitPolicy,
     retries_done: int,
     now: datetime,
+    model: str | None = None,
+    role: str | None = None,
 ) -> Retry | LLMError:
     """What to do about a non-2xx reply: a `Retry`, or the error to raise.
 
     ``where`` names the request in messages (``POST /v1/messages``); ``token`` is
-    redacted from everything the error carries.
+    redacted from everything the error carries; ``model`` and ``role`` (the request's)
+    name what to fix when the proxy serves no such model.
     """
     from nisse_llm._overflow import read_overflow
     from nisse_llm.wire.errors import read_error
@@ -194,6 +222,18 @@ def classify_failure(
             f"{where}: the request exceeds the model's context window ({status}): {said}",
             limit_tokens=overflow.limit_tokens,
             requested_tokens=overflow.requested_tokens,
+            **details,
+        )
+    unserved = unserved_model(server_message if server_message is not None else text)
+    if unserved is not None and 400 <= status < 500:
+        named = model or unserved
+        for_role = f" for role {role!r}" if role else ""
+        fix = f"set the role {role!r} to a model it serves" if role else "name a model it serves"
+        return ModelNotServed(
+            f"{where}: the proxy does not serve {named!r}{for_role} ({status}): {fix}, or "
+            f"add {named!r} to the proxy's model list (GET /v1/models lists what it serves)",
+            model=named,
+            role=role,
             **details,
         )
     if status >= 500 or status == 408:

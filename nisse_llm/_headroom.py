@@ -9,7 +9,7 @@ sleep, sync or async, and are mixed into the clients and routers.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeVar
@@ -18,7 +18,7 @@ from nisse_llm import _telemetry
 from nisse_llm._callinfo import call_info
 from nisse_llm._classify import Retry, classify_failure, redact
 from nisse_llm._transport import HTTPX_ERRORS, Call, Core, _public_url, _with_token_hint, logger
-from nisse_llm.canonical import LogLike, ToolLike
+from nisse_llm.canonical import LogLike, ToolsLike
 from nisse_llm.errors import ContextWindowExceeded, LLMError, UpstreamUnavailable
 
 # The model-info readers load with the first side request: a plain call never needs them.
@@ -125,7 +125,7 @@ def _render(
     core: Core,
     model: str,
     events: LogLike,
-    tools: Iterable[ToolLike] | None,
+    tools: ToolsLike,
     system: str | None,
     options: RequestOptions | None,
 ) -> tuple[bytes, int]:
@@ -225,7 +225,7 @@ class ClientLimits:
         self,
         model: str,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         system: str | None = None,
         options: RequestOptions | None = None,
     ) -> Headroom:
@@ -330,7 +330,7 @@ class AsyncClientLimits:
         self,
         model: str,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         system: str | None = None,
         options: RequestOptions | None = None,
     ) -> Headroom:
@@ -385,7 +385,7 @@ class RouterLimits:
         self: _Resolves,
         role: str,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         system: str | None = None,
         options: RequestOptions | None = None,
     ) -> Headroom:
@@ -410,7 +410,7 @@ class AsyncRouterLimits:
         self: _Resolves,
         role: str,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         system: str | None = None,
         options: RequestOptions | None = None,
     ) -> Headroom:

@@ -7,13 +7,12 @@ OpenTelemetry is imported. The implementation lives in `nisse_llm.telemetry`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from nisse_llm._transport import Call
-    from nisse_llm.canonical import Completion, LogLike, ToolCall, ToolLike, ToolResult, ToolSpec
+    from nisse_llm.canonical import Completion, LogLike, ToolCall, ToolResult, ToolsLike, ToolSpec
     from nisse_llm.errors import LLMError
     from nisse_llm.options import RequestOptions
 
@@ -56,7 +55,7 @@ class Tracer(Protocol):
         self,
         call: Call,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         system: str | None,
         options: RequestOptions | None,
     ) -> CallTrace:

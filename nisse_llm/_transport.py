@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import replace
@@ -46,7 +46,7 @@ from nisse_llm.canonical import (
     CanonicalEvent,
     Completion,
     LogLike,
-    ToolLike,
+    ToolsLike,
     Usage,
 )
 from nisse_llm.errors import ConfigError, LLMError, StreamInterrupted, UpstreamUnavailable
@@ -123,7 +123,7 @@ class PartsRenderer(Renderer, Protocol):
     def render_parts(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None = None,
         *,
@@ -173,6 +173,7 @@ class Core:
         "max_tokens",
         "model_infos",
         "on_call",
+        "on_start",
         "on_usage",
         "policy",
         "preflight",
@@ -223,6 +224,8 @@ class Core:
         self.on_usage = on_usage
         #: Told of every call's end (a router sets it to write the task record).
         self.on_call: CallObserver | None = None
+        #: Told of every call before its request leaves (a router records the start).
+        self.on_start: Callable[[Call], None] | None = None
         #: The prompt-cache policy of every call that does not override it (None: off).
         self.prompt_cache = _cache_policy(prompt_cache)
         self.renderer = route.renderer()
@@ -257,7 +260,7 @@ class Core:
     def begin(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None,
         *,
@@ -293,6 +296,13 @@ class Core:
             call.fail(exc)
         if stream:
             parts[-1] = parts[-1][:-1] + _STREAM_FIELDS[self.route.name]
+        if self.on_start is not None:
+            try:
+                self.on_start(call)
+            except BaseException as exc:  # the start could not be recorded: nothing is sent
+                if call.trace is not None:
+                    call.trace.interrupted(call, type(exc).__name__)
+                raise
         call.parts = parts
         # A stream is sent as one bytes body (httpx sets its length); parts need theirs.
         call.headers = (
@@ -469,6 +479,8 @@ class Call:
             policy=core.policy,
             retries_done=self.attempts - 1,
             now=datetime.now(UTC),
+            model=self.model,
+            role=self.role,
         )
         if isinstance(verdict, Retry):
             return verdict.wait_s

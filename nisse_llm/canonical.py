@@ -9,7 +9,16 @@ import secrets
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, cast
+from typing import (
+    TYPE_CHECKING,
+    Annotated,
+    Any,
+    Literal,
+    Protocol,
+    TypeAlias,
+    cast,
+    runtime_checkable,
+)
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 
@@ -25,7 +34,9 @@ __all__ = [
     "AssistantText",
     "CallInfo",
     "CanonicalEvent",
+    "Compaction",
     "Completion",
+    "HasToolSpecs",
     "LogLike",
     "Reasoning",
     "StoredEvent",
@@ -33,15 +44,18 @@ __all__ = [
     "ToolLike",
     "ToolResult",
     "ToolSpec",
+    "ToolsLike",
     "Usage",
     "UserImage",
     "UserText",
+    "WireEvent",
     "as_events",
     "as_tool_specs",
     "dump_jsonl",
     "load_jsonl",
     "log_items",
     "mint_call_id",
+    "wire_events",
 ]
 
 # The strictest common rule: OpenAI caps tool-call ids at 40 characters, Anthropic
@@ -129,8 +143,47 @@ class Reasoning(_Event):
         return self.block.get("type") in ("thinking", "redacted_thinking")
 
 
+class Compaction(_Event):
+    """Where compaction shortened the log: how many events it removed, and their summary.
+
+    Every route sends it as context on the user side (`context`), never as the model's
+    own words. In a task file it also names the records it replaces: those numbered
+    ``first_seq`` to ``last_seq`` (removed, standing here now) and those in ``elided``
+    (kept, their tool output or image replaced by a placeholder); see `LogStore.resume`.
+    """
+
+    kind: Literal["compaction"] = "compaction"
+    removed: NonNegativeInt = 0
+    summary: str | None = None
+    first_seq: NonNegativeInt | None = None
+    last_seq: NonNegativeInt | None = None
+    elided: tuple[NonNegativeInt, ...] = Field(default=(), exclude_if=lambda seqs: not seqs)
+
+    @property
+    def text(self) -> str:
+        """What the model is told in its place ("" when it removed nothing: not sent)."""
+        if not self.removed and self.summary is None:
+            return ""
+        said = (
+            f"[Context note: {self.removed} earlier event(s) of this conversation were "
+            "removed to fit the context window."
+        )
+        if self.summary is None:
+            return said + "]"
+        return f"{said} A summary of the removed part follows.]\n\n{self.summary}"
+
+    @functools.cached_property
+    def context(self) -> UserText:
+        """The user-side text every renderer sends for it (one object per event, so the
+        renderers' per-event memo keeps its encoding)."""
+        return UserText(text=self.text)
+
+
+#: The events a renderer sends (a `Compaction` goes out as its `Compaction.context`).
+WireEvent: TypeAlias = UserText | UserImage | AssistantText | ToolCall | ToolResult | Reasoning
+
 CanonicalEvent: TypeAlias = Annotated[
-    UserText | UserImage | AssistantText | ToolCall | ToolResult | Reasoning,
+    UserText | UserImage | AssistantText | ToolCall | ToolResult | Reasoning | Compaction,
     Field(discriminator="kind"),
 ]
 
@@ -151,7 +204,14 @@ class StoredEvent(BaseModel):
 
 
 LogLike: TypeAlias = Sequence[
-    StoredEvent | UserText | UserImage | AssistantText | ToolCall | ToolResult | Reasoning
+    StoredEvent
+    | UserText
+    | UserImage
+    | AssistantText
+    | ToolCall
+    | ToolResult
+    | Reasoning
+    | Compaction
 ]
 
 
@@ -162,7 +222,7 @@ def _stored() -> "TypeAdapter[StoredEvent]":
     return TypeAdapter(StoredEvent)
 
 
-_EVENT_NAMES = "UserText, AssistantText, ToolCall, ToolResult, Reasoning"
+_EVENT_NAMES = "UserText, AssistantText, ToolCall, ToolResult, Reasoning, Compaction"
 
 
 def log_items(log: object) -> Sequence[object]:
@@ -199,6 +259,14 @@ def as_events(log: Iterable[object]) -> list[CanonicalEvent]:
                 f"not {type(item).__name__}: {str(item)[:80]!r}"
             )
     return events
+
+
+def wire_events(log: Iterable[object]) -> list[WireEvent]:
+    """`as_events` as a renderer sends them: each `Compaction` as its user-side context."""
+    return [
+        event.context if type(event) is Compaction else cast(WireEvent, event)
+        for event in as_events(log)
+    ]
 
 
 def dump_jsonl(records: Iterable[StoredEvent]) -> bytes:
@@ -242,31 +310,83 @@ class ToolSpec(BaseModel):
         return spec_from_model(model, name=name, description=description)
 
 
-ToolLike: TypeAlias = ToolSpec | Mapping[str, Any]
+#: One tool: a `ToolSpec`, a dict in one of the three common shapes, or a Python function
+#: (its spec is `ToolSpec.from_function`'s).
+ToolLike: TypeAlias = ToolSpec | Mapping[str, Any] | Callable[..., Any]
 
 
-def as_tool_specs(tools: Iterable[ToolLike] | None) -> list[ToolSpec]:
-    """Tool specs from `ToolSpec`s or plain dicts in any of the three common shapes.
+@runtime_checkable
+class HasToolSpecs(Protocol):
+    """Anything holding tool specs, such as a `Toolbox`: its ``specs`` are the tools."""
+
+    @property
+    def specs(self) -> Sequence[ToolSpec]: ...
+
+
+#: The ``tools`` a request takes: tools one by one, a `Toolbox` (its specs), or none.
+ToolsLike: TypeAlias = Iterable[ToolLike] | HasToolSpecs | None
+
+_TOOL_SHAPES = (
+    "a tool is a ToolSpec, a dict in one of the three tool shapes, or a function "
+    "(ToolSpec.from_function)"
+)
+
+
+def as_tool_specs(tools: ToolsLike) -> list[ToolSpec]:
+    """Tool specs from a `Toolbox` (its ``specs``), or from `ToolSpec`s, functions and plain
+    dicts in any of the three common shapes.
 
     Accepted dicts: ``{name, description, parameters}``; OpenAI's
     ``{"type": "function", "function": {...}}``; Anthropic's ``{name, description,
-    input_schema}``. Anything else is a `ValueError` from validation.
+    input_schema}``. A malformed dict is a `ValueError` from validation; anything else is
+    a `TypeError` naming what was passed and what to pass.
     """
+    if tools is None:
+        return []
+    if isinstance(tools, HasToolSpecs) and not isinstance(tools, ToolSpec):
+        return list(tools.specs)
+    if isinstance(tools, ToolSpec | Mapping) or (callable(tools) and not isinstance(tools, type)):
+        if isinstance(tools, ToolSpec):
+            one = f"the ToolSpec {tools.name!r}"
+        elif isinstance(tools, Mapping):
+            one = "one tool as a dict"
+        else:
+            one = f"the function {getattr(tools, '__name__', repr(tools))}"
+        raise TypeError(
+            f"tools must be a list of tools or a Toolbox, got {one}: pass it in a list, "
+            f"[...]; {_TOOL_SHAPES}"
+        )
+    if not isinstance(tools, Iterable):
+        raise TypeError(
+            f"tools must be a list of tools or a Toolbox, got {type(tools).__name__}; "
+            f"{_TOOL_SHAPES}"
+        )
     specs: list[ToolSpec] = []
-    for tool in tools or ():
+    for index, tool in enumerate(tools):
         if isinstance(tool, ToolSpec):
             specs.append(tool)
-            continue
-        data: Mapping[str, Any] = tool
-        if data.get("type") == "function" and isinstance(data.get("function"), Mapping):
-            data = data["function"]
-        if "input_schema" in data:
-            data = {
-                "name": data.get("name"),
-                "description": data.get("description", ""),
-                "parameters": data["input_schema"],
-            }
-        specs.append(ToolSpec.model_validate(dict(data)))
+        elif isinstance(tool, Mapping):
+            data: Mapping[str, Any] = tool
+            if data.get("type") == "function" and isinstance(data.get("function"), Mapping):
+                data = data["function"]
+            if "input_schema" in data:
+                data = {
+                    "name": data.get("name"),
+                    "description": data.get("description", ""),
+                    "parameters": data["input_schema"],
+                }
+            specs.append(ToolSpec.model_validate(dict(data)))
+        elif isinstance(tool, HasToolSpecs):
+            specs.extend(tool.specs)
+        elif callable(tool) and not isinstance(tool, type):
+            specs.append(ToolSpec.from_function(tool))
+        else:
+            hint = (
+                f"for a model's fields, pass ToolSpec.from_model({tool.__name__})"
+                if isinstance(tool, type) and issubclass(tool, BaseModel)
+                else _TOOL_SHAPES
+            )
+            raise TypeError(f"tools[{index}] is {tool!r}, not a tool: {hint}")
     return specs
 
 

@@ -16,12 +16,13 @@ from typing import TextIO
 
 from nisse_llm._terminal import printable
 from nisse_llm.cli_complete import register as _register_complete
-from nisse_llm.config import Pin, Settings, load_settings
+from nisse_llm.config import SEED_ROLES, Pin, Settings, load_settings
 from nisse_llm.errors import (
     BudgetExhausted,
     ConfigError,
     ContextWindowExceeded,
     LLMError,
+    ModelNotServed,
     UpstreamUnavailable,
 )
 from nisse_llm.options import RequestOptions
@@ -43,7 +44,7 @@ __all__ = [
 
 EXIT_OK = 0
 EXIT_ERROR = 1  # any other LLMError, or stale schema files under --check
-EXIT_USAGE = 2  # a configuration or usage error
+EXIT_USAGE = 2  # a configuration or usage error (ModelNotServed included)
 EXIT_UPSTREAM = 3  # UpstreamUnavailable: keep the work, resume later
 EXIT_BUDGET = 4  # BudgetExhausted: keep the work, tell the operator
 EXIT_CONTEXT = 5  # ContextWindowExceeded: keep the work, shorten the log, call again
@@ -58,18 +59,21 @@ def exit_code(exc: LLMError) -> int:
         return EXIT_BUDGET
     if isinstance(exc, UpstreamUnavailable):
         return EXIT_UPSTREAM
-    if isinstance(exc, ConfigError):
+    if isinstance(exc, ConfigError | ModelNotServed):
         return EXIT_USAGE
     if isinstance(exc, ContextWindowExceeded):
         return EXIT_CONTEXT
     return EXIT_ERROR
 
 
-def _load(args: argparse.Namespace) -> Settings:
-    """Settings for ``--config``, with warnings (a readable token file) printed plainly."""
+def _load(args: argparse.Namespace, *, require_roles: Sequence[str] | None = None) -> Settings:
+    """Settings for ``--config``, with warnings (a readable token file) printed plainly;
+    the roles required are ``require_roles``, else ``--require``, else the seeds'."""
+    if require_roles is None:
+        require_roles = getattr(args, "require", None) or SEED_ROLES
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        settings = load_settings(args.config)
+        settings = load_settings(args.config, require_roles=require_roles)
     for warning in caught:
         print(f"warning: {warning.message}", file=sys.stderr)
     return settings
@@ -79,14 +83,16 @@ def _config_check(args: argparse.Namespace) -> int:
     settings = _load(args)
     pin = settings.pin()
     sources = settings.sources
-    source = settings.config_file or "environment only (no file: --config or NISSE_CONFIG)"
+    source = settings.config_lookup
+    if settings.config_file is None:
+        source = f"environment only ({source})"
     print(f"configuration OK: {source}")
     print(f"proxy: {pin.base_url}")
     rows: list[tuple[str, ...]] = [
         (role, model, pin.route(role), sources.get(f"roles.{role}", "default"))
         for role, model in pin.roles.pinned().items()
     ]
-    profiles = [_options_cell(pin.options_for(role)) for role in pin.roles.ROLES]
+    profiles = [_options_cell(pin.options_for(role)) for role in pin.roles.names]
     if any(profiles):  # the options column appears once a role has a profile
         header: tuple[str, ...] = ("role", "model", "route", "source", "options")
         rows = [(*row, cell) for row, cell in zip(rows, profiles, strict=True)]
@@ -198,6 +204,18 @@ def _config_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _role_list(text: str) -> tuple[str, ...]:
+    """``--require planner,executor`` as role names (argparse reports a bad one)."""
+    from nisse_llm.config import role_name_problem
+
+    names = tuple(part.strip() for part in text.split(",") if part.strip())
+    for name in names:
+        problem = role_name_problem(name)
+        if problem is not None:
+            raise argparse.ArgumentTypeError(f"{name!r} is not a role name: {problem}")
+    return names
+
+
 def _config_init(args: argparse.Namespace) -> int:
     for path in init_config(args.path, force=args.force):
         print(f"wrote {path}")
@@ -221,7 +239,16 @@ def _register_config(commands: argparse._SubParsersAction[argparse.ArgumentParse
     ):
         action = actions.add_parser(name, help=summary, description=summary)
         action.add_argument(
-            "--config", metavar="PATH", help="TOML file (default: $NISSE_CONFIG, else none)"
+            "--config",
+            metavar="PATH",
+            help=f"TOML file (default: $NISSE_CONFIG, else ./{DEFAULT_CONFIG_NAME} if present)",
+        )
+        action.add_argument(
+            "--require",
+            metavar="ROLES",
+            type=_role_list,
+            help="comma-separated roles the agent uses, each required "
+            f"(default: {','.join(SEED_ROLES)}); any other role configured is kept",
         )
         if name == "check":
             action.add_argument(

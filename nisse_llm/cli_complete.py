@@ -23,13 +23,13 @@ from nisse_llm._terminal import printable
 from nisse_llm.canonical import (
     AssistantText,
     CanonicalEvent,
+    Compaction,
     Reasoning,
     ToolCall,
     ToolResult,
     UserImage,
     UserText,
 )
-from nisse_llm.config import RoleMap
 from nisse_llm.options import RequestOptions
 
 if TYPE_CHECKING:
@@ -44,7 +44,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     """Add ``complete`` to the CLI's subcommands."""
     summary = "send one prompt to a role's model through the proxy and print the reply"
     parser = commands.add_parser("complete", help=summary, description=summary)
-    parser.add_argument("--role", required=True, choices=RoleMap.ROLES, help="the role to ask")
+    parser.add_argument(
+        "--role",
+        required=True,
+        help="the role to ask (a seed role, or one the configuration adds); only this role "
+        "must be configured",
+    )
     parser.add_argument(
         "--config", metavar="PATH", help="TOML file (default: $NISSE_CONFIG, else none)"
     )
@@ -123,7 +128,7 @@ def _complete(args: argparse.Namespace) -> int:
     from nisse_llm.cli import _load
     from nisse_llm.routers import RoleRouter
 
-    pin = _load(args).pin()
+    pin = _load(args, require_roles=(args.role,)).pin()
     options = _request_options(args)
     with RoleRouter.from_pin(pin) as router:
         if args.stream:
@@ -192,7 +197,7 @@ def _print_event(event: CanonicalEvent) -> None:
     elif isinstance(event, Reasoning):
         kind = str(event.block.get("type", "unknown"))[:80]
         print(f"[reasoning block: {printable(kind)}]", file=sys.stderr)
-    elif isinstance(event, UserText | UserImage | ToolResult):
+    elif isinstance(event, UserText | UserImage | ToolResult | Compaction):
         # A reply never holds these; shown rather than dropped if a parser ever yields one.
         print(printable(f"[{event.kind}] {event}"), file=sys.stderr)
     else:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
 import httpx
 from pydantic import SecretStr
 
+from nisse_llm._bounds import check_client_numbers
 from nisse_llm._classify import RateLimitPolicy
 from nisse_llm._headroom import AsyncClientLimits, ClientLimits
 from nisse_llm._limits import (
@@ -36,7 +37,14 @@ from nisse_llm._transport import (
     UsageCallback,
     shared_ssl_context,
 )
-from nisse_llm.canonical import CallInfo, CanonicalEvent, Completion, LogLike, ToolLike, Usage
+from nisse_llm.canonical import (
+    CallInfo,
+    CanonicalEvent,
+    Completion,
+    LogLike,
+    ToolsLike,
+    Usage,
+)
 from nisse_llm.routing import DEFAULT_PASSTHROUGH_PREFIXES, Route, has_native_adapter
 
 # Streaming loads with the first stream (see `nisse_llm.streaming`).
@@ -558,6 +566,21 @@ class _SyncClient(ClientLimits, _ClientBase):
         call_deadline_s: float = DEFAULT_CALL_DEADLINE_S,
         stream_deadline_s: float = DEFAULT_STREAM_DEADLINE_S,
     ) -> None:
+        check_client_numbers(
+            type(self).__name__,
+            {
+                "timeout_s": timeout_s,
+                "connect_timeout_s": connect_timeout_s,
+                "max_tokens": max_tokens,
+                "rate_limit_retries": rate_limit_retries,
+                "rate_limit_wait_s": rate_limit_wait_s,
+                "rate_limit_wait_cap_s": rate_limit_wait_cap_s,
+                "stream_idle_timeout_s": stream_idle_timeout_s,
+                "max_response_bytes": max_response_bytes,
+                "call_deadline_s": call_deadline_s,
+                "stream_deadline_s": stream_deadline_s,
+            },
+        )
         core = self._setup(
             base_url,
             token,
@@ -586,7 +609,7 @@ class _SyncClient(ClientLimits, _ClientBase):
     def complete(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None = None,
         *,
@@ -602,7 +625,7 @@ class _SyncClient(ClientLimits, _ClientBase):
         self,
         output_type: type[M],
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None = None,
         *,
@@ -635,7 +658,7 @@ class _SyncClient(ClientLimits, _ClientBase):
     def _completion(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None,
         options: RequestOptions | None,
@@ -659,7 +682,7 @@ class _SyncClient(ClientLimits, _ClientBase):
     def stream(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None = None,
         *,
@@ -714,6 +737,21 @@ class _AsyncClient(AsyncClientLimits, _ClientBase):
         call_deadline_s: float = DEFAULT_CALL_DEADLINE_S,
         stream_deadline_s: float = DEFAULT_STREAM_DEADLINE_S,
     ) -> None:
+        check_client_numbers(
+            type(self).__name__,
+            {
+                "timeout_s": timeout_s,
+                "connect_timeout_s": connect_timeout_s,
+                "max_tokens": max_tokens,
+                "rate_limit_retries": rate_limit_retries,
+                "rate_limit_wait_s": rate_limit_wait_s,
+                "rate_limit_wait_cap_s": rate_limit_wait_cap_s,
+                "stream_idle_timeout_s": stream_idle_timeout_s,
+                "max_response_bytes": max_response_bytes,
+                "call_deadline_s": call_deadline_s,
+                "stream_deadline_s": stream_deadline_s,
+            },
+        )
         core = self._setup(
             base_url,
             token,
@@ -742,7 +780,7 @@ class _AsyncClient(AsyncClientLimits, _ClientBase):
     async def complete(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None = None,
         *,
@@ -758,7 +796,7 @@ class _AsyncClient(AsyncClientLimits, _ClientBase):
         self,
         output_type: type[M],
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None = None,
         *,
@@ -791,7 +829,7 @@ class _AsyncClient(AsyncClientLimits, _ClientBase):
     async def _completion(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None,
         options: RequestOptions | None,
@@ -817,7 +855,7 @@ class _AsyncClient(AsyncClientLimits, _ClientBase):
     def stream(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None = None,
         *,

@@ -4,6 +4,7 @@
 
     LLMError                 fail the turn: the request or the answer was wrong
     ├── ConfigError          fix the configuration; nothing was sent
+    ├── ModelNotServed       the proxy serves no such model: fix the role's model or the proxy
     ├── RenderError          the canonical log is corrupt; nothing was sent
     ├── ContextWindowExceeded  the log outgrew the model's window: keep the work, shorten
     │                          the log (compact, drop old tool output), call again
@@ -37,6 +38,7 @@ __all__ = [
     "ConfigError",
     "ContextWindowExceeded",
     "LLMError",
+    "ModelNotServed",
     "ModelRefusal",
     "OutputValidationError",
     "PartialReply",
@@ -93,6 +95,29 @@ class ConfigError(LLMError):
         super().__init__(message)
         #: One line per offending key, each naming the TOML key, env variable and source.
         self.problems = problems
+
+
+class ModelNotServed(LLMError):
+    """The proxy serves no model by this name: fix the configuration (the role's model, or
+    the proxy's model list); retrying cannot help."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        model: str,
+        role: str | None = None,
+        status: int | None = None,
+        error_type: str | None = None,
+        server_message: str | None = None,
+    ) -> None:
+        super().__init__(
+            message, status=status, error_type=error_type, server_message=server_message
+        )
+        #: The model name the proxy refused.
+        self.model = model
+        #: The router role the call was made for (None for a direct client call).
+        self.role = role
 
 
 class RenderError(LLMError):

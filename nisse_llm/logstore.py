@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import SecretStr, TypeAdapter, ValidationError
 
-from nisse_llm.canonical import CanonicalEvent, StoredEvent
+from nisse_llm.canonical import CanonicalEvent, LogLike, StoredEvent, ToolCall, ToolResult
 from nisse_llm.taskrecord import (
     RECORD_TYPES,
     CallRecord,
@@ -48,8 +48,12 @@ from nisse_llm.taskrecord import (
     TaskHeaderMissing,
     TaskPinMismatch,
     UsageTotals,
+    ViewItem,
+    compacted_view,
+    compaction_record,
     pending_calls,
     pin_difference,
+    unknown_calls,
 )
 
 if TYPE_CHECKING:
@@ -57,6 +61,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LogCorrupt",
+    "LogDuplicateId",
     "LogFileReplaced",
     "LogRead",
     "LogSequenceError",
@@ -117,6 +122,10 @@ class LogSequenceError(ValueError):
     """A record's sequence number is not above the last one in the log: nothing was written."""
 
 
+class LogDuplicateId(ValueError):
+    """A tool call id already used, or a call already answered: nothing was written."""
+
+
 @dataclass(frozen=True, slots=True)
 class LogRead:
     """What a log file holds: its complete records, and a torn last line if a crash left one."""
@@ -141,13 +150,34 @@ class LogRead:
 
     @property
     def calls(self) -> list[StoredCall]:
-        """The call records, in order."""
-        return [r for r in self.records if isinstance(r, StoredCall)]
+        """The records of calls that ended, in order (one per call)."""
+        return [
+            r for r in self.records if isinstance(r, StoredCall) and r.llm_call.outcome != "started"
+        ]
+
+    @property
+    def starts(self) -> list[StoredCall]:
+        """The records written as calls started, in order (see `unknown_calls`)."""
+        return [
+            r for r in self.records if isinstance(r, StoredCall) and r.llm_call.outcome == "started"
+        ]
+
+    @property
+    def unknown_calls(self) -> list[StoredCall]:
+        """The start records of calls that never ended: outcome unknown, possibly billed."""
+        return unknown_calls(self.starts, self.calls)
 
     @property
     def usage(self) -> UsageTotals:
-        """Usage totals of every call record (tokens and cost, overall and per role)."""
-        return UsageTotals.of(record.llm_call for record in self.calls)
+        """Usage totals of every call record (tokens and cost, overall and per role), calls
+        of unknown outcome counted apart."""
+        unknown = [record.llm_call for record in self.unknown_calls]
+        return UsageTotals.of((record.llm_call for record in self.calls), unknown)
+
+    @property
+    def view(self) -> list[ViewItem]:
+        """The compacted view of the events: every `Compaction` applied (`compacted_view`)."""
+        return compacted_view(self.events)
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +199,9 @@ class LogStore:
         self._fd: int | None = None
         # The file's state after our last append; trusted only while size and mtime match.
         self._tail: _Tail | None = None
+        # The call ids and answered ids in the file, as of the file state ``_ids_at``.
+        self._ids: tuple[set[str], set[str]] | None = None
+        self._ids_at: _Tail | None = None
         self._task_id: str | None = None
 
     @property
@@ -245,12 +278,42 @@ class LogStore:
                 self._append_locked(fd, batch)
 
     def append_event(self, event: CanonicalEvent) -> StoredEvent:
-        """Append an event as the next record, stamped with the current UTC time; return it."""
+        """Append an event as the next record, stamped with the current UTC time; return it.
+
+        A `ToolCall` whose id the file already holds, or a `ToolResult` for a call already
+        answered, raises `LogDuplicateId` and nothing is written (a log holding it would
+        be refused by every route).
+        """
         return self._append_next([event], StoredEvent.now)[0]
 
     def append_events(self, events: Iterable[CanonicalEvent]) -> list[StoredEvent]:
-        """Append events as the next records, in one write (a reply is logged whole or not at all)."""
+        """Append events as the next records, in one write (a reply is logged whole or not at
+        all); `LogDuplicateId` as for `append_event`."""
         return self._append_next(list(events), StoredEvent.now)
+
+    def append_compaction(self, compacted: LogLike) -> StoredEvent:
+        """Record that the task's log is now ``compacted`` (`compact` or `summarize` applied
+        to the view `resume` gives, perhaps with events not yet appended at its end).
+
+        Appends one `Compaction` event naming the records it replaces and carrying the
+        summary, if any; the records stay in the file (``ResumedTask.history``) and
+        ``ResumedTask.events`` is the compacted view from then on. `ValueError` (nothing
+        written) if ``compacted`` is not a compaction of the file's log.
+        """
+        from nisse_llm.canonical import as_events
+
+        events = as_events(compacted)
+        with self._lock:
+            fd = self._open()
+            with _Flock(fd, fcntl.LOCK_EX):
+                _check_same_file(fd, self.path)
+                found = _parse(fd, self.path)
+                record = compaction_record(compacted_view(found.events), events)
+                tail = self._current_tail(fd)
+                seq = 0 if tail.last_seq is None else tail.last_seq + 1
+                stored = StoredEvent.now(seq, record)
+                self._append_locked(fd, [stored])
+        return stored
 
     def append_call(self, record: CallRecord) -> StoredCall:
         """Append a call record (role, model, route, usage, cost, outcome); return it.
@@ -297,6 +360,10 @@ class LogStore:
     def resume(self, token: str | SecretStr, *, base_url: str | None = None) -> ResumedTask:
         """Everything this task file holds, ready to continue: pin, events, pending calls, usage.
 
+        ``events`` is the compacted view, repaired where a record would make it unrenderable
+        (``repairs`` says how; the file is not changed); ``history`` every event record;
+        ``unknown_calls`` the calls that started and never ended.
+
         The pin is rebuilt from the header with ``token`` (never stored) by
         `Pin.from_record`: the record's base URL must be the operator's (``base_url``, else
         ``NISSE_LLM_BASE_URL``). A torn tail a crash left is removed first (its bytes are
@@ -313,9 +380,11 @@ class LogStore:
             with _Flock(fd, fcntl.LOCK_EX):
                 repaired = self._repair_locked(fd)
                 found = _parse(fd, self.path)
+        from nisse_llm.compaction import repair
+
         header = self._header_of(found.records[0] if found.records else None)
         self._task_id = _task_id(header)
-        events = [record.event for record in found.events]
+        events, fixes = repair([item.event for item in found.view], answer_dangling=False)
         return ResumedTask(
             pin=_pin_from_record(header.header.pin, token, base_url),
             events=events,
@@ -323,6 +392,9 @@ class LogStore:
             usage=found.usage,
             store=self,
             repaired=repaired,
+            history=found.events,
+            repairs=fixes,
+            unknown_calls=found.unknown_calls,
         )
 
     def _header_of(self, first: StoredRecord | None) -> StoredHeader:
@@ -342,10 +414,43 @@ class LogStore:
             fd = self._open()
             with _Flock(fd, fcntl.LOCK_EX):
                 tail = self._current_tail(fd)
+                if any(isinstance(item, ToolCall | ToolResult) for item in items):
+                    self._check_ids(fd, tail, items)
                 seq = 0 if tail.last_seq is None else tail.last_seq + 1
                 records = [make(seq + n, item) for n, item in enumerate(items)]
                 self._append_locked(fd, records)
+                if self._ids is not None:
+                    _ids_after(self._ids, items)
+                    self._ids_at = self._tail
         return records
+
+    def _check_ids(self, fd: int, tail: _Tail, items: Sequence[Any]) -> None:
+        """`LogDuplicateId` if ``items`` reuse a call id of the file or of each other.
+
+        The file's ids are read once and kept while the file is only appended to by this
+        store (another writer's append changes its size: it is read again)."""
+        if self._ids is None or self._ids_at != tail:
+            found = _parse(fd, self.path)
+            self._ids = _ids_after((set(), set()), [r.event for r in found.events])
+            self._ids_at = tail
+        calls, answered = self._ids
+        new_calls: set[str] = set()
+        new_answers: set[str] = set()
+        for item in items:
+            if isinstance(item, ToolCall):
+                if item.call_id in calls or item.call_id in new_calls:
+                    raise LogDuplicateId(
+                        f"{self.path}: the tool call id {item.call_id!r} is already in the "
+                        "log; nothing was written"
+                    )
+                new_calls.add(item.call_id)
+            elif isinstance(item, ToolResult):
+                if item.call_id in answered or item.call_id in new_answers:
+                    raise LogDuplicateId(
+                        f"{self.path}: the tool call {item.call_id!r} already has its result "
+                        "in the log; nothing was written"
+                    )
+                new_answers.add(item.call_id)
 
     def repair(self) -> bytes | None:
         """Truncate a torn last line left by a crash and return its bytes (None if none).
@@ -435,6 +540,19 @@ class LogStore:
         self._tail = _Tail(
             size=stat.st_size, mtime_ns=stat.st_mtime_ns, last_seq=previous, torn_offset=None
         )
+
+
+def _ids_after(
+    ids: tuple[set[str], set[str]], events: Iterable[object]
+) -> tuple[set[str], set[str]]:
+    """The (call ids, answered ids) sets grown by ``events`` (in place)."""
+    calls, answered = ids
+    for event in events:
+        if isinstance(event, ToolCall):
+            calls.add(event.call_id)
+        elif isinstance(event, ToolResult):
+            answered.add(event.call_id)
+    return calls, answered
 
 
 def _open_no_symlink(path: Path, flags: int) -> int:

@@ -76,7 +76,7 @@ def judge(pin: Pin, served: list[str], infos: Mapping[str, ModelInfo | None]) ->
         base_url=pin.base_url,
         reachable=True,
         token_accepted=True,
-        roles=tuple(_role_check(pin, role, set(served), infos) for role in pin.roles.ROLES),
+        roles=tuple(_role_check(pin, role, set(served), infos) for role in pin.roles.names),
     )
 
 
@@ -160,7 +160,7 @@ def check_online(pin: Pin, **client_options: Any) -> OnlineReport:
     from nisse_llm.routers import RoleRouter
 
     with RoleRouter.from_pin(pin, **client_options) as router:
-        client = router.client_for(pin.roles.ROLES[0])
+        client = router.client_for(pin.roles.names[0])
         try:
             served = client.served_models()
         except LLMError as exc:
@@ -168,7 +168,7 @@ def check_online(pin: Pin, **client_options: Any) -> OnlineReport:
             if report is None:
                 raise
             return report
-        models = {pin.model_for(role) for role in pin.roles.ROLES}
+        models = {pin.model_for(role) for role in pin.roles.names}
         infos = {model: client.model_info(model) for model in sorted(models)}
     return judge(pin, served, infos)
 
@@ -178,7 +178,7 @@ async def acheck_online(pin: Pin, **client_options: Any) -> OnlineReport:
     from nisse_llm.routers import AsyncRoleRouter
 
     async with AsyncRoleRouter.from_pin(pin, **client_options) as router:
-        client = router.client_for(pin.roles.ROLES[0])
+        client = router.client_for(pin.roles.names[0])
         try:
             served = await client.served_models()
         except LLMError as exc:
@@ -186,6 +186,6 @@ async def acheck_online(pin: Pin, **client_options: Any) -> OnlineReport:
             if report is None:
                 raise
             return report
-        models = {pin.model_for(role) for role in pin.roles.ROLES}
+        models = {pin.model_for(role) for role in pin.roles.names}
         infos = {model: await client.model_info(model) for model in sorted(models)}
     return judge(pin, served, infos)

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter
 
 from nisse_llm.canonical import CanonicalEvent, StoredEvent
-from nisse_llm.config import ENV_VARS, LLMSettings, RoleMap, Settings
+from nisse_llm.config import ENV_VARS, ROLE_NAME_PATTERN, LLMSettings, RoleMap, Settings
 
 __all__ = [
     "CONFIG_SCHEMA_FILE",
@@ -49,6 +49,7 @@ def config_schema() -> dict[str, Any]:
     """The TOML file: no key required (any may come from the environment), none unknown."""
     schema = Settings.model_json_schema()
     _drop_required(schema)
+    _open_roles(schema["$defs"]["RoleMap"])
     for model, table in ((LLMSettings, "llm"), (RoleMap, "roles")):
         definition = schema["$defs"][model.__name__]
         definition["description"] = (
@@ -69,6 +70,29 @@ def config_schema() -> dict[str, Any]:
         "arguments, environment variables, this file, defaults."
     )
     return {"$schema": DIALECT, **schema}
+
+
+def _open_roles(definition: dict[str, Any]) -> None:
+    """The roles table: the seeds' four roles described by name, any other role name
+    allowed by its pattern, and nothing else."""
+    role = definition.pop("additionalProperties")
+    seed = "A seed role: required unless the agent names the roles it uses."
+    definition["properties"] = {
+        name: {
+            **role,
+            "description": f"{RoleMap.DESCRIPTIONS[name]} {seed}",
+            "title": name.capitalize(),
+        }
+        for name in sorted(RoleMap.ROLES)
+    }
+    definition["patternProperties"] = {
+        ROLE_NAME_PATTERN: {
+            **role,
+            "description": "A role the operator adds: its model string, or a table with model "
+            "and request options. Environment variable: NISSE_ROLE_<ROLE>.",
+        }
+    }
+    definition["additionalProperties"] = False
 
 
 def _canonical_event_schema() -> dict[str, Any]:

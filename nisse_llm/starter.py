@@ -11,20 +11,20 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from nisse_llm.config import DEFAULT_CONFIG_NAME
 from nisse_llm.errors import ConfigError
 from nisse_llm.schema import CONFIG_SCHEMA_FILE, render_schemas
 
 __all__ = ["DEFAULT_CONFIG_NAME", "init_config", "starter_toml"]
-
-DEFAULT_CONFIG_NAME = "nisse-llm.toml"
 
 _STARTER = """\
 #:schema ./{schema}
 # nisse-llm configuration (written by `nisse-llm config init`).
 #
 # Every key may instead come from its environment variable (named beside it); the
-# environment wins over this file. Check it with `nisse-llm config check --config PATH`
-# (add --online to ask the proxy whether each role will work). An unknown key or table
+# environment wins over this file. Check it with `nisse-llm config check` (it reads
+# ./nisse.toml; else pass --config PATH; add --online to ask the proxy whether each role
+# will work). An unknown key or table
 # is an error, so a typo cannot pass silently.
 
 [llm]
@@ -40,7 +40,9 @@ base_url = "http://127.0.0.1:4000"
 max_output_tokens = 16384
 
 [roles]
-# The model each role resolves to, as the proxy names it. All four are required; the
+# The model each role resolves to, as the proxy names it. The four seed roles are
+# required unless the agent names the ones it uses (load_settings(require_roles=...));
+# add roles of your own the same way (reviewer = "..."; env NISSE_ROLE_REVIEWER). The
 # mapping is pinned when a task starts, so edits reach only tasks started later.
 executor = "claude-sonnet-5-5"  # env NISSE_ROLE_EXECUTOR
 planner = "claude-opus-5-5"     # env NISSE_ROLE_PLANNER

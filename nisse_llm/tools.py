@@ -28,7 +28,15 @@ import types
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PydanticInvalidForJsonSchema,
+    PydanticSchemaGenerationError,
+    TypeAdapter,
+    create_model,
+)
 
 from nisse_llm.canonical import TOOL_NAME_PATTERN, ToolSpec
 
@@ -210,13 +218,17 @@ def _skip_section(lines: list[str], index: int) -> int:
 # --- specs --------------------------------------------------------------------------
 
 
-def _check_name(name: str, source: object) -> str:
+def _check_name(name: str, source: object, how: str) -> str:
     if not _NAME.match(name):
-        raise ValueError(
-            f"{source!r}: tool name {name!r} must match {TOOL_NAME_PATTERN} "
-            "(pass name=... to choose one)"
-        )
+        raise ValueError(f"{source!r}: tool name {name!r} must match {TOOL_NAME_PATTERN}; {how}")
     return name
+
+
+_NAME_FUNCTION = (
+    "name it: ToolSpec.from_function(fn, name='read_file') for a spec, or, for a Toolbox "
+    "(which names each tool after its function), define it with def read_file(...)"
+)
+_NAME_MODEL = "name it: ToolSpec.from_model(Model, name='plan')"
 
 
 def _parameter_hints(fn: Callable[..., Any]) -> dict[str, Any]:
@@ -230,7 +242,7 @@ def _parameter_hints(fn: Callable[..., Any]) -> dict[str, Any]:
     return get_type_hints(shim, globalns=namespace, include_extras=True)
 
 
-def arguments_model(fn: Callable[..., Any]) -> type[BaseModel]:
+def arguments_model(fn: Callable[..., Any], *, tool: str | None = None) -> type[BaseModel]:
     """A pydantic model of ``fn``'s parameters: each a field aliased by its own name.
 
     Fields are named ``p0``, ``p1``... and aliased to the parameters, so any parameter name
@@ -253,8 +265,40 @@ def arguments_model(fn: Callable[..., Any]) -> type[BaseModel]:
         default = ... if parameter.default is parameter.empty else parameter.default
         fields[f"p{position}"] = (hints.get(name, Any), Field(default, **extra))
     title = f"{getattr(fn, '__name__', 'tool')}_arguments"
-    model: type[BaseModel] = create_model(title, __config__=ConfigDict(extra="forbid"), **fields)
+    try:
+        model: type[BaseModel] = create_model(
+            title, __config__=ConfigDict(extra="forbid"), **fields
+        )
+    except PydanticSchemaGenerationError:
+        name = tool or str(getattr(fn, "__name__", fn))
+        for label, (hint, _) in zip(signature.parameters, fields.values(), strict=True):
+            try:
+                TypeAdapter(hint)
+            except PydanticSchemaGenerationError:
+                raise TypeError(_unschemable(name, label, hint)) from None
+        raise
     return model
+
+
+def _unschemable(tool: str, parameter: str, hint: object) -> str:
+    shown = getattr(hint, "__name__", None) or repr(hint)
+    return (
+        f"tool {tool!r}: parameter {parameter!r} ({shown}) has no JSON Schema, so a model "
+        "cannot be told how to pass it: give it a JSON type (str, int, float, bool, a "
+        "list or dict of them, an enum, a pydantic model), or take it out of the tool's "
+        "signature (bind it inside a wrapper function the tool calls)"
+    )
+
+
+def _no_schema(fn: Callable[..., Any], tool: str, model: type[BaseModel]) -> TypeError:
+    """The `TypeError` naming the first parameter whose type no JSON Schema describes."""
+    parameters = list(inspect.signature(fn).parameters)
+    for parameter, field in zip(parameters, model.model_fields.values(), strict=False):
+        try:
+            TypeAdapter(Any if field.annotation is None else field.annotation).json_schema()
+        except PydanticInvalidForJsonSchema:
+            return TypeError(_unschemable(tool, parameter, field.annotation))
+    return TypeError(f"tool {tool!r}: its parameters have no JSON Schema")
 
 
 def spec_from_function(
@@ -262,8 +306,12 @@ def spec_from_function(
 ) -> ToolSpec:
     """`ToolSpec.from_function`: name, docstring summary and parameters of ``fn``."""
     summary, _ = parse_docstring(fn.__doc__)
-    tool = _check_name(name or str(getattr(fn, "__name__", "")), fn)
-    schema = arguments_model(fn).model_json_schema()
+    tool = _check_name(name or str(getattr(fn, "__name__", "")), fn, _NAME_FUNCTION)
+    model = arguments_model(fn, tool=tool)
+    try:
+        schema = model.model_json_schema()
+    except PydanticInvalidForJsonSchema:
+        raise _no_schema(fn, tool, model) from None
     return ToolSpec(
         name=tool,
         description=summary if description is None else description,
@@ -277,7 +325,7 @@ def spec_from_model(
     """`ToolSpec.from_model`: a tool whose arguments are ``model``'s fields."""
     summary, _ = parse_docstring(model.__dict__.get("__doc__"))
     return ToolSpec(
-        name=_check_name(name or model.__name__, model),
+        name=_check_name(name or model.__name__, model, _NAME_MODEL),
         description=summary if description is None else description,
         parameters=portable_schema(model.model_json_schema()),
     )

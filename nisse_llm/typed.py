@@ -41,8 +41,8 @@ from nisse_llm.canonical import (
     Completion,
     LogLike,
     ToolCall,
-    ToolLike,
     ToolResult,
+    ToolsLike,
     ToolSpec,
     Usage,
     UserText,
@@ -64,6 +64,7 @@ __all__ = [
     "TypedReply",
     "answer_rules",
     "answer_tool",
+    "check_output_type",
     "closed_schema",
     "forces_tool",
     "native_schema",
@@ -102,6 +103,22 @@ def answer_tool(output_type: type[BaseModel], taken: Iterable[str] = ()) -> Tool
     return ToolSpec.from_model(
         output_type, name=name, description=f"{description} {summary}".strip()
     )
+
+
+def check_output_type(output_type: object) -> None:
+    """`TypeError` unless ``output_type`` is a pydantic model class, saying what to pass."""
+    if isinstance(output_type, type) and issubclass(output_type, BaseModel):
+        return
+    if isinstance(output_type, BaseModel):
+        got = f"an instance of {type(output_type).__name__}"
+        fix = f"pass the class itself, complete_as({type(output_type).__name__}, ...)"
+    else:
+        got = repr(output_type)
+        fix = (
+            "wrap the answer in a model, e.g. class Answer(BaseModel): value: str, then "
+            "complete_as(Answer, ...) and read .value.value"
+        )
+    raise TypeError(f"complete_as needs a pydantic model class for the answer, got {got}: {fix}")
 
 
 def forces_tool(options: RequestOptions | None, rules: ModelRules) -> bool:
@@ -176,7 +193,7 @@ class TypedExchange(Generic[M]):
         cls,
         output_type: type[M],
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         system: str | None,
         *,
         options: RequestOptions | None,
@@ -185,6 +202,7 @@ class TypedExchange(Generic[M]):
         route: str,
     ) -> TypedExchange[M]:
         """Plan the request for a model following ``rules`` on ``route``."""
+        check_output_type(output_type)
         if repair_attempts < 0:
             raise ValueError("repair_attempts must be 0 or more")
         history = as_events(events)
@@ -230,6 +248,12 @@ class TypedExchange(Generic[M]):
         )
 
     @property
+    def _extra(self) -> Literal["allow", "forbid"]:
+        """Unknown fields are refused, as the schema sent says (``additionalProperties:
+        false``) and as `Toolbox` refuses them, unless the answer type allows them itself."""
+        return "allow" if self.output_type.model_config.get("extra") == "allow" else "forbid"
+
+    @property
     def log(self) -> list[CanonicalEvent]:
         """The log the next attempt sends: the caller's events, then the exchange so far."""
         return [*self.history, *self.exchange]
@@ -248,7 +272,7 @@ class TypedExchange(Generic[M]):
             failed = answers[0]
             raw = json.dumps(failed.arguments, ensure_ascii=False)
             try:
-                value = self.output_type.model_validate(failed.arguments)
+                value = self.output_type.model_validate(failed.arguments, extra=self._extra)
             except ValidationError as exc:
                 errors = _errors(exc)
                 feedback = validation_feedback(self.answer.name, exc)
@@ -299,7 +323,9 @@ class TypedExchange(Generic[M]):
         stripped = text.strip()
         fenced = _FENCE.match(stripped)
         try:
-            return self.output_type.model_validate_json(fenced.group(1) if fenced else stripped)
+            return self.output_type.model_validate_json(
+                fenced.group(1) if fenced else stripped, extra=self._extra
+            )
         except ValidationError as exc:
             return _errors(exc) if self.mode == "native" else missing
 

@@ -35,6 +35,8 @@ NOT_NEEDED = (
     "nisse_llm.models_info",
     "nisse_llm.options",
     "nisse_llm.config",
+    "nisse_llm.compaction",
+    "nisse_llm.summaries",
     # The Responses route loads with its first use: a program that never takes it loads none.
     "nisse_llm.responses_client",
     "nisse_llm.render.openai_responses",

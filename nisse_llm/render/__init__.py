@@ -8,10 +8,10 @@ model), ``render_bytes`` (the hot path: the same body, encoded, byte-identical t
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from nisse_llm.canonical import Completion, LogLike, ToolLike
+from nisse_llm.canonical import Completion, LogLike, ToolsLike
 from nisse_llm.render._cache import PromptCache
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ class Renderer(Protocol):
     def render(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None = None,
         *,
@@ -38,7 +38,7 @@ class Renderer(Protocol):
     def render_bytes(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None = None,
         *,

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import operator
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any, Literal, Protocol, TypeAlias, assert_never, cast
@@ -54,20 +54,21 @@ from pydantic_core import to_json
 from nisse_llm.canonical import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     AssistantText,
-    CanonicalEvent,
+    Compaction,
     Completion,
     LogLike,
     Reasoning,
     StoredEvent,
     ToolCall,
-    ToolLike,
     ToolResult,
+    ToolsLike,
     ToolSpec,
     UserImage,
     UserText,
-    as_events,
+    WireEvent,
     as_tool_specs,
     log_items,
+    wire_events,
 )
 from nisse_llm.errors import RenderError
 from nisse_llm.images import Image
@@ -115,7 +116,7 @@ EMPTY_ERROR_OUTPUT = "(The tool failed without output.)"
 _EVENT_TYPES = frozenset({UserText, UserImage, AssistantText, ToolCall, ToolResult, Reasoning})
 
 #: Each event's encoded block, computed once per event object (events are frozen).
-_FRAGMENTS: FragmentMemo[CanonicalEvent, bytes] = FragmentMemo()
+_FRAGMENTS: FragmentMemo[WireEvent, bytes] = FragmentMemo()
 #: The encoded interrupted-result block answering each call that has no result.
 _INTERRUPTED: FragmentMemo[ToolCall, bytes] = FragmentMemo()
 #: Each tool spec's wire tool, built (and its schema validated) once per spec object.
@@ -458,7 +459,7 @@ class AnthropicMessagesRenderer:
     def render(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None = None,
         *,
@@ -478,7 +479,7 @@ class AnthropicMessagesRenderer:
     def render_request(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None = None,
         *,
@@ -504,7 +505,7 @@ class AnthropicMessagesRenderer:
     def render_bytes(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None = None,
         *,
@@ -522,7 +523,7 @@ class AnthropicMessagesRenderer:
     def render_parts(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None = None,
         *,
@@ -548,7 +549,7 @@ class AnthropicMessagesRenderer:
 
 def _render_parts(
     events: LogLike,
-    tools: Iterable[ToolLike] | None,
+    tools: ToolsLike,
     model: str,
     system: str | None,
     max_tokens: int | None,
@@ -579,7 +580,7 @@ def _render_parts(
     return [opening, *blocks, b",".join(rest)]
 
 
-def _plan(events: LogLike, tools: Iterable[ToolLike] | None, model: str) -> _Plan:
+def _plan(events: LogLike, tools: ToolsLike, model: str) -> _Plan:
     if not model:
         raise RenderError("cannot render a request without a model name")
     items = log_items(events)
@@ -596,17 +597,17 @@ def _plan(events: LogLike, tools: Iterable[ToolLike] | None, model: str) -> _Pla
     return _Plan(turns, None, False, progress)
 
 
-def _bare_events(log: Sequence[object]) -> list[CanonicalEvent]:
+def _bare_events(log: Sequence[object]) -> list[WireEvent]:
     """`as_events`, testing exact types first: a failing isinstance on a pydantic model is slow."""
     events = [
         item.event
-        if type(item) is StoredEvent
+        if type(item) is StoredEvent and type(item.event) is not Compaction
         else item
         if type(item) in _EVENT_TYPES
-        else as_events((cast(CanonicalEvent, item),))[0]
+        else wire_events((item,))[0]
         for item in log
     ]
-    return cast(list[CanonicalEvent], events)
+    return cast(list[WireEvent], events)
 
 
 def _replayable(block: Mapping[str, Any]) -> bool:
@@ -800,7 +801,7 @@ def _map_source(source: _Source, role: _Role) -> AnthropicRequestBlock:
     return _map_event(source)
 
 
-def _map_event(event: CanonicalEvent) -> AnthropicRequestBlock:
+def _map_event(event: WireEvent) -> AnthropicRequestBlock:
     if isinstance(event, UserText | AssistantText):
         return AnthropicTextBlock(text=event.text)
     if isinstance(event, UserImage):
@@ -851,7 +852,7 @@ def _unencodable(exc: ValueError) -> RenderError:
     return RenderError(f"the log holds a value that cannot be encoded as JSON: {exc}")
 
 
-def _encode_event(event: CanonicalEvent) -> bytes:
+def _encode_event(event: WireEvent) -> bytes:
     """An event's block, spelled out around pydantic-core's encoding of each value in the
     wire models' field order (building the model first costs 2-3x more); tests hold it
     byte-identical to the model's dump."""
@@ -934,5 +935,5 @@ def _fragments(turn: _Turn) -> list[bytes]:
         elif turn.role == "user" and type(source) is ToolCall:
             fragments.append(_INTERRUPTED.get(source, _encode_interrupted))
         else:
-            fragments.append(_FRAGMENTS.get(cast(CanonicalEvent, source), _encode_event))
+            fragments.append(_FRAGMENTS.get(cast(WireEvent, source), _encode_event))
     return fragments

@@ -62,20 +62,21 @@ from pydantic import BaseModel
 
 from nisse_llm.canonical import (
     AssistantText,
-    CanonicalEvent,
+    Compaction,
     Completion,
     LogLike,
     Reasoning,
     StoredEvent,
     ToolCall,
-    ToolLike,
     ToolResult,
+    ToolsLike,
     ToolSpec,
     UserImage,
     UserText,
-    as_events,
+    WireEvent,
     as_tool_specs,
     log_items,
+    wire_events,
 )
 from nisse_llm.errors import RenderError
 from nisse_llm.images import Image
@@ -190,7 +191,7 @@ def _album(calls: Sequence[ToolCall], results: Iterable[ToolResult] = ()) -> _Al
 _Slot: TypeAlias = UserText | UserImage | _Turn | ToolResult | ToolCall | _Album
 
 
-def _plan(events: list[CanonicalEvent], replay: str | None = None) -> tuple[list[_Slot], list[str]]:
+def _plan(events: list[WireEvent], replay: str | None = None) -> tuple[list[_Slot], list[str]]:
     """The messages to send, in order, and the tool names the log's calls use; the
     reasoning blocks of model ``replay`` go back with their turns."""
     results: dict[str, ToolResult] = {}
@@ -393,7 +394,7 @@ def _map_tool(spec: ToolSpec) -> OpenAIChatTool:
     )
 
 
-def _tool_specs(tools: Iterable[ToolLike] | None) -> list[ToolSpec]:
+def _tool_specs(tools: ToolsLike) -> list[ToolSpec]:
     specs = as_tool_specs(tools)
     if len({spec.name for spec in specs}) != len(specs):
         names = [spec.name for spec in specs]
@@ -864,22 +865,22 @@ def _progress_for(log: LogLike) -> _Progress:
 _BARE_TYPES = frozenset({UserText, UserImage, AssistantText, ToolCall, ToolResult, Reasoning})
 
 
-def _fast_events(log: Sequence[object]) -> list[CanonicalEvent]:
+def _fast_events(log: Sequence[object]) -> list[WireEvent]:
     """`as_events` by exact type first: pydantic's ``isinstance`` costs ~0.5 us an event."""
     events = [
         item.event
-        if type(item) is StoredEvent
+        if type(item) is StoredEvent and type(item.event) is not Compaction
         else item
         if type(item) in _BARE_TYPES
-        else as_events((cast(CanonicalEvent, item),))[0]
+        else wire_events((item,))[0]
         for item in log
     ]
-    return cast(list[CanonicalEvent], events)
+    return cast(list[WireEvent], events)
 
 
 def _render_parts(
     events: LogLike,
-    tools: Iterable[ToolLike] | None,
+    tools: ToolsLike,
     model: str,
     system: str | None,
     max_tokens: int | None,
@@ -976,7 +977,7 @@ class OpenAIChatRenderer:
     def render_request(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None = None,
         *,
@@ -995,7 +996,7 @@ class OpenAIChatRenderer:
         check_log_images(items)
         prefixes = () if cache is None else cache.prefixes
         replay = model if chat_replays_thinking(options, model, prefixes) else None
-        slots, used_tools = _plan(as_events(items), replay)
+        slots, used_tools = _plan(wire_events(items), replay)
         specs = _tool_specs(tools)
         unthought = replay is not None and _unthought_loop(slots)
         if unthought:  # thinking is left out, so no turn carries thinking blocks either
@@ -1027,7 +1028,7 @@ class OpenAIChatRenderer:
     def render_bytes(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None = None,
         *,
@@ -1045,7 +1046,7 @@ class OpenAIChatRenderer:
     def render_parts(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None = None,
         *,
@@ -1067,7 +1068,7 @@ class OpenAIChatRenderer:
     def render(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None = None,
         *,

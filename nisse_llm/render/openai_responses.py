@@ -6,7 +6,8 @@ Every request carries the whole log as ``input`` items with ``store: false``, ne
 turn. Render rules, in the order a body is built:
 
 - The system prompt, when not blank, is ``instructions``.
-- `UserText` is a user message; `UserImage` a user message with one ``input_image`` part
+- `UserText` is a user message (a `Compaction` goes as its user-side context, as on the
+  other routes); `UserImage` a user message with one ``input_image`` part
   (a ``data:`` URL for bytes). Images over a provider limit are an `ImageError`.
 - A turn is a run of `AssistantText`/`ToolCall`/`Reasoning` events ended by a `UserText`,
   `UserImage` or `ToolResult`. Its items go in log order: each non-blank text an assistant
@@ -42,7 +43,7 @@ The reply side (parsing) lives in `nisse_llm.render.openai_responses_reply`.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import pydantic_core
@@ -50,20 +51,21 @@ from pydantic import BaseModel
 
 from nisse_llm.canonical import (
     AssistantText,
-    CanonicalEvent,
+    Compaction,
     Completion,
     LogLike,
     Reasoning,
     StoredEvent,
     ToolCall,
-    ToolLike,
     ToolResult,
+    ToolsLike,
     ToolSpec,
     UserImage,
     UserText,
-    as_events,
+    WireEvent,
     as_tool_specs,
     log_items,
+    wire_events,
 )
 from nisse_llm.errors import RenderError
 from nisse_llm.render._cache import PromptCache
@@ -101,7 +103,7 @@ def replayable_reasoning(block: Mapping[str, Any]) -> bool:
     return block.get("type") == "reasoning" and isinstance(block.get("id"), str)
 
 
-def _check_pairs(events: list[CanonicalEvent]) -> tuple[dict[str, ToolResult], list[str]]:
+def _check_pairs(events: list[WireEvent]) -> tuple[dict[str, ToolResult], list[str]]:
     """Each call's result by call id, and the tool names the log's calls use (in order);
     a corrupt pairing is a `RenderError`."""
     results: dict[str, ToolResult] = {}
@@ -223,7 +225,7 @@ class _Encoded:
         return _MEMO.get(result, lambda r: _encode(_output_item(call, r)))
 
 
-def _walk(events: list[CanonicalEvent], model: str, make: Any) -> tuple[list[Any], list[str]]:
+def _walk(events: list[WireEvent], model: str, make: Any) -> tuple[list[Any], list[str]]:
     """The input items in order (as ``make`` makes them: typed or encoded), and the tool
     names the log's calls use (module docstring: the order and the replay rule)."""
     results, used = _check_pairs(events)
@@ -268,9 +270,7 @@ def _walk(events: list[CanonicalEvent], model: str, make: Any) -> tuple[list[Any
     return items, used
 
 
-def _plan(
-    events: list[CanonicalEvent], model: str
-) -> tuple[list[OpenAIResponsesInputItem], list[str]]:
+def _plan(events: list[WireEvent], model: str) -> tuple[list[OpenAIResponsesInputItem], list[str]]:
     """The typed input items, in order, and the tool names the log's calls use."""
     return _walk(events, model, _Typed)
 
@@ -300,7 +300,7 @@ def _arguments(call: ToolCall) -> str:
         raise RenderError(f"the log holds a value that cannot be encoded as JSON: {exc}") from exc
 
 
-def _tool_specs(tools: Iterable[ToolLike] | None) -> list[ToolSpec]:
+def _tool_specs(tools: ToolsLike) -> list[ToolSpec]:
     specs = as_tool_specs(tools)
     names = [spec.name for spec in specs]
     if len(set(names)) != len(names):
@@ -329,17 +329,21 @@ def _map_stub_tool(name: str) -> OpenAIResponsesFunctionTool:
 _BARE_TYPES = frozenset({UserText, UserImage, AssistantText, ToolCall, ToolResult, Reasoning})
 
 
-def _fast_events(items: Sequence[object]) -> list[CanonicalEvent]:
-    """`as_events` by exact type first (pydantic's ``isinstance`` costs ~0.5 us an event)."""
-    if all(type(item) is StoredEvent or type(item) in _BARE_TYPES for item in items):
-        return [
-            item.event if isinstance(item, StoredEvent) else cast(CanonicalEvent, item)
-            for item in items
-        ]
-    return as_events(items)
+def _fast_events(items: Sequence[object]) -> list[WireEvent]:
+    """`wire_events` by exact type first (pydantic's ``isinstance`` costs ~0.5 us an event);
+    a `Compaction` goes as its user-side context, as on the other routes."""
+    events = [
+        item.event
+        if type(item) is StoredEvent and type(item.event) is not Compaction
+        else item
+        if type(item) in _BARE_TYPES
+        else wire_events((item,))[0]
+        for item in items
+    ]
+    return cast(list[WireEvent], events)
 
 
-def task_cache_key(model: str, system: str | None, first: CanonicalEvent) -> str:
+def task_cache_key(model: str, system: str | None, first: WireEvent) -> str:
     """A prompt-cache key that every turn of one task shares: a digest of the model, the
     system prompt and the log's first event (which never change within a task)."""
     digest = hashlib.sha256()
@@ -355,7 +359,7 @@ class OpenAIResponsesRenderer:
     def render_request(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None = None,
         *,
@@ -370,7 +374,7 @@ class OpenAIResponsesRenderer:
 
         items = log_items(events)
         check_log_images(items)
-        log = as_events(items)
+        log = _fast_events(items)
         plan, used = _plan(log, model)
         specs = _tool_specs(tools)
         key = prompt_cache_key or task_cache_key(model, system, log[0])
@@ -395,7 +399,7 @@ class OpenAIResponsesRenderer:
     def render_bytes(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None = None,
         *,
@@ -442,7 +446,7 @@ class OpenAIResponsesRenderer:
     def render_parts(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None = None,
         *,
@@ -460,7 +464,7 @@ class OpenAIResponsesRenderer:
     def render(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None = None,
         *,

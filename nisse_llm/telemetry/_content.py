@@ -19,11 +19,12 @@ from pydantic_core import to_json
 from nisse_llm.canonical import (
     AssistantText,
     CanonicalEvent,
+    Compaction,
     Completion,
     Reasoning,
     ToolCall,
-    ToolLike,
     ToolResult,
+    ToolsLike,
     UserImage,
     UserText,
     as_events,
@@ -106,6 +107,8 @@ def _role_and_parts(event: CanonicalEvent) -> tuple[str, list[Part]]:
         return "tool", [response, *(_image(image) for image in event.images)]
     if isinstance(event, Reasoning):
         return "assistant", [_reasoning(event)]
+    if isinstance(event, Compaction):  # sent as user-side context (its summary)
+        return "user", [{"type": "text", "content": event.text}]
     assert_never(event)
 
 
@@ -147,7 +150,7 @@ def system_instructions(system: str) -> str:
     return to_json([{"type": "text", "content": system}]).decode()
 
 
-def tool_definitions(tools: Iterable[ToolLike]) -> str:
+def tool_definitions(tools: ToolsLike) -> str:
     """``gen_ai.tool.definitions`` for the tools a call offers."""
     return to_json(
         [

@@ -7,7 +7,7 @@ status Development); nisse_llm's own attributes sit under ``nisse_llm.``.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +16,15 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from nisse_llm._classify import redact
 from nisse_llm._egress import watched_tokens
-from nisse_llm.canonical import Completion, LogLike, ToolCall, ToolLike, ToolResult, ToolSpec
+from nisse_llm.canonical import (
+    Completion,
+    HasToolSpecs,
+    LogLike,
+    ToolCall,
+    ToolResult,
+    ToolsLike,
+    ToolSpec,
+)
 from nisse_llm.errors import LLMError
 from nisse_llm.option_rules import is_anthropic_model
 from nisse_llm.telemetry import _content
@@ -93,7 +101,7 @@ class OpenTelemetryTracer:
         self,
         call: Call,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         system: str | None,
         options: RequestOptions | None,
     ) -> _CallSpan:
@@ -165,7 +173,7 @@ class _CallSpan:
         tracer: OpenTelemetryTracer,
         call: Call,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         system: str | None,
         options: RequestOptions | None,
     ) -> None:
@@ -308,9 +316,7 @@ def _redacted(text: str) -> str:
     return text
 
 
-def _captured_request(
-    events: LogLike, tools: Iterable[ToolLike] | None, system: str | None
-) -> dict[str, str]:
+def _captured_request(events: LogLike, tools: ToolsLike, system: str | None) -> dict[str, str]:
     """The request's content attributes, tokens redacted. Only lists and tuples are read
     (an iterator is the renderer's to consume), and a log the renderer will refuse gives
     none: its error is the call's."""
@@ -318,7 +324,7 @@ def _captured_request(
     try:
         if isinstance(events, list | tuple):
             captured["gen_ai.input.messages"] = _content.input_messages(events)
-        if isinstance(tools, list | tuple) and tools:
+        if (isinstance(tools, list | tuple) and tools) or isinstance(tools, HasToolSpecs):
             captured["gen_ai.tool.definitions"] = _content.tool_definitions(tools)
     except (TypeError, ValueError):
         return {}

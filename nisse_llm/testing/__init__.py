@@ -3,6 +3,8 @@
 Script what the model answers, then run your agent against it three ways:
 
 - `ScriptedClient`: the client protocol itself, no HTTP (unit tests of agent logic);
+- `ScriptedRouter`: the real `RoleRouter`, its turns scripted per role, in process
+  (an agent written against the router, tested as it runs);
 - `ScriptedTransport`: an httpx transport for the real clients, in process (tests of
   what goes on the wire);
 - `ScriptedServer`: a loopback HTTP server speaking ``/chat/completions``,
@@ -24,6 +26,9 @@ Nothing here imports pytest; ``import nisse_llm`` does not import this package.
 """
 
 from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from nisse_llm.testing.bodies import (
     Part,
@@ -72,8 +77,17 @@ from nisse_llm.testing.turns import (
     truncated,
 )
 
+# The scripted routers load the real routers and clients: on first use only.
+if TYPE_CHECKING:
+    from nisse_llm.testing.router import AsyncScriptedRouter, RouterTurn, ScriptedRouter
+
+_LAZY = dict.fromkeys(
+    ("AsyncScriptedRouter", "RouterTurn", "ScriptedRouter"), "nisse_llm.testing.router"
+)
+
 __all__ = [
     "AsyncScriptedClient",
+    "AsyncScriptedRouter",
     "ClientTurn",
     "Disconnect",
     "Failure",
@@ -82,11 +96,13 @@ __all__ = [
     "RedactedThinking",
     "Reply",
     "RequestPredicate",
+    "RouterTurn",
     "Script",
     "ScriptExhausted",
     "ScriptedAnswer",
     "ScriptedCall",
     "ScriptedClient",
+    "ScriptedRouter",
     "ScriptedServer",
     "ScriptedTransport",
     "Text",
@@ -112,3 +128,12 @@ __all__ = [
     "stalled_after",
     "truncated",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'nisse_llm.testing' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -23,7 +23,7 @@ from nisse_llm.canonical import (
     LogLike,
     Reasoning,
     ToolCall,
-    ToolLike,
+    ToolsLike,
     ToolSpec,
     Usage,
     as_events,
@@ -74,7 +74,7 @@ class _Core:
     def complete(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None,
     ) -> list[CanonicalEvent]:
@@ -138,7 +138,7 @@ def _events(reply: Reply, model: str) -> list[CanonicalEvent]:
 def _typed(
     output_type: type[M],
     events: LogLike,
-    tools: Iterable[ToolLike] | None,
+    tools: ToolsLike,
     model: str,
     system: str | None,
     options: RequestOptions | None,
@@ -191,7 +191,7 @@ class ScriptedClient:
     def complete(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None = None,
     ) -> list[CanonicalEvent]:
@@ -202,7 +202,7 @@ class ScriptedClient:
         self,
         output_type: type[M],
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None = None,
         *,
@@ -257,7 +257,7 @@ class AsyncScriptedClient:
     async def complete(
         self,
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None = None,
     ) -> list[CanonicalEvent]:
@@ -268,7 +268,7 @@ class AsyncScriptedClient:
         self,
         output_type: type[M],
         events: LogLike,
-        tools: Iterable[ToolLike] | None,
+        tools: ToolsLike,
         model: str,
         system: str | None = None,
         *,

@@ -351,8 +351,12 @@ class Script:
         path: str,
         headers: Iterable[tuple[str, str]] | Mapping[str, str],
         body: bytes,
+        *,
+        turn: Turn | None = None,
     ) -> ScriptedAnswer:
-        """Record one request and answer it with the next turn of its route."""
+        """Record one request and answer it with the next turn of its route (or with
+        ``turn``, when given: a caller that keeps its own queues, such as
+        `ScriptedRouter`)."""
         pairs = headers.items() if isinstance(headers, Mapping) else headers
         route = route_of_path(path) if method.upper() == "POST" else None
         request = RecordedRequest(
@@ -372,7 +376,8 @@ class Script:
         with self._lock:
             state = self._state
             state.requests.append(request)
-            turn = _matched_turn(state.rules, request) if route else None
+            if turn is None and route:
+                turn = _matched_turn(state.rules, request)
             queue = state.queues[route] if route else None
             if turn is None:
                 turn = queue.popleft() if queue else None

@@ -33,14 +33,15 @@ class ScriptedTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         self.script = script if script is not None else Script()
         self._sleep = sleep
 
+    def answer(self, request: httpx.Request, body: bytes) -> ScriptedAnswer:
+        """The script's answer to one request (a subclass may pick the turn itself)."""
+        return self.script.respond(
+            request.method, request.url.raw_path.decode(), request.headers.multi_items(), body
+        )
+
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         """Record the request and answer it with the script's next turn."""
-        answer = self.script.respond(
-            request.method,
-            request.url.raw_path.decode(),
-            request.headers.multi_items(),
-            request.read(),
-        )
+        answer = self.answer(request, request.read())
         wait, timed_out = _wait_for(answer, request)
         if wait:
             self._sleep(wait)
@@ -48,10 +49,7 @@ class ScriptedTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         """Record the request and answer it with the script's next turn."""
-        body = await request.aread()
-        answer = self.script.respond(
-            request.method, request.url.raw_path.decode(), request.headers.multi_items(), body
-        )
+        answer = self.answer(request, await request.aread())
         wait, timed_out = _wait_for(answer, request)
         if wait:
             await asyncio.sleep(wait)

@@ -14,7 +14,7 @@ from nisse_llm._classify import (
     redact,
     requested_wait_s,
 )
-from nisse_llm.errors import BudgetExhausted, LLMError, UpstreamUnavailable
+from nisse_llm.errors import BudgetExhausted, LLMError, ModelNotServed, UpstreamUnavailable
 from nisse_llm.wire.errors import read_error
 from tests.clients.loopback import error_body, fixture_body
 
@@ -173,3 +173,65 @@ def test_non_finite_waits_count_as_absent(value: str) -> None:
     """A wait of nan or infinity is ignored (time.sleep would reject it), in either header."""
     assert requested_wait_s({"retry-after": value}, now=NOW) is None
     assert requested_wait_s({"retry-after-ms": value, "retry-after": "3"}, now=NOW) == 3.0
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "model"),
+    [
+        (
+            400,
+            error_body(
+                "/chat/completions: Invalid model name passed in model=gpt-5.4-nano. Call "
+                "`/v1/models` to view available models for your key.",
+                type_="invalid_request_error",
+            ),
+            "gpt-5.4-nano",
+        ),
+        (
+            400,
+            b'{"type":"error","error":{"type":"invalid_request_error","message":'
+            b'"anthropic_messages: Invalid model name passed in model=claude-nowhere. Call '
+            b'`/v1/models` to view available models for your key."}}',
+            "claude-nowhere",
+        ),
+        (400, b"Invalid model name passed in model=my.alias", "my.alias"),
+    ],
+)
+def test_an_unserved_model_is_model_not_served(status: int, body: bytes, model: str) -> None:
+    """The proxy's "Invalid model name passed in model=X" is `ModelNotServed` naming the model
+    and the role, with the fix in the message."""
+    verdict = classify_failure(
+        status,
+        {},
+        body,
+        where="POST /chat/completions",
+        token="sk-secret",
+        policy=POLICY,
+        retries_done=0,
+        now=NOW,
+        model=model,
+        role="planner",
+    )
+    assert isinstance(verdict, ModelNotServed)
+    assert (verdict.model, verdict.role, verdict.status) == (model, "planner", status)
+    assert str(verdict) == (
+        f"POST /chat/completions: the proxy does not serve {model!r} for role 'planner' (400): "
+        f"set the role 'planner' to a model it serves, or add {model!r} to the proxy's model "
+        "list (GET /v1/models lists what it serves)"
+    )
+
+
+def test_an_unserved_model_without_a_role_says_name_a_served_model() -> None:
+    """A direct client call (no router role) takes the model from the proxy's words."""
+    body = error_body("Invalid model name passed in model=gpt-x. Call `/v1/models`.")
+    verdict = _classify(400, body)
+    assert isinstance(verdict, ModelNotServed)
+    assert (verdict.model, verdict.role) == ("gpt-x", None)
+    assert "the proxy does not serve 'gpt-x' (400): name a model it serves" in str(verdict)
+
+
+def test_quoted_invalid_model_wording_inside_another_error_is_not_matched() -> None:
+    """The wording counts only at the message's start, never quoted inside another error."""
+    body = error_body("Bad request: the prompt said 'Invalid model name passed in model=x'")
+    verdict = _classify(400, body)
+    assert type(verdict) is LLMError

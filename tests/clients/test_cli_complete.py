@@ -117,14 +117,16 @@ def test_connection_refused_exits_3(tmp_path: Path, capsys: pytest.CaptureFixtur
 def test_configuration_and_usage_errors_exit_2(
     tmp_path: Path, config: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A config missing its roles, or an unknown role, exits 2 and sends nothing."""
+    """A config missing the asked role, or a role it does not define, exits 2, names the
+    role's key and sends nothing."""
     incomplete = write_config(
         tmp_path / "bad.toml", {"llm": {"base_url": "http://127.0.0.1:9", "token": TOKEN}}
     )
     assert main(["complete", "--role", "executor", "--config", str(incomplete), "hi"]) == 2
     assert "roles.executor" in capsys.readouterr().err
     assert main(["complete", "--role", "reviewer", "--config", config, "hi"]) == 2
-    assert "invalid choice: 'reviewer'" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"roles.reviewer (env NISSE_ROLE_REVIEWER): missing; set it in {config}" in err
 
 
 def test_console_script_runs(config: str, server: LoopbackServer) -> None:

@@ -71,7 +71,10 @@ def test_config_check_prints_each_role_model_and_route(
     path = write_config(tmp_path / "c.toml", COMPLETE)
     code, out, err = _run(["config", "check", "--config", str(path)], capsys)
     assert (code, err) == (0, "")
-    assert out.splitlines()[:2] == [f"configuration OK: {path}", "proxy: http://127.0.0.1:4000"]
+    assert out.splitlines()[:2] == [
+        f"configuration OK: {path} (named by the config path argument)",
+        "proxy: http://127.0.0.1:4000",
+    ]
     assert _role_table(out) == TABLE
 
 
@@ -276,7 +279,7 @@ def test_the_installed_script_checks_the_example(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[:2] == [
-        f"configuration OK: {EXAMPLE.relative_to(REPO)}",
+        f"configuration OK: {EXAMPLE.relative_to(REPO)} (named by the config path argument)",
         "proxy: http://127.0.0.1:4000",
     ]
     assert _role_table(result.stdout) == EXAMPLE_TABLE

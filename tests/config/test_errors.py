@@ -13,17 +13,17 @@ from tests.config.helpers import COMPLETE, TOKEN, complete, write_config
 
 ALL_MISSING = (
     "llm.base_url (env NISSE_LLM_BASE_URL): missing; set NISSE_LLM_BASE_URL, or set "
-    "llm.base_url in a TOML file (named by --config or NISSE_CONFIG)",
+    "llm.base_url in a TOML file (named by --config or NISSE_CONFIG, or ./nisse.toml)",
     "llm.token (env NISSE_LLM_TOKEN): missing; set NISSE_LLM_TOKEN, or set "
-    "llm.token in a TOML file (named by --config or NISSE_CONFIG)",
+    "llm.token in a TOML file (named by --config or NISSE_CONFIG, or ./nisse.toml)",
     "roles.executor (env NISSE_ROLE_EXECUTOR): missing; set NISSE_ROLE_EXECUTOR, or set "
-    "roles.executor in a TOML file (named by --config or NISSE_CONFIG)",
+    "roles.executor in a TOML file (named by --config or NISSE_CONFIG, or ./nisse.toml)",
     "roles.planner (env NISSE_ROLE_PLANNER): missing; set NISSE_ROLE_PLANNER, or set "
-    "roles.planner in a TOML file (named by --config or NISSE_CONFIG)",
+    "roles.planner in a TOML file (named by --config or NISSE_CONFIG, or ./nisse.toml)",
     "roles.delegate (env NISSE_ROLE_DELEGATE): missing; set NISSE_ROLE_DELEGATE, or set "
-    "roles.delegate in a TOML file (named by --config or NISSE_CONFIG)",
+    "roles.delegate in a TOML file (named by --config or NISSE_CONFIG, or ./nisse.toml)",
     "roles.consultant (env NISSE_ROLE_CONSULTANT): missing; set NISSE_ROLE_CONSULTANT, or "
-    "set roles.consultant in a TOML file (named by --config or NISSE_CONFIG)",
+    "set roles.consultant in a TOML file (named by --config or NISSE_CONFIG, or ./nisse.toml)",
 )
 
 
@@ -40,7 +40,11 @@ def test_every_missing_key_is_reported_at_once() -> None:
     with pytest.raises(ConfigError) as caught:
         load_settings()
     assert caught.value.problems == ALL_MISSING
-    assert str(caught.value).startswith("invalid configuration, 6 problems:\n")
+    looked = Path.cwd() / "nisse.toml"
+    assert str(caught.value).startswith(
+        "invalid configuration (no config file: no path given, NISSE_CONFIG unset, and no "
+        f"nisse.toml in the current folder ({looked})), 6 problems:\n"
+    )
 
 
 def test_missing_keys_name_the_file_that_lacks_them(tmp_path: Path) -> None:
@@ -151,13 +155,15 @@ def test_an_unknown_table_with_every_role_set_elsewhere_keeps_the_suggestion(
     )
 
 
-def test_an_unknown_key_is_an_error_with_a_suggestion(tmp_path: Path) -> None:
-    """A typo such as planer = ... is refused, naming the file and the key meant."""
+def test_a_misspelled_required_role_is_named_beside_the_missing_one(tmp_path: Path) -> None:
+    """A typo such as planer = ... leaves planner missing; the problem names the close
+    role given, so the typo is found."""
     roles = {**COMPLETE["roles"], "planer": "openai/gpt-5"}
+    del roles["planner"]
     path = write_config(tmp_path / "c.toml", {"llm": COMPLETE["llm"], "roles": roles})
     assert _problems(path) == (
-        f"roles.planer: unknown key in file {path} (did you mean roles.planner?); "
-        "[roles] holds executor, planner, delegate, consultant",
+        f"roles.planner (env NISSE_ROLE_PLANNER): missing; set it in {path} or set "
+        "NISSE_ROLE_PLANNER (roles.planer is set: is it roles.planner misspelled?)",
     )
 
 
@@ -329,7 +335,6 @@ def test_errors_from_every_source_arrive_together(
             "roles.planner",
             "roles.delegate",
             "roles.consultant",
-            "roles.planer",
         ]
     )
 

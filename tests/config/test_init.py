@@ -48,7 +48,7 @@ def test_init_writes_a_starter_that_validates_wherever_it_is_put(tmp_path: Path)
     schema (jsonschema and taplo), and it still is after the pair moves elsewhere."""
     made = _cli("config", "init", cwd=tmp_path)
     assert made.returncode == 0, made.stderr
-    toml_path, schema_path = tmp_path / "nisse-llm.toml", tmp_path / CONFIG_SCHEMA_FILE
+    toml_path, schema_path = tmp_path / "nisse.toml", tmp_path / CONFIG_SCHEMA_FILE
     assert made.stdout.splitlines() == [f"wrote {toml_path.name}", f"wrote {schema_path.name}"]
     text = toml_path.read_text(encoding="utf-8")
     assert text == starter_toml()
@@ -86,7 +86,7 @@ def test_the_starter_loads_with_a_token_from_the_environment(tmp_path: Path) -> 
         "config",
         "check",
         "--config",
-        "nisse-llm.toml",
+        "nisse.toml",
         cwd=tmp_path,
         env={"NISSE_LLM_TOKEN": TOKEN},
     )
@@ -97,7 +97,7 @@ def test_the_starter_loads_with_a_token_from_the_environment(tmp_path: Path) -> 
 
 def test_init_never_overwrites_without_force(tmp_path: Path) -> None:
     """An existing TOML is the operator's: refused (exit 2) unless --force; a folder works."""
-    mine = tmp_path / "nisse-llm.toml"
+    mine = tmp_path / "nisse.toml"
     mine.write_text("# mine\n")
     refused = _cli("config", "init", str(tmp_path), cwd=tmp_path)
     assert refused.returncode == 2

@@ -50,7 +50,7 @@ def test_the_example_file_validates_against_the_committed_schema() -> None:
         (complete(llm={"timeout_s": 0}), ["llm", "timeout_s"], "exclusiveMinimum"),
         (complete(llm={"base_url": "ftp://h"}), ["llm", "base_url"], "pattern"),
         (complete(llm={"prompt_cache_ttl": "2h"}), ["llm", "prompt_cache_ttl"], "enum"),
-        (complete(roles={"planer": "x"}), ["roles"], "additionalProperties"),
+        (complete(roles={"Code-Review": "x"}), ["roles"], "additionalProperties"),
         ({**COMPLETE, "role": {"planner": "x"}}, [], "additionalProperties"),
         ({**COMPLETE, "llm": "http://h"}, ["llm"], "type"),
     ],

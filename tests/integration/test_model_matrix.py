@@ -1,5 +1,5 @@
-"""Every reasoning setting a current model family takes, through the real proxy: the level
-asked is the level the upstream receives, on each route the model may take, and the body
+"""Every reasoning setting and tool choice a current model family takes, through the real
+proxy: the level asked is the level the upstream receives, on each route the model may take, and the body
 the upstream receives validates against the official SDK's request types.
 
 The proxy rewrites reasoning by the model name in ``litellm_params.model``, so each entry
@@ -56,16 +56,29 @@ def _cases() -> Iterator[Any]:
                 # The chat route sends nothing for "off": the proxy drops a disabled thinking.
                 off = {"thinking": {"type": "disabled"}} if route == "messages" else {}
                 yield model, route, RequestOptions(reasoning="off"), off
+            # Tool choice without thinking: forced where the model takes it, else offered.
+            choice = "required" if rules.forced_tool else "auto"
+            options = RequestOptions(tool_choice=choice, parallel_tool_calls=False)
+            kind = "any" if rules.forced_tool else "auto"
+            yield (
+                model,
+                route,
+                options,
+                {"tool_choice": {"type": kind, "disable_parallel_tool_use": True}},
+            )
     for model in GPTS:
         rules = rules_for(model, "openai")
         for level in rules.levels:
             yield model, "chat", RequestOptions(reasoning=level), {"reasoning_effort": level}
         if rules.can_turn_off:
             yield model, "chat", RequestOptions(reasoning="off"), {"reasoning_effort": "none"}
+        options = RequestOptions(tool_choice="read_file", parallel_tool_calls=False)
+        named = {"type": "function", "function": {"name": "read_file"}}
+        yield model, "chat", options, {"tool_choice": named, "parallel_tool_calls": False}
 
 
 CASES = list(_cases())
-REASONING_KEYS = ("thinking", "output_config", "reasoning_effort")
+COMPARED = ("thinking", "output_config", "reasoning_effort", "tool_choice", "parallel_tool_calls")
 
 
 @pytest.fixture(scope="module")
@@ -105,14 +118,16 @@ def test_the_level_asked_is_the_level_received(
     options: RequestOptions,
     expected: dict[str, Any],
 ) -> None:
-    """The upstream receives exactly the reasoning fields asked for, in a valid body."""
+    """The upstream receives exactly the reasoning and tool fields asked for, in a valid body."""
     script.chat(reply("ok")).messages(reply("ok"))
-    tools = [READ_FILE] if model.startswith("claude-") else []
+    # OpenAI models get tools only without an effort: with both, the proxy bridges them to
+    # /responses (module docstring).
+    tools = [READ_FILE] if model.startswith("claude-") or options.tool_choice else []
     with client_for(matrix_proxy, route) as h:
         h.client.complete([UserText(text="Fix the test.")], tools, model, options=options)
     (request,) = script.requests
     body: dict[str, Any] = request.json
-    received = {key: body[key] for key in REASONING_KEYS if key in body}
+    received = {key: body[key] for key in COMPARED if key in body}
     assert received == expected
     if model.startswith("claude-"):
         assert request.path.endswith("/v1/messages")

@@ -243,7 +243,7 @@ def test_whole_file_torn_is_an_empty_log_with_a_tail(tmp_path: Path) -> None:
             b'{"seq": 1, "at": "2026-01-01T00:00:00Z", "event": {"kind": "shout", "text": "x"}}',
             "event: Input tag 'shout' found using 'kind' does not match any of the expected "
             "tags: 'user_text', 'user_image', 'assistant_text', 'tool_call', 'tool_result', "
-            "'reasoning'",
+            "'reasoning', 'compaction'",
         ),
         (b"\xff\xfe not utf-8", "Invalid JSON: expected value at line 1 column 1"),
     ],

@@ -49,9 +49,10 @@ SAMPLES = 40
 # hundred KiB either way. 2 MiB still catches a leak of 1 KiB per call at 10,000 calls
 # (5 MiB between the quarters); the object count below catches smaller Python leaks.
 RSS_SLACK_MIB = 2.0
-# gc-tracked objects may drift by a few dozen (interned strings, caches filling); a leak
-# of one object per call adds at least N/2 between the first and last quarter.
-OBJECT_SLACK = 200
+# gc-tracked objects drift by up to ~300 on a loaded machine (interned strings, caches
+# filling, seen +290 once in a full run); a leak of one object per call adds at least N/2
+# (1,000 at the 2,000 calls CI makes) between the first and last quarter.
+OBJECT_SLACK = 500
 
 PLAIN = {
     "openai_chat": json.loads((RESPONSES / "oai_text_plain.json").read_text()),

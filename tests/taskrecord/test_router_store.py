@@ -101,7 +101,7 @@ def test_router_without_a_store_records_nothing(tmp_path: Path) -> None:
 
 
 def test_a_store_that_cannot_be_written_reaches_the_caller(tmp_path: Path) -> None:
-    """A call whose record cannot be appended raises the store's error, never silently."""
+    """A call whose start cannot be recorded raises the store's error and is never sent."""
     path = tmp_path / "task.jsonl"
     store = LogStore(path)
     script = Script().chat(reply("done"))
@@ -110,7 +110,7 @@ def test_a_store_that_cannot_be_written_reaches_the_caller(tmp_path: Path) -> No
         file.write(b'{"seq":1,')
     with llm, pytest.raises(LogTornTail):
         llm.complete("executor", [UserText(text="go")], None)
-    assert len(script.requests) == 1  # the call was made; its record could not be written
+    assert script.requests == []  # no request leaves unaccounted for
 
 
 def test_concurrent_async_roles_are_each_recorded_under_their_own_role(tmp_path: Path) -> None:

@@ -8,9 +8,9 @@ import sys
 import nisse_llm.testing
 
 PUBLIC = {
-    "AsyncScriptedClient", "ClientTurn", "Disconnect", "Failure", "Part", "RecordedRequest",
-    "RedactedThinking", "Reply", "RequestPredicate", "Script", "ScriptExhausted", "ScriptedAnswer", "ScriptedCall",
-    "ScriptedClient", "ScriptedServer", "ScriptedTransport", "Text", "Thinking", "Tokens",
+    "AsyncScriptedClient", "AsyncScriptedRouter", "ClientTurn", "Disconnect", "Failure", "Part", "RecordedRequest",
+    "RedactedThinking", "Reply", "RequestPredicate", "RouterTurn", "Script", "ScriptExhausted", "ScriptedAnswer", "ScriptedCall",
+    "ScriptedClient", "ScriptedRouter", "ScriptedServer", "ScriptedTransport", "Text", "Thinking", "Tokens",
     "ToolUse", "Turn", "anthropic_error_body", "anthropic_failure", "anthropic_message_body",
     "cut_after", "ended_after", "failure", "openai_chat_body", "openai_error_body",
     "openai_failure", "openai_responses_body", "openai_responses_failed_body", "reply",

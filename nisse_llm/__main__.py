@@ -1,0 +1,5 @@
+"""``python -m nisse_llm``: the ``nisse-llm`` command."""
+
+from nisse_llm.cli import main
+
+raise SystemExit(main())
