@@ -340,3 +340,16 @@ def test_records_and_bare_events_render_the_same_bytes_call_after_call() -> None
     grown = [*log, ToolResult(call_id="call-3", output="docs/a.md")]
     fresh = RESPONSES.render_request(grown, TOOLS, MODEL).model_dump_json(exclude_none=True)
     assert RESPONSES.render_bytes(grown, TOOLS, MODEL) == fresh.encode()
+
+
+def test_a_compaction_marker_goes_as_user_side_context() -> None:
+    """A `Compaction` is sent as its context note, a user message, as on the other routes."""
+    from nisse_llm.canonical import Compaction
+
+    marker = Compaction(removed=12, summary="Listed the folders.")
+    body = RESPONSES.render([marker, UserText(text="Go on.")], [], MODEL)
+    judge_request(body)
+    first = body["input"][0]
+    assert (first["type"], first["role"]) == ("message", "user")
+    assert "12 earlier event(s)" in json.dumps(first)
+    assert "Listed the folders." in json.dumps(first)
