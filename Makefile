@@ -13,7 +13,7 @@ export NISSE_LITELLM_BIN ?= $(abspath $(PROXY_VENV))/bin/litellm
 PROXY_OTEL ?= .venv-proxy-otel
 export NISSE_PROXY_OTEL_PATH ?= $(abspath $(PROXY_OTEL))
 
-.PHONY: demo test lint bench bench-smoke fleet setup proxy clean
+.PHONY: demo test lint docs bench bench-smoke fleet setup proxy clean
 
 # The main job: a short agent session through a real local LiteLLM proxy.
 demo: setup proxy
@@ -22,6 +22,10 @@ demo: setup proxy
 # The whole suite, as CI runs it: lint, format, types, then every test.
 test: setup proxy lint
 	$(PY) -m pytest
+
+# The documentation site, built strictly into site/ (the test suite builds it too).
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
 
 lint: setup
 	$(VENV)/bin/ruff check .
@@ -74,4 +78,4 @@ $(PROXY_OTEL)/.installed: $(PROXY_VENV)/.installed
 	touch $@
 
 clean:
-	rm -rf $(VENV) $(PROXY_VENV) $(PROXY_OTEL) $(BENCH_VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(PROXY_VENV) $(PROXY_OTEL) $(BENCH_VENV) site .pytest_cache .mypy_cache .ruff_cache

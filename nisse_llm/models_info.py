@@ -264,7 +264,7 @@ def estimate_input_tokens(rendered: bytes) -> int:
     Over what the counter would count (messages, tools, system, as JSON): a token per
     four letters of a word and per two digits of a number, one per other character
     (punctuation, each CJK character), whitespace free but for long runs. Measured against
-    the proxy's counter (tests/integration/test_limits.py, README: figures) it errs high on
+    the proxy's counter (tests/integration/test_limits.py, docs/guides/cost.md: figures) it errs high on
     prose, code and JSON and stays close on hex and numbers: it is meant for deciding
     whether a request fits, where erring high is the safe side.
     """

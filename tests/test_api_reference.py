@@ -1,4 +1,5 @@
-"""The README's API reference lists every public name, and names only things that exist."""
+"""The API reference (docs/reference/index.md) lists every public name, and names only things
+that exist; the README and the docs quote no class-like name it does not list."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+REPO = Path(__file__).resolve().parents[1]
+README = REPO / "README.md"
+REFERENCE = REPO / "docs" / "reference" / "index.md"
 # Modules whose whole ``__all__`` must be documented, and those documented in part.
 COMPLETE = ("nisse_llm", "nisse_llm.testing", "nisse_llm.logstore")
 PARTIAL = ("nisse_llm.testing.proxy",)
-# Class-like words the README quotes that are not Python names of this package (Python's
+# Class-like words the README and the docs quote that are not Python names of this package (Python's
 # builtins and typing names, such as ValueError, None and Literal, are left out too).
 NOT_NAMES = {
     "Authorization", "ContextWindowExceededError", "Decimal", "Model", "NullHandler",
@@ -23,10 +26,12 @@ NOT_NAMES = {
 
 
 def _reference() -> str:
-    text = README.read_text(encoding="utf-8")
-    start = text.index("\n## API reference\n")
-    end = text.find("\n## ", start + 1)
-    return text[start : end if end >= 0 else len(text)]
+    return REFERENCE.read_text(encoding="utf-8")
+
+
+def _pages() -> list[Path]:
+    """The README and every page of the docs site."""
+    return [README, *sorted((REPO / "docs").rglob("*.md"))]
 
 
 def _entries() -> dict[str, set[str]]:
@@ -53,12 +58,12 @@ def test_reference_has_a_section_per_module() -> None:
 
 @pytest.mark.parametrize("module", COMPLETE)
 def test_every_public_name_is_documented(module: str) -> None:
-    """Every name in the module's ``__all__`` has an entry in the README's API reference."""
+    """Every name in the module's ``__all__`` has an entry in the API reference."""
     names = set(importlib.import_module(module).__all__)
     missing = sorted(names - _entries()[module])
     assert not missing, (
-        f"document these public names of {module} in the README's API reference "
-        f"(section '## API reference', under a heading naming `{module}`): {', '.join(missing)}"
+        f"document these public names of {module} in {REFERENCE.relative_to(REPO)} "
+        f"(under a heading naming `{module}`): {', '.join(missing)}"
     )
 
 
@@ -67,18 +72,26 @@ def test_every_documented_name_exists(module: str) -> None:
     """Every name the reference documents for a module is an attribute of that module."""
     loaded = importlib.import_module(module)
     stale = sorted(name for name in _entries()[module] if not hasattr(loaded, name))
-    assert not stale, f"the README's API reference names what {module} lacks: {stale}"
+    assert not stale, f"the API reference names what {module} lacks: {stale}"
 
 
-def test_class_names_the_readme_uses_exist() -> None:
-    """Every class-like name quoted anywhere in the README is a documented public name."""
+@pytest.mark.parametrize("page", _pages(), ids=lambda p: p.relative_to(REPO).as_posix())
+def test_class_names_the_docs_use_exist(page: Path) -> None:
+    """Every class-like name quoted in the page's prose is a documented public name."""
     documented = set().union(*_entries().values())
+    # Prose only: fenced code runs in the test suite (tests/docs), which names it exactly.
+    prose = re.sub(r"^```.*?^```", "", page.read_text(encoding="utf-8"), flags=re.M | re.S)
     # A quoted capitalised name: the whole quote, or followed by a call, attribute or index.
     quoted = {
         match.group(1)
-        for span in re.findall(r"`([^`\n]+)`", README.read_text(encoding="utf-8"))
+        for span in re.findall(r"`([^`\n]+)`", prose)
         if (match := re.match(r"([A-Z]\w*)(?:$|[(.\[])", span))
         and not match.group(1).isupper()  # CONSTANTS and ENV_VARS are not classes
     }
     unknown = sorted(quoted - documented - NOT_NAMES - set(dir(builtins)) - set(dir(typing)))
-    assert not unknown, f"the README quotes names its API reference does not document: {unknown}"
+    assert not unknown, f"{page.name} quotes names the API reference does not document: {unknown}"
+
+
+def test_the_readme_links_the_reference() -> None:
+    """The README's front page points at the API reference it no longer holds."""
+    assert "docs/reference/index.md" in README.read_text(encoding="utf-8")

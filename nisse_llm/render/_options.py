@@ -5,7 +5,7 @@ reasoning, sampling, stop sequences and tool choice. The rules a combination mus
 are `nisse_llm.option_rules`' (each cites its provider documentation); a broken one is a
 `RenderError` naming the options and the rule, raised before anything is sent.
 
-Mapping (the README's "Request options" table says the same):
+Mapping (the "Request options" guide's table, docs/guides/options.md, says the same):
 
 - ``max_output_tokens``: ``max_tokens`` on both routes; it wins over the client's default.
 - ``reasoning``: as the model's row in `nisse_llm.model_rules` says. A Claude model that

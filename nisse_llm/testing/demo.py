@@ -1,4 +1,4 @@
-"""The README's main job: a short agent session through a real local LiteLLM proxy.
+"""The main job (`make demo`): a short agent session through a real local LiteLLM proxy.
 
 Run ``python -m nisse_llm.testing.demo`` (``make demo`` installs what it needs); with
 ``--spans`` (or ``NISSE_DEMO_SPANS=1``) it also prints each call's OpenTelemetry span,

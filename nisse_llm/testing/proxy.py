@@ -1,5 +1,8 @@
 """A real LiteLLM proxy as a test component: config written, process started, health awaited, stopped.
 
+``python -m nisse_llm.testing.proxy`` runs one in front of a scripted model until Ctrl-C:
+a local proxy to try an agent against, with no key and no network.
+
 The proxy runs from its own venv (``litellm[proxy]==1.108.7``; ``make proxy``), named
 by ``NISSE_LITELLM_BIN``: nisse_llm never imports litellm. It needs no database:
 one token checked by a small ``custom_auth`` hook (real 401s), deployment rate limits
@@ -8,22 +11,30 @@ and budgets kept in memory. The written config is JSON, which YAML loaders read 
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
 import secrets
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Self
+from types import FrameType
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 import httpx
 
 from nisse_llm.testing._process import ServerProcess, start_retrying
+
+if TYPE_CHECKING:
+    from nisse_llm.testing.script import RecordedRequest
+    from nisse_llm.testing.turns import Turn
 
 __all__ = [
     "CURRENT_MODELS",
@@ -245,6 +256,7 @@ class LiteLLMProxy(ServerProcess):
         host: str = "127.0.0.1",
         settings: Mapping[str, Mapping[str, Any]] | None = None,
         env: Mapping[str, str] | None = None,
+        port: int | None = None,
     ) -> None:
         self.upstream_base = upstream_base.rstrip("/")
         #: Extra keys per config section (``{"litellm_settings": {"callbacks": ["otel"]}}``).
@@ -257,6 +269,8 @@ class LiteLLMProxy(ServerProcess):
         self.request_timeout_s = request_timeout_s
         self.startup_timeout_s = startup_timeout_s
         self.host = host
+        #: The port to listen on (``None``: a free one, chosen at each start).
+        self.port = port
         self.models = (
             list(models)
             if models is not None
@@ -338,7 +352,7 @@ class LiteLLMProxy(ServerProcess):
         self._workdir = Path(tempfile.mkdtemp(prefix="nisse-litellm-"))
         (self._workdir / f"{_AUTH_MODULE}.py").write_text(_AUTH_HOOK)
         self.config_path.write_text(json.dumps(self.config(), indent=2))
-        self._port = free_port(self.host)
+        self._port = self.port if self.port is not None else free_port(self.host)
         env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL",)}
         env.update(
             {
@@ -394,3 +408,74 @@ class LiteLLMProxy(ServerProcess):
                         f"{url}; its output:\n{self.output()}"
                     )
                 time.sleep(0.1)
+
+
+#: The models ``python -m nisse_llm.testing.proxy`` serves unless told others.
+_LOCAL_MODELS = tuple(name for name, _ in CURRENT_MODELS)
+
+
+def _scripted_answer(request: RecordedRequest) -> Turn:
+    """What the scripted model says to any request: it names the last thing it was told."""
+    from nisse_llm.testing.turns import reply
+
+    if request.last_tool_result is not None:
+        return reply(f"Scripted answer; the tool said: {request.last_tool_result[:200]}")
+    return reply(f"Scripted answer to: {(request.last_user_text or '')[:200]}")
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m nisse_llm.testing.proxy``: a real LiteLLM proxy in front of a scripted
+    model (no key, no network), until Ctrl-C or SIGTERM."""
+    from nisse_llm.testing.script import Script
+    from nisse_llm.testing.server import ScriptedServer
+
+    parser = argparse.ArgumentParser(
+        prog="python -m nisse_llm.testing.proxy", description=main.__doc__
+    )
+    parser.add_argument("--port", type=int, default=4000, help="port to listen on (4000)")
+    parser.add_argument("--token", help="the token it accepts (default: a new random one)")
+    parser.add_argument(
+        "--model",
+        action="append",
+        dest="models",
+        metavar="NAME",
+        help="a model name to serve, repeatable (claude- and anthropic/ names speak "
+        f"Anthropic's format, others OpenAI's); default: {', '.join(_LOCAL_MODELS)}",
+    )
+    args = parser.parse_args(argv)
+    names = args.models or list(_LOCAL_MODELS)
+    models = [
+        ProxyModel(name, "anthropic" if name.startswith(("claude-", "anthropic/")) else "openai")
+        for name in names
+    ]
+    # SIGTERM unwinds like Ctrl-C, so both processes are stopped either way.
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        with (
+            ScriptedServer(Script(fallback=_scripted_answer)) as upstream,
+            LiteLLMProxy(
+                upstream.base_url, models=models, token=args.token, port=args.port
+            ) as proxy,
+        ):
+            print("A real LiteLLM proxy in front of a scripted model (no key, no network).")
+            print(f"proxy: {proxy.base_url} (pid {proxy.pid}); models: {', '.join(names)}")
+            print(f"export NISSE_LLM_BASE_URL={proxy.base_url}")
+            print(f"export NISSE_LLM_TOKEN={proxy.token}")
+            print("Ctrl-C stops it.", flush=True)
+            while True:
+                time.sleep(3600)
+    except KeyboardInterrupt:
+        return 0
+    except ProxyError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -32,10 +32,15 @@ def _run(
 
 
 def test_the_default_name_is_the_quick_starts() -> None:
-    """The name `config init` writes is the one the README's quick start loads."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    """The name `config init` writes is the one the README's example and the getting-started
+    page load (the page's file block is the nisse.toml its examples run with)."""
+    repo = Path(__file__).resolve().parents[2]
+    readme = (repo / "README.md").read_text()
+    started = (repo / "docs" / "getting-started.md").read_text()
     assert DEFAULT_CONFIG_NAME == STARTER_NAME == "nisse.toml"
     assert 'load_settings("nisse.toml")' in readme
+    assert "<!-- file: nisse.toml -->" in started
+    assert 'load_settings("nisse.toml")' in started
 
 
 def test_python_dash_m_is_the_command() -> None:

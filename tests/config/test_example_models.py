@@ -2,7 +2,7 @@
 each one the pinned proxy can price (so the demo's budget refusal still works).
 
 The examples are what an operator copies: the example TOML, the dev proxy config, the
-demo and the README. A model that reaches its end of life there breaks a fresh install's
+demo, the README and the documentation pages. A model that reaches its end of life there breaks a fresh install's
 first task, so the SDKs' own deprecation lists are the judge (the anthropic SDK's
 ``DEPRECATED_MODELS``; the openai SDK's "Deprecated values" list beside ``ChatModel``).
 """
@@ -20,6 +20,7 @@ import anthropic._data
 import openai.types.shared.chat_model
 import pytest
 
+from nisse_llm.testing import proxy
 from nisse_llm.testing.demo import DEMO_MODELS
 from tests.config.helpers import EXAMPLE, REPO
 
@@ -56,12 +57,14 @@ def _example_models() -> dict[str, set[str]]:
         _bare(name)
         for name in re.findall(r"^\s*-?\s*(?:model_name|model):\s*(\S+)", yaml_text, re.M)
     }
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    pages = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+    docs = "".join(page.read_text(encoding="utf-8") for page in pages)
     return {
         "config/nisse-llm.example.toml": toml_models,
         "config/litellm.dev.yaml": yaml_models,
         "nisse_llm/testing/demo.py": {_bare(model.name) for model in DEMO_MODELS},
-        "README.md": {_bare(name) for name in MODEL_NAME.findall(readme)},
+        "nisse_llm/testing/proxy.py": set(proxy._LOCAL_MODELS),
+        "README.md and docs/": {_bare(name) for name in MODEL_NAME.findall(docs)},
     }
 
 

@@ -1,4 +1,4 @@
-"""The README's main job (`python -m nisse_llm.testing.demo`) and the dev proxy config it names."""
+"""The main job (`python -m nisse_llm.testing.demo`) and the dev proxy config it names."""
 
 from __future__ import annotations
 

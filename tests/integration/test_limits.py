@@ -362,7 +362,7 @@ def test_the_local_estimate_never_undercounts_the_proxys_count_by_more_than_meas
     proxy: LiteLLMProxy, combo: Combo
 ) -> None:
     """The offline approximation against the proxy's counter on prose, code,
-    JSON, CJK, hex and numbers: never more than 5 % below it (measured worst 2 %: README)."""
+    JSON, CJK, hex and numbers: never more than 5 % below it (measured worst 2 %: docs/guides/cost.md)."""
     from nisse_llm.models_info import estimate_input_tokens
 
     ratios: dict[str, float] = {}

@@ -3,8 +3,8 @@
 ``complete_as`` runs on both routes to both kinds of model entry, with the scripted
 upstream answering valid, invalid then valid (a repair), and invalid twice. The second
 half records how LiteLLM 1.108.7 carries each provider's native structured-output field
-(the measurements behind choosing a forced tool call; see the README's "Typed tools and
-answers").
+(the measurements behind choosing a forced tool call; see the docs' "Tools and typed
+answers" guide).
 """
 
 from __future__ import annotations
@@ -292,7 +292,7 @@ def test_chat_route_forwards_a_forced_tool_with_thinking(
     assert request.json["thinking"] == {"type": "enabled", "budget_tokens": 2000}
 
 
-# --- the README's agent, through the proxy --------------------------------------------
+# --- the docs' agent, through the proxy --------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -302,8 +302,9 @@ def test_chat_route_forwards_a_forced_tool_with_thinking(
 def test_readme_agent_through_the_proxy(
     proxy: LiteLLMProxy, script: Script, tmp_path: Path, model: str, served_on: Route
 ) -> None:
-    """The README's three-tool agent, as written, fixes the file and answers typed through
-    the proxy on each current model's own route (the answer natively, as its text)."""
+    """The docs' three-tool agent (docs/guides/tools.md), as written, fixes the file and
+    answers typed through the proxy on each current model's own route (the answer natively,
+    as its text)."""
     agent = readme_agent()
     script.add(served_on, *agent_turns(tmp_path))
     roles = {"executor": model, "planner": model, "delegate": model, "consultant": model}

@@ -1,7 +1,7 @@
 """Measured figures of the reliability runs, printed in pytest's closing summary.
 
 Tests call `record`; the package's conftest prints every line under one heading, so CI
-logs carry the figures the README quotes without ``-s``.
+logs carry the figures the docs quote without ``-s``.
 """
 
 from __future__ import annotations

@@ -104,7 +104,7 @@ def _budget(options: RequestOptions, ceiling: int) -> int:
 def _refusals(
     options: RequestOptions, facts: Facts, *, anthropic: bool, chat: bool, tools: list[str]
 ) -> set[str]:
-    """The documented rules ``options`` break: an oracle written from the README's list."""
+    """The documented rules ``options`` break: an oracle written from the list in docs/guides/options.md."""
     broken: set[str] = set()
     ceiling = options.max_output_tokens or CEILING
     choice = options.tool_choice

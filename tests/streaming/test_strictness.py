@@ -1,4 +1,4 @@
-"""Where streaming is strict although lenient parsers accept: the rules in the README's streaming section."""
+"""Where streaming is strict although lenient parsers accept: the rules in the streaming guide (docs/guides/streaming.md)."""
 
 from __future__ import annotations
 

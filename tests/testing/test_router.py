@@ -196,11 +196,11 @@ def test_the_async_twin_streams_and_completes() -> None:
 
 
 def test_the_readme_example_runs_as_written() -> None:
-    """The README's ScriptedRouter block runs unchanged (its asserts included)."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    """The testing guide's ScriptedRouter block runs unchanged (its asserts included)."""
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "guides" / "testing.md").read_text()
     start = readme.index(
         "```python\nfrom nisse_llm import RoleRouter, TextDelta, ToolCall, UserText\n"
     )
     block = readme[start + len("```python\n") : readme.index("```\n", start + 10)]
     assert "ScriptedRouter(" in block
-    exec(compile(block, "README.md", "exec"), {})
+    exec(compile(block, "docs/guides/testing.md", "exec"), {})

@@ -1,4 +1,5 @@
-"""The README's three-tool agent, extracted and run as written, and the turns that drive it."""
+"""The docs' three-tool agent (docs/guides/tools.md), extracted and run as written, and the
+turns that drive it."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from nisse_llm.testing.turns import Reply
 
 __all__ = ["BUGGY", "FIXED", "agent_turns", "readme_agent"]
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[2] / "docs" / "guides" / "tools.md"
 _BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
 
 BUGGY = "def add(a, b):\n    return a - b\n"
@@ -22,9 +23,9 @@ CHECK = "import calc\nassert calc.add(2, 3) == 5\nprint('ok')\n"
 
 
 def readme_agent() -> types.ModuleType:
-    """The README block that defines ``run_agent``, executed as a module of its own."""
+    """The docs block that defines ``run_agent``, executed as a module of its own."""
     blocks = [b for b in _BLOCK.findall(README.read_text()) if "def run_agent(" in b]
-    assert len(blocks) == 1, "the README must hold exactly one block defining run_agent"
+    assert len(blocks) == 1, "docs/guides/tools.md must hold exactly one block defining run_agent"
     module = types.ModuleType("readme_agent")
     sys.modules["readme_agent"] = module  # pydantic resolves the model's annotations here
     try:

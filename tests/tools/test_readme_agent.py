@@ -1,4 +1,4 @@
-"""The README's three-tool agent runs as written against the scripted upstream, on both routes."""
+"""The docs' three-tool agent (docs/guides/tools.md) runs as written against the scripted upstream, on both routes."""
 
 from __future__ import annotations
 
