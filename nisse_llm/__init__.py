@@ -69,6 +69,8 @@ if TYPE_CHECKING:
     from nisse_llm.render._cache import PromptCache
     from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
     from nisse_llm.render.openai_chat import OpenAIChatRenderer
+    from nisse_llm.render.openai_responses import OpenAIResponsesRenderer
+    from nisse_llm.responses_client import AsyncOpenAIResponsesClient, OpenAIResponsesClient
     from nisse_llm.routers import AsyncRoleRouter, RoleRouter
     from nisse_llm.streaming import (
         PartialReply,
@@ -115,6 +117,9 @@ _LAZY = {
     "RoleProfile": "nisse_llm.profiles",
     "OpenAIChatRenderer": "nisse_llm.render.openai_chat",
     "AnthropicMessagesRenderer": "nisse_llm.render.anthropic_messages",
+    "OpenAIResponsesRenderer": "nisse_llm.render.openai_responses",
+    "OpenAIResponsesClient": "nisse_llm.responses_client",
+    "AsyncOpenAIResponsesClient": "nisse_llm.responses_client",
     "LiteLLMClient": "nisse_llm.clients",
     "AnthropicPassthroughClient": "nisse_llm.clients",
     "AsyncLiteLLMClient": "nisse_llm.clients",
@@ -143,6 +148,7 @@ __all__ = [
     "AssistantText",
     "AsyncAnthropicPassthroughClient",
     "AsyncLiteLLMClient",
+    "AsyncOpenAIResponsesClient",
     "AsyncReplyStream",
     "AsyncRoleRouter",
     "BudgetExhausted",
@@ -167,6 +173,8 @@ __all__ = [
     "ModelRefusal",
     "OnlineReport",
     "OpenAIChatRenderer",
+    "OpenAIResponsesClient",
+    "OpenAIResponsesRenderer",
     "OutputValidationError",
     "PartialReply",
     "Pin",

@@ -31,7 +31,7 @@ from nisse_llm._config_tables import (
 )
 from nisse_llm.errors import ConfigError
 from nisse_llm.profiles import (
-    OPTION_KEYS,
+    PROFILE_KEYS,
 )
 
 # Tokens shorter than this are not searched for in messages: the search would mangle text.
@@ -184,7 +184,7 @@ def _split_key(loc: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
     """The config key an error location names (``roles.planner.reasoning``; a role's
     ``model`` is the role's own key) and what follows it (an item index, a union branch)."""
     if loc[0] == "roles" and len(loc) >= 3:
-        if loc[2] in OPTION_KEYS:
+        if loc[2] in PROFILE_KEYS:
             return ".".join(loc[:3]), loc[3:]
         if loc[2] == "model":
             return ".".join(loc[:2]), loc[3:]
@@ -262,7 +262,7 @@ def _unknown(load: Load, loc: tuple[str, ...]) -> str:
         return f"{loc[0]}: unknown top-level key in {origin}; keys live in the tables {tables}"
     if loc[0] == "roles" and len(loc) >= 3:  # a key inside a role's table
         table, name = f"roles.{loc[1]}", loc[2]
-        known = ["model", *OPTION_KEYS]
+        known = ["model", *PROFILE_KEYS]
         hint = _did_you_mean(name, known, template=table + ".{}")
         return f"{table}.{name}: unknown key in {origin}{hint}; [{table}] holds " + ", ".join(known)
     table, name = loc[0], loc[1]

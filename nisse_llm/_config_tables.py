@@ -32,7 +32,7 @@ from nisse_llm.canonical import DEFAULT_MAX_OUTPUT_TOKENS
 from nisse_llm.errors import ConfigError, UnknownRoleError
 from nisse_llm.options import RequestOptions
 from nisse_llm.profiles import (
-    OPTION_KEYS,
+    PROFILE_KEYS,
     ModelName,
     RoleProfile,
     option_env_var,
@@ -72,7 +72,7 @@ ENV_VARS: Mapping[str, str] = {
     **{
         f"roles.{role}.{option}": option_env_var(role, option)
         for role in ("executor", "planner", "delegate", "consultant")
-        for option in OPTION_KEYS
+        for option in PROFILE_KEYS
     },
 }
 
@@ -99,7 +99,7 @@ def misread_option(name: str, roles: set[str]) -> str | None:
     for other in sorted(roles, key=len, reverse=True):
         rest = name.removeprefix(other + "_")
         if rest != name:
-            close = difflib.get_close_matches(rest, OPTION_KEYS, n=1, cutoff=0.75)
+            close = difflib.get_close_matches(rest, PROFILE_KEYS, n=1, cutoff=0.75)
             if close:
                 return (
                     f"{_ROLE_ENV_PREFIX}{name.upper()}: not an option of role {other!r} (did "
@@ -114,7 +114,7 @@ def role_env(name: str) -> tuple[str, str | None] | None:
     rest = name.removeprefix(_ROLE_ENV_PREFIX)
     if rest == name or not rest:
         return None
-    for option in OPTION_KEYS:
+    for option in PROFILE_KEYS:
         suffix = "_" + option.upper()
         if rest.endswith(suffix) and len(rest) > len(suffix):
             return rest[: -len(suffix)].lower(), option
@@ -310,7 +310,7 @@ def role_name_problem(name: object) -> str | None:
             "a role name is 1 to 32 lowercase letters, digits or _, starting with a letter "
             "(its variable is NISSE_ROLE_<NAME>)"
         )
-    clash = next((o for o in OPTION_KEYS if name.endswith("_" + o)), None)
+    clash = next((o for o in PROFILE_KEYS if name.endswith("_" + o)), None)
     if clash is not None:
         return (
             f"a role name must not end in _{clash}: NISSE_ROLE_{name.upper()} would read as "

@@ -109,6 +109,7 @@ _DEBUG_LIMIT = 2000
 _STREAM_FIELDS: Final[dict[Route, bytes]] = {
     "openai_chat": b',"stream":true,"stream_options":{"include_usage":true}}',
     "anthropic_messages": b',"stream":true}',
+    "openai_responses": b',"stream":true}',
 }
 #: What a streamed request asks for instead of a JSON body.
 _STREAM_ACCEPT: Final = {"accept": "text/event-stream"}

@@ -128,9 +128,10 @@ class Pin(LLMSettings):
         return self.roles.resolve(role)
 
     def route(self, role: str) -> Route:
-        """The proxy route ``role``'s requests take: its model's, or its ``like``'s."""
+        """The proxy route ``role``'s requests take: its profile's ``route``, else its
+        model's (or its ``like``'s)."""
         profile = self.roles.profile(role)
-        return route_for(profile.like or profile.model, self.passthrough_prefixes)
+        return profile.route or route_for(profile.like or profile.model, self.passthrough_prefixes)
 
     def options_for(self, role: str) -> RequestOptions | None:
         """The request options pinned for ``role`` (its profile; None when it sets none)."""
@@ -205,7 +206,11 @@ class Pin(LLMSettings):
             raise ConfigError("malformed pin record: roles must map each role to {model, route}")
         try:
             pin = cls.model_validate(
-                {**body, "token": token, "roles": {r: _profile_of(v) for r, v in roles.items()}}
+                {
+                    **body,
+                    "token": token,
+                    "roles": {r: _profile_of(v, body) for r, v in roles.items()},
+                }
             )
         except ValidationError as exc:
             problems = tuple(
@@ -243,10 +248,18 @@ def _operator_base_url(base_url: str | None) -> str:
     return check_base_url(given).rstrip("/")
 
 
-def _profile_of(entry: Mapping[str, Any]) -> dict[str, Any]:
-    """A record's role entry as a role table: its model and its options."""
+def _profile_of(entry: Mapping[str, Any], body: Mapping[str, Any]) -> dict[str, Any]:
+    """A record's role entry as a role table: its model, its options, and its route where
+    that is not the one the model takes by today's rules (the route recorded wins)."""
     options = entry.get("options", {})
-    return {"model": entry.get("model"), **(options if isinstance(options, Mapping) else {})}
+    table = {"model": entry.get("model"), **(options if isinstance(options, Mapping) else {})}
+    prefixes = body.get("passthrough_prefixes")
+    if isinstance(table["model"], str) and isinstance(prefixes, list):
+        like = table.get("like")
+        named = like if isinstance(like, str) else table["model"]
+        if entry.get("route") != route_for(named, prefixes):
+            table["route"] = entry.get("route")
+    return table
 
 
 def _fingerprint(body: Mapping[str, Any]) -> str:

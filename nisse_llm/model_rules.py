@@ -23,6 +23,16 @@ row cites where its facts come from:
   gpt-4.1-mini, ``xhigh`` for claude-sonnet-4-6; it drops ``thinking: {type: disabled}`` for
   opus-5-5 and sonnet-5-5 and turns adaptive thinking into a 4,096 budget for sonnet-4-5.
 
+The route column: Claude models take the messages route; OpenAI's current reasoning models
+(gpt-5.4 and later, the gpt-6 family) take the Responses route, because the real API
+refuses function tools with a reasoning effort on chat completions for them ("Function
+tools with reasoning_effort are not supported for gpt-5.6-terra in /v1/chat/completions.
+To use function tools, use /v1/responses or set reasoning_effort to 'none'", public issue
+threads May to September 2026; for 5.6 and later the default effort triggers it even when
+none is sent), and the proxy's own bridge of such a chat request drops the encrypted
+reasoning (measured, `tests/integration/test_responses_route.py`); other OpenAI models
+take the chat route.
+
 A model no row covers follows its family's ``unplaced`` rules, which are the ones this
 library kept before the table (a level becomes a thinking budget for Claude and goes as it
 is to OpenAI); `nisse-llm config check --online` reports such a role, and a role profile's
@@ -133,6 +143,7 @@ def _gpt(
     levels: tuple[Level, ...],
     can_turn_off: bool,
     none_effort: bool = False,
+    route: Route = "openai_chat",
     sources: tuple[str, ...],
 ) -> ModelRules:
     return ModelRules(
@@ -145,6 +156,7 @@ def _gpt(
         none_effort=none_effort,
         sampling=not levels,
         structured=True,
+        route=route,
         sources=sources,
     )
 
@@ -199,7 +211,8 @@ MODEL_RULES: Final[tuple[ModelRules, ...]] = (
         "gpt-6-luna",
         levels=_GPT_CURRENT,
         can_turn_off=False,
-        sources=("sdk", "proxy"),
+        route="openai_responses",
+        sources=("sdk", "docs", "proxy"),
     ),
     _gpt(
         "gpt-5.6-sol",
@@ -210,7 +223,8 @@ MODEL_RULES: Final[tuple[ModelRules, ...]] = (
         levels=_GPT_CURRENT,
         can_turn_off=True,
         none_effort=True,
-        sources=("sdk", "proxy"),
+        route="openai_responses",
+        sources=("sdk", "docs", "proxy"),
     ),
     _gpt(
         "gpt-5.3",

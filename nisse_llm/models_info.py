@@ -152,11 +152,53 @@ def _body(rendered: bytes) -> dict[str, Any]:
     body = json.loads(rendered)
     if not isinstance(body, dict):
         raise ValueError("a rendered request is a JSON object")
+    if isinstance(body.get("input"), list) and "messages" not in body:
+        return _as_chat(body)
     return body
 
 
+def _input_text(value: Any) -> str:
+    if isinstance(value, list):
+        return "".join(str(p.get("text", "")) for p in value if isinstance(p, dict))
+    return value if isinstance(value, str) else ""
+
+
+def _as_chat(body: dict[str, Any]) -> dict[str, Any]:
+    """A Responses request in the chat shape the counter reads: its messages, calls and
+    outputs as messages, ``instructions`` as the system prompt, function tools in the chat
+    shape. Reasoning items are left out (their encrypted content is no text to count)."""
+    messages: list[dict[str, Any]] = []
+    for item in body["input"]:
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("type", "message")
+        if kind == "message":
+            role = "assistant" if item.get("role") == "assistant" else "user"
+            messages.append({"role": role, "content": _input_text(item.get("content"))})
+        elif kind == "function_call":
+            said = f"{item.get('name', '')} {item.get('arguments', '')}"
+            messages.append({"role": "assistant", "content": said})
+        elif kind == "function_call_output":
+            messages.append({"role": "user", "content": _input_text(item.get("output"))})
+    chat: dict[str, Any] = {key: value for key, value in body.items() if key != "input"}
+    chat["messages"] = messages
+    if body.get("instructions"):
+        chat["system"] = body["instructions"]
+    if isinstance(body.get("tools"), list):
+        chat["tools"] = [
+            {
+                "type": "function",
+                "function": {k: v for k, v in tool.items() if k not in ("type", "strict")},
+            }
+            for tool in body["tools"]
+            if isinstance(tool, dict)
+        ]
+    return chat
+
+
 def token_count_request(rendered: bytes, model: str) -> bytes:
-    """The ``/utils/token_counter`` body for a rendered request of either route.
+    """The ``/utils/token_counter`` body for a rendered request of any route (a Responses
+    request is read in the chat shape).
 
     The counter takes chat messages or Anthropic ones, with ``tools`` in either shape and
     a top-level ``system`` (the messages route's); it counts locally, never upstream.
@@ -182,10 +224,10 @@ def read_token_count(body: bytes) -> int:
 
 
 def body_output_ceiling(rendered: bytes) -> int:
-    """The output ceiling a rendered request sends (``max_tokens`` or
-    ``max_completion_tokens``); 0 if it sends none."""
+    """The output ceiling a rendered request sends (``max_tokens``,
+    ``max_completion_tokens`` or ``max_output_tokens``); 0 if it sends none."""
     body = _body(rendered)
-    for key in ("max_tokens", "max_completion_tokens"):
+    for key in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
         count = _count(body.get(key))
         if count is not None:
             return count

@@ -97,7 +97,7 @@ def request_rules(
     model: str,
     like: str | None,
     *,
-    route: Literal["openai_chat", "anthropic_messages"],
+    route: Literal["openai_chat", "anthropic_messages", "openai_responses"],
     prefixes: tuple[str, ...] = (),
 ) -> ModelRules:
     """The rules a request to ``model`` (standing for ``like``, if given) on ``route`` keeps:
@@ -172,7 +172,7 @@ def model_violations(
     *,
     rules: ModelRules,
     model: str,
-    route: Literal["openai_chat", "anthropic_messages"],
+    route: Literal["openai_chat", "anthropic_messages", "openai_responses"],
     ceiling: int,
 ) -> list[Violation]:
     """Every rule ``options`` break for ``model`` (following ``rules``) on ``route`` under

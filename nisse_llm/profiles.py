@@ -9,7 +9,9 @@ table with ``model`` and any `RequestOptions` field::
     max_output_tokens = 32000
 
 ``like`` names the model whose rules and route a proxy alias follows
-(``model = "team-planner"``, ``like = "claude-opus-5-5"``).
+(``model = "team-planner"``, ``like = "claude-opus-5-5"``). ``route`` names the proxy
+route the role takes (``openai_chat``, ``anthropic_messages`` or ``openai_responses``),
+over the one its model (or ``like``) takes by default; it is pinned with the role.
 
 Each option has an environment variable named after the role's:
 ``NISSE_ROLE_<ROLE>_<OPTION>`` (``NISSE_ROLE_PLANNER_REASONING``); ``NISSE_ROLE_<ROLE>``
@@ -27,10 +29,11 @@ from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 
 from nisse_llm.option_rules import Violation, model_violations, request_rules
 from nisse_llm.options import RequestOptions, StopSequence
-from nisse_llm.routing import route_for
+from nisse_llm.routing import Route, route_for
 
 __all__ = [
     "OPTION_KEYS",
+    "PROFILE_KEYS",
     "ModelName",
     "RoleProfile",
     "decode_option_env",
@@ -42,6 +45,8 @@ ModelName: TypeAlias = Annotated[str, Field(min_length=1, max_length=256, patter
 
 #: The option keys a role table may hold beside ``model``, in field order.
 OPTION_KEYS: Final[tuple[str, ...]] = tuple(RequestOptions.model_fields)
+#: Every key of a role table but ``model``: its options and its ``route``.
+PROFILE_KEYS: Final[tuple[str, ...]] = (*OPTION_KEYS, "route")
 
 
 class RoleProfile(RequestOptions):
@@ -57,10 +62,18 @@ class RoleProfile(RequestOptions):
         description="Sequences that end the reply when the model writes them.",
     )
 
+    route: Route | None = Field(
+        default=None,
+        description=(
+            "The proxy route the role takes: openai_chat, anthropic_messages or "
+            "openai_responses (default: its model's, or its like's)."
+        ),
+    )
+
     @property
     def options(self) -> RequestOptions | None:
-        """The profile's options without the model (None when it sets none)."""
-        fields = self.model_dump(exclude={"model"}, exclude_none=True)
+        """The profile's options without the model and route (None when it sets none)."""
+        fields = self.model_dump(exclude={"model", "route"}, exclude_none=True)
         return RequestOptions.model_validate(fields) if fields else None
 
 
@@ -109,7 +122,7 @@ def profile_violations(
     options = profile.options
     if options is None:
         return []
-    route = route_for(profile.like or profile.model, prefixes)
+    route = profile.route or route_for(profile.like or profile.model, prefixes)
     rules = request_rules(profile.model, profile.like, route=route, prefixes=prefixes)
     ceiling = options.max_output_tokens or default_ceiling
     return model_violations(options, rules=rules, model=profile.model, route=route, ceiling=ceiling)

@@ -58,6 +58,29 @@ from nisse_llm.clients import (
 
 __all__ = ["AsyncRoleRouter", "RoleRouter"]
 
+
+class _Kinds(dict[Route, Any]):
+    """Route -> client class for the routers; the Responses route's class is imported on
+    first need, so a program that never takes that route loads none of it."""
+
+    def __init__(self, classes: Mapping[Route, Any], responses: str) -> None:
+        super().__init__(classes)
+        self._responses = responses
+
+    def __missing__(self, route: Route) -> Any:
+        if route != "openai_responses":
+            raise KeyError(route)
+        from nisse_llm import responses_client
+
+        self[route] = cls = getattr(responses_client, self._responses)
+        return cls
+
+
+_SYNC_KINDS: Mapping[Route, type[_SyncClient]] = _Kinds(_SYNC_CLIENTS, "OpenAIResponsesClient")
+_ASYNC_KINDS: Mapping[Route, type[_AsyncClient]] = _Kinds(
+    _ASYNC_CLIENTS, "AsyncOpenAIResponsesClient"
+)
+
 K = TypeVar("K", bound=_ClientBase)
 
 
@@ -278,7 +301,7 @@ class RoleRouter(RouterLimits, _RouterBase[_SyncClient]):
         failure; the store is begun with ``pin`` first (`TaskPinMismatch` if it holds
         another task). With ``compaction``, `complete` compacts a log near the window.
         """
-        clients = cls._clients_for(pin, _SYNC_CLIENTS, options)
+        clients = cls._clients_for(pin, _SYNC_KINDS, options)
         return cls(pin, clients, store=store, compaction=compaction)
 
     def complete(
@@ -438,7 +461,7 @@ class AsyncRoleRouter(AsyncRouterLimits, _RouterBase[_AsyncClient]):
         **options: Any,
     ) -> Self:
         """A router over ``pin`` (see `RoleRouter.from_pin`)."""
-        clients = cls._clients_for(pin, _ASYNC_CLIENTS, options)
+        clients = cls._clients_for(pin, _ASYNC_KINDS, options)
         return cls(pin, clients, store=store, compaction=compaction)
 
     async def complete(

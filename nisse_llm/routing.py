@@ -13,8 +13,8 @@ __all__ = [
     "route_for",
 ]
 
-Route: TypeAlias = Literal["openai_chat", "anthropic_messages"]
-ROUTES: tuple[Route, ...] = ("openai_chat", "anthropic_messages")
+Route: TypeAlias = Literal["openai_chat", "anthropic_messages", "openai_responses"]
+ROUTES: tuple[Route, ...] = ("openai_chat", "anthropic_messages", "openai_responses")
 
 # Spec A13: delegations take the vendor-native route where one exists, because a
 # normalising middlebox is lossy exactly where long-running work lives.
@@ -27,5 +27,14 @@ def has_native_adapter(model: str, prefixes: Iterable[str] = DEFAULT_PASSTHROUGH
 
 
 def route_for(model: str, prefixes: Iterable[str] = DEFAULT_PASSTHROUGH_PREFIXES) -> Route:
-    """The route a model's requests take: the passthrough where native, else chat."""
-    return "anthropic_messages" if has_native_adapter(model, prefixes) else "openai_chat"
+    """The route a model's requests take: the messages passthrough where native, the
+    Responses route where the model's rule row says so (OpenAI's current reasoning models,
+    `nisse_llm.model_rules`), else chat."""
+    if has_native_adapter(model, prefixes):
+        return "anthropic_messages"
+    from nisse_llm.model_rules import placed_rules
+
+    row = placed_rules(model)
+    if row is not None and row.family == "openai" and row.route == "openai_responses":
+        return "openai_responses"
+    return "openai_chat"

@@ -146,6 +146,10 @@ TARGETS: tuple[SchemaTarget, ...] = (
         "anthropic-messages-request" + SUFFIX,
         _lazy_model("nisse_llm.wire.anthropic_messages", "AnthropicMessagesRequest"),
     ),
+    SchemaTarget(
+        "openai-responses-request" + SUFFIX,
+        _lazy_model("nisse_llm.wire.openai_responses", "OpenAIResponsesRequest"),
+    ),
 )
 
 

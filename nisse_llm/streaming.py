@@ -1032,6 +1032,10 @@ def _merge_message_delta(message: dict[str, Any], data: dict[str, Any]) -> None:
 
 def accumulator_for(route: Route, *, requested_model: str, parse: ParseFn) -> StreamAccumulator:
     """A fresh accumulator for one streamed reply on ``route``."""
+    if route == "openai_responses":
+        from nisse_llm.streaming_responses import ResponsesStreamAccumulator
+
+        return ResponsesStreamAccumulator(requested_model=requested_model, parse=parse)
     cls: type[StreamAccumulator] = (
         OpenAIChatStreamAccumulator if route == "openai_chat" else AnthropicStreamAccumulator
     )

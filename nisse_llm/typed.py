@@ -138,7 +138,7 @@ def native_schema(
         return None
     if route == "anthropic_messages":
         return closed_schema(output_type.model_json_schema(), require_all=False)
-    if route == "openai_chat" and rules.family == "openai":
+    if route in ("openai_chat", "openai_responses") and rules.family == "openai":
         return closed_schema(output_type.model_json_schema(), require_all=True)
     return None
 

@@ -37,6 +37,13 @@ NOT_NEEDED = (
     "nisse_llm.config",
     "nisse_llm.compaction",
     "nisse_llm.summaries",
+    # The Responses route loads with its first use: a program that never takes it loads none.
+    "nisse_llm.responses_client",
+    "nisse_llm.render.openai_responses",
+    "nisse_llm.render.openai_responses_reply",
+    "nisse_llm.wire.openai_responses",
+    "nisse_llm.wire.openai_responses_reply",
+    "nisse_llm.streaming_responses",
     # Telemetry loads with instrument(): an agent that never asks imports no OpenTelemetry.
     "nisse_llm.telemetry",
     "opentelemetry",

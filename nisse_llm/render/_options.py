@@ -34,7 +34,15 @@ Mapping (the "Request options" guide's table, docs/guides/options.md, says the s
 - ``tool_choice``: chat ``"auto"``/``"none"``/``"required"`` or ``{type: function, function:
   {name}}``; messages ``{type: auto|none|any|tool}``. With no tools passed, ``"auto"`` and
   ``"none"`` send nothing (a log with calls still gets its stub tools and ``none``).
-- ``parallel_tool_calls``: chat ``parallel_tool_calls``; messages
+- The Responses route (`responses_fields`) takes the chat route's rules with its own
+  field names: ``max_output_tokens``; ``reasoning: {effort: LEVEL, summary: "auto"}`` (the
+  summary lets the agent read what the model thought; ``"off"`` is effort ``"none"`` where
+  the model has it, else nothing; a budget becomes a level); sampling as on the chat
+  route; ``tool_choice`` ``"auto"``/``"none"``/``"required"`` or ``{type: function,
+  name}``; ``text.format`` (a strict JSON Schema) for a structured answer; ``stop`` is
+  refused (the route has no stop sequences). ``include: ["reasoning.encrypted_content"]``
+  is asked of every model that reasons, so its reasoning can be carried to the next turn.
+- ``parallel_tool_calls``: chat and Responses ``parallel_tool_calls``; messages
   ``disable_parallel_tool_use`` (its negation) inside ``tool_choice`` (``auto`` when no
   choice is set). Sent only with tools passed and a choice other than ``none``.
 """
@@ -66,7 +74,13 @@ if TYPE_CHECKING:
     )
     from nisse_llm.wire.openai_chat import OpenAIChatNamedToolChoice
 
-__all__ = ["MessagesFields", "chat_fields", "chat_replays_thinking", "messages_fields"]
+__all__ = [
+    "MessagesFields",
+    "chat_fields",
+    "chat_replays_thinking",
+    "messages_fields",
+    "responses_fields",
+]
 
 
 class _NoOptions:
@@ -336,3 +350,95 @@ def _named(tool: str) -> OpenAIChatNamedToolChoice:
     )
 
     return OpenAIChatNamedToolChoice(function=OpenAIChatNamedToolChoiceFunction(name=tool))
+
+
+#: The Responses request's fields `responses_fields` sets, in wire order.
+RESPONSES_FIELDS: tuple[str, ...] = (
+    "tool_choice",
+    "parallel_tool_calls",
+    "max_output_tokens",
+    "temperature",
+    "top_p",
+    "reasoning",
+    "text",
+    "prompt_cache_key",
+    "include",
+)
+
+
+def responses_fields(
+    options: RequestOptions | None,
+    *,
+    model: str,
+    max_tokens: int | None,
+    tools: Sequence[str],
+    stubbed: bool,
+    prompt_cache_key: str | None = None,
+) -> dict[str, Any]:
+    """The Responses route's fields for ``options``, in wire order, unset ones left out
+    (`RenderError` for a broken rule or for stop sequences, which the route lacks).
+    ``prompt_cache_key`` is sent to OpenAI models only (the proxy refuses it for others)."""
+    from nisse_llm.wire.openai_responses import (
+        OpenAIResponsesNamedToolChoice,
+        OpenAIResponsesReasoning,
+        OpenAIResponsesTextConfig,
+    )
+
+    opts = options or _NO_OPTIONS
+    if opts.stop:
+        raise RenderError(
+            f"stop sequences {list(opts.stop)!r} cannot be sent on the Responses route "
+            f"(it has no stop field): clear them for {model!r} (stop=()) or use the chat route"
+        )
+    ceiling = _ceiling(opts, max_tokens)
+    rules = request_rules(model, opts.like, route="openai_responses")
+    problems = model_violations(
+        opts,
+        rules=rules,
+        model=model,
+        route="openai_responses",
+        ceiling=DEFAULT_MAX_OUTPUT_TOKENS if ceiling is None else ceiling,
+    )
+    problems += tool_violations(opts, tools)
+    _refuse(problems, opts, model)
+    fields: dict[str, Any] = {}
+    choice = opts.tool_choice
+    if stubbed:
+        fields["tool_choice"] = "none"
+    elif tools and choice is not None:
+        fields["tool_choice"] = (
+            choice
+            if choice in ("auto", "none", "required")
+            else OpenAIResponsesNamedToolChoice(name=choice)
+        )
+    if tools and choice != "none" and opts.parallel_tool_calls is not None:
+        fields["parallel_tool_calls"] = opts.parallel_tool_calls
+    fields["max_output_tokens"] = ceiling
+    fields["temperature"] = opts.temperature
+    fields["top_p"] = opts.top_p
+    effort: str | None = None
+    if opts.reasoning == "off":
+        effort = "none" if rules.none_effort else None
+    elif isinstance(opts.reasoning, int):
+        effort = effort_for_budget(opts.reasoning)
+    elif opts.reasoning is not None:
+        effort = opts.reasoning
+    if effort is not None:
+        summary = None if effort == "none" else "auto"
+        fields["reasoning"] = OpenAIResponsesReasoning(effort=effort, summary=summary)
+    schema = _answer_schema(opts)
+    if schema is not None:
+        if rules.family == "anthropic" or not rules.structured:
+            raise RenderError(
+                f"a structured answer cannot be asked of {model} natively on the Responses "
+                "route: use the messages route for Claude models"
+            )
+        name: str = getattr(opts, "answer_name")  # noqa: B009 (an AnswerOptions, by name)
+        fields["text"] = OpenAIResponsesTextConfig(
+            format={"type": "json_schema", "name": name, "schema": schema, "strict": True}
+        )
+    if rules.family == "openai":
+        fields["prompt_cache_key"] = prompt_cache_key
+    if rules.levels:
+        fields["include"] = ["reasoning.encrypted_content"]
+    return {name: fields[name] for name in RESPONSES_FIELDS if fields.get(name) is not None}

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-__all__ = ["INTERRUPTED_TEXT", "STUB_TOOL_DESCRIPTION"]
+__all__ = ["INTERRUPTED_TEXT", "STUB_TOOL_DESCRIPTION", "TOOL_ERROR_PREFIX"]
+
+#: Starts the output of a failed tool run on the OpenAI routes, which have no error flag.
+TOOL_ERROR_PREFIX = "[tool error] "
 
 #: The synthetic result of a call that never got one (the chat route prefixes its error mark).
 INTERRUPTED_TEXT = (

@@ -91,7 +91,7 @@ from nisse_llm.render._images import (
 from nisse_llm.render._memo import FragmentMemo
 from nisse_llm.render._options import chat_fields, chat_replays_thinking
 from nisse_llm.render._rope import EMPTY, Rope
-from nisse_llm.render._wording import INTERRUPTED_TEXT, STUB_TOOL_DESCRIPTION
+from nisse_llm.render._wording import INTERRUPTED_TEXT, STUB_TOOL_DESCRIPTION, TOOL_ERROR_PREFIX
 from nisse_llm.render.openai_chat_reply import parse_chat_completion
 
 # The typed request models load when a typed body or a tool definition is first made:
@@ -117,8 +117,6 @@ __all__ = [
     "OpenAIChatRenderer",
 ]
 
-#: Starts the output of a failed tool run: the chat API has no error flag.
-TOOL_ERROR_PREFIX = "[tool error] "
 #: The content of the synthetic result that answers a call the log never answered.
 INTERRUPTED_RESULT = TOOL_ERROR_PREFIX + INTERRUPTED_TEXT
 #: The description of a stub declared for a tool the log used but the request does not offer.

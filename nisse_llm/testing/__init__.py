@@ -7,8 +7,8 @@ Script what the model answers, then run your agent against it three ways:
   (an agent written against the router, tested as it runs);
 - `ScriptedTransport`: an httpx transport for the real clients, in process (tests of
   what goes on the wire);
-- `ScriptedServer`: a loopback HTTP server speaking ``/chat/completions`` and
-  ``/v1/messages``, the upstream behind a real LiteLLM proxy
+- `ScriptedServer`: a loopback HTTP server speaking ``/chat/completions``,
+  ``/v1/messages`` and ``/v1/responses`` (also ``/responses``), the upstream behind a real LiteLLM proxy
   (`nisse_llm.testing.proxy.LiteLLMProxy`, imported separately).
 
 A script holds one queue of turns per upstream route and records every request::
@@ -41,6 +41,8 @@ from nisse_llm.testing.bodies import (
     anthropic_message_body,
     openai_chat_body,
     openai_error_body,
+    openai_responses_body,
+    openai_responses_failed_body,
 )
 from nisse_llm.testing.client import (
     AsyncScriptedClient,
@@ -69,6 +71,7 @@ from nisse_llm.testing.turns import (
     failure,
     openai_failure,
     reply,
+    responses_failure,
     slow,
     stalled_after,
     truncated,
@@ -116,7 +119,10 @@ __all__ = [
     "openai_chat_body",
     "openai_error_body",
     "openai_failure",
+    "openai_responses_body",
+    "openai_responses_failed_body",
     "reply",
+    "responses_failure",
     "route_of_path",
     "slow",
     "stalled_after",

@@ -1,4 +1,4 @@
-"""Realistic provider bodies: OpenAI chat completions, Anthropic messages, both error shapes.
+"""Realistic provider bodies: OpenAI chat completions and Responses, Anthropic messages, errors.
 
 The shapes follow recorded provider responses (usage detail objects, ``refusal: null``,
 ``stop_sequence: null``), so a parser tested against them meets no surprise upstream.
@@ -23,6 +23,8 @@ __all__ = [
     "estimate_tokens",
     "openai_chat_body",
     "openai_error_body",
+    "openai_responses_body",
+    "openai_responses_failed_body",
 ]
 
 # A fixed clock keeps scripted bodies reproducible; providers send seconds since 1970.
@@ -55,7 +57,9 @@ class ToolUse:
 class Thinking:
     """An Anthropic extended-thinking block with its signature.
 
-    On the chat route it becomes ``message.reasoning_content`` (no signature there).
+    On the chat route it becomes ``message.reasoning_content`` (no signature there); on the
+    Responses route a reasoning item whose summary is the text and whose
+    ``encrypted_content`` is the signature.
     """
 
     thinking: str
@@ -64,7 +68,9 @@ class Thinking:
 
 @dataclass(frozen=True)
 class RedactedThinking:
-    """An Anthropic ``redacted_thinking`` block (opaque data); absent on the chat route."""
+    """An Anthropic ``redacted_thinking`` block (opaque data); absent on the chat route, a
+    reasoning item with no summary and the data as ``encrypted_content`` on the Responses
+    route."""
 
     data: str
 
@@ -205,6 +211,113 @@ def anthropic_message_body(
             "cache_creation_input_tokens": usage.cache_write,
             "cache_read_input_tokens": usage.cache_read,
         },
+    }
+
+
+def _responses_item(part: Part, serial: int, index: int) -> dict[str, Any]:
+    tag = f"{serial:04d}{index:02d}"
+    if isinstance(part, Text):
+        return {
+            "id": f"msg_scripted_{tag}",
+            "type": "message",
+            "status": "completed",
+            "content": [
+                {"type": "output_text", "annotations": [], "logprobs": [], "text": part.text}
+            ],
+            "role": "assistant",
+        }
+    if isinstance(part, ToolUse):
+        arguments = part.raw_arguments
+        if arguments is None:
+            arguments = json.dumps(dict(part.arguments))
+        return {
+            "id": f"fc_scripted_{tag}",
+            "type": "function_call",
+            "status": "completed",
+            "arguments": arguments,
+            "call_id": _call_id(part, "call_scripted_", serial, index),
+            "name": part.name,
+        }
+    if isinstance(part, Thinking):
+        return {
+            "id": f"rs_scripted_{tag}",
+            "type": "reasoning",
+            "encrypted_content": part.signature,
+            "summary": [{"type": "summary_text", "text": part.thinking}] if part.thinking else [],
+        }
+    if isinstance(part, RedactedThinking):
+        return {
+            "id": f"rs_scripted_{tag}",
+            "type": "reasoning",
+            "encrypted_content": part.data,
+            "summary": [],
+        }
+    assert_never(part)
+
+
+def openai_responses_body(
+    parts: Sequence[Part],
+    *,
+    model: str,
+    usage: Tokens,
+    truncated: bool = False,
+    serial: int = 1,
+    reasoning_tokens: int = 0,
+) -> dict[str, Any]:
+    """A Responses reply as the OpenAI API returns it (``POST /v1/responses``, ``store:
+    false``): one output item per part, ``status: incomplete`` when ``truncated``."""
+    return {
+        "id": f"resp_scripted_{serial:04d}",
+        "object": "response",
+        "created_at": _CREATED + serial,
+        "status": "incomplete" if truncated else "completed",
+        "background": False,
+        "error": None,
+        "incomplete_details": {"reason": "max_output_tokens"} if truncated else None,
+        "instructions": None,
+        "model": model,
+        "output": [_responses_item(part, serial, i) for i, part in enumerate(parts)],
+        "parallel_tool_calls": True,
+        "previous_response_id": None,
+        "store": False,
+        "text": {"format": {"type": "text"}, "verbosity": "medium"},
+        "tool_choice": "auto",
+        "tools": [],
+        "temperature": 1.0,
+        "top_p": 1.0,
+        "usage": {
+            "input_tokens": usage.input,
+            "input_tokens_details": {
+                "cache_write_tokens": usage.cache_write,
+                "cached_tokens": usage.cache_read,
+            },
+            "output_tokens": usage.output,
+            "output_tokens_details": {"reasoning_tokens": reasoning_tokens},
+            "total_tokens": usage.input + usage.output,
+        },
+        "metadata": {},
+    }
+
+
+def openai_responses_failed_body(
+    code: str, message: str, *, model: str = "scripted"
+) -> dict[str, Any]:
+    """A Responses reply whose ``status`` is ``failed`` (sent with HTTP 200)."""
+    return {
+        "id": "resp_scripted_failed",
+        "object": "response",
+        "created_at": _CREATED,
+        "status": "failed",
+        "error": {"code": code, "message": message},
+        "incomplete_details": None,
+        "instructions": None,
+        "model": model,
+        "output": [],
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "usage": None,
+        "metadata": {},
     }
 
 

@@ -94,7 +94,8 @@ def _script(script: Script) -> None:
         ),
         reply("Reviewed: the fix is minimal and correct.", usage=Tokens(input=655, output=11)),
     )
-    script.chat(
+    # The executor, a current OpenAI reasoning model, takes the Responses route.
+    script.responses(
         reply(
             ToolUse("run_tests", {"selector": "tests/test_calc.py"}),
             usage=Tokens(input=530, output=17),
@@ -215,6 +216,13 @@ def _write_config(directory: Path, base_url: str) -> Path:
     return path
 
 
+_PATHS = {
+    "anthropic_messages": "/v1/messages",
+    "openai_chat": "/chat/completions",
+    "openai_responses": "/v1/responses",
+}
+
+
 def _session(proxy: LiteLLMProxy, script: Script, config: Path, say: _Printer) -> None:
     from nisse_llm.config import load_settings
     from nisse_llm.routers import RoleRouter
@@ -234,7 +242,7 @@ def _session(proxy: LiteLLMProxy, script: Script, config: Path, say: _Printer) -
         time.sleep(seconds)
 
     usage_rows: list[tuple[str, str, str, Usage, CallInfo]] = []
-    say.step(4, "agent session: planner on /v1/messages, executor on /chat/completions")
+    say.step(4, "agent session: planner on /v1/messages, executor on /v1/responses")
     say(f"user: {TASK}", indent=4)
     with RoleRouter.from_pin(pin, sleep=sleep) as router:
 
@@ -244,7 +252,7 @@ def _session(proxy: LiteLLMProxy, script: Script, config: Path, say: _Printer) -
             usage = client.last_usage or Usage()
             info = client.last_call or CallInfo()
             model = pin.model_for(role)
-            path = "/v1/messages" if client.route == "anthropic_messages" else "/chat/completions"
+            path = _PATHS[client.route]
             usage_rows.append((role, model, path, usage, info))
             say(
                 f"{role} ({model} via {path}; usage: in {usage.input}, out {usage.output}):",

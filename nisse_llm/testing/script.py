@@ -26,6 +26,7 @@ from nisse_llm.testing.bodies import (
     estimate_tokens,
     openai_chat_body,
     openai_error_body,
+    openai_responses_body,
 )
 from nisse_llm.testing.sse import sse_stream
 from nisse_llm.testing.turns import (
@@ -58,6 +59,8 @@ def route_of_path(path: str) -> Route | None:
         return "openai_chat"
     if bare.endswith("/v1/messages"):
         return "anthropic_messages"
+    if bare.endswith("/responses"):
+        return "openai_responses"
     return None
 
 
@@ -129,9 +132,37 @@ def _joined(content: Any) -> str:
     return ""
 
 
-def _message_texts(body: Any) -> list[tuple[str, str]]:
-    """``("user", text)`` and ``("tool", output)`` pairs of a chat or messages body, in order."""
+def _input_text(content: Any) -> str:
+    """The text of a Responses content: a string, or its ``input_text`` parts."""
+    if isinstance(content, list):
+        return "".join(
+            str(p.get("text", ""))
+            for p in content
+            if isinstance(p, dict) and p.get("type") == "input_text"
+        )
+    return content if isinstance(content, str) else ""
+
+
+def _input_texts(items: list[Any]) -> list[tuple[str, str]]:
+    """``("user", text)`` and ``("tool", output)`` pairs of a Responses ``input``."""
     found: list[tuple[str, str]] = []
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        if item.get("type") == "function_call_output":
+            found.append(("tool", _input_text(item.get("output"))))
+        elif item.get("role") == "user" and item.get("type", "message") == "message":
+            found.append(("user", _input_text(item.get("content"))))
+    return found
+
+
+def _message_texts(body: Any) -> list[tuple[str, str]]:
+    """``("user", text)`` and ``("tool", output)`` pairs of a chat, messages or Responses
+    body, in order."""
+    found: list[tuple[str, str]] = []
+    items = body.get("input") if isinstance(body, dict) else None
+    if isinstance(items, list):
+        return _input_texts(items)
     messages = body.get("messages") if isinstance(body, dict) else None
     for message in messages if isinstance(messages, list) else ():
         if not isinstance(message, dict):
@@ -265,6 +296,12 @@ class Script:
         """Append turns answered on ``/v1/messages`` (the Anthropic upstream)."""
         return self.add("anthropic_messages", *turns)
 
+    def responses(self, *turns: Turn) -> Script:
+        """Append turns answered on ``/responses`` and ``/v1/responses`` (OpenAI's
+        Responses API: the route of `OpenAIResponsesClient`, and where the proxy bridges
+        a chat request that has tools and a reasoning effort for current OpenAI models)."""
+        return self.add("openai_responses", *turns)
+
     def reset(self) -> None:
         """Forget every queued turn and every recorded request."""
         with self._lock:
@@ -390,7 +427,11 @@ def _map_reply(turn: Reply, route: Route, request: RecordedRequest, serial: int)
     sent = request.json
     model = turn.model or (sent.get("model") if isinstance(sent, dict) else None) or "scripted"
     usage = turn.usage or estimate_tokens(request.body, turn.parts)
-    build = anthropic_message_body if route == "anthropic_messages" else openai_chat_body
+    build = {
+        "anthropic_messages": anthropic_message_body,
+        "openai_chat": openai_chat_body,
+        "openai_responses": openai_responses_body,
+    }[route]
     body = build(turn.parts, model=str(model), usage=usage, truncated=turn.truncated, serial=serial)
     streamed = isinstance(sent, dict) and sent.get("stream") is True
     data = sse_stream(route, body) if streamed else json.dumps(body).encode()

@@ -7,7 +7,11 @@ in fragments), a finish chunk, a usage chunk with empty ``choices`` and ``[DONE]
 messages body becomes ``message_start`` (usage with one output token), a ``ping``, each
 block's start, deltas (``text_delta``, ``input_json_delta``, ``thinking_delta``,
 ``signature_delta``, ``citations_delta``) and stop, ``message_delta`` (stop reason,
-final output tokens) and ``message_stop``. Accumulating the stream rebuilds the body.
+final output tokens) and ``message_stop``; a Responses body becomes ``response.created``,
+per output item ``response.output_item.added``, its deltas (``output_text``, reasoning
+summary text, function-call arguments) and ``response.output_item.done`` with the whole
+item, and ``response.completed`` (``response.incomplete``, ``response.failed``) with the
+whole body. Accumulating the stream rebuilds the body.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ __all__ = [
     "cut",
     "encode_sse",
     "openai_chat_events",
+    "openai_responses_events",
     "split_bytes",
     "sse_stream",
     "stream_events",
@@ -232,6 +237,80 @@ def _anthropic_block(
     return dict(block), []
 
 
+# --- responses ---------------------------------------------------------------------------
+
+
+def _skeleton(item: Mapping[str, Any]) -> dict[str, Any]:
+    """An output item as ``response.output_item.added`` shows it: nothing generated yet."""
+    kind = item.get("type")
+    if kind == "message":
+        return {**item, "status": "in_progress", "content": []}
+    if kind == "function_call":
+        return {**item, "status": "in_progress", "arguments": ""}
+    if kind == "reasoning":
+        return {k: v for k, v in item.items() if k != "encrypted_content"} | {"summary": []}
+    return dict(item)
+
+
+def _item_deltas(item: Mapping[str, Any], at: int, size: int) -> list[tuple[str, dict[str, Any]]]:
+    """The events between an item's ``added`` and ``done``."""
+    ref = {"item_id": item.get("id"), "output_index": at}
+    found: list[tuple[str, dict[str, Any]]] = []
+    kind = item.get("type")
+    if kind == "message":
+        for number, part in enumerate(item.get("content") or ()):
+            where = {**ref, "content_index": number}
+            text = part.get("text") if part.get("type") == "output_text" else None
+            empty = {**part, "text": ""} if text is not None else part
+            found.append(("response.content_part.added", {**where, "part": empty}))
+            for piece in _pieces(text or "", size):
+                found.append(
+                    ("response.output_text.delta", {**where, "delta": piece, "logprobs": []})
+                )
+            if text is not None:
+                found.append(("response.output_text.done", {**where, "text": text, "logprobs": []}))
+            found.append(("response.content_part.done", {**where, "part": part}))
+    elif kind == "function_call":
+        arguments = str(item.get("arguments") or "")
+        for piece in _pieces(arguments, size):
+            found.append(("response.function_call_arguments.delta", {**ref, "delta": piece}))
+        found.append(("response.function_call_arguments.done", {**ref, "arguments": arguments}))
+    elif kind == "reasoning":
+        for number, part in enumerate(item.get("summary") or ()):
+            where = {**ref, "summary_index": number}
+            text = str(part.get("text", ""))
+            found.append(
+                ("response.reasoning_summary_part.added", {**where, "part": {**part, "text": ""}})
+            )
+            for piece in _pieces(text, size):
+                found.append(("response.reasoning_summary_text.delta", {**where, "delta": piece}))
+            found.append(("response.reasoning_summary_text.done", {**where, "text": text}))
+            found.append(("response.reasoning_summary_part.done", {**where, "part": part}))
+    return found
+
+
+def openai_responses_events(
+    body: Mapping[str, Any], *, chunk_size: int = 8
+) -> list[ServerSentEvent]:
+    """A Responses body as the events that stream it, each ``event:``-named by its type
+    and numbered (``sequence_number``), as OpenAI sends them."""
+    status = body.get("status") or "completed"
+    final = {"incomplete": "response.incomplete", "failed": "response.failed"}.get(
+        status, "response.completed"
+    )
+    opening = {**body, "status": "in_progress", "output": [], "usage": None}
+    steps: list[tuple[str, dict[str, Any]]] = [("response.created", {"response": opening})]
+    for at, item in enumerate(body.get("output") or ()):
+        steps.append(("response.output_item.added", {"output_index": at, "item": _skeleton(item)}))
+        steps.extend(_item_deltas(item, at, chunk_size))
+        steps.append(("response.output_item.done", {"output_index": at, "item": item}))
+    steps.append((final, {"response": dict(body)}))
+    return [
+        _event({"type": kind, "sequence_number": number, **fields}, kind)
+        for number, (kind, fields) in enumerate(steps)
+    ]
+
+
 # --- bytes -------------------------------------------------------------------------------
 
 
@@ -241,6 +320,8 @@ def stream_events(
     """The events that stream ``body`` on ``route``."""
     if route == "openai_chat":
         return openai_chat_events(body, chunk_size=chunk_size)
+    if route == "openai_responses":
+        return openai_responses_events(body, chunk_size=chunk_size)
     return anthropic_messages_events(body, chunk_size=chunk_size)
 
 
@@ -297,9 +378,12 @@ def with_error_event(
     """The first ``after`` events, then the error event that ends the stream on ``route``.
 
     Anthropic sends ``event: error`` with its error body; LiteLLM's chat route sends a
-    chunk ``{"error": {...}}`` in the OpenAI error shape.
+    chunk ``{"error": {...}}`` in the OpenAI error shape; the Responses API an ``error``
+    event with ``code`` and ``message``.
     """
-    if route == "anthropic_messages":
+    if route == "openai_responses":
+        error = _event({"type": "error", "code": error_type, "message": message}, "error")
+    elif route == "anthropic_messages":
         error = _event(
             {"type": "error", "error": {"type": error_type, "message": message}}, "error"
         )

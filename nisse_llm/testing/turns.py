@@ -21,6 +21,7 @@ from nisse_llm.testing.bodies import (
     ToolUse,
     anthropic_error_body,
     openai_error_body,
+    openai_responses_failed_body,
 )
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "failure",
     "openai_failure",
     "reply",
+    "responses_failure",
     "slow",
     "stalled_after",
     "truncated",
@@ -173,3 +175,10 @@ def anthropic_failure(
 ) -> Failure:
     """An error as Anthropic sends it (``overloaded_error`` with 529, for instance)."""
     return failure(status, anthropic_error_body(type, message), headers=headers)
+
+
+def responses_failure(code: str, message: str, *, model: str = "scripted") -> Failure:
+    """A Responses reply with ``status: "failed"`` and its error (HTTP 200, as the API
+    sends a response that failed while generating): ``code`` as OpenAI names it, such as
+    ``"server_error"`` or ``"context_length_exceeded"``."""
+    return failure(200, openai_responses_failed_body(code, message, model=model))

@@ -11,15 +11,20 @@ from nisse_llm.clients import (
     AsyncLiteLLMClient,
     LiteLLMClient,
 )
+from nisse_llm.responses_client import AsyncOpenAIResponsesClient, OpenAIResponsesClient
 from nisse_llm.routing import Route
 from tests.clients.loopback import SleepLog
 
 Mode = Literal["sync", "async"]
-ROUTES: tuple[Route, ...] = ("openai_chat", "anthropic_messages")
+ROUTES: tuple[Route, ...] = ("openai_chat", "anthropic_messages", "openai_responses")
 MODES: tuple[Mode, ...] = ("sync", "async")
 #: A token distinctive enough that any leak is found by substring search.
 TOKEN = "sk-loopback-7f3a9c2e41d8-SECRET"
-MODEL: dict[Route, str] = {"openai_chat": "gpt-4o-mini", "anthropic_messages": "claude-sonnet-4-5"}
+MODEL: dict[Route, str] = {
+    "openai_chat": "gpt-4o-mini",
+    "anthropic_messages": "claude-sonnet-4-5",
+    "openai_responses": "gpt-6-astra",
+}
 EVENTS = [UserText(text="Say hello.")]
 
 _CLASSES: dict[tuple[Route, Mode], type[Any]] = {
@@ -27,7 +32,10 @@ _CLASSES: dict[tuple[Route, Mode], type[Any]] = {
     ("anthropic_messages", "sync"): AnthropicPassthroughClient,
     ("openai_chat", "async"): AsyncLiteLLMClient,
     ("anthropic_messages", "async"): AsyncAnthropicPassthroughClient,
+    ("openai_responses", "sync"): OpenAIResponsesClient,
+    ("openai_responses", "async"): AsyncOpenAIResponsesClient,
 }
+_SYNC = (LiteLLMClient, AnthropicPassthroughClient, OpenAIResponsesClient)
 
 
 def make_client(route: Route, mode: Mode, base_url: str, *, sleep: SleepLog, **options: Any) -> Any:
@@ -39,14 +47,14 @@ def make_client(route: Route, mode: Mode, base_url: str, *, sleep: SleepLog, **o
 async def complete(client: Any, *args: Any, **kwargs: Any) -> list[CanonicalEvent]:
     """``client.complete(...)``, awaited when the client is async."""
     result = client.complete(*args, **kwargs)
-    if not isinstance(client, LiteLLMClient | AnthropicPassthroughClient):
+    if not isinstance(client, _SYNC):
         result = await result
     return list(result)
 
 
 async def close(client: Any) -> None:
     """Close a client of either kind."""
-    if isinstance(client, LiteLLMClient | AnthropicPassthroughClient):
+    if isinstance(client, _SYNC):
         client.close()
     else:
         await client.aclose()

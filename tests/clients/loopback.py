@@ -27,10 +27,13 @@ TOKEN_MARK = "@TOKEN@"
 
 @dataclass(frozen=True)
 class PerRoute:
-    """A body that differs by route: ``chat`` for /chat/completions, ``messages`` for /v1/messages."""
+    """A body that differs by route: ``chat`` for /chat/completions, ``messages`` for
+    /v1/messages, ``responses`` for /v1/responses (the chat body when not given: error
+    bodies are alike on the two OpenAI routes)."""
 
     chat: bytes
     messages: bytes
+    responses: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,12 @@ def error_body(message: str, *, type_: str | None = "None", code: str = "400") -
 
 
 def _last_user_text(request: Any) -> str:
+    for item in reversed(request.get("input") or []):
+        if item.get("role") == "user":
+            content = item.get("content")
+            if isinstance(content, str):
+                return content
+            return "".join(p.get("text", "") for p in content if p.get("type") == "input_text")
     for message in reversed(request.get("messages") or []):
         if message.get("role") != "user":
             continue
@@ -101,6 +110,34 @@ def echo_completion(path: str, request: Any) -> bytes:
     """
     text = _last_user_text(request)
     model = request.get("model", "unknown")
+    if path.endswith("/v1/responses"):
+        return json.dumps(
+            {
+                "id": "resp_loopback",
+                "object": "response",
+                "created_at": 1767225600,
+                "status": "completed",
+                "model": model,
+                "output": [
+                    {
+                        "id": "msg_loopback",
+                        "type": "message",
+                        "status": "completed",
+                        "role": "assistant",
+                        "content": [
+                            {"type": "output_text", "annotations": [], "text": f"echo: {text}"}
+                        ],
+                    }
+                ],
+                "usage": {
+                    "input_tokens": 11,
+                    "input_tokens_details": {"cached_tokens": 0},
+                    "output_tokens": len(text),
+                    "output_tokens_details": {"reasoning_tokens": 0},
+                    "total_tokens": 11 + len(text),
+                },
+            }
+        ).encode()
     if path.endswith("/v1/messages"):
         return json.dumps(
             {
@@ -158,7 +195,12 @@ class _Handler(BaseHTTPRequestHandler):
             return
         payload = plan.body
         if isinstance(payload, PerRoute):
-            payload = payload.messages if self.path.endswith("/v1/messages") else payload.chat
+            if self.path.endswith("/v1/messages"):
+                payload = payload.messages
+            elif self.path.endswith("/v1/responses") and payload.responses is not None:
+                payload = payload.responses
+            else:
+                payload = payload.chat
         if not payload and plan.status == 200:
             payload = echo_completion(self.path, seen.json())
         token = headers.get("x-api-key") or headers.get("authorization", "").removeprefix("Bearer ")

@@ -10,6 +10,7 @@ import pytest
 from nisse_llm.canonical import CanonicalEvent, Completion
 from nisse_llm.clients import AnthropicPassthroughClient, LiteLLMClient
 from nisse_llm.options import RequestOptions
+from nisse_llm.responses_client import OpenAIResponsesClient
 from nisse_llm.streaming import StreamDelta
 from tests.clients.harness import EVENTS, MODEL
 from tests.clients.stream_upstream import StreamingUpstream, serve
@@ -23,7 +24,7 @@ def upstream() -> Iterator[StreamingUpstream]:
 
 def is_sync(client: Any) -> bool:
     """Whether ``client`` is one of the sync clients."""
-    return isinstance(client, LiteLLMClient | AnthropicPassthroughClient)
+    return isinstance(client, LiteLLMClient | AnthropicPassthroughClient | OpenAIResponsesClient)
 
 
 async def read_stream(
@@ -54,12 +55,15 @@ async def read_stream(
 
 
 def normalised(events: list[CanonicalEvent]) -> list[dict[str, Any]]:
-    """Events as dicts with minted call ids replaced by their order of appearance."""
+    """Events as dicts with minted call ids replaced by their order of appearance (and
+    Responses reasoning item ids, which a server makes per reply, by a placeholder)."""
     ids: dict[str, str] = {}
     out = []
     for event in events:
         data = event.model_dump()
         if "call_id" in data:
             data["call_id"] = ids.setdefault(data["call_id"], f"call_{len(ids)}")
+        if data.get("kind") == "reasoning" and data["block"].get("type") == "reasoning":
+            data["block"] = {**data["block"], "id": "rs"}
         out.append(data)
     return out

@@ -64,7 +64,9 @@ Plan = Body | Raw | Error
 
 def route_of(path: str) -> Route:
     """The route a request path belongs to."""
-    return "anthropic_messages" if path.endswith("/v1/messages") else "openai_chat"
+    if path.endswith("/v1/messages"):
+        return "anthropic_messages"
+    return "openai_responses" if path.endswith("/v1/responses") else "openai_chat"
 
 
 class _Handler(BaseHTTPRequestHandler):

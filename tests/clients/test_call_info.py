@@ -266,6 +266,9 @@ async def test_an_error_after_a_response_carries_the_call_id(
 
 
 def _sse(route: Route) -> bytes:
+    if route == "openai_responses":
+        path = RESPONSES.parent.parent / "responses" / "vercel_reasoning_encrypted_content.json"
+        return sse_stream(route, json.loads(path.read_text()))
     name = "oai_text_plain" if route == "openai_chat" else "ant_text_plain"
     return sse_stream(route, json.loads((RESPONSES / f"{name}.json").read_text()))
 

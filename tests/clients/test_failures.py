@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -50,6 +52,20 @@ def _per_route(chat: str, messages: str, *, echo_token: bool = False) -> PerRout
     return PerRoute(
         fixture_body(chat, echo_token=echo_token), fixture_body(messages, echo_token=echo_token)
     )
+
+
+def _recorded_responses(*, truncated: bool = False) -> bytes:
+    """A recorded Responses reply (tests/fixtures/responses), cut at the ceiling if asked."""
+    path = Path(__file__).parent.parent / "fixtures" / "responses" / "vercel_gpt_6_sol_text.json"
+    body = json.loads(path.read_text())
+    if truncated:
+        body["status"] = "incomplete"
+        body["incomplete_details"] = {"reason": "max_output_tokens"}
+    return json.dumps(body).encode()
+
+
+def _with_responses(bodies: PerRoute, responses: bytes) -> PerRoute:
+    return PerRoute(bodies.chat, bodies.messages, responses)
 
 
 def _raw(name: str) -> bytes:
@@ -290,12 +306,30 @@ def _rows() -> dict[str, Row]:
             (Reply(200, _raw("malformed_200_not_a_chat_completion.json")),), LLMError, 200
         ),
         "200-truncation": Row(
-            (Reply(200, _per_route("oai_finish_length.json", "ant_max_tokens_haiku_probe.json")),),
+            (
+                Reply(
+                    200,
+                    _with_responses(
+                        _per_route("oai_finish_length.json", "ant_max_tokens_haiku_probe.json"),
+                        _recorded_responses(truncated=True),
+                    ),
+                ),
+            ),
             TruncatedResponse,
             200,
         ),
         "200-ok": Row(
-            (Reply(200, _per_route("oai_text_plain.json", "ant_text_plain.json")),), None, 200
+            (
+                Reply(
+                    200,
+                    _with_responses(
+                        _per_route("oai_text_plain.json", "ant_text_plain.json"),
+                        _recorded_responses(),
+                    ),
+                ),
+            ),
+            None,
+            200,
         ),
     }
     for wording, body in BUDGET_WORDINGS.items():

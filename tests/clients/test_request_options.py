@@ -22,6 +22,12 @@ CASES = [
     (route, mode, kind) for route in ROUTES for mode in MODES for kind in ("complete", "stream")
 ]
 IDS = ["-".join(case) for case in CASES]
+#: The field each route sends the output ceiling in.
+CEILING = {
+    "openai_chat": "max_tokens",
+    "anthropic_messages": "max_tokens",
+    "openai_responses": "max_output_tokens",
+}
 TOOL = ToolSpec(name="submit_review", description="Submit.", parameters={"type": "object"})
 
 
@@ -52,13 +58,19 @@ async def test_call_options_win_over_the_client_default(
     route: Route, mode: Mode, kind: str
 ) -> None:
     """The call's ceiling beats the client's ``max_tokens``; its other options reach the body."""
+    # The Responses route has no stop sequences (refused, see tests/responses).
+    stop = () if route == "openai_responses" else ("END",)
     options = RequestOptions(
         max_output_tokens=3000, tool_choice="submit_review", parallel_tool_calls=False,
-        stop=("END",),
+        stop=stop,
     )  # fmt: skip
     body = await _send(route, mode, kind, options, max_tokens=1234)
-    assert body["max_tokens"] == 3000
-    if route == "openai_chat":
+    assert body[CEILING[route]] == 3000
+    if route == "openai_responses":
+        assert body["tool_choice"] == {"type": "function", "name": "submit_review"}
+        assert body["parallel_tool_calls"] is False
+        assert "stop" not in body
+    elif route == "openai_chat":
         assert body["tool_choice"] == {"type": "function", "function": {"name": "submit_review"}}
         assert body["parallel_tool_calls"] is False
         assert body["stop"] == ["END"]
@@ -74,7 +86,7 @@ async def test_without_options_the_client_default_holds(
     route: Route, mode: Mode, kind: str
 ) -> None:
     body = await _send(route, mode, kind, None, max_tokens=1234)
-    assert body["max_tokens"] == 1234
+    assert body[CEILING[route]] == 1234
     assert "tool_choice" not in body
     assert "thinking" not in body
 

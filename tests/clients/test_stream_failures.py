@@ -6,11 +6,12 @@ import json
 import logging
 import re
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from nisse_llm.canonical import UserText
+from nisse_llm.canonical import AssistantText, UserText
 from nisse_llm.clients import LiteLLMClient
 from nisse_llm.config import load_settings
 from nisse_llm.errors import (
@@ -42,10 +43,38 @@ PLAIN = {"openai_chat": "oai_text_plain", "anthropic_messages": "ant_text_plain"
 TRUNCATED = {"openai_chat": "oai_finish_length", "anthropic_messages": "ant_max_tokens_haiku_probe"}
 CASES = [(route, mode) for route in ROUTES for mode in MODES]
 CASE_IDS = [f"{route}-{mode}" for route, mode in CASES]
+PATHS = {
+    "openai_chat": "/chat/completions",
+    "anthropic_messages": "/v1/messages",
+    "openai_responses": "/v1/responses",
+}
+FINAL = {
+    "openai_chat": "[DONE]",
+    "anthropic_messages": "message_stop",
+    "openai_responses": "response.completed",
+}
+#: A recorded Responses reply: a reasoning item with its summary, then a message.
+RESPONSES_REPLY = Path(__file__).parent.parent / "fixtures" / "responses"
+
+
+def _recorded(name: str) -> dict[str, Any]:
+    body: dict[str, Any] = json.loads((RESPONSES_REPLY / f"{name}.json").read_text())
+    return body
 
 
 def _plain(route: Route) -> dict[str, Any]:
+    if route == "openai_responses":
+        return _recorded("vercel_reasoning_encrypted_content")
     return load_body(PLAIN[route])
+
+
+def _truncated(route: Route) -> dict[str, Any]:
+    if route == "openai_responses":
+        body = _recorded("vercel_reasoning_encrypted_content")
+        body["status"] = "incomplete"
+        body["incomplete_details"] = {"reason": "max_output_tokens"}
+        return body
+    return load_body(TRUNCATED[route])
 
 
 class Recorder:
@@ -100,12 +129,15 @@ async def test_a_connection_cut_mid_stream_is_stream_interrupted_with_the_text_s
 ) -> None:
     """A reset after half the stream raises StreamInterrupted (an UpstreamUnavailable), partial text attached."""
     data = sse_stream(route, _plain(route), chunk_size=4)
-    upstream.plan(Raw(data[: len(data) // 2], end="cut", write_size=50))
+    # Before the end (a Responses reply reasons at length before its text).
+    at = len(data) // 2 if route != "openai_responses" else data.index(b"event: response.completed")
+    # Paced, so the client has read what was sent before the reset discards the rest.
+    upstream.plan(Raw(data[:at], end="cut", write_size=50, pause_s=0.0005))
     exc, seen, client, recorder = await _failed(upstream, route, mode, caplog)
     assert type(exc) is StreamInterrupted
     assert isinstance(exc, UpstreamUnavailable)
     assert "connection lost" in exc.message
-    path = "/chat/completions" if route == "openai_chat" else "/v1/messages"
+    path = PATHS[route]
     assert re.match(rf"POST http://127\.0\.0\.1:\d+{path}: ", exc.message)
     texts = [d for d in seen if isinstance(d, TextDelta)]
     assert texts
@@ -118,6 +150,8 @@ def _plain_text(route: Route) -> str:
     body = _plain(route)
     if route == "openai_chat":
         return str(body["choices"][0]["message"]["content"])
+    if route == "openai_responses":
+        return str(body["output"][1]["content"][0]["text"])
     return str(body["content"][0]["text"])
 
 
@@ -130,8 +164,7 @@ async def test_a_stream_that_ends_without_its_final_event_is_stream_interrupted(
     upstream.plan(Raw(encode_sse(events)))
     exc, _, client, recorder = await _failed(upstream, route, mode, caplog)
     assert type(exc) is StreamInterrupted
-    final = "[DONE]" if route == "openai_chat" else "message_stop"
-    assert f"the stream ended before {final}" in exc.message
+    assert f"the stream ended before {FINAL[route]}" in exc.message
     assert exc.partial.text == _plain_text(route)
     _assert_failed_once(client, recorder, exc)
 
@@ -183,7 +216,8 @@ async def test_a_stream_that_keeps_talking_outlives_a_short_idle_timeout(
         _, completion = await read_stream(client)
     finally:
         await close(client)
-    assert completion.events[0].text == _plain_text(route)  # type: ignore[union-attr]
+    texts = [event.text for event in completion.events if isinstance(event, AssistantText)]
+    assert texts == [_plain_text(route)]
 
 
 @pytest.mark.parametrize(("route", "mode"), CASES, ids=CASE_IDS)
@@ -191,7 +225,7 @@ async def test_truncation_raises_truncated_response_when_the_stream_ends(
     upstream: StreamingUpstream, route: Route, mode: Mode, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A reply cut at the output ceiling streams its deltas, then raises TruncatedResponse."""
-    upstream.plan(Body(load_body(TRUNCATED[route])))
+    upstream.plan(Body(_truncated(route)))
     exc, seen, client, recorder = await _failed(upstream, route, mode, caplog)
     assert type(exc) is TruncatedResponse
     assert "output ceiling" in exc.message
@@ -203,6 +237,10 @@ def _bad_arguments(route: Route) -> dict[str, Any]:
     if route == "openai_chat":
         body = load_body("oai_tool_call_single")
         body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] = '{"city": "Par'
+        return body
+    if route == "openai_responses":
+        body = _recorded("vercel_o3_function_call")
+        body["output"][1]["arguments"] = '{"query": "mach'
         return body
     body = load_body("ant_tool_use_single")
     for block in body["content"]:
@@ -292,7 +330,8 @@ async def test_a_plain_json_answer_to_a_stream_request_is_the_same_reply_with_it
     finally:
         await close(client)
     assert deltas == [TextDelta(_plain_text(route), _plain_text(route))]
-    assert completion.events[0].text == _plain_text(route)  # type: ignore[union-attr]
+    texts = [event.text for event in completion.events if isinstance(event, AssistantText)]
+    assert texts == [_plain_text(route)]
     assert client.last_usage == completion.usage
 
 
@@ -324,7 +363,8 @@ async def test_leaving_early_closes_the_connection_and_reports_no_usage(
         _, completion = await read_stream(client)  # the client is still usable
     finally:
         await close(client)
-    assert completion.events[0].text == _plain_text(route)  # type: ignore[union-attr]
+    texts = [event.text for event in completion.events if isinstance(event, AssistantText)]
+    assert texts == [_plain_text(route)]
 
 
 def test_the_idle_timeout_comes_from_the_pin(upstream: StreamingUpstream) -> None:

@@ -113,7 +113,11 @@ def test_the_scripted_server_streams_and_cuts_over_a_real_socket(route: Route) -
     with ScriptedServer(script) as server:
         with httpx.Client() as http:
             body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}
-            path = "/chat/completions" if route == "openai_chat" else "/v1/messages"
+            path = {
+                "openai_chat": "/chat/completions",
+                "anthropic_messages": "/v1/messages",
+                "openai_responses": "/v1/responses",
+            }[route]
             answer = http.post(server.base_url + path, json={**body, "max_tokens": 9})
         assert answer.headers["content-type"] == "text/event-stream"
         with make_client(route, "sync", server.base_url, sleep=SleepLog()) as client:

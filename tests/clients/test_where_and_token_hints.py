@@ -24,7 +24,11 @@ from tests.clients.harness import (
 )
 from tests.clients.loopback import LoopbackServer, Reply, SleepLog, error_body
 
-PATHS: dict[Route, str] = {"openai_chat": "/chat/completions", "anthropic_messages": "/v1/messages"}
+PATHS: dict[Route, str] = {
+    "openai_chat": "/chat/completions",
+    "anthropic_messages": "/v1/messages",
+    "openai_responses": "/v1/responses",
+}
 
 
 def _closed_port() -> int:

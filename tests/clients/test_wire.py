@@ -19,6 +19,8 @@ from nisse_llm.errors import LLMError, UpstreamUnavailable
 from nisse_llm.render._cache import PromptCache
 from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
 from nisse_llm.render.openai_chat import OpenAIChatRenderer
+from nisse_llm.render.openai_responses import OpenAIResponsesRenderer
+from nisse_llm.responses_client import AsyncOpenAIResponsesClient, OpenAIResponsesClient
 from nisse_llm.routing import Route
 from tests.clients.harness import (
     MODEL,
@@ -34,7 +36,16 @@ from tests.clients.harness import (
 from tests.clients.loopback import LoopbackServer, SleepLog
 from tests.corpus import TOOLS, long_log
 
-RENDERERS = {"openai_chat": OpenAIChatRenderer, "anthropic_messages": AnthropicMessagesRenderer}
+RENDERERS = {
+    "openai_chat": OpenAIChatRenderer,
+    "anthropic_messages": AnthropicMessagesRenderer,
+    "openai_responses": OpenAIResponsesRenderer,
+}
+PATHS = {
+    "openai_chat": "/chat/completions",
+    "anthropic_messages": "/v1/messages",
+    "openai_responses": "/v1/responses",
+}
 LOG = [*long_log(3), UserText(text="Now summarise what changed.")]
 SYSTEM = "You are a careful refactoring agent."
 
@@ -55,8 +66,8 @@ async def test_request_on_the_wire(route: Route, mode: Mode, server: LoopbackSer
     assert seen.body == expected_body
     assert seen.headers["authorization"] == f"Bearer {TOKEN}"
     assert seen.headers["content-type"] == "application/json"
-    if route == "openai_chat":
-        assert seen.path == "/chat/completions"
+    if route != "anthropic_messages":
+        assert seen.path == PATHS[route]
         assert "x-api-key" not in seen.headers
         assert "anthropic-version" not in seen.headers
     else:
@@ -72,8 +83,7 @@ def test_base_url_path_prefix_is_kept(route: Route, server: LoopbackServer) -> N
     client = make_client(route, "sync", server.base_url + "/litellm/", sleep=SleepLog())
     with client:
         client.complete([UserText(text="hi")], None, MODEL[route])
-    suffix = "/chat/completions" if route == "openai_chat" else "/v1/messages"
-    assert server.requests[0].path == "/litellm" + suffix
+    assert server.requests[0].path == "/litellm" + PATHS[route]
 
 
 @pytest.mark.parametrize("route", ROUTES)
@@ -82,7 +92,8 @@ def test_default_ceiling_is_always_sent(route: Route, server: LoopbackServer) ->
     with make_client(route, "sync", server.base_url, sleep=SleepLog()) as client:
         client.complete([UserText(text="hi")], None, MODEL[route])
     body = server.requests[0].json()
-    assert body.get("max_tokens", body.get("max_completion_tokens")) == DEFAULT_MAX_OUTPUT_TOKENS
+    ceiling = body.get("max_tokens", body.get("max_completion_tokens"))
+    assert body.get("max_output_tokens", ceiling) == DEFAULT_MAX_OUTPUT_TOKENS
 
 
 @pytest.mark.parametrize(
@@ -92,6 +103,8 @@ def test_default_ceiling_is_always_sent(route: Route, server: LoopbackServer) ->
         AnthropicPassthroughClient,
         AsyncLiteLLMClient,
         AsyncAnthropicPassthroughClient,
+        OpenAIResponsesClient,
+        AsyncOpenAIResponsesClient,
     ],
 )
 async def test_token_never_in_repr(cls: type[LiteLLMClient]) -> None:

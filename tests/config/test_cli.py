@@ -38,7 +38,7 @@ EXAMPLE_TABLE = [
     "executor    claude-sonnet-5-5   anthropic_messages",
     "planner     claude-opus-5-5     anthropic_messages",
     "delegate    claude-haiku-5-5    anthropic_messages",
-    "consultant  openai/gpt-6-astra  openai_chat",
+    "consultant  openai/gpt-6-astra  openai_responses",
 ]
 
 

@@ -158,7 +158,7 @@ def test_the_schema_shows_roles_as_a_pattern() -> None:
 def test_a_router_completes_for_an_added_role() -> None:
     """A router over a pin with only an added role sends that role's calls to its model."""
     pin = load_settings(llm=LLM, roles={"reviewer": "gpt-5.4-mini"}, require_roles=()).pin()
-    script = Script().chat(reply("Looks fine."))
+    script = Script().responses(reply("Looks fine."))  # the model's route: Responses
     with RoleRouter.from_pin(pin, transport=ScriptedTransport(script)) as router:
         router.complete("reviewer", [UserText(text="Review this.")], None)
     assert script.requests[0].model == "gpt-5.4-mini"

@@ -59,7 +59,7 @@ def test_every_role_good_exits_0(
     assert code == EXIT_OK
     assert "proxy: answered; token: accepted" in lines
     assert _row(lines, "planner") == "planner claude-priced anthropic_messages 32000 yes ok"
-    assert _row(lines, "executor") == "executor gpt-priced openai_chat 16384 yes ok"
+    assert _row(lines, "executor") == "executor gpt-priced openai_responses 16384 yes ok"
     assert script.requests == []
 
 

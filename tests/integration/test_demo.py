@@ -33,9 +33,9 @@ def test_demo_runs_a_session_and_stops_its_proxy(
         "model": "claude-sonnet-5-5",
         "route": "anthropic_messages",
     }
-    assert record["roles"]["executor"] == {"model": "gpt-5.6-sol", "route": "openai_chat"}
+    assert record["roles"]["executor"] == {"model": "gpt-5.6-sol", "route": "openai_responses"}
     assert "planner (claude-sonnet-5-5 via /v1/messages; usage: in 412, out 38)" in text
-    assert "executor (gpt-5.6-sol via /chat/completions; usage: in 530, out 17)" in text
+    assert "executor (gpt-5.6-sol via /v1/responses; usage: in 530, out 17)" in text
     assert "calls run_tests(" in text
     assert "tool result (error): FAILED tests/test_calc.py::test_add" in text
     assert "says: Done: add() returned a - b" in text

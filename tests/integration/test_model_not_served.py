@@ -36,7 +36,7 @@ def _pin(proxy: LiteLLMProxy) -> Pin:
 @pytest.mark.parametrize(
     ("role", "model", "where"),
     [
-        ("executor", "gpt-5.4-nano", "/chat/completions"),
+        ("executor", "gpt-5.4-nano", "/v1/responses"),  # its default route
         ("planner", "claude-nowhere-9", "/v1/messages"),
     ],
 )

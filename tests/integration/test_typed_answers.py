@@ -297,7 +297,7 @@ def test_chat_route_forwards_a_forced_tool_with_thinking(
 
 @pytest.mark.parametrize(
     ("model", "served_on"),
-    [("gpt-5.4-mini", "openai_chat"), ("claude-sonnet-5-5", "anthropic_messages")],
+    [("gpt-5.4-mini", "openai_responses"), ("claude-sonnet-5-5", "anthropic_messages")],
 )
 def test_readme_agent_through_the_proxy(
     proxy: LiteLLMProxy, script: Script, tmp_path: Path, model: str, served_on: Route

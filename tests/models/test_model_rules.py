@@ -236,3 +236,37 @@ def test_an_alias_follows_its_likes_rules_and_route(tmp_path: Path) -> None:
     assert body["model"] == "team-planner"
     assert body["thinking"] == {"type": "adaptive"}
     assert body["output_config"] == {"effort": "xhigh"}
+
+
+@pytest.mark.parametrize(
+    ("model", "route"),
+    [
+        ("gpt-6-astra", "openai_responses"),
+        ("openai/gpt-6-astra", "openai_responses"),
+        ("gpt-6.2-sol", "openai_responses"),
+        ("gpt-5.6-sol", "openai_responses"),
+        ("gpt-5.5", "openai_responses"),
+        ("gpt-5.4-mini", "openai_responses"),
+        ("gpt-5.3", "openai_chat"),
+        ("gpt-5", "openai_chat"),
+        ("o3", "openai_chat"),
+        ("gpt-4.1-mini", "openai_chat"),
+        ("openai/gpt-scripted", "openai_chat"),
+        ("claude-opus-4-8", "anthropic_messages"),
+    ],
+)
+def test_the_route_column_sends_current_openai_reasoning_models_to_responses(
+    model: str, route: str
+) -> None:
+    """gpt-5.4 and later and the gpt-6 family take the Responses route by default (the real
+    API refuses tools with reasoning on chat completions for them); others keep theirs."""
+    from nisse_llm.routing import route_for
+
+    assert route_for(model) == route
+
+
+def test_a_passthrough_prefix_still_wins_over_the_route_column() -> None:
+    """An operator's passthrough prefix sends even a current OpenAI name to the messages route."""
+    from nisse_llm.routing import route_for
+
+    assert route_for("gpt-6-astra", ("gpt-6",)) == "anthropic_messages"

@@ -260,7 +260,11 @@ async def test_fault_table_errors_and_logs_never_carry_the_token(
 
 def _mid_stream(route: Route, name: str) -> Raw:
     """A stream that breaks after some text: with an error event, a reset, a stall or a bad chunk."""
-    body = json.loads((RESPONSES / f"{_PLAIN[route]}.json").read_text())
+    if route == "openai_responses":
+        recorded = RESPONSES.parent.parent / "responses" / "vercel_gpt_6_sol_text.json"
+        body = json.loads(recorded.read_text())
+    else:
+        body = json.loads((RESPONSES / f"{_PLAIN[route]}.json").read_text())
     if name == "error-event":
         events = with_error_event(
             route,
@@ -278,6 +282,8 @@ def _mid_stream(route: Route, name: str) -> Raw:
         return Raw(head, end="stall", stall_s=3.0)
     if route == "openai_chat":
         chunk = f'data: {{"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": "{TOKEN}"}}\n\n'
+    elif route == "openai_responses":
+        chunk = f'data: {{"type": "response.output_text.delta", "output_index": "{TOKEN}", "delta": "{TOKEN}"}}\n\n'
     else:
         chunk = f'event: content_block_delta\ndata: {{"type": "content_block_delta", "index": "{TOKEN}", "delta": {{"type": "text_delta", "text": "{TOKEN}"}}}}\n\n'
     return Raw(head + chunk.encode())

@@ -58,6 +58,9 @@ OBJECT_SLACK = 500
 PLAIN = {
     "openai_chat": json.loads((RESPONSES / "oai_text_plain.json").read_text()),
     "anthropic_messages": json.loads((RESPONSES / "ant_text_plain.json").read_text()),
+    "openai_responses": json.loads(
+        (RESPONSES.parent.parent / "responses" / "vercel_gpt_6_sol_text.json").read_text()
+    ),
 }
 PAGE = os.sysconf("SC_PAGE_SIZE")
 MIB = 1024 * 1024
@@ -158,7 +161,8 @@ class _FaultServer(LoopbackServer):
 
 
 def _prompt(request: Any) -> str:
-    content = request["messages"][-1]["content"]
+    last = (request.get("messages") or request["input"])[-1]
+    content = last["content"]
     return content if isinstance(content, str) else str(content[0]["text"])
 
 

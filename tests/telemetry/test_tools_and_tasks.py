@@ -22,10 +22,11 @@ from nisse_llm.testing import Script, ScriptedTransport, ToolUse, reply
 from tests.telemetry.conftest import Telemetry, attributes
 from tests.telemetry.helpers import BASE, MODELS, TOKEN
 
+# The OpenAI roles are pinned to the chat route (their model's default is the Responses route).
 ROLES = {
-    "executor": MODELS["openai_chat"],
+    "executor": {"model": MODELS["openai_chat"], "route": "openai_chat"},
     "planner": MODELS["anthropic_messages"],
-    "delegate": MODELS["openai_chat"],
+    "delegate": {"model": MODELS["openai_chat"], "route": "openai_chat"},
     "consultant": MODELS["anthropic_messages"],
 }
 
@@ -60,9 +61,9 @@ def _check_loop(otel: Telemetry, store: LogStore, role: str) -> None:
     spans = otel.spans()
     names = [span.name for span in spans]
     assert names == [
-        f"chat {ROLES[role]}",
+        f"chat {_pin().model_for(role)}",
         "execute_tool read_file",
-        f"chat {ROLES[role]}",
+        f"chat {_pin().model_for(role)}",
         "invoke_agent coder",
     ]
     first, tool, second, agent = spans

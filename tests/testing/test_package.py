@@ -13,7 +13,8 @@ PUBLIC = {
     "ScriptedClient", "ScriptedRouter", "ScriptedServer", "ScriptedTransport", "Text", "Thinking", "Tokens",
     "ToolUse", "Turn", "anthropic_error_body", "anthropic_failure", "anthropic_message_body",
     "cut_after", "ended_after", "failure", "openai_chat_body", "openai_error_body",
-    "openai_failure", "reply", "route_of_path", "slow", "stalled_after", "truncated",
+    "openai_failure", "openai_responses_body", "openai_responses_failed_body", "reply",
+    "responses_failure", "route_of_path", "slow", "stalled_after", "truncated",
 }  # fmt: skip
 
 

@@ -49,7 +49,9 @@ def _json(body: bytes) -> dict[str, object]:
         ("/api/v1/chat/completions?x=1", "openai_chat"),
         ("/v1/messages", "anthropic_messages"),
         ("/v1/messages/", "anthropic_messages"),
-        ("/responses", None),
+        ("/responses", "openai_responses"),
+        ("/v1/responses?x=1", "openai_responses"),
+        ("/v1/embeddings", None),
         ("/messages", None),
     ],
 )
@@ -103,11 +105,11 @@ def test_a_request_with_no_turn_left_gets_a_500_and_is_listed_as_unscripted() ->
 
 
 def test_an_unknown_path_gets_a_404_and_is_listed_as_unscripted() -> None:
-    """A path neither route speaks (such as the Responses API) is a 404, recorded."""
+    """A path no route speaks (such as the embeddings API) is a 404, recorded."""
     script = Script().chat(reply("unused"))
-    answer = script.respond("POST", "/responses", {}, b"{}")
+    answer = script.respond("POST", "/v1/embeddings", {}, b"{}")
     assert answer.status == 404
-    assert "no route for POST /responses" in answer.body.decode()
+    assert "no route for POST /v1/embeddings" in answer.body.decode()
     assert script.pending("openai_chat") == 1
     assert len(script.unscripted) == 1
 
@@ -297,8 +299,8 @@ def test_a_fallback_answers_when_the_queue_is_empty_and_survives_reset() -> None
     ]
     assert seen == ["gpt-x", "claude-x"]
     assert script.unscripted == []
-    # An unknown path is still a 404: the fallback answers only the two routes.
-    assert script.respond("POST", "/responses", {}, b"{}").status == 404
+    # An unknown path is still a 404: the fallback answers only the routes.
+    assert script.respond("POST", "/v1/embeddings", {}, b"{}").status == 404
 
 
 def test_each_request_records_when_it_arrived() -> None:

@@ -56,8 +56,10 @@ def script_for(route: str, turns: list[Reply]) -> Script:
 
 
 def results_sent(body: dict[str, Any]) -> list[str]:
-    """Every tool result's text in a request body of either route."""
+    """Every tool result's text in a request body of any route."""
     out: list[str] = []
+    if "input" in body:  # the Responses route: function-call outputs
+        return [i["output"] for i in body["input"] if i.get("type") == "function_call_output"]
     for message in body["messages"]:
         if message["role"] == "tool":
             out.append(message["content"])

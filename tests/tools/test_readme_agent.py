@@ -26,7 +26,10 @@ def test_readme_agent_fixes_the_file_and_answers_typed(
     with ScriptedServer(script_for(route, turns)) as server:
         pin = load_settings(
             llm={"base_url": server.base_url, "token": "sk-test"},
-            roles={**ROLES, "executor": model},
+            # The chat case pins the route: the model's default is the Responses route.
+            roles={**ROLES, "executor": {"model": model, "route": "openai_chat"}}
+            if route == "chat"
+            else {**ROLES, "executor": model},
         ).pin()
         with RoleRouter.from_pin(pin) as llm:
             outcome = agent.run_agent(llm, "Make check.py pass.")

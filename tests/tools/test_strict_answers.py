@@ -88,7 +88,10 @@ def test_an_unknown_field_is_repaired_and_costs_stay_exact(tmp_path: Path) -> No
     script = Script().chat(_answer(MISSPELLED, cost="0.1"), _answer(GOOD, cost="0.2"))
     path = tmp_path / "task.jsonl"
     with RoleRouter.from_pin(
-        make_pin(executor="gpt-5.4-mini"), store=LogStore(path), transport=ScriptedTransport(script)
+        # Pinned to the chat route (the model's default is the Responses route).
+        make_pin(executor={"model": "gpt-5.4-mini", "route": "openai_chat"}),
+        store=LogStore(path),
+        transport=ScriptedTransport(script),
     ) as llm:
         result = llm.complete_as(Plan, "executor", LOG, None, repair_attempts=1)
     assert result.value == Plan(steps=[Step(action="read")], risk="low")

@@ -198,8 +198,9 @@ async def test_async_clients_complete_as(route: str) -> None:
     assert result.attempts == 2
 
 
-ROLES = {
-    "executor": "gpt-5.4-mini",
+ROLES: dict[str, Any] = {
+    # Pinned to the chat route; the consultant takes its model's default, the Responses route.
+    "executor": {"model": "gpt-5.4-mini", "route": "openai_chat"},
     "planner": "claude-sonnet-4-6",
     "delegate": "claude-sonnet-4-6",
     "consultant": "gpt-5.4-mini",
@@ -211,17 +212,22 @@ def _pin() -> Any:
 
 
 @pytest.mark.parametrize(
-    ("role", "path"), [("executor", "/chat/completions"), ("planner", "/v1/messages")]
+    ("role", "path"),
+    [
+        ("executor", "/chat/completions"),
+        ("planner", "/v1/messages"),
+        ("consultant", "/v1/responses"),
+    ],
 )
 def test_routers_complete_as_by_role(role: str, path: str) -> None:
     """`RoleRouter.complete_as(Model, role, ...)` goes down the role's route."""
-    script = Script().chat(_answer(GOOD)).messages(_answer(GOOD))
+    script = Script().chat(_answer(GOOD)).messages(_answer(GOOD)).responses(_answer(GOOD))
     with RoleRouter.from_pin(_pin(), transport=ScriptedTransport(script)) as router:
         result = router.complete_as(Plan, role, LOG, None)
     assert result.value == Plan(**GOOD)
     [request] = script.requests
     assert request.path == path
-    assert request.json["model"] == ROLES[role]
+    assert request.json["model"] == _pin().model_for(role)
 
 
 async def test_async_router_complete_as() -> None:
