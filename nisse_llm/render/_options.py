@@ -67,6 +67,7 @@ from nisse_llm.option_rules import (
 if TYPE_CHECKING:
     from nisse_llm.model_rules import ModelRules
     from nisse_llm.options import RequestOptions
+    from nisse_llm.routing import Route
     from nisse_llm.wire.anthropic_messages import (
         AnthropicOutputConfig,
         AnthropicThinkingConfig,
@@ -118,6 +119,31 @@ def _refuse(problems: list[Violation], options: RequestOptions, model: str) -> N
             f"request options {shown} cannot be sent to {model!r}: "
             + "; ".join(problem.reason for problem in problems)
         )
+
+
+def _checked(
+    opts: RequestOptions,
+    model: str,
+    max_tokens: int | None,
+    route: Route,
+    tools: Sequence[str],
+    prefixes: tuple[str, ...] = (),
+) -> tuple[int | None, ModelRules]:
+    """The ceiling asked (None: none, so the provider's or client's default applies) and the
+    model's rules, once every rule the options must keep on ``route`` holds (else
+    `RenderError`, naming the options and the rules they break)."""
+    ceiling = _ceiling(opts, max_tokens)
+    rules = request_rules(model, opts.like, route=route, prefixes=prefixes)
+    problems = model_violations(
+        opts,
+        rules=rules,
+        model=model,
+        route=route,
+        ceiling=DEFAULT_MAX_OUTPUT_TOKENS if ceiling is None else ceiling,
+    )
+    problems += tool_violations(opts, tools)
+    _refuse(problems, opts, model)
+    return ceiling, rules
 
 
 def _ceiling(options: RequestOptions, max_tokens: int | None) -> int | None:
@@ -172,15 +198,8 @@ def messages_fields(
     )
 
     opts = options or _NO_OPTIONS
-    ceiling = _ceiling(opts, max_tokens)
-    if ceiling is None:
-        ceiling = DEFAULT_MAX_OUTPUT_TOKENS
-    rules = request_rules(model, opts.like, route="anthropic_messages")
-    problems = model_violations(
-        opts, rules=rules, model=model, route="anthropic_messages", ceiling=ceiling
-    )
-    problems += tool_violations(opts, tools)
-    _refuse(problems, opts, model)
+    ceiling, rules = _checked(opts, model, max_tokens, "anthropic_messages", tools)
+    ceiling = DEFAULT_MAX_OUTPUT_TOKENS if ceiling is None else ceiling
     thinking: AnthropicThinkingConfig | None = None
     effort = None
     if opts.reasoning == "off":
@@ -281,17 +300,7 @@ def chat_fields(
     (a model routed by one is an Anthropic model); ``unthought_loop`` as for
     `messages_fields` (Anthropic models only)."""
     opts = options or _NO_OPTIONS
-    ceiling = _ceiling(opts, max_tokens)
-    rules = request_rules(model, opts.like, route="openai_chat", prefixes=prefixes)
-    problems = model_violations(
-        opts,
-        rules=rules,
-        model=model,
-        route="openai_chat",
-        ceiling=DEFAULT_MAX_OUTPUT_TOKENS if ceiling is None else ceiling,
-    )
-    problems += tool_violations(opts, tools)
-    _refuse(problems, opts, model)
+    ceiling, rules = _checked(opts, model, max_tokens, "openai_chat", tools, prefixes)
     fields: dict[str, Any] = {}
     choice = opts.tool_choice
     if stubbed:
@@ -390,17 +399,7 @@ def responses_fields(
             f"stop sequences {list(opts.stop)!r} cannot be sent on the Responses route "
             f"(it has no stop field): clear them for {model!r} (stop=()) or use the chat route"
         )
-    ceiling = _ceiling(opts, max_tokens)
-    rules = request_rules(model, opts.like, route="openai_responses")
-    problems = model_violations(
-        opts,
-        rules=rules,
-        model=model,
-        route="openai_responses",
-        ceiling=DEFAULT_MAX_OUTPUT_TOKENS if ceiling is None else ceiling,
-    )
-    problems += tool_violations(opts, tools)
-    _refuse(problems, opts, model)
+    ceiling, rules = _checked(opts, model, max_tokens, "openai_responses", tools)
     fields: dict[str, Any] = {}
     choice = opts.tool_choice
     if stubbed:
