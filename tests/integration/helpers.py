@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import httpx
@@ -14,7 +15,7 @@ import pytest
 from nisse_llm.clients import AnthropicPassthroughClient, LiteLLMClient
 from nisse_llm.routing import Route
 from nisse_llm.testing import Script, ScriptedServer
-from nisse_llm.testing.proxy import LiteLLMProxy
+from nisse_llm.testing.proxy import LiteLLMProxy, ProxyModel
 
 #: The proxy's ``request_timeout``: a slower upstream gets 408 after this many seconds.
 REQUEST_TIMEOUT_S = 3.0
@@ -144,3 +145,18 @@ def fresh_script(upstream: ScriptedServer) -> Iterator[Script]:
     upstream.script.reset()
     if unscripted:
         pytest.fail(f"requests reached the upstream with no turn scripted: {unscripted}")
+
+
+@contextmanager
+def proxy_of(
+    upstream: ScriptedServer, litellm_bin: Path, models: Sequence[ProxyModel]
+) -> Iterator[LiteLLMProxy]:
+    """A proxy of its own with ``models``, in front of the session's scripted upstream, with
+    the suite's request timeout."""
+    with LiteLLMProxy(
+        upstream.base_url,
+        models=models,
+        executable=litellm_bin,
+        request_timeout_s=REQUEST_TIMEOUT_S,
+    ) as running:
+        yield running

@@ -23,7 +23,12 @@ from nisse_llm.options import RequestOptions
 from nisse_llm.testing import Script, ScriptedServer, Thinking, reply
 from nisse_llm.testing.proxy import LiteLLMProxy, ProxyModel
 from tests.corpus import READ_FILE
-from tests.integration.helpers import REQUEST_TIMEOUT_S, ClientRoute, client_for, fresh_script
+from tests.integration.helpers import (
+    ClientRoute,
+    client_for,
+    fresh_script,
+    proxy_of,
+)
 from tests.render.anthropic_checker import official_violations
 from tests.render.test_openai_official import judge_official
 
@@ -84,12 +89,7 @@ COMPARED = ("thinking", "output_config", "reasoning_effort", "tool_choice", "par
 @pytest.fixture(scope="module")
 def matrix_proxy(upstream: ScriptedServer, litellm_bin: Path) -> Iterator[LiteLLMProxy]:
     """A proxy whose entries carry the current models' real names."""
-    with LiteLLMProxy(
-        upstream.base_url,
-        models=MODELS,
-        executable=litellm_bin,
-        request_timeout_s=REQUEST_TIMEOUT_S,
-    ) as running:
+    with proxy_of(upstream, litellm_bin, MODELS) as running:
         yield running
 
 

@@ -18,7 +18,12 @@ from nisse_llm.options import RequestOptions
 from nisse_llm.testing import Script, ScriptedServer, Thinking, ToolUse, reply
 from nisse_llm.testing.proxy import LiteLLMProxy, ProxyModel
 from tests.corpus import READ_FILE, RUN_TESTS
-from tests.integration.helpers import REQUEST_TIMEOUT_S, ClientRoute, client_for, fresh_script
+from tests.integration.helpers import (
+    ClientRoute,
+    client_for,
+    fresh_script,
+    proxy_of,
+)
 from tests.render.anthropic_checker import anthropic_violations
 
 pytestmark = pytest.mark.proxy
@@ -41,12 +46,7 @@ SECOND = Thinking(
 @pytest.fixture(scope="module")
 def options_proxy(upstream: ScriptedServer, litellm_bin: Path) -> Iterator[LiteLLMProxy]:
     """A proxy with reasoning-capable entries, in front of the session's scripted upstream."""
-    with LiteLLMProxy(
-        upstream.base_url,
-        models=MODELS,
-        executable=litellm_bin,
-        request_timeout_s=REQUEST_TIMEOUT_S,
-    ) as running:
+    with proxy_of(upstream, litellm_bin, MODELS) as running:
         yield running
 
 

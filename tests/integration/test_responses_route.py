@@ -35,7 +35,7 @@ from nisse_llm.canonical import (
 )
 from nisse_llm.testing import Script, ScriptedServer, Thinking, ToolUse, reply
 from nisse_llm.testing.proxy import LiteLLMProxy, ProxyModel
-from tests.integration.helpers import REQUEST_TIMEOUT_S, fresh_script
+from tests.integration.helpers import fresh_script, proxy_of
 from tests.responses.judges import judge_request
 
 pytestmark = pytest.mark.proxy
@@ -54,12 +54,7 @@ OPTIONS = RequestOptions(reasoning="high", max_output_tokens=4096)
 @pytest.fixture(scope="module")
 def responses_proxy(upstream: ScriptedServer, litellm_bin: Path) -> Iterator[LiteLLMProxy]:
     """A proxy whose entries carry current OpenAI and Anthropic names."""
-    with LiteLLMProxy(
-        upstream.base_url,
-        models=MODELS,
-        executable=litellm_bin,
-        request_timeout_s=REQUEST_TIMEOUT_S,
-    ) as running:
+    with proxy_of(upstream, litellm_bin, MODELS) as running:
         yield running
 
 
