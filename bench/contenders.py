@@ -111,7 +111,7 @@ def _check_messages_json(data: Any) -> None:
 
 
 def _check_events(events: Any) -> None:
-    from nisse_llm.canonical import AssistantText, ToolCall
+    from nisse_llm.log.canonical import AssistantText, ToolCall
 
     kinds = [type(e) for e in events]
     if kinds != [AssistantText, ToolCall]:
@@ -188,7 +188,7 @@ def build(key: str, base_url: str) -> Contender:
             http.close,
         )
     if group == "nisse":
-        clients = _import("nisse_llm.clients")
+        clients = _import("nisse_llm.transport.clients")
         cls = clients.LiteLLMClient if chat else clients.AnthropicPassthroughClient
         client = cls(base_url, TOKEN, max_tokens=MAX_TOKENS)
         specs = Workload.tool_specs()

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.fleet_agent import MAX_TURNS, ROLES, AgentSpec
-from nisse_llm.logstore import LogStore
+from nisse_llm.task.logstore import LogStore
 from nisse_llm.testing import ScriptedServer, ToolUse, reply, slow
 from nisse_llm.testing.fleet import REDIS_PIN, LiteLLMFleet
 from nisse_llm.testing.proxy import LITELLM_PIN, ProxyModel

@@ -24,7 +24,9 @@ from typing import Any, TextIO
 
 import httpx
 
-from nisse_llm.canonical import (
+from nisse_llm.config.settings import Pin
+from nisse_llm.errors import LLMError, UpstreamUnavailable
+from nisse_llm.log.canonical import (
     CanonicalEvent,
     StoredEvent,
     ToolCall,
@@ -32,10 +34,8 @@ from nisse_llm.canonical import (
     ToolSpec,
     UserText,
 )
-from nisse_llm.config import Pin
-from nisse_llm.errors import LLMError, UpstreamUnavailable
-from nisse_llm.logstore import LogStore
-from nisse_llm.routers import AsyncRoleRouter, RoleRouter
+from nisse_llm.task.logstore import LogStore
+from nisse_llm.transport.routers import AsyncRoleRouter, RoleRouter
 
 #: Role -> proxy model the load run pins; ``planner`` shares an rpm limit, ``delegate``
 #: a deployment budget (see `bench.fleet.fleet_models`).

@@ -23,9 +23,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from nisse_llm.canonical import AssistantText, StoredEvent, ToolCall, ToolResult, UserText
-from nisse_llm.canonical import UserImage as UserImageEvent
-from nisse_llm.images import Image
+from nisse_llm.log.canonical import AssistantText, StoredEvent, ToolCall, ToolResult, UserText
+from nisse_llm.log.canonical import UserImage as UserImageEvent
+from nisse_llm.log.images import Image
 from nisse_llm.render import _images
 from nisse_llm.render import anthropic_messages as ant
 from nisse_llm.render import openai_chat as chat

@@ -87,7 +87,7 @@ def _sdk(route: str, base: str) -> tuple[Callable[[], object] | None, str | None
 
 
 def _route(client: Any, http: Any, url: str, base: str, *, rounds: int, warmup: int) -> StreamRow:
-    from nisse_llm.canonical import UserText
+    from nisse_llm.log.canonical import UserText
 
     events = [UserText(text="Write at length.")]
     sent = client._core.begin(events, None, "m", None, stream=True).body
@@ -143,7 +143,7 @@ def measure(base_url: str, *, deltas: int, rounds: int, warmup: int) -> list[Str
     """Per route, median client CPU per reply of ``deltas`` text deltas, for each contender."""
     import httpx
 
-    from nisse_llm.clients import AnthropicPassthroughClient, LiteLLMClient
+    from nisse_llm.transport.clients import AnthropicPassthroughClient, LiteLLMClient
 
     base = f"{base_url}/sse/{deltas}"
     rows = []

@@ -10,7 +10,22 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from nisse_llm.canonical import (
+from nisse_llm.config.routing import has_native_adapter
+from nisse_llm.errors import (
+    BudgetExhausted,
+    ConfigError,
+    ContextWindowExceeded,
+    LLMError,
+    ModelNotServed,
+    ModelRefusal,
+    OutputValidationError,
+    RenderError,
+    StreamInterrupted,
+    TruncatedResponse,
+    UnknownRoleError,
+    UpstreamUnavailable,
+)
+from nisse_llm.log.canonical import (
     AssistantText,
     CallInfo,
     CanonicalEvent,
@@ -26,25 +41,38 @@ from nisse_llm.canonical import (
     UserText,
     mint_call_id,
 )
-from nisse_llm.errors import (
-    BudgetExhausted,
-    ConfigError,
-    ContextWindowExceeded,
-    LLMError,
-    ModelNotServed,
-    ModelRefusal,
-    OutputValidationError,
-    RenderError,
-    StreamInterrupted,
-    TruncatedResponse,
-    UnknownRoleError,
-    UpstreamUnavailable,
-)
-from nisse_llm.images import Image, ImageError
-from nisse_llm.routing import has_native_adapter
+from nisse_llm.log.images import Image, ImageError
 
 if TYPE_CHECKING:
-    from nisse_llm.clients import (
+    from nisse_llm.config.options import RequestOptions
+    from nisse_llm.config.profiles import RoleProfile
+    from nisse_llm.config.settings import (
+        InsecureConfigFileWarning,
+        Pin,
+        RoleMap,
+        Settings,
+        load_settings,
+    )
+    from nisse_llm.log.toolbox import Toolbox
+    from nisse_llm.render._cache import PromptCache
+    from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
+    from nisse_llm.render.openai_chat import OpenAIChatRenderer
+    from nisse_llm.render.openai_responses import OpenAIResponsesRenderer
+    from nisse_llm.render.typed import TypedReply
+    from nisse_llm.stream.deltas import (
+        PartialReply,
+        ReasoningDelta,
+        RefusalDelta,
+        TextDelta,
+        ToolArgumentsDelta,
+        ToolCallStarted,
+    )
+    from nisse_llm.task.compaction import LogFix, compact, repair
+    from nisse_llm.task.logstore import LogStore, TaskHeaderMissing, TaskPinMismatch
+    from nisse_llm.task.records import CallRecord, ResumedTask, UsageTotal, UsageTotals
+    from nisse_llm.task.summaries import CompactionPolicy, asummarize, summarize
+    from nisse_llm.telemetry import instrument, uninstrument
+    from nisse_llm.transport.clients import (
         AnthropicPassthroughClient,
         AsyncAnthropicPassthroughClient,
         AsyncLiteLLMClient,
@@ -53,91 +81,66 @@ if TYPE_CHECKING:
         ReplyStream,
         select_client,
     )
-    from nisse_llm.compaction import LogFix, compact, repair
-    from nisse_llm.config import (
-        InsecureConfigFileWarning,
-        Pin,
-        RoleMap,
-        Settings,
-        load_settings,
+    from nisse_llm.transport.online import OnlineReport, acheck_online, check_online
+    from nisse_llm.transport.responses_client import (
+        AsyncOpenAIResponsesClient,
+        OpenAIResponsesClient,
     )
-    from nisse_llm.logstore import LogStore, TaskHeaderMissing, TaskPinMismatch
-    from nisse_llm.models_info import Headroom, ModelInfo
-    from nisse_llm.online import OnlineReport, acheck_online, check_online
-    from nisse_llm.options import RequestOptions
-    from nisse_llm.profiles import RoleProfile
-    from nisse_llm.render._cache import PromptCache
-    from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
-    from nisse_llm.render.openai_chat import OpenAIChatRenderer
-    from nisse_llm.render.openai_responses import OpenAIResponsesRenderer
-    from nisse_llm.responses_client import AsyncOpenAIResponsesClient, OpenAIResponsesClient
-    from nisse_llm.routers import AsyncRoleRouter, RoleRouter
-    from nisse_llm.streaming import (
-        PartialReply,
-        ReasoningDelta,
-        RefusalDelta,
-        TextDelta,
-        ToolArgumentsDelta,
-        ToolCallStarted,
-    )
-    from nisse_llm.summaries import CompactionPolicy, asummarize, summarize
-    from nisse_llm.taskrecord import CallRecord, ResumedTask, UsageTotal, UsageTotals
-    from nisse_llm.telemetry import instrument, uninstrument
-    from nisse_llm.toolbox import Toolbox
-    from nisse_llm.typed import TypedReply
+    from nisse_llm.transport.routers import AsyncRoleRouter, RoleRouter
+    from nisse_llm.wire.models_info import Headroom, ModelInfo
 
 __version__ = "0.1.0"
 
 # Public name -> module that defines it, imported on first attribute access.
 _LAZY = {
-    "load_settings": "nisse_llm.config",
-    "Settings": "nisse_llm.config",
-    "Pin": "nisse_llm.config",
-    "RoleMap": "nisse_llm.config",
-    "InsecureConfigFileWarning": "nisse_llm.config",
-    "LogStore": "nisse_llm.logstore",
-    "LogFix": "nisse_llm.compaction",
-    "compact": "nisse_llm.compaction",
-    "repair": "nisse_llm.compaction",
-    "CompactionPolicy": "nisse_llm.summaries",
-    "summarize": "nisse_llm.summaries",
-    "asummarize": "nisse_llm.summaries",
-    "TaskHeaderMissing": "nisse_llm.logstore",
-    "TaskPinMismatch": "nisse_llm.logstore",
-    "CallRecord": "nisse_llm.taskrecord",
-    "ResumedTask": "nisse_llm.taskrecord",
-    "UsageTotal": "nisse_llm.taskrecord",
-    "UsageTotals": "nisse_llm.taskrecord",
-    "OnlineReport": "nisse_llm.online",
-    "check_online": "nisse_llm.online",
-    "acheck_online": "nisse_llm.online",
-    "Headroom": "nisse_llm.models_info",
-    "ModelInfo": "nisse_llm.models_info",
-    "RequestOptions": "nisse_llm.options",
-    "RoleProfile": "nisse_llm.profiles",
+    "load_settings": "nisse_llm.config.settings",
+    "Settings": "nisse_llm.config.settings",
+    "Pin": "nisse_llm.config.settings",
+    "RoleMap": "nisse_llm.config.settings",
+    "InsecureConfigFileWarning": "nisse_llm.config.settings",
+    "LogStore": "nisse_llm.task.logstore",
+    "LogFix": "nisse_llm.task.compaction",
+    "compact": "nisse_llm.task.compaction",
+    "repair": "nisse_llm.task.compaction",
+    "CompactionPolicy": "nisse_llm.task.summaries",
+    "summarize": "nisse_llm.task.summaries",
+    "asummarize": "nisse_llm.task.summaries",
+    "TaskHeaderMissing": "nisse_llm.task.logstore",
+    "TaskPinMismatch": "nisse_llm.task.logstore",
+    "CallRecord": "nisse_llm.task.records",
+    "ResumedTask": "nisse_llm.task.records",
+    "UsageTotal": "nisse_llm.task.records",
+    "UsageTotals": "nisse_llm.task.records",
+    "OnlineReport": "nisse_llm.transport.online",
+    "check_online": "nisse_llm.transport.online",
+    "acheck_online": "nisse_llm.transport.online",
+    "Headroom": "nisse_llm.wire.models_info",
+    "ModelInfo": "nisse_llm.wire.models_info",
+    "RequestOptions": "nisse_llm.config.options",
+    "RoleProfile": "nisse_llm.config.profiles",
     "OpenAIChatRenderer": "nisse_llm.render.openai_chat",
     "AnthropicMessagesRenderer": "nisse_llm.render.anthropic_messages",
     "OpenAIResponsesRenderer": "nisse_llm.render.openai_responses",
-    "OpenAIResponsesClient": "nisse_llm.responses_client",
-    "AsyncOpenAIResponsesClient": "nisse_llm.responses_client",
-    "LiteLLMClient": "nisse_llm.clients",
-    "AnthropicPassthroughClient": "nisse_llm.clients",
-    "AsyncLiteLLMClient": "nisse_llm.clients",
-    "AsyncAnthropicPassthroughClient": "nisse_llm.clients",
-    "RoleRouter": "nisse_llm.routers",
-    "AsyncRoleRouter": "nisse_llm.routers",
-    "ReplyStream": "nisse_llm.clients",
-    "AsyncReplyStream": "nisse_llm.clients",
-    "TextDelta": "nisse_llm.streaming",
-    "ReasoningDelta": "nisse_llm.streaming",
-    "RefusalDelta": "nisse_llm.streaming",
-    "ToolCallStarted": "nisse_llm.streaming",
-    "ToolArgumentsDelta": "nisse_llm.streaming",
+    "OpenAIResponsesClient": "nisse_llm.transport.responses_client",
+    "AsyncOpenAIResponsesClient": "nisse_llm.transport.responses_client",
+    "LiteLLMClient": "nisse_llm.transport.clients",
+    "AnthropicPassthroughClient": "nisse_llm.transport.clients",
+    "AsyncLiteLLMClient": "nisse_llm.transport.clients",
+    "AsyncAnthropicPassthroughClient": "nisse_llm.transport.clients",
+    "RoleRouter": "nisse_llm.transport.routers",
+    "AsyncRoleRouter": "nisse_llm.transport.routers",
+    "ReplyStream": "nisse_llm.transport.clients",
+    "AsyncReplyStream": "nisse_llm.transport.clients",
+    "TextDelta": "nisse_llm.stream.deltas",
+    "ReasoningDelta": "nisse_llm.stream.deltas",
+    "RefusalDelta": "nisse_llm.stream.deltas",
+    "ToolCallStarted": "nisse_llm.stream.deltas",
+    "ToolArgumentsDelta": "nisse_llm.stream.deltas",
     "PartialReply": "nisse_llm.errors",
     "PromptCache": "nisse_llm.render._cache",
-    "select_client": "nisse_llm.clients",
-    "Toolbox": "nisse_llm.toolbox",
-    "TypedReply": "nisse_llm.typed",
+    "select_client": "nisse_llm.transport.clients",
+    "Toolbox": "nisse_llm.log.toolbox",
+    "TypedReply": "nisse_llm.render.typed",
     "instrument": "nisse_llm.telemetry",
     "uninstrument": "nisse_llm.telemetry",
 }

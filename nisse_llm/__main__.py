@@ -1,5 +1,5 @@
 """``python -m nisse_llm``: the ``nisse-llm`` command."""
 
-from nisse_llm.cli import main
+from nisse_llm.cli.main import main
 
 raise SystemExit(main())

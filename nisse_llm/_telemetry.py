@@ -11,10 +11,17 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from nisse_llm._transport import Call
-    from nisse_llm.canonical import Completion, LogLike, ToolCall, ToolResult, ToolsLike, ToolSpec
+    from nisse_llm.config.options import RequestOptions
     from nisse_llm.errors import LLMError
-    from nisse_llm.options import RequestOptions
+    from nisse_llm.log.canonical import (
+        Completion,
+        LogLike,
+        ToolCall,
+        ToolResult,
+        ToolsLike,
+        ToolSpec,
+    )
+    from nisse_llm.transport.core import Call
 
 __all__ = ["CallTrace", "ToolTrace", "Tracer", "tracer"]
 

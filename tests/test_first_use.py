@@ -28,22 +28,22 @@ NOT_NEEDED = (
     "nisse_llm.wire.anthropic_messages_reply",
     "nisse_llm.wire.openai_chat",
     "nisse_llm.wire.errors",
-    "nisse_llm.streaming",
-    "nisse_llm._sse",
-    "nisse_llm._overflow",
+    "nisse_llm.stream.deltas",
+    "nisse_llm.stream._sse",
+    "nisse_llm.wire._overflow",
     "nisse_llm._partial",
-    "nisse_llm.models_info",
-    "nisse_llm.options",
-    "nisse_llm.config",
-    "nisse_llm.compaction",
-    "nisse_llm.summaries",
+    "nisse_llm.wire.models_info",
+    "nisse_llm.config.options",
+    "nisse_llm.config.settings",
+    "nisse_llm.task.compaction",
+    "nisse_llm.task.summaries",
     # The Responses route loads with its first use: a program that never takes it loads none.
-    "nisse_llm.responses_client",
+    "nisse_llm.transport.responses_client",
     "nisse_llm.render.openai_responses",
     "nisse_llm.render.openai_responses_reply",
     "nisse_llm.wire.openai_responses",
     "nisse_llm.wire.openai_responses_reply",
-    "nisse_llm.streaming_responses",
+    "nisse_llm.stream.responses",
     # Telemetry loads with instrument(): an agent that never asks imports no OpenTelemetry.
     "nisse_llm.telemetry",
     "opentelemetry",
@@ -59,7 +59,7 @@ def _record(cls, *args, **kwargs):
     return _complete(cls, *args, **kwargs)
 _model_construction.complete_model_class = _record
 from nisse_llm import LiteLLMClient, UserText
-from nisse_llm._tls import shared_ssl_context
+from nisse_llm.transport._tls import shared_ssl_context
 with LiteLLMClient({base!r}, 'sk-first-use-000') as client:
     events = client.complete([UserText(text='hi')], None, 'gpt-x')
 print(json.dumps({{
@@ -101,8 +101,8 @@ def test_chat_field_order_is_the_request_models() -> None:
 
 
 def test_values_made_without_validation_read_as_validated_ones() -> None:
-    from nisse_llm._callinfo import _EMPTY
     from nisse_llm.render._options import _NO_OPTIONS
+    from nisse_llm.transport._callinfo import _EMPTY
 
     assert CallInfo() == _EMPTY
     unset = RequestOptions()

@@ -55,7 +55,7 @@ def test_import_loads_neither_settings_nor_transport() -> None:
     """`import nisse_llm` leaves pydantic-settings, tomllib, httpx and the CLI unloaded."""
     code = (
         "import sys, nisse_llm\n"
-        "heavy = ['pydantic_settings', 'tomllib', 'httpx', 'nisse_llm.cli', 'nisse_llm.config']\n"
+        "heavy = ['pydantic_settings', 'tomllib', 'httpx', 'nisse_llm.cli.main', 'nisse_llm.config.settings']\n"
         "print(','.join(m for m in heavy if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

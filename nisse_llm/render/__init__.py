@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from nisse_llm.canonical import Completion, LogLike, ToolsLike
+from nisse_llm.log.canonical import Completion, LogLike, ToolsLike
 from nisse_llm.render._cache import PromptCache
 
 if TYPE_CHECKING:
-    from nisse_llm.options import RequestOptions
+    from nisse_llm.config.options import RequestOptions
 
 __all__ = ["Renderer"]
 

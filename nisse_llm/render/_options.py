@@ -2,13 +2,13 @@
 
 Both renderers call this module for everything `RequestOptions` sets: the output ceiling,
 reasoning, sampling, stop sequences and tool choice. The rules a combination must keep
-are `nisse_llm.option_rules`' (each cites its provider documentation); a broken one is a
+are `nisse_llm.config.option_rules`' (each cites its provider documentation); a broken one is a
 `RenderError` naming the options and the rule, raised before anything is sent.
 
 Mapping (the "Request options" guide's table, docs/guides/options.md, says the same):
 
 - ``max_output_tokens``: ``max_tokens`` on both routes; it wins over the client's default.
-- ``reasoning``: as the model's row in `nisse_llm.model_rules` says. A Claude model that
+- ``reasoning``: as the model's row in `nisse_llm.config.model_rules` says. A Claude model that
   takes adaptive thinking gets ``thinking: {type: adaptive}`` with ``output_config:
   {effort: LEVEL}``, the level asked as is (and ``display`` from ``reasoning_display``);
   one that takes budgets gets ``thinking: {type: enabled, budget_tokens}`` (a level becomes
@@ -52,9 +52,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from nisse_llm.canonical import DEFAULT_MAX_OUTPUT_TOKENS
-from nisse_llm.errors import RenderError
-from nisse_llm.option_rules import (
+from nisse_llm.config.option_rules import (
     Violation,
     effort_for_budget,
     model_violations,
@@ -63,11 +61,13 @@ from nisse_llm.option_rules import (
     thinks,
     tool_violations,
 )
+from nisse_llm.errors import RenderError
+from nisse_llm.log.canonical import DEFAULT_MAX_OUTPUT_TOKENS
 
 if TYPE_CHECKING:
-    from nisse_llm.model_rules import ModelRules
-    from nisse_llm.options import RequestOptions
-    from nisse_llm.routing import Route
+    from nisse_llm.config.model_rules import ModelRules
+    from nisse_llm.config.options import RequestOptions
+    from nisse_llm.config.routing import Route
     from nisse_llm.wire.anthropic_messages import (
         AnthropicOutputConfig,
         AnthropicThinkingConfig,

@@ -29,7 +29,7 @@ Render rules (each answers something the API rejects):
 - A `UserImage` is an ``image`` block (``base64`` or ``url`` source) in the user message,
   in log order among the user's texts; a result's images follow its text inside the
   ``tool_result`` content (a list then). Image blocks may carry a cache breakpoint. Images
-  over a provider limit are an `ImageError` naming the image (`nisse_llm.images`).
+  over a provider limit are an `ImageError` naming the image (`nisse_llm.log.images`).
 
 `render_bytes` is byte-identical to ``render_request(...).model_dump_json(exclude_none=True)``
 (UTF-8): each event's block is encoded once (memoised per event), a log that extends one
@@ -51,7 +51,9 @@ from typing import Any, Literal, Protocol, TypeAlias, assert_never, cast
 from pydantic import BaseModel
 from pydantic_core import to_json
 
-from nisse_llm.canonical import (
+from nisse_llm.config.options import RequestOptions
+from nisse_llm.errors import RenderError
+from nisse_llm.log.canonical import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     AssistantText,
     Compaction,
@@ -70,9 +72,7 @@ from nisse_llm.canonical import (
     log_items,
     wire_events,
 )
-from nisse_llm.errors import RenderError
-from nisse_llm.images import Image
-from nisse_llm.options import RequestOptions
+from nisse_llm.log.images import Image
 from nisse_llm.render._cache import PromptCache, active
 from nisse_llm.render._images import (
     anthropic_image,

@@ -14,7 +14,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from nisse_llm.canonical import (
+from nisse_llm.errors import LLMError, ModelRefusal, TruncatedResponse
+from nisse_llm.log.canonical import (
     AssistantText,
     CanonicalEvent,
     Completion,
@@ -23,7 +24,6 @@ from nisse_llm.canonical import (
     Usage,
     mint_call_id,
 )
-from nisse_llm.errors import LLMError, ModelRefusal, TruncatedResponse
 from nisse_llm.wire.anthropic_messages_reply import (
     AnthropicMessagesResponse,
     AnthropicResponseOtherBlock,

@@ -23,7 +23,7 @@ Render rules, in the order a body is built:
   in one user message: for each call in call order whose result has images,
   `TOOL_IMAGES_LABEL` then its images. A breakpoint on an image message goes on its last
   image part (LiteLLM forwards ``cache_control`` to the Anthropic image block). Images
-  over a provider limit are an `ImageError` naming the image (`nisse_llm.images`).
+  over a provider limit are an `ImageError` naming the image (`nisse_llm.log.images`).
 - Tools passed are declared as function tools (two with one name are a `RenderError`; a
   schema without ``type`` gets ``"type": "object"``). With none passed but calls in the log,
   each tool name the log used is declared as a stub (`STUB_TOOL_DESCRIPTION`, parameters
@@ -60,7 +60,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, assert_never, cast
 import pydantic_core
 from pydantic import BaseModel
 
-from nisse_llm.canonical import (
+from nisse_llm.errors import RenderError
+from nisse_llm.log.canonical import (
     AssistantText,
     Compaction,
     Completion,
@@ -78,8 +79,7 @@ from nisse_llm.canonical import (
     log_items,
     wire_events,
 )
-from nisse_llm.errors import RenderError
-from nisse_llm.images import Image
+from nisse_llm.log.images import Image
 from nisse_llm.render._cache import PromptCache, active
 from nisse_llm.render._images import (
     chat_image,
@@ -97,7 +97,7 @@ from nisse_llm.render.openai_chat_reply import parse_chat_completion
 # The typed request models load when a typed body or a tool definition is first made:
 # a request from a log alone is spelled out in bytes and never builds them.
 if TYPE_CHECKING:
-    from nisse_llm.options import RequestOptions
+    from nisse_llm.config.options import RequestOptions
     from nisse_llm.wire.openai_chat import (
         OpenAIChatCacheControl,
         OpenAIChatMessage,

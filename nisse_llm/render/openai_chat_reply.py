@@ -16,7 +16,8 @@ from typing import Any
 import pydantic_core
 from pydantic import ValidationError
 
-from nisse_llm.canonical import (
+from nisse_llm.errors import LLMError, ModelRefusal, TruncatedResponse
+from nisse_llm.log.canonical import (
     AssistantText,
     CanonicalEvent,
     Completion,
@@ -25,7 +26,6 @@ from nisse_llm.canonical import (
     Usage,
     mint_call_id,
 )
-from nisse_llm.errors import LLMError, ModelRefusal, TruncatedResponse
 from nisse_llm.wire.openai_chat_reply import (
     OpenAIChatResponse,
     OpenAIChatResponseMessage,

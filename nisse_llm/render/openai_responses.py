@@ -49,7 +49,8 @@ from typing import TYPE_CHECKING, Any, cast
 import pydantic_core
 from pydantic import BaseModel
 
-from nisse_llm.canonical import (
+from nisse_llm.errors import RenderError
+from nisse_llm.log.canonical import (
     AssistantText,
     Compaction,
     Completion,
@@ -67,7 +68,6 @@ from nisse_llm.canonical import (
     log_items,
     wire_events,
 )
-from nisse_llm.errors import RenderError
 from nisse_llm.render._cache import PromptCache
 from nisse_llm.render._images import check_log_images
 from nisse_llm.render._memo import FragmentMemo
@@ -76,7 +76,7 @@ from nisse_llm.render._wording import INTERRUPTED_TEXT, STUB_TOOL_DESCRIPTION, T
 from nisse_llm.render.openai_responses_reply import parse_responses_reply
 
 if TYPE_CHECKING:
-    from nisse_llm.options import RequestOptions
+    from nisse_llm.config.options import RequestOptions
     from nisse_llm.wire.openai_responses import (
         OpenAIResponsesFunctionTool,
         OpenAIResponsesInputItem,

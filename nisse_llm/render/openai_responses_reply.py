@@ -22,7 +22,8 @@ from typing import Any
 import pydantic_core
 from pydantic import ValidationError
 
-from nisse_llm.canonical import (
+from nisse_llm.errors import ContextWindowExceeded, LLMError, ModelRefusal, TruncatedResponse
+from nisse_llm.log.canonical import (
     AssistantText,
     CanonicalEvent,
     Completion,
@@ -31,7 +32,6 @@ from nisse_llm.canonical import (
     Usage,
     mint_call_id,
 )
-from nisse_llm.errors import ContextWindowExceeded, LLMError, ModelRefusal, TruncatedResponse
 from nisse_llm.wire.openai_responses_reply import (
     OpenAIResponsesFunctionCallItem,
     OpenAIResponsesMessageItem,
@@ -155,7 +155,7 @@ def _raise_for_status(
         error = response.error
         code = None if error is None else error.code
         said = (None if error is None else error.message) or "no reason given"
-        from nisse_llm._overflow import read_overflow
+        from nisse_llm.wire._overflow import read_overflow
 
         overflow = read_overflow(said, error_type=None, code=code)
         if overflow is not None:

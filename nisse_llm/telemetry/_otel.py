@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry import metrics, propagate, trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from nisse_llm._classify import redact
-from nisse_llm._egress import watched_tokens
-from nisse_llm.canonical import (
+from nisse_llm.config._egress import watched_tokens
+from nisse_llm.config.option_rules import is_anthropic_model
+from nisse_llm.errors import LLMError
+from nisse_llm.log.canonical import (
     Completion,
     HasToolSpecs,
     LogLike,
@@ -25,16 +26,15 @@ from nisse_llm.canonical import (
     ToolsLike,
     ToolSpec,
 )
-from nisse_llm.errors import LLMError
-from nisse_llm.option_rules import is_anthropic_model
 from nisse_llm.telemetry import _content
+from nisse_llm.transport._classify import redact
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import Span, TracerProvider
 
-    from nisse_llm._transport import Call
-    from nisse_llm.options import RequestOptions
+    from nisse_llm.config.options import RequestOptions
+    from nisse_llm.transport.core import Call
 
 __all__ = ["DURATION_BUCKETS", "TOKEN_BUCKETS", "OpenTelemetryTracer"]
 

@@ -16,7 +16,9 @@ from typing import TypeAlias, TypeVar, assert_never
 
 from pydantic import BaseModel
 
-from nisse_llm.canonical import (
+from nisse_llm.config.options import RequestOptions
+from nisse_llm.errors import TruncatedResponse
+from nisse_llm.log.canonical import (
     AssistantText,
     CanonicalEvent,
     Completion,
@@ -30,11 +32,9 @@ from nisse_llm.canonical import (
     as_tool_specs,
     mint_call_id,
 )
-from nisse_llm.errors import TruncatedResponse
-from nisse_llm.options import RequestOptions
+from nisse_llm.render.typed import TypedExchange, TypedReply, answer_rules
 from nisse_llm.testing.bodies import RedactedThinking, Text, Thinking, ToolUse, estimate_tokens
 from nisse_llm.testing.turns import Reply
-from nisse_llm.typed import TypedExchange, TypedReply, answer_rules
 
 __all__ = ["AsyncScriptedClient", "ClientTurn", "ScriptExhausted", "ScriptedCall", "ScriptedClient"]
 

@@ -24,7 +24,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TextIO
 
-from nisse_llm.canonical import (
+from nisse_llm.errors import BudgetExhausted, LLMError, UpstreamUnavailable
+from nisse_llm.log.canonical import (
     AssistantText,
     CallInfo,
     CanonicalEvent,
@@ -35,7 +36,6 @@ from nisse_llm.canonical import (
     Usage,
     UserText,
 )
-from nisse_llm.errors import BudgetExhausted, LLMError, UpstreamUnavailable
 from nisse_llm.testing.bodies import Tokens, ToolUse
 from nisse_llm.testing.proxy import LiteLLMProxy, ProxyError, ProxyModel
 from nisse_llm.testing.script import Script
@@ -224,8 +224,8 @@ _PATHS = {
 
 
 def _session(proxy: LiteLLMProxy, script: Script, config: Path, say: _Printer) -> None:
-    from nisse_llm.config import load_settings
-    from nisse_llm.routers import RoleRouter
+    from nisse_llm.config.settings import load_settings
+    from nisse_llm.transport.routers import RoleRouter
 
     with _env("NISSE_LLM_TOKEN", proxy.token):
         pin = load_settings(config).pin()

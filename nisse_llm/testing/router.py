@@ -22,16 +22,16 @@ from typing import TYPE_CHECKING, Any, Self, TypeAlias
 
 import httpx
 
-from nisse_llm.clients import _ASYNC_CLIENTS, _SYNC_CLIENTS
-from nisse_llm.config import SEED_ROLES, Pin, role_name_problem
-from nisse_llm.routers import AsyncRoleRouter, RoleRouter
+from nisse_llm.config.settings import SEED_ROLES, Pin, role_name_problem
 from nisse_llm.testing.client import ScriptExhausted
 from nisse_llm.testing.script import Script, ScriptedAnswer
 from nisse_llm.testing.transport import ScriptedTransport
 from nisse_llm.testing.turns import Disconnect, Failure, Reply, Turn, reply
+from nisse_llm.transport.clients import _ASYNC_CLIENTS, _SYNC_CLIENTS
+from nisse_llm.transport.routers import AsyncRoleRouter, RoleRouter
 
 if TYPE_CHECKING:
-    from nisse_llm.logstore import LogStore
+    from nisse_llm.task.logstore import LogStore
 
 __all__ = ["AsyncScriptedRouter", "RouterTurn", "ScriptedRouter"]
 

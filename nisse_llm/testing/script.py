@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
-from nisse_llm.routing import ROUTES, Route
+from nisse_llm.config.routing import ROUTES, Route
 from nisse_llm.testing.bodies import (
     anthropic_error_body,
     anthropic_message_body,

@@ -1,6 +1,6 @@
 """Non-streaming reply bodies re-told as realistic SSE streams, whole or broken, for tests.
 
-The reverse of `nisse_llm.streaming`: a chat-completions body becomes a role chunk,
+The reverse of `nisse_llm.stream.deltas`: a chat-completions body becomes a role chunk,
 content and refusal in fragments, reasoning and LiteLLM thinking-block fragments, tool
 calls interleaved by ``index`` (id and name only on each call's first delta, arguments
 in fragments), a finish chunk, a usage chunk with empty ``choices`` and ``[DONE]``; a
@@ -20,8 +20,8 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from nisse_llm._sse import ServerSentEvent
-from nisse_llm.routing import Route
+from nisse_llm.config.routing import Route
+from nisse_llm.stream._sse import ServerSentEvent
 
 __all__ = [
     "anthropic_messages_events",

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from nisse_llm.canonical import CanonicalEvent, UserText
-from nisse_llm.clients import (
+from nisse_llm.config.routing import Route
+from nisse_llm.log.canonical import CanonicalEvent, UserText
+from nisse_llm.transport.clients import (
     AnthropicPassthroughClient,
     AsyncAnthropicPassthroughClient,
     AsyncLiteLLMClient,
     LiteLLMClient,
 )
-from nisse_llm.responses_client import AsyncOpenAIResponsesClient, OpenAIResponsesClient
-from nisse_llm.routing import Route
+from nisse_llm.transport.responses_client import AsyncOpenAIResponsesClient, OpenAIResponsesClient
 from tests.clients.loopback import SleepLog
 
 Mode = Literal["sync", "async"]

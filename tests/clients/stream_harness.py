@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from nisse_llm.canonical import CanonicalEvent, Completion
-from nisse_llm.clients import AnthropicPassthroughClient, LiteLLMClient
-from nisse_llm.options import RequestOptions
-from nisse_llm.responses_client import OpenAIResponsesClient
-from nisse_llm.streaming import StreamDelta
+from nisse_llm.config.options import RequestOptions
+from nisse_llm.log.canonical import CanonicalEvent, Completion
+from nisse_llm.stream.deltas import StreamDelta
+from nisse_llm.transport.clients import AnthropicPassthroughClient, LiteLLMClient
+from nisse_llm.transport.responses_client import OpenAIResponsesClient
 from tests.clients.harness import EVENTS, MODEL
 from tests.clients.stream_upstream import StreamingUpstream, serve
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
-from nisse_llm.routing import Route
+from nisse_llm.config.routing import Route
 from nisse_llm.testing.sse import split_bytes, sse_stream
 from tests.clients.loopback import Captured
 

@@ -10,11 +10,15 @@ from typing import Any
 
 import pytest
 
-from nisse_llm._callinfo import call_info, priced, usage_keywords
-from nisse_llm.canonical import CallInfo, Usage, UserText
-from nisse_llm.config import load_settings
+from nisse_llm.config.options import RequestOptions
+from nisse_llm.config.routing import Route
+from nisse_llm.config.settings import load_settings
 from nisse_llm.errors import ContextWindowExceeded, LLMError, UpstreamUnavailable
-from nisse_llm.models_info import (
+from nisse_llm.log.canonical import CallInfo, Usage, UserText
+from nisse_llm.testing.sse import sse_stream
+from nisse_llm.transport._callinfo import call_info, priced, usage_keywords
+from nisse_llm.transport.routers import AsyncRoleRouter, RoleRouter
+from nisse_llm.wire.models_info import (
     Headroom,
     ModelInfo,
     body_output_ceiling,
@@ -23,10 +27,6 @@ from nisse_llm.models_info import (
     read_token_count,
     token_count_request,
 )
-from nisse_llm.options import RequestOptions
-from nisse_llm.routers import AsyncRoleRouter, RoleRouter
-from nisse_llm.routing import Route
-from nisse_llm.testing.sse import sse_stream
 from tests.clients.harness import (
     EVENTS,
     MODEL,

@@ -6,7 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from nisse_llm._classify import (
+from nisse_llm.errors import BudgetExhausted, LLMError, ModelNotServed, UpstreamUnavailable
+from nisse_llm.transport._classify import (
     RateLimitPolicy,
     Retry,
     classify_failure,
@@ -14,7 +15,6 @@ from nisse_llm._classify import (
     redact,
     requested_wait_s,
 )
-from nisse_llm.errors import BudgetExhausted, LLMError, ModelNotServed, UpstreamUnavailable
 from nisse_llm.wire.errors import read_error
 from tests.clients.loopback import error_body, fixture_body
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from nisse_llm.cli import main
+from nisse_llm.cli.main import main
 from tests.clients.harness import TOKEN
 from tests.clients.loopback import TOKEN_MARK, LoopbackServer, Reply, error_body, fixture_body
 from tests.clients.overflow_bodies import OVERFLOWS

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nisse_llm.cli import main
+from nisse_llm.cli.main import main
 from nisse_llm.testing.images import jpeg, png
 from tests.clients.harness import TOKEN
 from tests.clients.loopback import LoopbackServer

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from nisse_llm.config.routing import Route
 from nisse_llm.errors import (
     BudgetExhausted,
     ContextWindowExceeded,
@@ -16,7 +17,6 @@ from nisse_llm.errors import (
     TruncatedResponse,
     UpstreamUnavailable,
 )
-from nisse_llm.routing import Route
 from tests.clients.harness import (
     EVENTS,
     MODEL,

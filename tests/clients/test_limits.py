@@ -8,11 +8,11 @@ import zlib
 
 import pytest
 
-from nisse_llm._limits import ACCEPT_ENCODING, BoundedDecoder, ReplyTooLarge
-from nisse_llm.config import load_settings
+from nisse_llm.config.routing import Route
+from nisse_llm.config.settings import load_settings
 from nisse_llm.errors import StreamInterrupted, UpstreamUnavailable
-from nisse_llm.routers import RoleRouter
-from nisse_llm.routing import Route
+from nisse_llm.transport._limits import ACCEPT_ENCODING, BoundedDecoder, ReplyTooLarge
+from nisse_llm.transport.routers import RoleRouter
 from tests.clients.harness import EVENTS, MODEL, MODES, Mode, close, complete, make_client
 from tests.clients.loopback import RESPONSES, SleepLog
 from tests.clients.stream_harness import read_stream

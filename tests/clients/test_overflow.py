@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from nisse_llm._classify import RateLimitPolicy, classify_failure
-from nisse_llm._overflow import read_overflow
+from nisse_llm.config.routing import Route
 from nisse_llm.errors import ContextWindowExceeded, LLMError
-from nisse_llm.routing import Route
+from nisse_llm.transport._classify import RateLimitPolicy, classify_failure
+from nisse_llm.wire._overflow import read_overflow
 from tests.clients.harness import (
     EVENTS,
     MODEL,

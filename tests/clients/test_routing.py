@@ -6,17 +6,17 @@ from pathlib import Path
 
 import pytest
 
-from nisse_llm.canonical import UserText
-from nisse_llm.clients import (
+from nisse_llm.config.settings import Pin, load_settings
+from nisse_llm.errors import LLMError, UnknownRoleError, UpstreamUnavailable
+from nisse_llm.log.canonical import UserText
+from nisse_llm.transport.clients import (
     AnthropicPassthroughClient,
     AsyncLiteLLMClient,
     LiteLLMClient,
     has_native_adapter,
     select_client,
 )
-from nisse_llm.config import Pin, load_settings
-from nisse_llm.errors import LLMError, UnknownRoleError, UpstreamUnavailable
-from nisse_llm.routers import AsyncRoleRouter, RoleRouter
+from nisse_llm.transport.routers import AsyncRoleRouter, RoleRouter
 from tests.clients.harness import TOKEN
 from tests.clients.loopback import LoopbackServer, Reply, SleepLog, error_body
 from tests.config.helpers import write_config

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from nisse_llm.cli import main
+from nisse_llm.cli.main import main
 from nisse_llm.testing.sse import sse_stream
 from tests.clients.harness import TOKEN
 from tests.clients.loopback import error_body

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from nisse_llm.canonical import AssistantText, ToolCall, UserText
-from nisse_llm.routing import Route
-from nisse_llm.streaming import TextDelta, ToolArgumentsDelta, ToolCallStarted
+from nisse_llm.config.routing import Route
+from nisse_llm.log.canonical import AssistantText, ToolCall, UserText
+from nisse_llm.stream.deltas import TextDelta, ToolArgumentsDelta, ToolCallStarted
 from tests.clients.harness import MODEL, MODES, Mode, close, complete, make_client
 from tests.clients.loopback import SleepLog
 from tests.clients.stream_harness import normalised, read_stream, upstream

@@ -11,9 +11,8 @@ from typing import Any
 
 import pytest
 
-from nisse_llm.canonical import AssistantText, UserText
-from nisse_llm.clients import LiteLLMClient
-from nisse_llm.config import load_settings
+from nisse_llm.config.routing import Route
+from nisse_llm.config.settings import load_settings
 from nisse_llm.errors import (
     BudgetExhausted,
     LLMError,
@@ -21,9 +20,9 @@ from nisse_llm.errors import (
     TruncatedResponse,
     UpstreamUnavailable,
 )
-from nisse_llm.routing import Route
-from nisse_llm.streaming import StreamDelta, TextDelta
-from nisse_llm.streaming import StreamInterrupted as ReExported
+from nisse_llm.log.canonical import AssistantText, UserText
+from nisse_llm.stream.deltas import StreamDelta, TextDelta
+from nisse_llm.stream.deltas import StreamInterrupted as ReExported
 from nisse_llm.testing.sse import (
     encode_sse,
     sse_stream,
@@ -31,6 +30,7 @@ from nisse_llm.testing.sse import (
     with_error_event,
     without_final_event,
 )
+from nisse_llm.transport.clients import LiteLLMClient
 from tests.clients.harness import MODEL, MODES, ROUTES, TOKEN, Mode, close, make_client
 from tests.clients.loopback import SleepLog, error_body, wait_until
 from tests.clients.stream_harness import is_sync, read_stream, upstream
@@ -382,7 +382,7 @@ def test_the_idle_timeout_comes_from_the_pin(upstream: StreamingUpstream) -> Non
 
 
 def test_stream_interrupted_is_one_class_in_the_error_tree_and_the_streaming_module() -> None:
-    """nisse_llm.streaming re-exports the error tree's StreamInterrupted, for older imports."""
+    """nisse_llm.stream.deltas re-exports the error tree's StreamInterrupted, for older imports."""
     assert ReExported is StreamInterrupted
     assert StreamInterrupted.__mro__[1] is UpstreamUnavailable
 

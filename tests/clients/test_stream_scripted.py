@@ -8,11 +8,10 @@ from typing import Any
 import httpx
 import pytest
 
-from nisse_llm.canonical import UserText
-from nisse_llm.config import load_settings
+from nisse_llm.config.routing import Route
+from nisse_llm.config.settings import load_settings
 from nisse_llm.errors import StreamInterrupted
-from nisse_llm.routers import AsyncRoleRouter
-from nisse_llm.routing import Route
+from nisse_llm.log.canonical import UserText
 from nisse_llm.testing import (
     Script,
     ScriptedServer,
@@ -23,6 +22,7 @@ from nisse_llm.testing import (
     reply,
     stalled_after,
 )
+from nisse_llm.transport.routers import AsyncRoleRouter
 from tests.clients.harness import MODEL, MODES, ROUTES, Mode, close, complete, make_client
 from tests.clients.loopback import SleepLog
 from tests.clients.stream_harness import normalised, read_stream

@@ -7,10 +7,10 @@ import socket
 
 import pytest
 
-from nisse_llm.clients import AnthropicPassthroughClient, LiteLLMClient
-from nisse_llm.config import load_settings
+from nisse_llm.config.routing import Route
+from nisse_llm.config.settings import load_settings
 from nisse_llm.errors import LLMError, UpstreamUnavailable
-from nisse_llm.routing import Route
+from nisse_llm.transport.clients import AnthropicPassthroughClient, LiteLLMClient
 from tests.clients.harness import (
     EVENTS,
     MODEL,

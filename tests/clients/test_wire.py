@@ -8,20 +8,20 @@ import httpx
 import pytest
 from pydantic import SecretStr
 
-from nisse_llm.canonical import DEFAULT_MAX_OUTPUT_TOKENS, AssistantText, UserText
-from nisse_llm.clients import (
+from nisse_llm.config.routing import Route
+from nisse_llm.errors import LLMError, UpstreamUnavailable
+from nisse_llm.log.canonical import DEFAULT_MAX_OUTPUT_TOKENS, AssistantText, UserText
+from nisse_llm.render._cache import PromptCache
+from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
+from nisse_llm.render.openai_chat import OpenAIChatRenderer
+from nisse_llm.render.openai_responses import OpenAIResponsesRenderer
+from nisse_llm.transport.clients import (
     AnthropicPassthroughClient,
     AsyncAnthropicPassthroughClient,
     AsyncLiteLLMClient,
     LiteLLMClient,
 )
-from nisse_llm.errors import LLMError, UpstreamUnavailable
-from nisse_llm.render._cache import PromptCache
-from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
-from nisse_llm.render.openai_chat import OpenAIChatRenderer
-from nisse_llm.render.openai_responses import OpenAIResponsesRenderer
-from nisse_llm.responses_client import AsyncOpenAIResponsesClient, OpenAIResponsesClient
-from nisse_llm.routing import Route
+from nisse_llm.transport.responses_client import AsyncOpenAIResponsesClient, OpenAIResponsesClient
 from tests.clients.harness import (
     MODEL,
     MODES,
@@ -181,7 +181,7 @@ async def test_every_httpx_exception_is_upstream_unavailable(exc: Exception, mod
 
 def test_all_httpx_exception_roots_are_covered() -> None:
     """The mapping table covers every exception class httpx exports (a new one fails here)."""
-    from nisse_llm._transport import HTTPX_ERRORS
+    from nisse_llm.transport.core import HTTPX_ERRORS
 
     exported = {type(e) for e in HTTPX_EXCEPTIONS}
     assert len(exported) > 25

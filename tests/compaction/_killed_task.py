@@ -20,12 +20,12 @@ import time
 
 import httpx
 
-from nisse_llm.canonical import CanonicalEvent, ToolCall, ToolResult, UserText
-from nisse_llm.compaction import compact, estimate_log_tokens
-from nisse_llm.logstore import LogStore
-from nisse_llm.routers import RoleRouter
-from nisse_llm.summaries import CompactionPolicy
+from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult, UserText
+from nisse_llm.task.compaction import compact, estimate_log_tokens
+from nisse_llm.task.logstore import LogStore
+from nisse_llm.task.summaries import CompactionPolicy
 from nisse_llm.testing import Script, ScriptedTransport, Tokens, ToolUse, anthropic_failure, reply
+from nisse_llm.transport.routers import RoleRouter
 from tests.corpus import READ_FILE
 from tests.taskrecord.helpers import make_pin
 

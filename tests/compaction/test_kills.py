@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from nisse_llm.canonical import Compaction, ToolResult, UserText
-from nisse_llm.compaction import compact, estimate_log_tokens
-from nisse_llm.logstore import LogStore
+from nisse_llm.log.canonical import Compaction, ToolResult, UserText
+from nisse_llm.task.compaction import compact, estimate_log_tokens
+from nisse_llm.task.logstore import LogStore
 from tests.compaction._killed_task import FIRST_USAGE, QUESTION, SOURCE
 from tests.taskrecord.helpers import BASE_URL, ROLES, TOKEN
 

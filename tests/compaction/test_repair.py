@@ -6,11 +6,11 @@ import json
 
 from hypothesis import HealthCheck, given, settings
 
-from nisse_llm.canonical import AssistantText, CanonicalEvent, ToolCall, ToolResult, UserText
-from nisse_llm.compaction import LogFix, repair
+from nisse_llm.log.canonical import AssistantText, CanonicalEvent, ToolCall, ToolResult, UserText
 from nisse_llm.render._wording import INTERRUPTED_TEXT
 from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
 from nisse_llm.render.openai_chat import OpenAIChatRenderer
+from nisse_llm.task.compaction import LogFix, repair
 from tests.compaction.strategies import corrupted_logs
 from tests.render.anthropic_checker import anthropic_violations, official_violations
 from tests.render.openai_checker import check_chat_body

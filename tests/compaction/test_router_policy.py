@@ -8,11 +8,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from nisse_llm.canonical import CanonicalEvent, Compaction, ToolCall, ToolResult, UserText
 from nisse_llm.errors import ContextWindowExceeded
-from nisse_llm.logstore import LogStore
-from nisse_llm.routers import AsyncRoleRouter, RoleRouter
-from nisse_llm.summaries import SUMMARY_INSTRUCTIONS, CompactionPolicy
+from nisse_llm.log.canonical import CanonicalEvent, Compaction, ToolCall, ToolResult, UserText
+from nisse_llm.task.logstore import LogStore
+from nisse_llm.task.summaries import SUMMARY_INSTRUCTIONS, CompactionPolicy
 from nisse_llm.testing import (
     RecordedRequest,
     Script,
@@ -21,6 +20,7 @@ from nisse_llm.testing import (
     openai_failure,
     reply,
 )
+from nisse_llm.transport.routers import AsyncRoleRouter, RoleRouter
 from tests.corpus import READ_FILE
 from tests.taskrecord.helpers import make_pin
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from nisse_llm.canonical import (
+from nisse_llm.log.canonical import (
     CanonicalEvent,
     Compaction,
     StoredEvent,
@@ -16,11 +16,11 @@ from nisse_llm.canonical import (
     ToolResult,
     UserText,
 )
-from nisse_llm.compaction import compact, estimate_log_tokens
-from nisse_llm.logstore import LogDuplicateId, LogStore
 from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
 from nisse_llm.render.openai_chat import OpenAIChatRenderer
-from nisse_llm.taskrecord import CallRecord
+from nisse_llm.task.compaction import compact, estimate_log_tokens
+from nisse_llm.task.logstore import LogDuplicateId, LogStore
+from nisse_llm.task.records import CallRecord
 from tests.taskrecord.helpers import BASE_URL, TOKEN, make_pin
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from nisse_llm import cli
-from nisse_llm.cli import exit_code, main
-from nisse_llm.config import load_settings
+from nisse_llm.cli import main as cli
+from nisse_llm.cli.main import exit_code, main
+from nisse_llm.config.settings import load_settings
 from nisse_llm.errors import (
     BudgetExhausted,
     ConfigError,

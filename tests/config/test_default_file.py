@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from nisse_llm.config import DEFAULT_CONFIG_NAME, load_settings
+from nisse_llm.cli.starter import DEFAULT_CONFIG_NAME as STARTER_NAME
+from nisse_llm.config.settings import DEFAULT_CONFIG_NAME, load_settings
 from nisse_llm.errors import ConfigError
-from nisse_llm.starter import DEFAULT_CONFIG_NAME as STARTER_NAME
 from tests.config.helpers import COMPLETE, TOKEN, write_config
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nisse_llm.config import InsecureConfigFileWarning, load_settings
+from nisse_llm.config.settings import InsecureConfigFileWarning, load_settings
 from nisse_llm.errors import ConfigError, LLMError
 from tests.config.helpers import COMPLETE, TOKEN, complete, write_config
 

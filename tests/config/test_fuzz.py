@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nisse_llm.config import ENV_VARS, LLMSettings, RoleMap, Settings, load_settings
+from nisse_llm.config.settings import ENV_VARS, LLMSettings, RoleMap, Settings, load_settings
 from nisse_llm.errors import ConfigError
 from tests.config.helpers import TOKEN, toml_dumps
 

@@ -14,7 +14,7 @@ from nisse_llm import (
     UnknownRoleError,
     UserText,
 )
-from nisse_llm.config import Pin, load_settings
+from nisse_llm.config.settings import Pin, load_settings
 from nisse_llm.errors import ConfigError
 from tests.config.helpers import COMPLETE, TOKEN, complete, write_config
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from nisse_llm.schema import CONFIG_SCHEMA_FILE, render_schemas
-from nisse_llm.starter import starter_toml
+from nisse_llm.cli.schema import CONFIG_SCHEMA_FILE, render_schemas
+from nisse_llm.cli.starter import starter_toml
 from tests.config.helpers import TOKEN
 
 TAPLO = shutil.which("taplo", path=str(Path(sys.executable).parent)) or shutil.which("taplo")
@@ -27,7 +27,7 @@ def _cli(
 ) -> subprocess.CompletedProcess[str]:
     """The installed command, run from ``cwd`` (outside the repository)."""
     return subprocess.run(
-        [sys.executable, "-m", "nisse_llm.cli", *argv],
+        [sys.executable, "-m", "nisse_llm.cli.main", *argv],
         cwd=cwd,
         capture_output=True,
         text=True,

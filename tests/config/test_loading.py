@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import nisse_llm
-from nisse_llm.config import ENV_VARS, load_settings
+from nisse_llm.config.settings import ENV_VARS, load_settings
 from tests.config.helpers import COMPLETE, TOKEN, complete, write_config
 
 
@@ -73,7 +73,7 @@ def test_the_package_exports_the_config_names_lazily() -> None:
     assert nisse_llm.load_settings is load_settings
     probe = (
         "import sys, nisse_llm; "
-        "print('nisse_llm.config' in sys.modules, 'pydantic_settings' in sys.modules)"
+        "print('nisse_llm.config.settings' in sys.modules, 'pydantic_settings' in sys.modules)"
     )
     result = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True

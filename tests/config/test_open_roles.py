@@ -11,10 +11,10 @@ import jsonschema
 import pytest
 
 from nisse_llm import UserText
-from nisse_llm.config import ROLE_NAME_PATTERN, SEED_ROLES, Pin, load_settings
+from nisse_llm.config.settings import ROLE_NAME_PATTERN, SEED_ROLES, Pin, load_settings
 from nisse_llm.errors import ConfigError, UnknownRoleError
-from nisse_llm.routers import RoleRouter
 from nisse_llm.testing import Script, ScriptedTransport, reply
+from nisse_llm.transport.routers import RoleRouter
 from tests.config.helpers import COMPLETE, CONFIG_SCHEMA, TOKEN, complete, write_config
 
 LLM = COMPLETE["llm"]
@@ -169,7 +169,7 @@ def test_config_check_requires_the_roles_named(
 ) -> None:
     """`config check --require planner,executor` passes a two-role config and lists an
     added role too; without --require the seeds are required (exit 2)."""
-    from nisse_llm.cli import main
+    from nisse_llm.cli.main import main
 
     roles = {**TWO, "reviewer": "gpt-5.4-mini"}
     path = str(write_config(tmp_path / "c.toml", {"llm": LLM, "roles": roles}))

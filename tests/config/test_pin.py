@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from nisse_llm.config import Pin, RoleMap, load_settings
+from nisse_llm.config.settings import Pin, RoleMap, load_settings
 from nisse_llm.errors import ConfigError, LLMError, UnknownRoleError
 from tests.config.helpers import COMPLETE, TOKEN, complete, write_config
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from nisse_llm.config import ENV_VARS, Settings, load_settings
+from nisse_llm.config.settings import ENV_VARS, Settings, load_settings
 from nisse_llm.errors import ConfigError
 from tests.config.helpers import COMPLETE, write_config
 

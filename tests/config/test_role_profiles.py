@@ -10,10 +10,10 @@ from typing import Any
 import jsonschema  # type: ignore[import-untyped]  # no stubs in the dev extras
 import pytest
 
-from nisse_llm.config import ENV_VARS, Pin, RoleMap, load_settings
+from nisse_llm.config.options import RequestOptions
+from nisse_llm.config.profiles import OPTION_KEYS, RoleProfile
+from nisse_llm.config.settings import ENV_VARS, Pin, RoleMap, load_settings
 from nisse_llm.errors import ConfigError
-from nisse_llm.options import RequestOptions
-from nisse_llm.profiles import OPTION_KEYS, RoleProfile
 from tests.config.helpers import COMPLETE, CONFIG_SCHEMA, TOKEN, write_config
 
 # An OpenAI model no rule row places: every option of the unplaced rules is valid for it.

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from nisse_llm import AsyncRoleRouter, OpenAIResponsesClient, RoleRouter, UserText
-from nisse_llm.config import ENV_VARS, Pin, RoleMap, load_settings
+from nisse_llm.config.settings import ENV_VARS, Pin, RoleMap, load_settings
 from nisse_llm.errors import ConfigError
 from nisse_llm.testing import Script, ScriptedTransport, reply
 from tests.config.helpers import COMPLETE, TOKEN, write_config

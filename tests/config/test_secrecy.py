@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from nisse_llm.cli import main
-from nisse_llm.config import Pin, load_settings
+from nisse_llm.cli.main import main
+from nisse_llm.config.settings import Pin, load_settings
 from nisse_llm.errors import ConfigError
 from tests.config.helpers import COMPLETE, SCHEMAS, TOKEN, complete, write_config
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from nisse_llm.cli import main
-from nisse_llm.config import ENV_VARS, Settings, load_settings
+from nisse_llm.cli.main import main
+from nisse_llm.config.settings import ENV_VARS, Settings, load_settings
 from tests.config.helpers import COMPLETE, TOKEN, write_config
 
 FILE_TEXT = """\

@@ -9,8 +9,8 @@ import pytest
 from pydantic import ValidationError
 
 from nisse_llm import Image, ImageError, RenderError, ToolResult, UserImage, UserText
-from nisse_llm.canonical import StoredEvent, dump_jsonl, load_jsonl
-from nisse_llm.images import (
+from nisse_llm.log.canonical import StoredEvent, dump_jsonl, load_jsonl
+from nisse_llm.log.images import (
     MAX_IMAGE_BASE64_BYTES,
     MAX_IMAGE_SIDE,
     MAX_IMAGE_SIDE_MANY,
@@ -19,7 +19,7 @@ from nisse_llm.images import (
     check_request_images,
     sniff_media_type,
 )
-from nisse_llm.logstore import LogCorrupt, LogStore
+from nisse_llm.task.logstore import LogCorrupt, LogStore
 from nisse_llm.testing.images import gif, jpeg, png, screenshot, webp
 
 FORMATS = {

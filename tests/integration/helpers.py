@@ -12,10 +12,10 @@ from typing import Any, Literal
 import httpx
 import pytest
 
-from nisse_llm.clients import AnthropicPassthroughClient, LiteLLMClient
-from nisse_llm.routing import Route
+from nisse_llm.config.routing import Route
 from nisse_llm.testing import Script, ScriptedServer
 from nisse_llm.testing.proxy import LiteLLMProxy, ProxyModel
+from nisse_llm.transport.clients import AnthropicPassthroughClient, LiteLLMClient
 
 #: The proxy's ``request_timeout``: a slower upstream gets 408 after this many seconds.
 REQUEST_TIMEOUT_S = 3.0

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from nisse_llm.canonical import (
+from nisse_llm.log.canonical import (
     CALL_ID_PATTERN,
     AssistantText,
     CanonicalEvent,
@@ -163,7 +163,7 @@ async def test_async_client_runs_a_tool_loop_through_the_proxy(
     proxy: LiteLLMProxy, script: Script
 ) -> None:
     """The async passthrough client completes a call-and-answer loop through the proxy."""
-    from nisse_llm.clients import AsyncAnthropicPassthroughClient
+    from nisse_llm.transport.clients import AsyncAnthropicPassthroughClient
 
     script.messages(reply(ToolUse("read_file", {"path": "README.md"})), reply("It is a README."))
     async with AsyncAnthropicPassthroughClient(

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from nisse_llm.canonical import AssistantText, UserText
-from nisse_llm.clients import AnthropicPassthroughClient, LiteLLMClient
 from nisse_llm.errors import UpstreamUnavailable
+from nisse_llm.log.canonical import AssistantText, UserText
 from nisse_llm.testing import Script, reply
 from nisse_llm.testing.proxy import LiteLLMProxy
+from nisse_llm.transport.clients import AnthropicPassthroughClient, LiteLLMClient
 from tests.integration.helpers import COMBO_IDS, COMBOS, Combo
 
 pytestmark = pytest.mark.proxy

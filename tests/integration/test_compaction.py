@@ -12,13 +12,13 @@ from typing import Any
 import httpx
 import pytest
 
-from nisse_llm.canonical import CanonicalEvent, Compaction, ToolCall, ToolResult, UserText
-from nisse_llm.config import Pin, load_settings
-from nisse_llm.logstore import LogStore
-from nisse_llm.routers import RoleRouter
-from nisse_llm.summaries import SUMMARY_INSTRUCTIONS, CompactionPolicy
+from nisse_llm.config.settings import Pin, load_settings
+from nisse_llm.log.canonical import CanonicalEvent, Compaction, ToolCall, ToolResult, UserText
+from nisse_llm.task.logstore import LogStore
+from nisse_llm.task.summaries import SUMMARY_INSTRUCTIONS, CompactionPolicy
 from nisse_llm.testing import RecordedRequest, Script, ToolUse, failure, reply
 from nisse_llm.testing.proxy import LiteLLMProxy
+from nisse_llm.transport.routers import RoleRouter
 from tests.clients.overflow_bodies import OVERFLOWS
 from tests.corpus import READ_FILE
 from tests.integration.helpers import ClientRoute
@@ -242,9 +242,9 @@ def test_compacted_logs_fit_their_budget_by_the_proxys_own_counter(
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
-    from nisse_llm.clients import AnthropicPassthroughClient, LiteLLMClient
-    from nisse_llm.compaction import compact
     from nisse_llm.errors import ContextWindowExceeded
+    from nisse_llm.task.compaction import compact
+    from nisse_llm.transport.clients import AnthropicPassthroughClient, LiteLLMClient
     from tests.compaction.strategies import bulky_logs
 
     kind = LiteLLMClient if route == "chat" else AnthropicPassthroughClient
@@ -295,7 +295,7 @@ async def test_the_async_router_compacts_by_the_proxys_count_and_finishes(
 ) -> None:
     """AsyncRoleRouter runs the same agent past the small window: compacted by the proxy's
     counter, summarised, recorded, and finished, with the compacted log within budget."""
-    from nisse_llm.routers import AsyncRoleRouter
+    from nisse_llm.transport.routers import AsyncRoleRouter
 
     _script_agent(script, "anthropic_messages")
     path = tmp_path / "task.jsonl"

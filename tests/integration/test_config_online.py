@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from nisse_llm.cli import EXIT_OK, EXIT_UPSTREAM, EXIT_USAGE, main
-from nisse_llm.config import load_settings
-from nisse_llm.online import acheck_online, check_online
+from nisse_llm.cli.main import EXIT_OK, EXIT_UPSTREAM, EXIT_USAGE, main
+from nisse_llm.config.settings import load_settings
 from nisse_llm.testing import Script
 from nisse_llm.testing.proxy import LiteLLMProxy
+from nisse_llm.transport.online import acheck_online, check_online
 from tests.config.helpers import write_config
 
 pytestmark = pytest.mark.proxy

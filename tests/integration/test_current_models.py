@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from nisse_llm.canonical import CanonicalEvent, Reasoning, ToolCall, ToolResult, UserText
-from nisse_llm.config import load_settings
-from nisse_llm.routers import RoleRouter
+from nisse_llm.config.settings import load_settings
+from nisse_llm.log.canonical import CanonicalEvent, Reasoning, ToolCall, ToolResult, UserText
 from nisse_llm.testing import Script, Thinking, ToolUse, reply
 from nisse_llm.testing.proxy import LiteLLMProxy
+from nisse_llm.transport.routers import RoleRouter
 from tests.corpus import READ_FILE
 
 pytestmark = pytest.mark.proxy

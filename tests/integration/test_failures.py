@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from nisse_llm.canonical import AssistantText, UserText
 from nisse_llm.errors import BudgetExhausted, LLMError, TruncatedResponse, UpstreamUnavailable
+from nisse_llm.log.canonical import AssistantText, UserText
 from nisse_llm.testing import (
     Failure,
     Script,

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from bench.fleet import BUDGET_SYNC_S, SMOKE, LoadResult, fleet_for, render, run_load
-from nisse_llm.logstore import LogStore
+from nisse_llm.task.logstore import LogStore
 from nisse_llm.testing.fleet import LiteLLMFleet, RedisServer, redis_executable
 from nisse_llm.testing.proxy import ProxyStartError
 

@@ -12,20 +12,20 @@ import httpx
 import pytest
 from pydantic import BaseModel
 
-from nisse_llm.canonical import UserText
-from nisse_llm.clients import (
+from nisse_llm.config.options import RequestOptions
+from nisse_llm.config.settings import load_settings
+from nisse_llm.errors import ContextWindowExceeded, LLMError
+from nisse_llm.log.canonical import UserText
+from nisse_llm.testing import Script, Tokens, failure, reply
+from nisse_llm.testing.proxy import LiteLLMProxy
+from nisse_llm.transport.clients import (
     AnthropicPassthroughClient,
     AsyncAnthropicPassthroughClient,
     AsyncLiteLLMClient,
     LiteLLMClient,
 )
-from nisse_llm.config import load_settings
-from nisse_llm.errors import ContextWindowExceeded, LLMError
-from nisse_llm.models_info import ModelInfo
-from nisse_llm.options import RequestOptions
-from nisse_llm.routers import AsyncRoleRouter, RoleRouter
-from nisse_llm.testing import Script, Tokens, failure, reply
-from nisse_llm.testing.proxy import LiteLLMProxy
+from nisse_llm.transport.routers import AsyncRoleRouter, RoleRouter
+from nisse_llm.wire.models_info import ModelInfo
 from tests.clients.overflow_bodies import OVERFLOWS
 from tests.integration.helpers import COMBO_IDS, COMBOS, ClientRoute, Combo
 
@@ -363,7 +363,7 @@ def test_the_local_estimate_never_undercounts_the_proxys_count_by_more_than_meas
 ) -> None:
     """The offline approximation against the proxy's counter on prose, code,
     JSON, CJK, hex and numbers: never more than 5 % below it (measured worst 2 %: docs/guides/cost.md)."""
-    from nisse_llm.models_info import estimate_input_tokens
+    from nisse_llm.wire.models_info import estimate_input_tokens
 
     ratios: dict[str, float] = {}
     with _client(proxy, combo.route) as (client, _):

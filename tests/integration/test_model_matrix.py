@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from nisse_llm.canonical import UserText
-from nisse_llm.model_rules import rules_for
-from nisse_llm.options import RequestOptions
+from nisse_llm.config.model_rules import rules_for
+from nisse_llm.config.options import RequestOptions
+from nisse_llm.log.canonical import UserText
 from nisse_llm.testing import Script, ScriptedServer, Thinking, reply
 from nisse_llm.testing.proxy import LiteLLMProxy, ProxyModel
 from tests.corpus import READ_FILE

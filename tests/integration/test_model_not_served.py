@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from nisse_llm.canonical import UserText
-from nisse_llm.config import Pin
+from nisse_llm.config.settings import Pin
 from nisse_llm.errors import LLMError, ModelNotServed
-from nisse_llm.routers import RoleRouter
+from nisse_llm.log.canonical import UserText
 from nisse_llm.testing import Script
 from nisse_llm.testing.proxy import LiteLLMProxy
+from nisse_llm.transport.routers import RoleRouter
 from tests.integration.helpers import client_for
 
 pytestmark = pytest.mark.proxy

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from nisse_llm.canonical import CanonicalEvent, ToolCall, ToolResult, UserText
-from nisse_llm.clients import AnthropicPassthroughClient, LiteLLMClient
-from nisse_llm.config import load_settings
+from nisse_llm.config.settings import load_settings
+from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult, UserText
 from nisse_llm.testing import Script, ToolUse, reply
 from nisse_llm.testing.proxy import LiteLLMProxy
+from nisse_llm.transport.clients import AnthropicPassthroughClient, LiteLLMClient
 from tests.corpus import READ_FILE, RUN_TESTS
 from tests.integration.helpers import COMBO_IDS, COMBOS, Combo, client_for
 from tests.render.cache_markers import marker_paths

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from nisse_llm.canonical import AssistantText, CanonicalEvent, ToolCall, ToolResult, UserText
-from nisse_llm.config import Pin, load_settings
+from nisse_llm.config.settings import Pin, load_settings
 from nisse_llm.errors import ConfigError
-from nisse_llm.routers import RoleRouter
+from nisse_llm.log.canonical import AssistantText, CanonicalEvent, ToolCall, ToolResult, UserText
 from nisse_llm.testing import Script, ToolUse, reply
 from nisse_llm.testing.proxy import LiteLLMProxy
+from nisse_llm.transport.routers import RoleRouter
 from tests.corpus import RUN_TESTS
 
 pytestmark = pytest.mark.proxy

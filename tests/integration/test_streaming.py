@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from nisse_llm.canonical import (
+from nisse_llm.errors import LLMError, StreamInterrupted, UpstreamUnavailable
+from nisse_llm.log.canonical import (
     AssistantText,
     CanonicalEvent,
     Reasoning,
@@ -12,8 +13,7 @@ from nisse_llm.canonical import (
     Usage,
     UserText,
 )
-from nisse_llm.errors import LLMError, StreamInterrupted, UpstreamUnavailable
-from nisse_llm.streaming import (
+from nisse_llm.stream.deltas import (
     ReasoningDelta,
     StreamDelta,
     TextDelta,

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from nisse_llm.canonical import (
+from nisse_llm.config.settings import load_settings
+from nisse_llm.errors import UpstreamUnavailable
+from nisse_llm.log.canonical import (
     AssistantText,
     CanonicalEvent,
     ToolCall,
@@ -16,12 +18,10 @@ from nisse_llm.canonical import (
     Usage,
     UserText,
 )
-from nisse_llm.config import load_settings
-from nisse_llm.errors import UpstreamUnavailable
-from nisse_llm.logstore import LogStore
-from nisse_llm.routers import AsyncRoleRouter
+from nisse_llm.task.logstore import LogStore
 from nisse_llm.testing import Script, Tokens, ToolUse, reply, slow
 from nisse_llm.testing.proxy import LiteLLMProxy
+from nisse_llm.transport.routers import AsyncRoleRouter
 from tests.corpus import READ_FILE
 
 pytestmark = pytest.mark.proxy

@@ -26,7 +26,7 @@ from nisse_llm import (
     UserText,
     load_settings,
 )
-from nisse_llm.routing import Route
+from nisse_llm.config.routing import Route
 from nisse_llm.testing import Script, ScriptedServer, Thinking, Tokens, ToolUse, reply
 from nisse_llm.testing.proxy import LiteLLMProxy, ProxyModel
 from tests.corpus import READ_FILE

@@ -11,11 +11,11 @@ import pytest
 from anthropic.types.model_param import ModelParam
 from openai.types.shared.chat_model import ChatModel
 
-from nisse_llm.canonical import UserText
-from nisse_llm.config import load_settings
+from nisse_llm.config.model_rules import MODEL_RULES, placed_rules, rules_for
+from nisse_llm.config.options import RequestOptions
+from nisse_llm.config.settings import load_settings
 from nisse_llm.errors import ConfigError, RenderError
-from nisse_llm.model_rules import MODEL_RULES, placed_rules, rules_for
-from nisse_llm.options import RequestOptions
+from nisse_llm.log.canonical import UserText
 from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
 from nisse_llm.render.openai_chat import OpenAIChatRenderer
 from tests.config.helpers import COMPLETE, write_config
@@ -34,7 +34,7 @@ def _sdk_models() -> list[str]:
 def test_every_model_the_sdks_list_has_a_row(model: str) -> None:
     """A model the pinned SDKs list falls under a placed row of its own family."""
     row = placed_rules(model)
-    assert row is not None, f"{model}: no row in nisse_llm.model_rules.MODEL_RULES"
+    assert row is not None, f"{model}: no row in nisse_llm.config.model_rules.MODEL_RULES"
     assert row.family == ("anthropic" if model.startswith("claude-") else "openai")
 
 
@@ -260,13 +260,13 @@ def test_the_route_column_sends_current_openai_reasoning_models_to_responses(
 ) -> None:
     """gpt-5.4 and later and the gpt-6 family take the Responses route by default (the real
     API refuses tools with reasoning on chat completions for them); others keep theirs."""
-    from nisse_llm.routing import route_for
+    from nisse_llm.config.routing import route_for
 
     assert route_for(model) == route
 
 
 def test_a_passthrough_prefix_still_wins_over_the_route_column() -> None:
     """An operator's passthrough prefix sends even a current OpenAI name to the messages route."""
-    from nisse_llm.routing import route_for
+    from nisse_llm.config.routing import route_for
 
     assert route_for("gpt-6-astra", ("gpt-6",)) == "anthropic_messages"

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import sys
 
-from nisse_llm.canonical import StoredEvent, UserText
-from nisse_llm.logstore import LogStore
+from nisse_llm.log.canonical import StoredEvent, UserText
+from nisse_llm.task.logstore import LogStore
 
 #: Most records per append; the checker allows this many unreported records after a kill.
 MAX_BATCH = 3

@@ -21,9 +21,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from nisse_llm.canonical import Usage
+from nisse_llm.config.routing import Route
 from nisse_llm.errors import LLMError
-from nisse_llm.routing import Route
+from nisse_llm.log.canonical import Usage
 from nisse_llm.testing.sse import sse_stream
 from tests.clients.harness import EVENTS, MODEL, TOKEN
 from tests.clients.loopback import RESPONSES
@@ -156,7 +156,7 @@ def _case(name: str) -> tuple[Route, Script]:
 
 
 def _client(route: Route, mode: str, base_url: str, metered: list[Usage]) -> Any:
-    from nisse_llm import clients
+    from nisse_llm.transport import clients
 
     kinds = {
         ("openai_chat", "sync"): clients.LiteLLMClient,

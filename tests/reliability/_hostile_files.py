@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from nisse_llm.config import load_settings
+from nisse_llm.config.settings import load_settings
 from nisse_llm.errors import LLMError
 
 DEPTH = 100_000

@@ -23,10 +23,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from nisse_llm.canonical import StoredEvent, UserText
-from nisse_llm.config import Pin, load_settings
+from nisse_llm.config.settings import Pin, load_settings
 from nisse_llm.errors import LLMError
-from nisse_llm.logstore import LogFileReplaced, LogStore
+from nisse_llm.log.canonical import StoredEvent, UserText
+from nisse_llm.task.logstore import LogFileReplaced, LogStore
 from tests.clients.harness import EVENTS, MODEL, TOKEN
 from tests.clients.loopback import RESPONSES
 from tests.reliability._rawserver import Conn, RawServer, echo, head
@@ -60,7 +60,7 @@ def _completion(conn: Conn) -> None:
 
 
 def _client(mode: str, base_url: str) -> Any:
-    from nisse_llm.clients import AsyncLiteLLMClient, LiteLLMClient
+    from nisse_llm.transport.clients import AsyncLiteLLMClient, LiteLLMClient
 
     cls = LiteLLMClient if mode == "sync" else AsyncLiteLLMClient
     return cls(base_url, TOKEN, timeout_s=1.0, call_deadline_s=2.0, rate_limit_retries=0)

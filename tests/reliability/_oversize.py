@@ -16,7 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from nisse_llm.canonical import (
+from nisse_llm.errors import LLMError
+from nisse_llm.log.canonical import (
     Completion,
     StoredEvent,
     ToolCall,
@@ -24,10 +25,9 @@ from nisse_llm.canonical import (
     UserText,
     mint_call_id,
 )
-from nisse_llm.errors import LLMError
-from nisse_llm.logstore import LogStore
 from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
 from nisse_llm.render.openai_chat import OpenAIChatRenderer
+from nisse_llm.task.logstore import LogStore
 
 MB = 1024 * 1024
 BIG = 100 * MB

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import sys
 
-from nisse_llm.canonical import UserText
-from nisse_llm.logstore import LogStore
+from nisse_llm.log.canonical import UserText
+from nisse_llm.task.logstore import LogStore
 from tests.reliability._crash_writer import payload
 from tests.taskrecord.helpers import call_record, make_pin
 

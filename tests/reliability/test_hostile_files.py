@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from nisse_llm.config import InsecureConfigFileWarning, load_settings
+from nisse_llm.config.settings import InsecureConfigFileWarning, load_settings
 from tests.reliability import figures
 from tests.reliability._hostile_files import CASES, ROLES, build
 
@@ -62,7 +62,7 @@ def test_the_cli_reports_a_hostile_config_file_without_a_traceback(
 ) -> None:
     """``nisse-llm config check --config FILE`` exits 2 with one plain error, no traceback."""
     path = build(case, tmp_path)
-    done = _child(["-m", "nisse_llm.cli", "config", "check", "--config", str(path)])
+    done = _child(["-m", "nisse_llm.cli.main", "config", "check", "--config", str(path)])
     err = done.stderr.decode()
 
     assert done.returncode == 2, err

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from pydantic_core import PydanticSerializationError
 
-from nisse_llm.canonical import (
+from nisse_llm.log.canonical import (
     CanonicalEvent,
     StoredEvent,
     ToolCall,
@@ -27,7 +27,7 @@ from nisse_llm.canonical import (
     dump_jsonl,
     load_jsonl,
 )
-from nisse_llm.logstore import (
+from nisse_llm.task.logstore import (
     LogCorrupt,
     LogRead,
     LogSequenceError,
@@ -126,7 +126,7 @@ def test_append_fsyncs_the_file_and_a_new_files_directory(
         synced.append("dir" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file")
         real_fsync(fd)
 
-    monkeypatch.setattr("nisse_llm.logstore.os.fsync", spy)
+    monkeypatch.setattr("nisse_llm.task.logstore.os.fsync", spy)
     store = LogStore(tmp_path / "log.jsonl")
     store.append_event(UserText(text="a"))
     store.append_event(UserText(text="b"))
@@ -396,8 +396,8 @@ def test_two_stores_on_one_file_see_each_others_records(tmp_path: Path) -> None:
 
 _PROCESS_WRITER = """
 import sys
-from nisse_llm.canonical import UserText
-from nisse_llm.logstore import LogStore
+from nisse_llm.log.canonical import UserText
+from nisse_llm.task.logstore import LogStore
 store = LogStore(sys.argv[1])
 for n in range(100):
     store.append_event(UserText(text=sys.argv[2] + str(n)))

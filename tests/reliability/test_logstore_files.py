@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from nisse_llm.canonical import StoredEvent, UserText
-from nisse_llm.logstore import LogFileReplaced, LogStore
+from nisse_llm.log.canonical import StoredEvent, UserText
+from nisse_llm.task.logstore import LogFileReplaced, LogStore
 from tests.reliability import figures
 
 

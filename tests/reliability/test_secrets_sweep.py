@@ -23,18 +23,18 @@ from typing import Any
 
 import pytest
 
-from nisse_llm.cli import main
-from nisse_llm.clients import (
+from nisse_llm.cli.main import main
+from nisse_llm.config.routing import Route
+from nisse_llm.config.settings import InsecureConfigFileWarning, Pin, load_settings
+from nisse_llm.errors import ConfigError, LLMError, UpstreamUnavailable
+from nisse_llm.testing.sse import encode_sse, sse_stream, stream_events, with_error_event
+from nisse_llm.transport.clients import (
     AnthropicPassthroughClient,
     AsyncAnthropicPassthroughClient,
     AsyncLiteLLMClient,
     LiteLLMClient,
 )
-from nisse_llm.config import InsecureConfigFileWarning, Pin, load_settings
-from nisse_llm.errors import ConfigError, LLMError, UpstreamUnavailable
-from nisse_llm.routers import AsyncRoleRouter, RoleRouter
-from nisse_llm.routing import Route
-from nisse_llm.testing.sse import encode_sse, sse_stream, stream_events, with_error_event
+from nisse_llm.transport.routers import AsyncRoleRouter, RoleRouter
 from tests.clients.harness import (
     EVENTS,
     MODEL,

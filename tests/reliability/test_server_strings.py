@@ -17,14 +17,14 @@ from typing import Any
 
 import pytest
 
-from nisse_llm._terminal import printable
-from nisse_llm.canonical import Usage
-from nisse_llm.cli import main
+from nisse_llm.cli._terminal import printable
+from nisse_llm.cli.main import main
+from nisse_llm.config.routing import Route
 from nisse_llm.errors import LLMError
+from nisse_llm.log.canonical import Usage
 from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
 from nisse_llm.render.openai_chat import OpenAIChatRenderer
-from nisse_llm.routing import Route
-from nisse_llm.streaming import StreamDelta, ToolCallStarted
+from nisse_llm.stream.deltas import StreamDelta, ToolCallStarted
 from nisse_llm.testing.sse import encode_sse, sse_stream, stream_events
 from tests.clients.harness import EVENTS, MODEL, MODES, TOKEN, Mode, close, complete, make_client
 from tests.clients.loopback import RESPONSES, LoopbackServer, Reply, SleepLog, error_body, serve

@@ -23,9 +23,9 @@ from typing import Any
 import httpx
 import pytest
 
-from nisse_llm.canonical import AssistantText, UserText
+from nisse_llm.config.routing import Route
 from nisse_llm.errors import LLMError, UpstreamUnavailable
-from nisse_llm.routing import Route
+from nisse_llm.log.canonical import AssistantText, UserText
 from tests.clients.harness import MODEL, MODES, ROUTES, Mode, close, complete, make_client
 from tests.clients.loopback import (
     RESPONSES,

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from nisse_llm.canonical import StoredEvent, Usage, UserText
-from nisse_llm.logstore import LogStore, TaskHeaderMissing
-from nisse_llm.taskrecord import StoredCall, StoredHeader, UsageTotal
+from nisse_llm.log.canonical import StoredEvent, Usage, UserText
+from nisse_llm.task.logstore import LogStore, TaskHeaderMissing
+from nisse_llm.task.records import StoredCall, StoredHeader, UsageTotal
 from tests.reliability import figures
 from tests.reliability._crash_writer import payload
 from tests.reliability._task_crash_writer import MAX_BATCH

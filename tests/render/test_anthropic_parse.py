@@ -11,7 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nisse_llm.canonical import (
+from nisse_llm.errors import LLMError, ModelRefusal, TruncatedResponse
+from nisse_llm.log.canonical import (
     CALL_ID_PATTERN,
     AssistantText,
     Completion,
@@ -21,7 +22,6 @@ from nisse_llm.canonical import (
     Usage,
     UserText,
 )
-from nisse_llm.errors import LLMError, ModelRefusal, TruncatedResponse
 from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
 from tests.strategies import json_values
 

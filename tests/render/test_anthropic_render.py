@@ -13,7 +13,8 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
-from nisse_llm.canonical import (
+from nisse_llm.errors import RenderError
+from nisse_llm.log.canonical import (
     AssistantText,
     CanonicalEvent,
     Reasoning,
@@ -23,7 +24,6 @@ from nisse_llm.canonical import (
     ToolSpec,
     UserText,
 )
-from nisse_llm.errors import RenderError
 from nisse_llm.render import Renderer
 from nisse_llm.render import anthropic_messages as ant
 from nisse_llm.render.anthropic_messages import (

@@ -12,7 +12,8 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
-from nisse_llm.canonical import (
+from nisse_llm.errors import RenderError
+from nisse_llm.log.canonical import (
     AssistantText,
     CanonicalEvent,
     Reasoning,
@@ -21,7 +22,6 @@ from nisse_llm.canonical import (
     ToolResult,
     UserText,
 )
-from nisse_llm.errors import RenderError
 from nisse_llm.render import Renderer
 from nisse_llm.render import openai_chat as chat
 from nisse_llm.render.openai_chat import (

@@ -6,10 +6,17 @@ from typing import Any
 
 import pytest
 
-from nisse_llm.canonical import AssistantText, Reasoning, ToolCall, ToolResult, ToolSpec, UserText
+from nisse_llm.config.option_rules import EFFORT_BUDGETS
+from nisse_llm.config.options import RequestOptions
 from nisse_llm.errors import RenderError
-from nisse_llm.option_rules import EFFORT_BUDGETS
-from nisse_llm.options import RequestOptions
+from nisse_llm.log.canonical import (
+    AssistantText,
+    Reasoning,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+    UserText,
+)
 from nisse_llm.render._cache import PromptCache
 from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
 from nisse_llm.render.openai_chat import OpenAIChatRenderer

@@ -14,7 +14,7 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
-from nisse_llm.options import RequestOptions
+from nisse_llm.config.options import RequestOptions
 from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
 from nisse_llm.render.openai_chat import OpenAIChatRenderer
 from tests.corpus import corpus

@@ -7,12 +7,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from nisse_llm.canonical import Completion
+from nisse_llm.config.routing import Route
+from nisse_llm.log.canonical import Completion
 from nisse_llm.render import Renderer
 from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
 from nisse_llm.render.openai_chat import OpenAIChatRenderer
-from nisse_llm.routing import Route
-from nisse_llm.streaming import (
+from nisse_llm.stream.deltas import (
     AnthropicStreamAccumulator,
     OpenAIChatStreamAccumulator,
     StreamAccumulator,

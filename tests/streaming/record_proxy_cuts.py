@@ -23,11 +23,11 @@ from typing import Any
 
 import httpx
 
-from nisse_llm.canonical import ToolSpec, UserText
-from nisse_llm.clients import AnthropicPassthroughClient, LiteLLMClient
+from nisse_llm.log.canonical import ToolSpec, UserText
 from nisse_llm.testing import ScriptedServer, Thinking, ToolUse, cut_after, ended_after, reply
 from nisse_llm.testing.proxy import LITELLM_PIN, LiteLLMProxy, ProxyModel
 from nisse_llm.testing.turns import Reply
+from nisse_llm.transport.clients import AnthropicPassthroughClient, LiteLLMClient
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "proxy_cuts"
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from nisse_llm.canonical import AssistantText, Reasoning, ToolCall, Usage
 from nisse_llm.errors import LLMError, ModelRefusal, TruncatedResponse, UpstreamUnavailable
-from nisse_llm.streaming import (
+from nisse_llm.log.canonical import AssistantText, Reasoning, ToolCall, Usage
+from nisse_llm.stream.deltas import (
     PartialToolCall,
     ReasoningDelta,
     StreamInterrupted,

@@ -1,8 +1,8 @@
 """The fast paths of stream reading agree with the slow ones, and hold nothing back.
 
 Events are cut at blank lines, text events that repeat the last one's envelope are read
-without a parse (nisse_llm/_envelope.py), and text is joined only when read
-(nisse_llm/_fragments.py). None of that may change a delta, delay one past the chunk
+without a parse (nisse_llm/stream/_envelope.py), and text is joined only when read
+(nisse_llm/stream/_fragments.py). None of that may change a delta, delay one past the chunk
 that completes its event, or let a changed envelope through unparsed.
 """
 
@@ -16,11 +16,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nisse_llm._envelope import Envelope
-from nisse_llm._sse import SSEDecoder
+from nisse_llm.config.routing import Route
 from nisse_llm.errors import LLMError
-from nisse_llm.routing import Route
-from nisse_llm.streaming import (
+from nisse_llm.stream._envelope import Envelope
+from nisse_llm.stream._sse import SSEDecoder
+from nisse_llm.stream.deltas import (
     ReasoningDelta,
     ServerSentEvent,
     StreamDelta,

@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nisse_llm.routing import Route
+from nisse_llm.config.routing import Route
 from nisse_llm.testing import (
     RedactedThinking,
     Text,

@@ -17,15 +17,15 @@ from typing import Any
 import httpx
 import pytest
 
-from nisse_llm.canonical import AssistantText, Completion, Reasoning, ToolCall, UserText
-from nisse_llm.clients import (
+from nisse_llm.errors import LLMError, StreamInterrupted
+from nisse_llm.log.canonical import AssistantText, Completion, Reasoning, ToolCall, UserText
+from nisse_llm.stream.deltas import StreamDelta, TextDelta
+from nisse_llm.transport.clients import (
     AnthropicPassthroughClient,
     AsyncAnthropicPassthroughClient,
     AsyncLiteLLMClient,
     LiteLLMClient,
 )
-from nisse_llm.errors import LLMError, StreamInterrupted
-from nisse_llm.streaming import StreamDelta, TextDelta
 from tests.streaming._support import accumulator
 from tests.streaming.record_proxy_cuts import BODY_TEXT, CASES, LONG_TEXT, LONG_THINKING, Case
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nisse_llm.streaming import ServerSentEvent, SSEDecoder
+from nisse_llm.stream.deltas import ServerSentEvent, SSEDecoder
 from nisse_llm.testing.sse import encode_sse, split_bytes, sse_stream
 from tests.streaming._support import load_body
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from nisse_llm.config.routing import Route
 from nisse_llm.errors import LLMError, StreamInterrupted
-from nisse_llm.routing import Route
 from nisse_llm.testing.sse import sse_stream
 from tests.streaming._support import accumulator, load_body
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from nisse_llm.streaming import ServerSentEvent, StreamInterrupted
+from nisse_llm.stream.deltas import ServerSentEvent, StreamInterrupted
 from nisse_llm.testing.sse import (
     anthropic_messages_events,
     cut,

@@ -14,15 +14,9 @@ from typing import Any
 import httpx
 import pytest
 
-from nisse_llm.canonical import AssistantText, CanonicalEvent, Reasoning, ToolCall, UserText
-from nisse_llm.clients import (
-    AnthropicPassthroughClient,
-    AsyncAnthropicPassthroughClient,
-    AsyncLiteLLMClient,
-    LiteLLMClient,
-)
-from nisse_llm.routing import Route
-from nisse_llm.streaming import (
+from nisse_llm.config.routing import Route
+from nisse_llm.log.canonical import AssistantText, CanonicalEvent, Reasoning, ToolCall, UserText
+from nisse_llm.stream.deltas import (
     ReasoningDelta,
     StreamDelta,
     TextDelta,
@@ -37,6 +31,12 @@ from nisse_llm.testing import (
     ToolUse,
     anthropic_message_body,
     openai_chat_body,
+)
+from nisse_llm.transport.clients import (
+    AnthropicPassthroughClient,
+    AsyncAnthropicPassthroughClient,
+    AsyncLiteLLMClient,
+    LiteLLMClient,
 )
 from tests.streaming.record_proxy_cuts import MOCK_TEXT
 

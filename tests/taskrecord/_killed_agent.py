@@ -10,10 +10,10 @@ from __future__ import annotations
 import sys
 import time
 
-from nisse_llm.canonical import UserText
-from nisse_llm.logstore import LogStore
-from nisse_llm.routers import RoleRouter
+from nisse_llm.log.canonical import UserText
+from nisse_llm.task.logstore import LogStore
 from nisse_llm.testing import Script, ScriptedTransport, Tokens, ToolUse, reply
+from nisse_llm.transport.routers import RoleRouter
 from tests.corpus import READ_FILE
 from tests.taskrecord.helpers import make_pin
 

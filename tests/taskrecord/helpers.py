@@ -5,9 +5,9 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from nisse_llm.canonical import CallInfo, Usage
-from nisse_llm.config import Pin, load_settings
-from nisse_llm.taskrecord import CallRecord
+from nisse_llm.config.settings import Pin, load_settings
+from nisse_llm.log.canonical import CallInfo, Usage
+from nisse_llm.task.records import CallRecord
 
 TOKEN = "sk-task-record-0123456789"
 #: Where every test pin points (the operator's base URL a resume must be given).

@@ -10,11 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from nisse_llm.canonical import AssistantText, CanonicalEvent, ToolCall, ToolResult, Usage, UserText
 from nisse_llm.errors import BudgetExhausted, UpstreamUnavailable
-from nisse_llm.logstore import LogStore, LogTornTail
-from nisse_llm.routers import AsyncRoleRouter, RoleRouter
-from nisse_llm.taskrecord import CallRecord
+from nisse_llm.log.canonical import (
+    AssistantText,
+    CanonicalEvent,
+    ToolCall,
+    ToolResult,
+    Usage,
+    UserText,
+)
+from nisse_llm.task.logstore import LogStore, LogTornTail
+from nisse_llm.task.records import CallRecord
 from nisse_llm.testing import (
     Script,
     ScriptedTransport,
@@ -24,6 +30,7 @@ from nisse_llm.testing import (
     reply,
     slow,
 )
+from nisse_llm.transport.routers import AsyncRoleRouter, RoleRouter
 from tests.corpus import READ_FILE
 from tests.taskrecord._killed_agent import FIRST_USAGE, QUESTION
 from tests.taskrecord.helpers import BASE_URL, ROLES, TOKEN, make_pin
@@ -238,7 +245,7 @@ def test_records_carry_the_proxys_call_id_and_cost(tmp_path: Path) -> None:
 def test_a_router_begins_its_store_and_refuses_another_tasks(tmp_path: Path) -> None:
     """A router given a fresh store writes the pin header; given another task's file, it
     refuses before any call is made."""
-    from nisse_llm.logstore import TaskPinMismatch
+    from nisse_llm.task.logstore import TaskPinMismatch
 
     fresh = LogStore(tmp_path / "fresh.jsonl")
     with RoleRouter.from_pin(make_pin(), store=fresh, transport=ScriptedTransport(Script())):
@@ -257,7 +264,7 @@ def test_typed_answers_and_options_are_recorded_under_their_role(tmp_path: Path)
     call made, each under the role it was made for."""
     from pydantic import BaseModel
 
-    from nisse_llm.options import RequestOptions
+    from nisse_llm.config.options import RequestOptions
     from nisse_llm.testing import ToolUse
 
     class Plan(BaseModel):

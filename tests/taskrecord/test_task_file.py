@@ -13,7 +13,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from nisse_llm.canonical import (
+from nisse_llm.errors import ConfigError
+from nisse_llm.log.canonical import (
     AssistantText,
     CallInfo,
     StoredEvent,
@@ -23,15 +24,14 @@ from nisse_llm.canonical import (
     UserText,
     dump_jsonl,
 )
-from nisse_llm.errors import ConfigError
-from nisse_llm.logstore import (
+from nisse_llm.task.logstore import (
     LogCorrupt,
     LogSequenceError,
     LogStore,
     TaskHeaderMissing,
     TaskPinMismatch,
 )
-from nisse_llm.taskrecord import (
+from nisse_llm.task.records import (
     CallRecord,
     StoredCall,
     StoredHeader,
@@ -343,9 +343,9 @@ def test_asyncio_tasks_append_to_one_store_without_loss(tmp_path: Path) -> None:
 
 _PROCESS_AGENT = """
 import sys
-from nisse_llm.canonical import UserText
-from nisse_llm.logstore import LogStore
-from nisse_llm.taskrecord import CallRecord
+from nisse_llm.log.canonical import UserText
+from nisse_llm.task.logstore import LogStore
+from nisse_llm.task.records import CallRecord
 from tests.taskrecord.helpers import make_pin
 worker = int(sys.argv[2])
 store = LogStore(sys.argv[1]).begin(make_pin())
@@ -380,7 +380,7 @@ def test_append_events_is_one_write(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         writes.append(len(data))
         return int(real_write(fd, data))
 
-    monkeypatch.setattr("nisse_llm.logstore.os.write", spy)
+    monkeypatch.setattr("nisse_llm.task.logstore.os.write", spy)
     stored = store.append_events([UserText(text="a"), AssistantText(text="b", model="m")])
 
     assert [r.seq for r in stored] == [1, 2]

@@ -15,7 +15,7 @@ from nisse_llm import (
     CanonicalEvent,
     LiteLLMClient,
 )
-from nisse_llm.canonical import Completion
+from nisse_llm.log.canonical import Completion
 from nisse_llm.testing import Script, ScriptedTransport
 
 BASE = "http://proxy.test:4000"

@@ -17,7 +17,7 @@ from nisse_llm import (
     UserText,
     load_settings,
 )
-from nisse_llm.config import Pin
+from nisse_llm.config.settings import Pin
 from nisse_llm.testing import Script, ScriptedTransport, ToolUse, reply
 from tests.telemetry.conftest import Telemetry, attributes
 from tests.telemetry.helpers import BASE, MODELS, TOKEN

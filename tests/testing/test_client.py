@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from nisse_llm.canonical import (
+from nisse_llm.errors import BudgetExhausted, TruncatedResponse
+from nisse_llm.log.canonical import (
     CALL_ID_PATTERN,
     AssistantText,
     Reasoning,
@@ -17,7 +18,6 @@ from nisse_llm.canonical import (
     Usage,
     UserText,
 )
-from nisse_llm.errors import BudgetExhausted, TruncatedResponse
 from nisse_llm.testing import (
     AsyncScriptedClient,
     RedactedThinking,

@@ -7,20 +7,20 @@ import threading
 
 import pytest
 
-from nisse_llm.canonical import AssistantText, CanonicalEvent, ToolCall, ToolResult, UserText
-from nisse_llm.clients import (
-    AnthropicPassthroughClient,
-    AsyncAnthropicPassthroughClient,
-    AsyncLiteLLMClient,
-    LiteLLMClient,
-)
 from nisse_llm.errors import UpstreamUnavailable
+from nisse_llm.log.canonical import AssistantText, CanonicalEvent, ToolCall, ToolResult, UserText
 from nisse_llm.testing import (
     Script,
     ScriptedTransport,
     ToolUse,
     reply,
     slow,
+)
+from nisse_llm.transport.clients import (
+    AnthropicPassthroughClient,
+    AsyncAnthropicPassthroughClient,
+    AsyncLiteLLMClient,
+    LiteLLMClient,
 )
 from tests.corpus import READ_FILE
 

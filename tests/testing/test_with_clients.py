@@ -6,14 +6,8 @@ import json
 
 import pytest
 
-from nisse_llm.canonical import AssistantText, CanonicalEvent, ToolCall, ToolResult, UserText
-from nisse_llm.clients import (
-    AnthropicPassthroughClient,
-    AsyncAnthropicPassthroughClient,
-    AsyncLiteLLMClient,
-    LiteLLMClient,
-)
 from nisse_llm.errors import BudgetExhausted, TruncatedResponse, UpstreamUnavailable
+from nisse_llm.log.canonical import AssistantText, CanonicalEvent, ToolCall, ToolResult, UserText
 from nisse_llm.testing import (
     Script,
     ScriptedTransport,
@@ -23,6 +17,12 @@ from nisse_llm.testing import (
     openai_failure,
     reply,
     truncated,
+)
+from nisse_llm.transport.clients import (
+    AnthropicPassthroughClient,
+    AsyncAnthropicPassthroughClient,
+    AsyncLiteLLMClient,
+    LiteLLMClient,
 )
 from tests.corpus import READ_FILE
 

@@ -120,7 +120,7 @@ def test_a_type_that_allows_extra_fields_keeps_them() -> None:
 def test_a_text_answer_with_an_unknown_field_is_not_accepted() -> None:
     """An unforced text answer (JSON in text) with a stray field is a missing answer, not
     a silently trimmed one."""
-    from nisse_llm.options import RequestOptions
+    from nisse_llm.config.options import RequestOptions
 
     client = ScriptedClient([reply('{"steps": [{"action": "a"}], "risk": "low", "x": 1}')])
     with pytest.raises(OutputValidationError):

@@ -10,9 +10,9 @@ import pytest
 from pydantic import BaseModel
 
 from nisse_llm import AssistantText, Toolbox, ToolCall, ToolResult, ToolSpec, UserText
-from nisse_llm.images import Image
+from nisse_llm.log.images import Image
+from nisse_llm.log.toolbox import result_text
 from nisse_llm.testing.images import png
-from nisse_llm.toolbox import result_text
 from tests.tools.signatures import Point, Shape, draw, fetch, grep, positional, tricky_names
 
 

@@ -26,11 +26,12 @@ from nisse_llm import (
     UserText,
     load_settings,
 )
-from nisse_llm.canonical import Completion
+from nisse_llm.config.model_rules import UNPLACED
 from nisse_llm.errors import LLMError
-from nisse_llm.model_rules import UNPLACED
+from nisse_llm.log.canonical import Completion
 from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
 from nisse_llm.render.openai_chat import OpenAIChatRenderer
+from nisse_llm.render.typed import ACCEPTED, NOT_RUN, TypedExchange
 from nisse_llm.testing import (
     AsyncScriptedClient,
     Script,
@@ -41,7 +42,6 @@ from nisse_llm.testing import (
     ToolUse,
     reply,
 )
-from nisse_llm.typed import ACCEPTED, NOT_RUN, TypedExchange
 from tests.render.anthropic_checker import anthropic_violations, official_violations
 from tests.render.test_openai_official import judge_official
 

@@ -1,0 +1,1 @@
+"""The ``nisse-llm`` command: configuration checks, schemas, the starter file, ``complete``."""

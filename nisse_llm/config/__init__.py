@@ -1,0 +1,53 @@
+"""Configuration: typed settings, role profiles, request options and each model's rules.
+
+The settings (``Settings``, ``load_settings``, ``Pin``...) live in
+`nisse_llm.config.settings` and are re-exported here on first use: the rule modules
+beside them (routing, options, model rules) are read on every call, while the settings
+and pydantic-settings load only when a program loads its configuration.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from nisse_llm.config.settings import (
+        CONFIG_ENV,
+        DEFAULT_CONFIG_NAME,
+        ENV_VARS,
+        RECORD_FORMAT,
+        ROLE_NAME_PATTERN,
+        SEED_ROLES,
+        InsecureConfigFileWarning,
+        LLMSettings,
+        Pin,
+        RoleMap,
+        Settings,
+        env_var,
+        load_settings,
+        role_name_problem,
+    )
+
+__all__ = [
+    "CONFIG_ENV",
+    "DEFAULT_CONFIG_NAME",
+    "ENV_VARS",
+    "RECORD_FORMAT",
+    "ROLE_NAME_PATTERN",
+    "SEED_ROLES",
+    "InsecureConfigFileWarning",
+    "LLMSettings",
+    "Pin",
+    "RoleMap",
+    "Settings",
+    "env_var",
+    "load_settings",
+    "role_name_problem",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in __all__:
+        raise AttributeError(f"module 'nisse_llm.config' has no attribute {name!r}")
+    return getattr(importlib.import_module("nisse_llm.config.settings"), name)

@@ -1,0 +1,292 @@
+"""The rules request options must keep, per model family and route (pure, no I/O).
+
+Every rule here answers something a provider (or the LiteLLM proxy in front of it) rejects
+or gets wrong, and is checked before anything is sent: by the renderers for a call
+(`nisse_llm.render._options` turns a violation into a `RenderError`) and by the config for
+a role profile (a `ConfigError` at load time). Rules that need the tools of a call live in
+`tool_violations`; the others need only the options, the model and the output ceiling.
+
+What each model family accepts (effort levels, budgets, turning reasoning off, a thinking
+display, sampling, a forced tool) is `nisse_llm.config.model_rules`' table; this module applies it.
+Sources of the rules that hold for a whole provider (each rule cites its own):
+
+- Anthropic, extended thinking: "budget_tokens ... Must be >=1024 and less than
+  `max_tokens`" (the official SDK's ``ThinkingConfigEnabledParam``,
+  https://platform.claude.com/docs/en/build-with-claude/extended-thinking); "Tool use with
+  thinking only supports ``tool_choice: {"type": "auto"}`` (the default) or
+  ``tool_choice: {"type": "none"}``" (same page, extended thinking with tool use).
+- Anthropic, API version 2026-10-21: "The temperature, top_p, and top_k request parameters
+  are removed. A request that sends any of them returns a 400"
+  (https://platform.claude.com/docs/en/api/versioning,
+  https://platform.claude.com/docs/en/api/migration-2026-10-21); the official SDK 2.x
+  request types no longer have these fields.
+- Anthropic stop sequences may not be whitespace only (LiteLLM drops such sequences on the
+  way to Anthropic, ``_map_stop_sequences``, rather than send what the API refuses).
+- OpenAI chat completions: ``stop``: "Up to 4 sequences"; ``tool_choice`` other than
+  ``none`` needs ``tools``; ``temperature`` 0 to 2; ``top_p`` at most 1
+  (https://platform.openai.com/docs/api-reference/chat/create, the official SDK's
+  ``CompletionCreateParams``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Final, Literal
+
+from nisse_llm.config.model_rules import Family, ModelRules, rules_for
+
+if TYPE_CHECKING:
+    from nisse_llm.config.options import ReasoningEffort, RequestOptions
+
+__all__ = [
+    "ANTHROPIC_MIN_THINKING_BUDGET",
+    "CHAT_MAX_STOP_SEQUENCES",
+    "EFFORT_BUDGETS",
+    "Family",
+    "Violation",
+    "effort_for_budget",
+    "is_anthropic_model",
+    "model_violations",
+    "request_rules",
+    "thinking_budget",
+    "thinks",
+    "tool_violations",
+]
+
+
+class Violation:
+    """One broken rule: the option fields involved and why the combination is refused."""
+
+    __slots__ = ("fields", "reason")
+
+    def __init__(self, fields: tuple[str, ...], reason: str) -> None:
+        self.fields = fields
+        self.reason = reason
+
+
+#: "budget_tokens ... Must be >=1024" (Anthropic extended thinking).
+ANTHROPIC_MIN_THINKING_BUDGET: Final = 1024
+#: "Up to 4 sequences" (OpenAI chat completions ``stop``); LiteLLM passes the list through.
+CHAT_MAX_STOP_SEQUENCES: Final = 4
+#: The thinking budget of each effort level on Claude models that take budgets rather than
+#: adaptive thinking, before the ceiling's cap (at most half the output ceiling, so the
+#: answer keeps at least the other half; never below the API's minimum of 1,024).
+EFFORT_BUDGETS: Final[dict[str, int]] = {"low": 2048, "medium": 8192, "high": 24576}
+
+#: Names that are Anthropic's by themselves: Claude's own names and LiteLLM's provider prefix.
+_ANTHROPIC_NAMES = ("claude-", "anthropic/")
+_LITELLM_CLAUDE_ROUTES = ("bedrock/", "vertex_ai/", "openrouter/anthropic/")
+
+
+def is_anthropic_model(model: str, prefixes: tuple[str, ...] = ()) -> bool:
+    """Whether ``model`` is served by Anthropic, by its name.
+
+    A model is Anthropic's when its name says so (``claude-...``, ``anthropic/...``, or a
+    LiteLLM route to Anthropic: ``bedrock/...``, ``vertex_ai/...``,
+    ``openrouter/anthropic/...`` naming a ``claude`` model), or when it takes the messages
+    passthrough by one of the operator's extra ``prefixes``. A proxy alias that hides an
+    Anthropic model behind another name is recognised through its ``like``
+    (`request_rules`).
+    """
+    if model.startswith(_ANTHROPIC_NAMES) or (prefixes and model.startswith(prefixes)):
+        return True
+    return model.startswith(_LITELLM_CLAUDE_ROUTES) and "claude" in model.lower()
+
+
+def request_rules(
+    model: str,
+    like: str | None,
+    *,
+    route: Literal["openai_chat", "anthropic_messages", "openai_responses"],
+    prefixes: tuple[str, ...] = (),
+) -> ModelRules:
+    """The rules a request to ``model`` (standing for ``like``, if given) on ``route`` keeps:
+    every model on the messages route is served by Anthropic's API."""
+    named = like or model
+    anthropic = route == "anthropic_messages" or is_anthropic_model(named, prefixes)
+    return rules_for(named, "anthropic" if anthropic else "openai")
+
+
+def thinking_budget(reasoning: ReasoningEffort | int, ceiling: int) -> int | None:
+    """The Anthropic thinking budget ``reasoning`` asks for under ``ceiling`` (None: off).
+
+    An int is the budget itself; a level is `EFFORT_BUDGETS`'s, capped at half the ceiling
+    and raised to the API's minimum (so a ceiling of 1,024 or less cannot think: see
+    `model_violations`).
+    """
+    if reasoning == "off":
+        return None
+    if isinstance(reasoning, int):
+        return reasoning
+    return max(ANTHROPIC_MIN_THINKING_BUDGET, min(EFFORT_BUDGETS[reasoning], ceiling // 2))
+
+
+def effort_for_budget(reasoning: int) -> Literal["low", "medium", "high"]:
+    """The effort level a budget becomes for an OpenAI model no row places: the smallest
+    level whose `EFFORT_BUDGETS` entry holds it (``high`` past them all)."""
+    if reasoning <= EFFORT_BUDGETS["low"]:
+        return "low"
+    return "medium" if reasoning <= EFFORT_BUDGETS["medium"] else "high"
+
+
+def thinks(options: RequestOptions) -> bool:
+    """Whether ``options`` ask for reasoning (a level or a budget, not ``"off"``)."""
+    return options.reasoning is not None and options.reasoning != "off"
+
+
+def _forces_a_tool(options: RequestOptions) -> bool:
+    return options.tool_choice is not None and options.tool_choice not in ("auto", "none")
+
+
+def _reasoning_violations(
+    options: RequestOptions, rules: ModelRules, model: str
+) -> list[Violation]:
+    """The reasoning setting against what the model's row offers."""
+    reasoning = options.reasoning
+    shown = model if rules.placed else f"{model} (a model no rule row places)"
+    offers = f"it takes {rules.offers()}"
+    if reasoning is None:
+        return []
+    if reasoning == "off":
+        if rules.can_turn_off:
+            return []
+        return [Violation(("reasoning",), f"{shown} cannot turn reasoning off: {offers}")]
+    if isinstance(reasoning, int):
+        if rules.budgets:
+            return []
+        return [
+            Violation(
+                ("reasoning",),
+                f"a thinking budget ({reasoning} tokens) cannot be sent to {shown}: {offers}",
+            )
+        ]
+    if reasoning in rules.levels:
+        return []
+    return [
+        Violation(("reasoning",), f"reasoning {reasoning!r} is not offered by {shown}: {offers}")
+    ]
+
+
+def model_violations(
+    options: RequestOptions,
+    *,
+    rules: ModelRules,
+    model: str,
+    route: Literal["openai_chat", "anthropic_messages", "openai_responses"],
+    ceiling: int,
+) -> list[Violation]:
+    """Every rule ``options`` break for ``model`` (following ``rules``) on ``route`` under
+    the output ceiling ``ceiling`` (the effective ``max_output_tokens``); empty when none."""
+    problems = _reasoning_violations(options, rules, model)
+    reasoning_ok = not problems
+    if options.reasoning_display is not None and not rules.display:
+        problems.append(
+            Violation(
+                ("reasoning_display",),
+                f"{model} has no thinking display setting (reasoning_display is for Claude "
+                "models with adaptive thinking)",
+            )
+        )
+    if _forces_a_tool(options) and not rules.forced_tool:
+        problems.append(
+            Violation(
+                ("tool_choice",),
+                f"{model} refuses a forced tool_choice ({options.tool_choice!r}), with or "
+                'without thinking: use "auto" or "none"',
+            )
+        )
+    sampled = [name for name in ("temperature", "top_p") if getattr(options, name) is not None]
+    if rules.family == "anthropic":
+        # API version 2026-10-21 removed the sampling parameters: any value is a 400.
+        if sampled:
+            problems.append(
+                Violation(
+                    tuple(sampled),
+                    f"{' and '.join(sampled)} cannot be sent to an Anthropic model: its API "
+                    "(version 2026-10-21) removed temperature, top_p and top_k and answers 400 "
+                    "to any value",
+                )
+            )
+        if thinks(options) and reasoning_ok:
+            assert options.reasoning is not None
+            if rules.budgets and (isinstance(options.reasoning, int) or not rules.adaptive):
+                problems += _budget_violations(options.reasoning, ceiling)
+            if _forces_a_tool(options):
+                problems.append(
+                    Violation(
+                        ("reasoning", "tool_choice"),
+                        f"reasoning with tool_choice {options.tool_choice!r}: Anthropic models "
+                        'that think accept only tool_choice "auto" or "none" (no forced tool)',
+                    )
+                )
+        if options.stop is not None and any(not stop.strip() for stop in options.stop):
+            problems.append(
+                Violation(
+                    ("stop",), "stop sequences for an Anthropic model must not be whitespace only"
+                )
+            )
+    elif sampled and not rules.sampling:
+        problems.append(
+            Violation(
+                tuple(sampled),
+                f"{' and '.join(sampled)} cannot be sent to {model}: OpenAI reasoning models take "
+                'only the default sampling ("Only the default (1) value is supported")',
+            )
+        )
+    if (
+        route == "openai_chat"
+        and options.stop is not None
+        and len(options.stop) > CHAT_MAX_STOP_SEQUENCES
+    ):
+        problems.append(
+            Violation(
+                ("stop",),
+                f"{len(options.stop)} stop sequences: the chat route takes at most "
+                f"{CHAT_MAX_STOP_SEQUENCES}",
+            )
+        )
+    return problems
+
+
+def _budget_violations(reasoning: ReasoningEffort | int, ceiling: int) -> list[Violation]:
+    budget = thinking_budget(reasoning, ceiling)
+    assert budget is not None
+    if budget < ANTHROPIC_MIN_THINKING_BUDGET:
+        return [
+            Violation(
+                ("reasoning",),
+                f"reasoning budget {budget} is below Anthropic's minimum thinking budget "
+                f"of {ANTHROPIC_MIN_THINKING_BUDGET} tokens",
+            )
+        ]
+    if budget >= ceiling:
+        return [
+            Violation(
+                ("reasoning", "max_output_tokens"),
+                f"reasoning budget {budget} must be below max_output_tokens ({ceiling}): "
+                "Anthropic counts thinking inside the output ceiling",
+            )
+        ]
+    return []
+
+
+def tool_violations(options: RequestOptions, tools: Sequence[str]) -> list[Violation]:
+    """The rules ``options.tool_choice`` breaks for a request offering ``tools`` (names)."""
+    choice = options.tool_choice
+    if choice is None or choice in ("auto", "none"):
+        return []
+    if not tools:
+        return [
+            Violation(
+                ("tool_choice",), f"tool_choice {choice!r} needs tools, and the request passes none"
+            )
+        ]
+    if choice != "required" and choice not in tools:
+        return [
+            Violation(
+                ("tool_choice",),
+                f"tool_choice {choice!r} names no tool of the request (it passes "
+                f"{', '.join(map(repr, tools))})",
+            )
+        ]
+    return []

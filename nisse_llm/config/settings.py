@@ -1,0 +1,565 @@
+"""Configuration: typed settings from arguments, environment, a TOML file and defaults.
+
+Precedence, highest first: explicit arguments, environment, TOML file, defaults
+(`Settings.settings_customise_sources`). The tables and every key's environment variable
+are in `nisse_llm.config._tables`, the messages in `nisse_llm.config._messages`. Every
+failure is one `ConfigError` naming each offending key as TOML key and environment
+variable, with where its value came from; the token is never echoed. `Settings.pin()` freezes what a task runs with (spec A11).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import (
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    TypeAdapter,
+    ValidationError,
+)
+from pydantic_core import ErrorDetails
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from nisse_llm.config._egress import check_base_url
+from nisse_llm.config._file import (
+    InsecureConfigFileWarning,
+    read_toml,
+    warn_if_exposed,
+    warn_if_writable,
+)
+from nisse_llm.config._messages import (
+    BadEnvList,
+    Load,
+    config_error,
+    copy_tables,
+    explain,
+    given_roles,
+    holds,
+    lower_first,
+    missing_key,
+    sources_of,
+    toml_type,
+)
+from nisse_llm.config._tables import (
+    BASE_URL_PATTERN,
+    CONFIG_ENV,
+    DEFAULT_CONFIG_NAME,
+    ENV_VARS,
+    ROLE_NAME_PATTERN,
+    SEED_ROLES,
+    LLMSettings,
+    RoleMap,
+    env_var,
+    misread_option,
+    role_env,
+    role_name_problem,
+)
+from nisse_llm.config.options import RequestOptions
+from nisse_llm.config.profiles import (
+    RoleProfile,
+    decode_option_env,
+    profile_violations,
+)
+from nisse_llm.config.routing import Route, route_for
+from nisse_llm.errors import ConfigError
+
+__all__ = [
+    "CONFIG_ENV",
+    "DEFAULT_CONFIG_NAME",
+    "ENV_VARS",
+    "RECORD_FORMAT",
+    "ROLE_NAME_PATTERN",
+    "SEED_ROLES",
+    "InsecureConfigFileWarning",
+    "LLMSettings",
+    "Pin",
+    "RoleMap",
+    "Settings",
+    "env_var",
+    "load_settings",
+    "role_name_problem",
+]
+
+#: Version of the `Pin.record` layout; a record of another format is refused.
+RECORD_FORMAT = 1
+
+
+class Pin(LLMSettings):
+    """A frozen snapshot of the configuration one task runs with: knobs, token and roles.
+
+    Built by `Settings.pin()` or rebuilt by `Pin.from_record`; the TOML file is never
+    read again, so an edit made mid-task cannot reach it.
+    """
+
+    model_config = ConfigDict(title="pin")
+
+    roles: RoleMap
+
+    #: Where the token came from (``"env NISSE_LLM_TOKEN"``), for hints on a refused token;
+    #: never part of the record.
+    _token_source: str = PrivateAttr(default="")
+
+    def __eq__(self, other: object) -> bool:
+        # Where the token came from is the operator's view, not part of what a task runs
+        # with: two pins with the same settings are equal wherever their token was read.
+        if not isinstance(other, Pin):
+            return NotImplemented
+        return dict(self) == dict(other)
+
+    __hash__ = LLMSettings.__hash__
+
+    @property
+    def token_source(self) -> str:
+        """Where this pin's token came from: a settings source, or the caller of
+        `from_record`."""
+        return self._token_source or "the token passed to Pin.from_record"
+
+    def model_for(self, role: str) -> str:
+        """The model string pinned for ``role``."""
+        return self.roles.resolve(role)
+
+    def route(self, role: str) -> Route:
+        """The proxy route ``role``'s requests take: its profile's ``route``, else its
+        model's (or its ``like``'s)."""
+        profile = self.roles.profile(role)
+        return profile.route or route_for(profile.like or profile.model, self.passthrough_prefixes)
+
+    def options_for(self, role: str) -> RequestOptions | None:
+        """The request options pinned for ``role`` (its profile; None when it sets none)."""
+        return self.roles.options(role)
+
+    def record(self) -> dict[str, Any]:
+        """A JSON-able record for the task log, with a fingerprint and without the token."""
+        body = self._record_body()
+        return {**body, "fingerprint": _fingerprint(body)}
+
+    @property
+    def fingerprint(self) -> str:
+        """``sha256:`` and the hash of the canonical JSON of the record (token excluded)."""
+        return _fingerprint(self._record_body())
+
+    def _record_body(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"format": RECORD_FORMAT}
+        body.update(self.model_dump(mode="json", exclude={"token", "roles"}))
+        body["roles"] = {role: self._role_record(role) for role in self.roles.names}
+        return body
+
+    def _role_record(self, role: str) -> dict[str, Any]:
+        """``{model, route}``, and ``options`` when the role's profile sets any."""
+        entry: dict[str, Any] = {"model": self.roles.resolve(role), "route": self.route(role)}
+        options = self.roles.options(role)
+        if options is not None:
+            entry["options"] = options.model_dump(mode="json", exclude_none=True)
+        return entry
+
+    @classmethod
+    def from_record(
+        cls,
+        record: Mapping[str, Any],
+        token: str | SecretStr,
+        *,
+        base_url: str | None = None,
+    ) -> Pin:
+        """The pin a record was made from, given the token and the operator's base URL.
+
+        The token goes only where the operator points it: ``base_url`` (else the current
+        ``NISSE_LLM_BASE_URL``) must be the record's, or `ConfigError` names both. The
+        record's fingerprint is an unkeyed hash: it detects damage, not tampering, since
+        whoever can edit the record can recompute it. `ConfigError` if it is not a record.
+        """
+        if not isinstance(record, Mapping):
+            raise ConfigError(f"a pin record must be a mapping, got {type(record).__name__}")
+        body = dict(record)
+        if "fingerprint" not in body:
+            raise ConfigError(
+                "pin record has no fingerprint: it was not written by Pin.record() (or the "
+                "key was removed); store the whole record"
+            )
+        stated = body.pop("fingerprint")
+        if body.get("format") != RECORD_FORMAT:
+            raise ConfigError(
+                f"not a pin record of format {RECORD_FORMAT} (format is {body.get('format')!r})"
+            )
+        try:
+            actual = _fingerprint(body)
+        except (TypeError, ValueError):
+            actual = None
+        if stated != actual:
+            raise ConfigError(
+                "pin record fingerprint does not match its content: the record was edited "
+                "or damaged"
+            )
+        roles = body.pop("roles", None)
+        body.pop("format")
+        if not isinstance(roles, Mapping) or not all(
+            isinstance(v, Mapping) for v in roles.values()
+        ):
+            raise ConfigError("malformed pin record: roles must map each role to {model, route}")
+        try:
+            pin = cls.model_validate(
+                {
+                    **body,
+                    "token": token,
+                    "roles": {r: _profile_of(v, body) for r, v in roles.items()},
+                }
+            )
+        except ValidationError as exc:
+            problems = tuple(
+                f"{'.'.join(str(p) for p in err['loc'])}: {lower_first(err['msg'])}"
+                for err in exc.errors(include_url=False, include_input=False)
+            )
+        else:
+            if pin._record_body()["roles"] != roles:
+                raise ConfigError("malformed pin record: a role's route does not match its model")
+            operator_url = _operator_base_url(base_url)
+            if pin.base_url != operator_url:
+                raise ConfigError(
+                    f"the pin record's base URL {pin.base_url!r} is not the operator's "
+                    f"{operator_url!r}: the token is not sent to a URL read from a task "
+                    "file; resume with the record's URL configured, or start a new pin"
+                )
+            return pin
+        raise ConfigError(
+            "malformed pin record:\n" + "\n".join(f"  - {p}" for p in problems),
+            problems=problems,
+        )
+
+
+def _operator_base_url(base_url: str | None) -> str:
+    """The operator's base URL, normalised as settings normalise it; `ConfigError` if none."""
+    env = env_var("llm.base_url")
+    given = base_url if base_url is not None else os.environ.get(env, "").strip()
+    if not given:
+        raise ConfigError(
+            f"Pin.from_record needs the operator's base URL: pass base_url= (for example "
+            f"settings.llm.base_url) or set {env}; the record's own URL is never trusted"
+        )
+    if not re.fullmatch(BASE_URL_PATTERN, given):
+        raise ConfigError(f"base_url={given[:200]!r} is not an http:// or https:// URL")
+    return check_base_url(given).rstrip("/")
+
+
+def _profile_of(entry: Mapping[str, Any], body: Mapping[str, Any]) -> dict[str, Any]:
+    """A record's role entry as a role table: its model, its options, and its route where
+    that is not the one the model takes by today's rules (the route recorded wins)."""
+    options = entry.get("options", {})
+    table = {"model": entry.get("model"), **(options if isinstance(options, Mapping) else {})}
+    prefixes = body.get("passthrough_prefixes")
+    if isinstance(table["model"], str) and isinstance(prefixes, list):
+        like = table.get("like")
+        named = like if isinstance(like, str) else table["model"]
+        if entry.get("route") != route_for(named, prefixes):
+            table["route"] = entry.get("route")
+    return table
+
+
+def _fingerprint(body: Mapping[str, Any]) -> str:
+    canonical = json.dumps(
+        body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+    return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+
+
+# --- loading ---------------------------------------------------------------------------
+
+
+_LOAD: contextvars.ContextVar[Load] = contextvars.ContextVar("nisse_llm_config_load")
+
+
+class _EnvSource(PydanticBaseSettingsSource):
+    """The environment variables in `ENV_VARS`; an empty variable counts as unset."""
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False  # unused: __call__ reads every variable itself
+
+    def __call__(self) -> dict[str, Any]:
+        load = _LOAD.get()
+        data: dict[str, Any] = {}
+        for key, env in ENV_VARS.items():
+            raw = os.environ.get(env, "").strip()
+            if raw and key.startswith("llm."):
+                name = key.removeprefix("llm.")
+                data.setdefault("llm", {})[name] = _decode_env("llm", name, raw)
+        # Any role's variables, the seeds' and the operator's own: NISSE_ROLE_<ROLE> (its
+        # model) and NISSE_ROLE_<ROLE>_<OPTION>.
+        for env in sorted(os.environ):
+            raw = os.environ[env].strip()
+            found = role_env(env) if raw else None
+            if found is not None:
+                name, option = found
+                role = data.setdefault("roles", {}).setdefault(name, {})
+                if option is None:
+                    role["model"] = raw
+                else:
+                    role[option] = decode_option_env(option, raw)
+        for name in list(data.get("roles", {})):
+            problem = misread_option(name, set(data["roles"]) | set(SEED_ROLES))
+            if problem is not None:
+                load.problems.append(problem)
+                del data["roles"][name]
+        load.environment = data
+        return copy_tables(data)
+
+
+class _TomlSource(PydanticBaseSettingsSource):
+    """The TOML file named by the path argument or `NISSE_CONFIG`, if any."""
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False  # unused: __call__ reads the whole file
+
+    def __call__(self) -> dict[str, Any]:
+        load = _LOAD.get()
+        if load.path is None:
+            return {}
+        data, load.file_text = read_toml(load.path, load.path_named_by)
+        for table in ("llm", "roles"):
+            if table in data and not isinstance(data[table], dict):
+                load.problems.append(
+                    f"{table}: must be a table ([{table}]), got {toml_type(data.pop(table))}; "
+                    f"from file {load.path}"
+                )
+        llm = data.get("llm")
+        if isinstance(llm, dict) and "token" in llm:
+            warn_if_exposed(load.path)
+        warn_if_writable(load.path)
+        _role_tables(data)
+        load.file = data
+        return copy_tables(data)
+
+
+class Settings(BaseSettings):
+    """The whole configuration: the ``[llm]`` and ``[roles]`` tables.
+
+    Build it with `load_settings`; ``Settings(config_file, llm=..., roles=...)`` does the
+    same. Every failure is a `ConfigError`.
+    """
+
+    model_config = SettingsConfigDict(
+        extra="forbid", frozen=True, case_sensitive=True, title="nisse-llm configuration"
+    )
+
+    llm: LLMSettings = Field(description="The proxy and the request knobs.")
+    roles: RoleMap = Field(description="The model string each role resolves to.")
+
+    _config_file: Path | None = PrivateAttr(default=None)
+    _config_lookup: str = PrivateAttr(default="")
+    _sources: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    def __init__(
+        self,
+        config_file: str | os.PathLike[str] | None = None,
+        *,
+        require_roles: Iterable[str] = SEED_ROLES,
+        **tables: Any,
+    ) -> None:
+        load = _start_load(config_file, tables)
+        load.required = _required_roles(require_roles)
+        reset = _LOAD.set(load)
+        try:
+            super().__init__(**load.arguments)
+        except ValidationError as exc:
+            errors = exc.errors(include_url=False)
+        else:
+            errors = []
+        finally:
+            _LOAD.reset(reset)
+        if not errors:
+            load.problems.extend(_profile_problems(load, self))
+        missing = _missing_roles(load, errors)
+        # Raised outside the handler so the error carries no context holding input values.
+        if errors or load.problems or missing:
+            raise config_error(load, errors, missing)
+        self._config_file = load.path
+        if load.path is None:
+            self._config_lookup = load.looked
+        elif load.path_named_by == _FOUND_HERE:
+            self._config_lookup = f"{load.path} (found in the current folder)"
+        else:
+            self._config_lookup = f"{load.path} (named by {load.path_named_by})"
+        self._sources = sources_of(load)
+
+    @property
+    def config_file(self) -> Path | None:
+        """The TOML file this was loaded from, if any."""
+        return self._config_file
+
+    @property
+    def config_lookup(self) -> str:
+        """How the file was found (``nisse.toml (found in the current folder)``), or where
+        it was looked for when there is none."""
+        return self._config_lookup
+
+    @property
+    def sources(self) -> dict[str, str]:
+        """Where each value came from, by TOML key (``llm.base_url``): ``"default"``,
+        ``"file PATH, line N"`` (the line when the parser's text shows it),
+        ``"env NAME"`` or ``"argument TABLE="``. For the operator's view only: the pin
+        record holds no sources."""
+        return dict(self._sources)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Arguments over environment over TOML file (defaults come last by themselves)."""
+        return init_settings, _EnvSource(settings_cls), _TomlSource(settings_cls)
+
+    def pin(self) -> Pin:
+        """A frozen snapshot for one task: later edits of the file or environment miss it."""
+        pin = Pin.model_validate({**dict(self.llm), "roles": self.roles})
+        pin._token_source = self._sources.get("llm.token", "")
+        return pin
+
+
+def load_settings(
+    path: str | os.PathLike[str] | None = None,
+    *,
+    require_roles: Iterable[str] = SEED_ROLES,
+    **overrides: Any,
+) -> Settings:
+    """Settings from ``overrides`` (tables: ``llm={...}``, ``roles={...}``), the environment,
+    the TOML file at ``path`` (else `NISSE_CONFIG`, else ``nisse.toml`` in the current
+    folder when it exists) and defaults, in that precedence.
+
+    ``require_roles`` names the roles this agent uses (default: the seeds' four); each
+    missing one is a problem of the `ConfigError`, and any other role the configuration
+    defines is kept. A ``None`` value inside an override table counts as not given.
+    """
+    return Settings(path, require_roles=require_roles, **overrides)
+
+
+def _required_roles(names: Iterable[str]) -> tuple[str, ...]:
+    """``require_roles`` checked: role names, never one string taken letter by letter."""
+    if isinstance(names, str):
+        raise TypeError(
+            f"require_roles must be a collection of role names, got the string {names!r}; "
+            f"write require_roles=({names!r},)"
+        )
+    roles = tuple(names)
+    for name in roles:
+        problem = role_name_problem(name)
+        if problem is not None:
+            raise ValueError(f"require_roles: {name!r} is not a role name: {problem}")
+    return roles
+
+
+def _missing_roles(load: Load, errors: list[ErrorDetails]) -> list[str]:
+    """A problem for each required role no layer gives (a wholly missing [roles] table is
+    pydantic's own error, described key by key)."""
+    if any(e["type"] == "missing" and tuple(e["loc"]) == ("roles",) for e in errors):
+        return []
+    given = given_roles(load)
+    return [missing_key(load, f"roles.{role}") for role in load.required if role not in given]
+
+
+def _start_load(config_file: str | os.PathLike[str] | None, tables: Mapping[str, Any]) -> Load:
+    if config_file is not None:
+        load = Load(path=Path(config_file).expanduser(), path_named_by="the config path argument")
+    elif env_path := os.environ.get(CONFIG_ENV, "").strip():
+        load = Load(path=Path(env_path).expanduser(), path_named_by=CONFIG_ENV)
+    elif (local := Path(DEFAULT_CONFIG_NAME)).is_file():
+        load = Load(path=local, path_named_by=_FOUND_HERE)
+    else:
+        load = Load(path=None, path_named_by="", looked=_looked())
+    for name, table in tables.items():
+        if isinstance(table, Mapping):
+            load.arguments[name] = {k: v for k, v in table.items() if v is not None}
+        elif table is not None:
+            load.problems.append(
+                f"{name}: the argument {name}= must be a table (a dict), got {type(table).__name__}"
+            )
+    _role_tables(load.arguments)
+    return load
+
+
+_FOUND_HERE = "the default name, found in the current folder"
+
+
+def _looked() -> str:
+    """Where a file was looked for and not found: what a message names when there is none."""
+    return (
+        f"no config file: no path given, {CONFIG_ENV} unset, and no {DEFAULT_CONFIG_NAME} "
+        f"in the current folder ({Path.cwd() / DEFAULT_CONFIG_NAME})"
+    )
+
+
+def _role_tables(data: dict[str, Any]) -> None:
+    """Each role given as a model string becomes ``{model: ...}`` (in place), so layers merge
+    key by key: the environment's model keeps the file's options, and the reverse."""
+    roles = data.get("roles")
+    if isinstance(roles, dict):
+        for role, value in roles.items():
+            if isinstance(value, str):
+                roles[role] = {"model": value}
+            elif isinstance(value, RoleProfile):
+                roles[role] = value.model_dump(exclude_none=True)
+            elif isinstance(value, Mapping):
+                roles[role] = {k: v for k, v in value.items() if v is not None}
+
+
+def _profile_problems(load: Load, settings: Settings) -> list[str]:
+    """Each role profile's invalid option combination, named by its keys (checked once the
+    tables validate: the rules need the model, the ceiling and the passthrough prefixes)."""
+    llm, problems = settings.llm, []
+    for role in settings.roles.names:
+        found = profile_violations(
+            settings.roles.profile(role),
+            default_ceiling=llm.max_output_tokens,
+            prefixes=llm.passthrough_prefixes,
+        )
+        for violation in found:
+            keys = tuple(
+                f"roles.{role}.{name}"
+                if holds(load.arguments, ("roles", role, name))
+                or holds(load.environment, ("roles", role, name))
+                or holds(load.file, ("roles", role, name))
+                or name != "max_output_tokens"
+                else "llm.max_output_tokens"
+                for name in violation.fields
+            )
+            problems.append(
+                explain(load, keys, f"{violation.reason} (model {settings.roles.resolve(role)!r})")
+            )
+    return problems
+
+
+def _decode_env(table: str, name: str, raw: str) -> Any:
+    """An environment string as the field's type, or unchanged so validation reports it."""
+    if (table, name) == ("llm", "passthrough_prefixes"):
+        return _decode_env_list(raw)
+    model = LLMSettings if table == "llm" else RoleMap
+    annotation = model.model_fields[name].annotation
+    if annotation in (int, float, bool):
+        try:
+            return TypeAdapter(annotation).validate_python(raw)
+        except ValidationError:
+            return raw
+    return raw
+
+
+def _decode_env_list(raw: str) -> list[str] | str:
+    """A list variable: comma-separated, or a JSON array of strings (what it means, never
+    one string with brackets and quotes in it)."""
+    if raw.startswith("["):
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            value = None
+        if isinstance(value, list) and all(isinstance(item, str) for item in value):
+            return [item.strip() for item in value]
+        return BadEnvList(raw)
+    return [part.strip() for part in raw.split(",")]

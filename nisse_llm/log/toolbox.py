@@ -1,0 +1,259 @@
+"""`Toolbox`: the model's tool calls dispatched to Python functions, answered as `ToolResult`s.
+
+A helper for the agent's own loop, not a framework: ``log += toolbox.run(reply)`` runs
+every `ToolCall` in ``reply`` and returns one `ToolResult` per call, in order. What the
+model got wrong comes back to the model, never as an exception in the agent:
+
+- arguments that do not validate: an error result listing each problem and the schema's
+  expectations, so the next turn can fix them;
+- a tool name the box does not hold: an error result naming the tools it does hold;
+- a tool that raises: an error result with the exception's type and message (or, with
+  ``propagate_errors=True``, the exception itself).
+
+A tool's return value becomes the result's text deterministically: a ``str`` as it is,
+``bytes`` decoded as UTF-8 (invalid bytes replaced), anything else as compact JSON
+(pydantic's serializer: models, dataclasses, dates, sets...; ``None`` is ``null``). An
+`Image`, or a list or tuple of strings and images holding at least one image, becomes the
+result's ``images`` beside the strings joined by newlines (a screenshot tool, say).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import to_json
+
+from nisse_llm import _telemetry
+from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult, ToolSpec
+from nisse_llm.log.images import Image
+from nisse_llm.log.tools import arguments_model
+
+__all__ = ["Toolbox", "result_text", "validation_feedback"]
+
+#: How many characters of a rejected value the feedback quotes.
+_QUOTE_LIMIT = 80
+
+
+@dataclass(frozen=True, slots=True)
+class _Tool:
+    spec: ToolSpec
+    fn: Callable[..., Any]
+    arguments: type[BaseModel]
+    positional: tuple[bool, ...]  # per field: pass positionally (a positional-only parameter)
+    is_async: bool
+
+
+def _entry(fn: Callable[..., Any]) -> _Tool:
+    parameters = inspect.signature(fn).parameters.values()
+    return _Tool(
+        spec=ToolSpec.from_function(fn),
+        fn=fn,
+        arguments=arguments_model(fn),
+        positional=tuple(p.kind is p.POSITIONAL_ONLY for p in parameters),
+        is_async=inspect.iscoroutinefunction(fn),
+    )
+
+
+def result_text(value: Any) -> str:
+    """A tool's return value as the result's text (see the module docstring)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("utf-8", "replace")
+    return to_json(value, fallback=repr).decode()
+
+
+def _result(call: ToolCall, value: Any) -> ToolResult:
+    parts = value if isinstance(value, list | tuple) else (value,)
+    images = tuple(part for part in parts if isinstance(part, Image))
+    if images and all(isinstance(part, Image | str) for part in parts):
+        text = "\n".join(part for part in parts if isinstance(part, str))
+        return ToolResult(call_id=call.call_id, output=text, images=images)
+    return ToolResult(call_id=call.call_id, output=result_text(value))
+
+
+def _quote(value: Any) -> str:
+    text = result_text(value) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= _QUOTE_LIMIT else text[: _QUOTE_LIMIT - 3] + "..."
+
+
+def validation_feedback(tool: str, error: ValidationError) -> str:
+    """The model-facing text for arguments that failed validation: one line per problem."""
+    lines = [f"Invalid arguments for tool {tool!r}:"]
+    for problem in error.errors(include_url=False):
+        where = ".".join(str(part) for part in problem["loc"]) or "(arguments)"
+        line = f"- {where}: {problem['msg']}"
+        if problem["type"] not in ("missing", "extra_forbidden") and "input" in problem:
+            line += f" (got {_quote(problem['input'])})"
+        lines.append(line)
+    lines.append(f"Call {tool!r} again with arguments that match its schema.")
+    return "\n".join(lines)
+
+
+class Toolbox:
+    """Python functions as tools: their `specs`, and `run` / `arun` to answer tool calls.
+
+    ``Toolbox([read_file, write_file])``; each function's spec comes from
+    `ToolSpec.from_function`. ``propagate_errors=True`` lets a tool's exception reach the
+    caller instead of becoming an error result (validation and unknown names stay results).
+    """
+
+    def __init__(
+        self, tools: Iterable[Callable[..., Any]], *, propagate_errors: bool = False
+    ) -> None:
+        self._tools: dict[str, _Tool] = {}
+        for fn in tools:
+            entry = _entry(fn)
+            if entry.spec.name in self._tools:
+                raise ValueError(f"two tools are named {entry.spec.name!r}")
+            self._tools[entry.spec.name] = entry
+        self.propagate_errors = propagate_errors
+
+    @property
+    def specs(self) -> list[ToolSpec]:
+        """The tools' specs, in the order given: pass them as ``tools`` to ``complete``."""
+        return [tool.spec for tool in self._tools.values()]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __repr__(self) -> str:
+        return f"Toolbox({list(self._tools)!r})"
+
+    def _prepare(self, call: ToolCall) -> tuple[_Tool, list[Any], dict[str, Any]] | ToolResult:
+        tool = self._tools.get(call.tool)
+        if tool is None:
+            known = ", ".join(repr(name) for name in self._tools) or "none"
+            return ToolResult(
+                call_id=call.call_id,
+                output=f"Unknown tool {call.tool!r}. Available tools: {known}.",
+                is_error=True,
+            )
+        try:
+            bound = tool.arguments.model_validate(call.arguments)
+        except ValidationError as exc:
+            return ToolResult(
+                call_id=call.call_id, output=validation_feedback(call.tool, exc), is_error=True
+            )
+        args: list[Any] = []
+        kwargs: dict[str, Any] = {}
+        for (field, info), positional in zip(
+            type(bound).model_fields.items(), tool.positional, strict=True
+        ):
+            value = getattr(bound, field)
+            if positional:
+                args.append(value)
+            else:
+                kwargs[info.alias or field] = value
+        return tool, args, kwargs
+
+    def _failed(self, call: ToolCall, exc: Exception) -> ToolResult:
+        if self.propagate_errors:
+            raise exc
+        detail = str(exc) or "no message"
+        return ToolResult(
+            call_id=call.call_id,
+            output=f"Tool {call.tool!r} failed: {type(exc).__name__}: {detail}",
+            is_error=True,
+        )
+
+    def run(self, events: Sequence[CanonicalEvent] | Iterable[CanonicalEvent]) -> list[ToolResult]:
+        """Run every `ToolCall` in ``events`` (others are ignored), one result per call in order.
+
+        An async tool runs in a fresh event loop; inside a running loop use `arun`.
+        """
+        results: list[ToolResult] = []
+        for call in events:
+            if not isinstance(call, ToolCall):
+                continue
+            tracer = _telemetry.tracer
+            if tracer is None:
+                results.append(self._run_one(call)[0])
+                continue
+            with tracer.tool(call, self._spec(call)) as span:
+                result, error_type = self._run_one(call)
+                span.ended(result, error_type)
+            results.append(result)
+        return results
+
+    def _run_one(self, call: ToolCall) -> tuple[ToolResult, str | None]:
+        """One call's result, and what failed (None for a success)."""
+        prepared = self._prepare(call)
+        if isinstance(prepared, ToolResult):
+            return prepared, _refusal_kind(prepared)
+        tool, args, kwargs = prepared
+        if tool.is_async and _loop_running():
+            raise RuntimeError(
+                f"tool {call.tool!r} is async and an event loop is running: "
+                "use `await toolbox.arun(...)`"
+            )
+        try:
+            value = tool.fn(*args, **kwargs)
+            if inspect.isawaitable(value):
+                value = asyncio.run(_awaited(value))
+        except Exception as exc:
+            return self._failed(call, exc), type(exc).__name__
+        return _result(call, value), None
+
+    async def arun(
+        self, events: Sequence[CanonicalEvent] | Iterable[CanonicalEvent]
+    ) -> list[ToolResult]:
+        """`run` for asyncio: async tools are awaited, sync ones run in a worker thread.
+
+        Calls run one after another, in order, as the model listed them.
+        """
+        results: list[ToolResult] = []
+        for call in events:
+            if not isinstance(call, ToolCall):
+                continue
+            tracer = _telemetry.tracer
+            if tracer is None:
+                results.append((await self._arun_one(call))[0])
+                continue
+            with tracer.tool(call, self._spec(call)) as span:
+                result, error_type = await self._arun_one(call)
+                span.ended(result, error_type)
+            results.append(result)
+        return results
+
+    async def _arun_one(self, call: ToolCall) -> tuple[ToolResult, str | None]:
+        prepared = self._prepare(call)
+        if isinstance(prepared, ToolResult):
+            return prepared, _refusal_kind(prepared)
+        tool, args, kwargs = prepared
+        try:
+            if tool.is_async:
+                value = await tool.fn(*args, **kwargs)
+            else:
+                value = await asyncio.to_thread(tool.fn, *args, **kwargs)
+                if inspect.isawaitable(value):
+                    value = await value
+        except Exception as exc:
+            return self._failed(call, exc), type(exc).__name__
+        return _result(call, value), None
+
+    def _spec(self, call: ToolCall) -> ToolSpec | None:
+        tool = self._tools.get(call.tool)
+        return None if tool is None else tool.spec
+
+
+def _refusal_kind(result: ToolResult) -> str:
+    """What a result made before running names as its failure: an unknown tool or bad arguments."""
+    return "unknown_tool" if result.output.startswith("Unknown tool") else "invalid_arguments"
+
+
+async def _awaited(value: Any) -> Any:
+    return await value
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True

@@ -1,0 +1,1 @@
+"""The task file: its records, the log store, compaction and summaries."""

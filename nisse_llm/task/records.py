@@ -1,0 +1,395 @@
+"""The records of a task file beside its events: the pin header, per-call records, usage totals.
+
+Pure: no I/O. `nisse_llm.task.logstore.LogStore` writes and reads these records; a line of a
+task file is one of three shapes, told apart by its key::
+
+    {"seq": 0, "at": ..., "header": {"format": 1, "pin": {...pin.record()...}}}
+    {"seq": 1, "at": ..., "event": {"kind": "user_text", ...}}        # a StoredEvent
+    {"seq": 2, "at": ..., "llm_call": {"role": ..., "usage": {...}, "outcome": "ok", ...}}
+
+Files written before task records hold ``event`` lines only and read unchanged.
+
+A call is written twice: a ``"started"`` record before its request leaves, and its end
+record (``start`` naming the first) when it ends; a start with no end is a call of
+unknown outcome (the process died mid-call). A `Compaction` event names the records it
+replaces; `compacted_view` applies them, in file order, to give the log a request sends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, NonNegativeInt, Tag
+
+from nisse_llm.log.canonical import (
+    CallInfo,
+    CanonicalEvent,
+    Compaction,
+    StoredEvent,
+    ToolCall,
+    ToolResult,
+    Usage,
+)
+
+if TYPE_CHECKING:
+    from nisse_llm.config.settings import Pin
+    from nisse_llm.task.compaction import LogFix
+    from nisse_llm.task.logstore import LogStore
+
+__all__ = [
+    "TASK_FORMAT",
+    "CallRecord",
+    "ResumedTask",
+    "StoredCall",
+    "StoredHeader",
+    "StoredRecord",
+    "TaskHeader",
+    "TaskHeaderMissing",
+    "TaskPinMismatch",
+    "UsageTotal",
+    "UsageTotals",
+    "ViewItem",
+    "compacted_view",
+    "compaction_record",
+    "pending_calls",
+    "pin_difference",
+    "unknown_calls",
+]
+
+#: Version of the header layout; a header of another format is refused.
+TASK_FORMAT: Literal[1] = 1
+
+
+class TaskHeaderMissing(LookupError):
+    """The file holds no task header (missing, empty, or events only): `begin` a new task."""
+
+    def __init__(self, message: str, *, path: Path) -> None:
+        super().__init__(message)
+        #: The file that was to hold a task.
+        self.path = path
+
+
+class TaskPinMismatch(ValueError):
+    """The task file was begun with another pin: open the right file, or begin a new task."""
+
+    def __init__(self, message: str, *, path: Path, stored: str, given: str) -> None:
+        super().__init__(message)
+        #: The task file.
+        self.path = path
+        #: The fingerprint in the file's header, and the one `begin` was given.
+        self.stored = stored
+        self.given = given
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+
+class TaskHeader(_Frozen):
+    """What a task starts with: the pin record (`Pin.record`: no token, a fingerprint)."""
+
+    format: Literal[1] = TASK_FORMAT
+    pin: dict[str, Any]
+
+
+class StoredHeader(_Frozen):
+    """The first record of a task file, written once by `LogStore.begin`."""
+
+    seq: NonNegativeInt
+    at: datetime
+    header: TaskHeader
+
+    @classmethod
+    def now(cls, seq: int, header: TaskHeader) -> StoredHeader:
+        """A header record stamped with the current UTC time."""
+        return cls(seq=seq, at=datetime.now(UTC), header=header)
+
+
+class CallRecord(_Frozen):
+    """One model call of a task: who asked, which model and route, what it used and cost.
+
+    ``outcome`` is ``"ok"``, ``"closed"`` (a stream the caller left before its end: no
+    usage is known), the class name of the error the call raised (``"BudgetExhausted"``),
+    or ``"started"`` for the record written before the request left. ``start`` is the
+    number of that record in an end record. ``usage`` is zero when no reply was parsed.
+    ``call`` holds what the proxy said about the call (its id and cost) when the client
+    exposed it, else ``None``. ``compacted`` says the router compacted the log for this
+    call: ``"threshold"`` (before it, the log being near the window) or ``"overflow"``
+    (after the model refused it as too long).
+    """
+
+    role: str | None = None
+    model: str
+    route: str
+    usage: Usage = Usage()
+    call: CallInfo | None = None
+    outcome: str = "ok"
+    start: NonNegativeInt | None = Field(default=None, exclude_if=lambda v: v is None)
+    compacted: Literal["threshold", "overflow"] | None = Field(
+        default=None, exclude_if=lambda v: v is None
+    )
+
+
+class StoredCall(_Frozen):
+    """A `CallRecord` in the task file."""
+
+    seq: NonNegativeInt
+    at: datetime
+    llm_call: CallRecord
+
+    @classmethod
+    def now(cls, seq: int, record: CallRecord) -> StoredCall:
+        """A call record stamped with the current UTC time."""
+        return cls(seq=seq, at=datetime.now(UTC), llm_call=record)
+
+
+def _record_kind(value: Any) -> str | None:
+    """Which record a line is, by its key (a dict while validating, a model when dumping)."""
+    if isinstance(value, Mapping):
+        for key in ("event", "llm_call", "header"):
+            if key in value:
+                return key
+        return None
+    if isinstance(value, StoredEvent):
+        return "event"
+    if isinstance(value, StoredCall):
+        return "llm_call"
+    return "header" if isinstance(value, StoredHeader) else None
+
+
+#: Any line of a task file: a header, an event or a call record.
+StoredRecord: TypeAlias = Annotated[
+    Annotated[StoredEvent, Tag("event")]
+    | Annotated[StoredCall, Tag("llm_call")]
+    | Annotated[StoredHeader, Tag("header")],
+    Discriminator(
+        _record_kind,
+        custom_error_type="record_kind",
+        custom_error_message="a record holds one of 'event', 'llm_call' or 'header'",
+    ),
+]
+
+RECORD_TYPES = (StoredEvent, StoredCall, StoredHeader)
+
+
+class UsageTotal(Usage):
+    """Tokens of several calls (the `Usage` fields, summed), their count and their cost.
+
+    ``cost_usd`` is the exact ``Decimal`` sum of the costs the proxy reported; a call
+    with no known cost (no `CallInfo`, or a ``cost_usd`` of ``None``) adds nothing to it
+    and is counted in ``unpriced_calls``, so a nonzero count means the cost is a floor.
+    ``unknown_calls`` counts apart the calls that started and never ended (the process
+    died mid-call): not in ``calls``, but possibly billed.
+    """
+
+    calls: NonNegativeInt = 0
+    cost_usd: Decimal = Decimal(0)
+    unpriced_calls: NonNegativeInt = 0
+    unknown_calls: NonNegativeInt = 0
+
+    def __add__(self, other: Usage) -> UsageTotal:
+        tokens = Usage.__add__(self, other)
+        if isinstance(other, UsageTotal):
+            calls, cost, unpriced = other.calls, other.cost_usd, other.unpriced_calls
+            unknown = other.unknown_calls
+        else:
+            calls, cost, unpriced, unknown = 0, Decimal(0), 0, 0
+        return UsageTotal(
+            **tokens.model_dump(),
+            calls=self.calls + calls,
+            cost_usd=self.cost_usd + cost,
+            unpriced_calls=self.unpriced_calls + unpriced,
+            unknown_calls=self.unknown_calls + unknown,
+        )
+
+    @classmethod
+    def of(cls, record: CallRecord) -> UsageTotal:
+        """One call's contribution."""
+        cost = None if record.call is None else record.call.cost_usd
+        return cls(
+            **record.usage.model_dump(),
+            calls=1,
+            cost_usd=Decimal(0) if cost is None else cost,
+            unpriced_calls=1 if cost is None else 0,
+        )
+
+
+class UsageTotals(_Frozen):
+    """Usage of a task so far: over all calls (``total``) and per role (``by_role``).
+
+    Calls recorded without a role (made through a client, not a router) count in
+    ``total`` only.
+    """
+
+    total: UsageTotal = UsageTotal()
+    by_role: dict[str, UsageTotal] = {}
+
+    @classmethod
+    def of(cls, records: Iterable[CallRecord], unknown: Iterable[CallRecord] = ()) -> UsageTotals:
+        """The totals of some call records (start records left out), ``unknown`` the start
+        records of calls that never ended."""
+        total = UsageTotal()
+        by_role: dict[str, UsageTotal] = {}
+        ended = [r for r in records if r.outcome != "started"]
+        counted = [(r, UsageTotal.of(r)) for r in ended]
+        counted += [(r, UsageTotal(unknown_calls=1)) for r in unknown]
+        for record, one in counted:
+            total += one
+            if record.role is not None:
+                by_role[record.role] = by_role.get(record.role, UsageTotal()) + one
+        return cls(total=total, by_role=by_role)
+
+
+def unknown_calls(starts: Iterable[StoredCall], ends: Iterable[StoredCall]) -> list[StoredCall]:
+    """The start records no end record names: calls whose outcome is unknown."""
+    ended = {c.llm_call.start for c in ends if c.llm_call.start is not None}
+    return [c for c in starts if c.llm_call.outcome == "started" and c.seq not in ended]
+
+
+def pending_calls(events: Iterable[CanonicalEvent]) -> list[ToolCall]:
+    """The tool calls of a log that no `ToolResult` answers, in log order."""
+    events = list(events)
+    answered = {event.call_id for event in events if isinstance(event, ToolResult)}
+    return [e for e in events if isinstance(e, ToolCall) and e.call_id not in answered]
+
+
+@dataclass(frozen=True, slots=True)
+class ResumedTask:
+    """Everything a task file says, ready to continue from (`LogStore.resume`).
+
+    ``events`` is the log the next request sends: the compacted view (every `Compaction`
+    applied) with `repairs` made; ``history`` every event record as written;
+    ``pending_calls`` the tool calls still unanswered (run them, or answer them with
+    ``ToolResult(..., is_error=True)``); ``usage`` the totals of every recorded call;
+    ``unknown_calls`` the start records of calls that never ended.
+    """
+
+    pin: Pin
+    events: list[CanonicalEvent]
+    pending_calls: list[ToolCall]
+    usage: UsageTotals
+    #: The store the task was resumed from, for appending (``RoleRouter.from_pin(pin, store=...)``).
+    store: LogStore
+    #: The torn bytes a crash left at the end of the file and `resume` removed (None if none).
+    repaired: bytes | None = None
+    #: Every event record, compactions included, in file order.
+    history: list[StoredEvent] = field(default_factory=list)
+    #: What `repair` changed in the view to make ``events`` render (the file is unchanged).
+    repairs: list[LogFix] = field(default_factory=list)
+    #: Calls that started and never ended: possibly billed, outcome unknown.
+    unknown_calls: list[StoredCall] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class ViewItem:
+    """One event of a compacted view and the records it stands for (``first``..``last``)."""
+
+    first: int
+    last: int
+    event: CanonicalEvent
+
+
+def compacted_view(records: Iterable[StoredEvent]) -> list[ViewItem]:
+    """The log a task's event records describe, each `Compaction` applied in file order.
+
+    A compaction removes the items standing for records ``first_seq``..``last_seq`` and
+    stands in their place (when it says anything: see `Compaction.text`), and elides the
+    tool output or image of the items for the records in ``elided``.
+    """
+    from nisse_llm.task.compaction import elide
+
+    items: list[ViewItem] = []
+    for record in records:
+        event = record.event
+        if not isinstance(event, Compaction):
+            items.append(ViewItem(record.seq, record.seq, event))
+            continue
+        if event.elided:
+            targets = set(event.elided)
+            items = [
+                ViewItem(i.first, i.last, elide(i.event)) if i.first in targets else i
+                for i in items
+            ]
+        if event.first_seq is None or event.last_seq is None:
+            continue
+        low, high = event.first_seq, event.last_seq
+        at = next((n for n, i in enumerate(items) if i.last >= low), len(items))
+        items = [i for i in items if not (low <= i.first and i.last <= high)]
+        if event.text:
+            items.insert(at, ViewItem(low, high, event))
+    return items
+
+
+def _kept(stored: CanonicalEvent, event: CanonicalEvent) -> bool:
+    """Whether ``event`` is ``stored`` kept as it was (a marker may be its in-memory form,
+    which does not name records but sends the same text)."""
+    if stored == event:
+        return True
+    return (
+        isinstance(stored, Compaction)
+        and isinstance(event, Compaction)
+        and event.first_seq is None
+        and (stored.removed, stored.summary) == (event.removed, event.summary)
+    )
+
+
+def compaction_record(view: Sequence[ViewItem], compacted: Sequence[CanonicalEvent]) -> Compaction:
+    """The `Compaction` to append for ``compacted``, a compaction of ``view`` (whose events
+    not yet in the file, if any, follow it unchanged); `ValueError` if it is not one."""
+    from nisse_llm.task.compaction import elide
+
+    marker: Compaction | None = None
+    first = last = None
+    elided: list[int] = []
+    i = 0
+    for event in compacted:
+        if i < len(view) and _kept(view[i].event, event):
+            i += 1
+        elif isinstance(event, Compaction) and event.first_seq is None and marker is None:
+            dropped = view[i : i + event.removed]
+            if len(dropped) != event.removed:
+                raise ValueError("the compaction removes more events than the task file holds")
+            if dropped:
+                first, last = dropped[0].first, dropped[-1].last
+            marker, i = event, i + event.removed
+        elif i < len(view) and elide(view[i].event) == event:
+            elided.append(view[i].first)
+            i += 1
+        elif i >= len(view):
+            continue  # an event not yet in the file, after the compacted part
+        else:
+            raise ValueError(
+                f"not a compaction of this task's log: {type(event).__name__} at position "
+                f"{i} matches no record"
+            )
+    if i < len(view):
+        raise ValueError("not a compaction of this task's log: it ends before the file does")
+    if marker is None and not elided:
+        raise ValueError("nothing to record: the log is unchanged")
+    return Compaction(
+        removed=0 if marker is None else marker.removed,
+        summary=None if marker is None else marker.summary,
+        first_seq=first,
+        last_seq=last,
+        elided=tuple(elided),
+    )
+
+
+def pin_difference(stored: dict[str, Any], given: dict[str, Any]) -> str:
+    """``" (differs in: a, roles.planner)"``: the keys whose values differ, for the message."""
+    keys: list[str] = []
+    for key in sorted((set(stored) | set(given)) - {"fingerprint"}):
+        left, right = stored.get(key), given.get(key)
+        if left == right:
+            continue
+        if isinstance(left, dict) and isinstance(right, dict):
+            inner = sorted(set(left) | set(right))
+            keys += [f"{key}.{k}" for k in inner if left.get(k) != right.get(k)]
+        else:
+            keys.append(key)
+    return f" (differs in: {', '.join(keys)})" if keys else ""

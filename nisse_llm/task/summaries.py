@@ -1,0 +1,206 @@
+"""Summaries by a role, and the router's compaction policy.
+
+`summarize` compacts a log as `compact` does and asks a role (the delegate, say) to
+summarise what was dropped; the summary goes where the dropped turns stood, inside their
+`Compaction`, which every route sends as user-side context. `CompactionPolicy` makes a
+`RoleRouter` do this on its own, before a call near the model's window or once after a
+`ContextWindowExceeded`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeAlias, assert_never, cast
+
+from nisse_llm.log.canonical import (
+    AssistantText,
+    CanonicalEvent,
+    Compaction,
+    LogLike,
+    Reasoning,
+    ToolCall,
+    ToolLike,
+    ToolResult,
+    UserImage,
+    UserText,
+)
+from nisse_llm.task.compaction import Counter, Plan, aplan_compaction, plan_compaction
+
+if TYPE_CHECKING:
+    from nisse_llm.transport.routers import AsyncRoleRouter, RoleRouter
+
+__all__ = ["SUMMARY_INSTRUCTIONS", "CompactionPolicy", "asummarize", "summarize"]
+
+#: An async token counter (`AsyncLiteLLMClient`'s, through the proxy).
+AsyncCounter: TypeAlias = Callable[[Sequence[CanonicalEvent]], Awaitable[int]]
+
+#: What the summarising role is asked (the transcript of the dropped part follows it).
+SUMMARY_INSTRUCTIONS = (
+    "Below is the earlier part of a conversation between a user and a coding agent, which "
+    "is being removed to fit the context window. Write a concise summary the agent can "
+    "continue from: the task, decisions made, facts learned (file names, errors, results), "
+    "and what remains to do. Write only the summary."
+)
+#: Each event's text in the transcript is cut to this many characters (the head is kept).
+_EVENT_CHARS = 4000
+#: The transcript keeps its most recent characters up to this many.
+_TRANSCRIPT_CHARS = 200_000
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionPolicy:
+    """When and how a `RoleRouter` compacts a call's log on its own.
+
+    Before a call whose log counts more than ``threshold`` of the model's input window
+    (``ModelInfo.max_input_tokens``; never for a model without one), or once after the
+    model refused the call as too long, the router compacts the log down to ``target`` of
+    the window, with ``summarize_role`` summarising the dropped part (no summary when None),
+    keeping ``keep_last_turns`` turns; at most once per call.
+    """
+
+    threshold: float = 0.8
+    target: float = 0.5
+    keep_last_turns: int = 2
+    summarize_role: str | None = None
+    #: Room kept for the summary, and the summary's output ceiling.
+    summary_tokens: int = 1024
+
+    def __post_init__(self) -> None:
+        if not 0 < self.target <= self.threshold <= 1:
+            raise ValueError(
+                f"CompactionPolicy needs 0 < target <= threshold <= 1, not "
+                f"target={self.target}, threshold={self.threshold}"
+            )
+
+
+def transcript(events: Sequence[CanonicalEvent]) -> str:
+    """The dropped events as plain text for the summarising role (images named only)."""
+    lines: list[str] = []
+    for event in events:
+        if isinstance(event, UserText):
+            line = f"User: {event.text}"
+        elif isinstance(event, AssistantText):
+            line = f"Agent: {event.text}"
+        elif isinstance(event, ToolCall):
+            line = f"Agent called {event.tool}({json.dumps(event.arguments, default=repr)})"
+        elif isinstance(event, ToolResult):
+            line = f"Tool {'error' if event.is_error else 'result'}: {event.output}"
+        elif isinstance(event, UserImage):
+            line = "User: [an image]"
+        elif isinstance(event, Compaction):
+            line = event.text
+        elif isinstance(event, Reasoning):
+            continue  # opaque, and never shown outside its model
+        else:
+            assert_never(event)
+        if line.strip():
+            lines.append(line[:_EVENT_CHARS])
+    return "\n\n".join(lines)[-_TRANSCRIPT_CHARS:]
+
+
+def _request(plan: Plan) -> list[CanonicalEvent]:
+    return [UserText(text=f"{SUMMARY_INSTRUCTIONS}\n\n---\n\n{transcript(plan.removed)}")]
+
+
+def _with_summary(plan: Plan, reply: Sequence[CanonicalEvent]) -> list[CanonicalEvent]:
+    text = "\n\n".join(e.text for e in reply if isinstance(e, AssistantText)).strip()
+    events = list(plan.events)
+    if plan.marker is not None and text:
+        marker = events[plan.marker]
+        events[plan.marker] = Compaction(removed=getattr(marker, "removed", 0), summary=text)
+    return events
+
+
+def _plan(
+    events: LogLike,
+    budget_tokens: int,
+    keep_last_turns: int,
+    tools: Sequence[ToolLike] | None,
+    system: str | None,
+    count: Counter | None,
+    summary_tokens: int,
+) -> Plan:
+    return plan_compaction(
+        events,
+        budget_tokens=budget_tokens,
+        keep_last_turns=keep_last_turns,
+        tools=tools,
+        system=system,
+        count=count,
+        summary_tokens=summary_tokens,
+    )
+
+
+def summarize(
+    router: RoleRouter,
+    role: str,
+    events: LogLike,
+    *,
+    budget_tokens: int,
+    keep_last_turns: int = 2,
+    tools: Sequence[ToolLike] | None = None,
+    system: str | None = None,
+    count: Counter | None = None,
+    summary_tokens: int = 1024,
+) -> list[CanonicalEvent]:
+    """`compact`, with ``role`` asked (through ``router``) to summarise the dropped turns.
+
+    ``summary_tokens`` of the budget are kept for the summary, and cap its length. A log
+    that fits, or one only elided, comes back without a call.
+    """
+    from nisse_llm.config.options import RequestOptions
+
+    plan = _plan(events, budget_tokens, keep_last_turns, tools, system, count, summary_tokens)
+    if not plan.removed:
+        return plan.events
+    options = RequestOptions(max_output_tokens=summary_tokens)
+    reply = router.complete(role, _request(plan), None, options=options)
+    return _with_summary(plan, reply)
+
+
+async def asummarize(
+    router: AsyncRoleRouter,
+    role: str,
+    events: LogLike,
+    *,
+    budget_tokens: int,
+    keep_last_turns: int = 2,
+    tools: Sequence[ToolLike] | None = None,
+    system: str | None = None,
+    count: Counter | AsyncCounter | None = None,
+    summary_tokens: int = 1024,
+) -> list[CanonicalEvent]:
+    """`summarize` for an `AsyncRoleRouter`; ``count`` may be async (a client's counter)."""
+    from nisse_llm.config.options import RequestOptions
+
+    if count is not None and inspect.iscoroutinefunction(count):
+        plan = await aplan_compaction(
+            events,
+            budget_tokens=budget_tokens,
+            count=count,
+            keep_last_turns=keep_last_turns,
+            summary_tokens=summary_tokens,
+        )
+    else:
+        sync_count = cast(Counter | None, count)
+        plan = _plan(
+            events, budget_tokens, keep_last_turns, tools, system, sync_count, summary_tokens
+        )
+    if not plan.removed:
+        return plan.events
+    options = RequestOptions(max_output_tokens=summary_tokens)
+    reply = await router.complete(role, _request(plan), None, options=options)
+    return _with_summary(plan, reply)
+
+
+def policy_budget(
+    policy: CompactionPolicy, window: int | None, tokens: int, *, refused: bool = False
+) -> int:
+    """The budget a policy compacts to: ``target`` of the window, or of the log's count when
+    the window is unknown or the model refused a log that ``tokens`` says fits (the
+    counter then under-counts for this model: the log must shrink all the same)."""
+    limit = tokens if window is None or (refused and tokens < window) else window
+    return max(1, int(limit * policy.target))

@@ -1,0 +1,1 @@
+"""The exchange with the proxy: clients, routers, limits, TLS, classification, headroom."""
