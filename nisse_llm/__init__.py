@@ -10,7 +10,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from nisse_llm.config.routing import has_native_adapter
+from nisse_llm._version import __version__ as __version__
+from nisse_llm.config.routes import has_native_adapter
 from nisse_llm.errors import (
     BudgetExhausted,
     ConfigError,
@@ -89,7 +90,6 @@ if TYPE_CHECKING:
     from nisse_llm.transport.routers import AsyncRoleRouter, RoleRouter
     from nisse_llm.wire.models_info import Headroom, ModelInfo
 
-__version__ = "0.1.0"
 
 # Public name -> module that defines it, imported on first attribute access.
 _LAZY = {

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, assert_never
 
 from pydantic import TypeAdapter, ValidationError
 
+from nisse_llm.cli._settings import load_for
 from nisse_llm.cli._terminal import printable
 from nisse_llm.config.options import RequestOptions
 from nisse_llm.log.canonical import (
@@ -125,10 +126,9 @@ def _request_options(args: argparse.Namespace) -> RequestOptions | None:
 def _complete(args: argparse.Namespace) -> int:
     # Deferred: the CLI imports this module to register it, and `config check` should not
     # pay for httpx and the renderers.
-    from nisse_llm.cli.main import _load
     from nisse_llm.transport.routers import RoleRouter
 
-    pin = _load(args, require_roles=(args.role,)).pin()
+    pin = load_for(args, require_roles=(args.role,)).pin()
     options = _request_options(args)
     with RoleRouter.from_pin(pin) as router:
         if args.stream:

@@ -10,16 +10,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import TextIO
 
+from nisse_llm.cli._settings import load_for
 from nisse_llm.cli._terminal import printable
 from nisse_llm.cli.complete import register as _register_complete
 from nisse_llm.cli.schema import check_schemas, write_schemas
 from nisse_llm.cli.starter import DEFAULT_CONFIG_NAME, init_config
 from nisse_llm.config.options import RequestOptions
-from nisse_llm.config.settings import SEED_ROLES, Pin, Settings, load_settings
+from nisse_llm.config.settings import SEED_ROLES, Pin, Settings
 from nisse_llm.errors import (
     BudgetExhausted,
     ConfigError,
@@ -66,21 +66,8 @@ def exit_code(exc: LLMError) -> int:
     return EXIT_ERROR
 
 
-def _load(args: argparse.Namespace, *, require_roles: Sequence[str] | None = None) -> Settings:
-    """Settings for ``--config``, with warnings (a readable token file) printed plainly;
-    the roles required are ``require_roles``, else ``--require``, else the seeds'."""
-    if require_roles is None:
-        require_roles = getattr(args, "require", None) or SEED_ROLES
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        settings = load_settings(args.config, require_roles=require_roles)
-    for warning in caught:
-        print(f"warning: {warning.message}", file=sys.stderr)
-    return settings
-
-
 def _config_check(args: argparse.Namespace) -> int:
-    settings = _load(args)
+    settings = load_for(args)
     pin = settings.pin()
     sources = settings.sources
     source = settings.config_lookup
@@ -176,7 +163,7 @@ def _shown(value: object) -> str:
 
 
 def _config_show(args: argparse.Namespace) -> int:
-    settings = _load(args)
+    settings = load_for(args)
     record = settings.pin().record()
     sources = settings.sources
     if args.json:

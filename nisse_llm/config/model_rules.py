@@ -44,7 +44,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Literal, TypeAlias
 
-from nisse_llm.config.routing import Route
+from nisse_llm.config.routes import Route
 
 __all__ = [
     "LEVELS",

@@ -6,7 +6,7 @@ Pure: no I/O, no environment. The only clock read is the timestamp of a new
 
 import functools
 import secrets
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import (
@@ -14,15 +14,21 @@ from typing import (
     Annotated,
     Any,
     Literal,
-    Protocol,
     TypeAlias,
     cast,
-    runtime_checkable,
 )
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 
 from nisse_llm.log.images import Image
+from nisse_llm.log.tools import (
+    TOOL_NAME_PATTERN,
+    HasToolSpecs,
+    ToolLike,
+    ToolsLike,
+    ToolSpec,
+    as_tool_specs,
+)
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
@@ -61,7 +67,6 @@ __all__ = [
 # The strictest common rule: OpenAI caps tool-call ids at 40 characters, Anthropic
 # requires ^[a-zA-Z0-9_-]+$ ("tool_use.id: String should match pattern").
 CALL_ID_PATTERN = r"^[A-Za-z0-9_-]{1,40}$"
-TOOL_NAME_PATTERN = r"^[a-zA-Z0-9_-]{1,64}$"
 
 # Generous by default: output is billed by what is produced, not by the ceiling, and a
 # ceiling too low fails quietly (a plan observed at 4,064 tokens against a 4,096 limit).
@@ -278,116 +283,6 @@ def load_jsonl(data: bytes | str) -> list[StoredEvent]:
     """Parse JSON lines written by `dump_jsonl` (blank lines are ignored)."""
     raw = data.encode() if isinstance(data, str) else data
     return [_stored().validate_json(line) for line in raw.splitlines() if line.strip()]
-
-
-class ToolSpec(BaseModel):
-    """A tool the model may call: a name, a description and a JSON Schema for its arguments."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
-
-    name: Annotated[str, Field(pattern=TOOL_NAME_PATTERN)]
-    description: str = ""
-    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
-
-    @classmethod
-    def from_function(
-        cls, fn: Callable[..., Any], *, name: str | None = None, description: str | None = None
-    ) -> "ToolSpec":
-        """A spec from a function (sync or async): its name, its docstring's summary, and a
-        schema of its parameters from their type hints and the docstring's ``Args:``."""
-        from nisse_llm.log.tools import spec_from_function
-
-        return spec_from_function(fn, name=name, description=description)
-
-    @classmethod
-    def from_model(
-        cls, model: type[BaseModel], *, name: str | None = None, description: str | None = None
-    ) -> "ToolSpec":
-        """A spec whose arguments are ``model``'s fields (name and description default to the
-        class's name and docstring)."""
-        from nisse_llm.log.tools import spec_from_model
-
-        return spec_from_model(model, name=name, description=description)
-
-
-#: One tool: a `ToolSpec`, a dict in one of the three common shapes, or a Python function
-#: (its spec is `ToolSpec.from_function`'s).
-ToolLike: TypeAlias = ToolSpec | Mapping[str, Any] | Callable[..., Any]
-
-
-@runtime_checkable
-class HasToolSpecs(Protocol):
-    """Anything holding tool specs, such as a `Toolbox`: its ``specs`` are the tools."""
-
-    @property
-    def specs(self) -> Sequence[ToolSpec]: ...
-
-
-#: The ``tools`` a request takes: tools one by one, a `Toolbox` (its specs), or none.
-ToolsLike: TypeAlias = Iterable[ToolLike] | HasToolSpecs | None
-
-_TOOL_SHAPES = (
-    "a tool is a ToolSpec, a dict in one of the three tool shapes, or a function "
-    "(ToolSpec.from_function)"
-)
-
-
-def as_tool_specs(tools: ToolsLike) -> list[ToolSpec]:
-    """Tool specs from a `Toolbox` (its ``specs``), or from `ToolSpec`s, functions and plain
-    dicts in any of the three common shapes.
-
-    Accepted dicts: ``{name, description, parameters}``; OpenAI's
-    ``{"type": "function", "function": {...}}``; Anthropic's ``{name, description,
-    input_schema}``. A malformed dict is a `ValueError` from validation; anything else is
-    a `TypeError` naming what was passed and what to pass.
-    """
-    if tools is None:
-        return []
-    if isinstance(tools, HasToolSpecs) and not isinstance(tools, ToolSpec):
-        return list(tools.specs)
-    if isinstance(tools, ToolSpec | Mapping) or (callable(tools) and not isinstance(tools, type)):
-        if isinstance(tools, ToolSpec):
-            one = f"the ToolSpec {tools.name!r}"
-        elif isinstance(tools, Mapping):
-            one = "one tool as a dict"
-        else:
-            one = f"the function {getattr(tools, '__name__', repr(tools))}"
-        raise TypeError(
-            f"tools must be a list of tools or a Toolbox, got {one}: pass it in a list, "
-            f"[...]; {_TOOL_SHAPES}"
-        )
-    if not isinstance(tools, Iterable):
-        raise TypeError(
-            f"tools must be a list of tools or a Toolbox, got {type(tools).__name__}; "
-            f"{_TOOL_SHAPES}"
-        )
-    specs: list[ToolSpec] = []
-    for index, tool in enumerate(tools):
-        if isinstance(tool, ToolSpec):
-            specs.append(tool)
-        elif isinstance(tool, Mapping):
-            data: Mapping[str, Any] = tool
-            if data.get("type") == "function" and isinstance(data.get("function"), Mapping):
-                data = data["function"]
-            if "input_schema" in data:
-                data = {
-                    "name": data.get("name"),
-                    "description": data.get("description", ""),
-                    "parameters": data["input_schema"],
-                }
-            specs.append(ToolSpec.model_validate(dict(data)))
-        elif isinstance(tool, HasToolSpecs):
-            specs.extend(tool.specs)
-        elif callable(tool) and not isinstance(tool, type):
-            specs.append(ToolSpec.from_function(tool))
-        else:
-            hint = (
-                f"for a model's fields, pass ToolSpec.from_model({tool.__name__})"
-                if isinstance(tool, type) and issubclass(tool, BaseModel)
-                else _TOOL_SHAPES
-            )
-            raise TypeError(f"tools[{index}] is {tool!r}, not a tool: {hint}")
-    return specs
 
 
 class Usage(BaseModel):

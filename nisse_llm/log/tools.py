@@ -25,8 +25,8 @@ import copy
 import inspect
 import re
 import types
-from collections.abc import Callable, Mapping
-from typing import Any, Literal, get_type_hints
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Annotated, Any, Literal, Protocol, TypeAlias, get_type_hints, runtime_checkable
 
 from pydantic import (
     BaseModel,
@@ -38,13 +38,17 @@ from pydantic import (
     create_model,
 )
 
-from nisse_llm.log.canonical import TOOL_NAME_PATTERN, ToolSpec
-
 __all__ = [
     "ANTHROPIC_STRICT_KEYWORDS",
     "OPENAI_STRICT_KEYWORDS",
+    "TOOL_NAME_PATTERN",
     "Dialect",
+    "HasToolSpecs",
+    "ToolLike",
+    "ToolSpec",
+    "ToolsLike",
     "arguments_model",
+    "as_tool_specs",
     "parse_docstring",
     "portable_schema",
     "spec_from_function",
@@ -53,6 +57,7 @@ __all__ = [
 ]
 
 Dialect = Literal["openai", "anthropic"]
+TOOL_NAME_PATTERN = r"^[a-zA-Z0-9_-]{1,64}$"
 
 _NAME = re.compile(TOOL_NAME_PATTERN)
 _STRUCTURE = frozenset(
@@ -488,3 +493,109 @@ def strict_schema(schema: Mapping[str, Any], dialect: Dialect) -> dict[str, Any]
 
     out: dict[str, Any] = _walk(copy.deepcopy(dict(schema)), visit)
     return out
+
+
+class ToolSpec(BaseModel):
+    """A tool the model may call: a name, a description and a JSON Schema for its arguments."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    name: Annotated[str, Field(pattern=TOOL_NAME_PATTERN)]
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+
+    @classmethod
+    def from_function(
+        cls, fn: Callable[..., Any], *, name: str | None = None, description: str | None = None
+    ) -> ToolSpec:
+        """A spec from a function (sync or async): its name, its docstring's summary, and a
+        schema of its parameters from their type hints and the docstring's ``Args:``."""
+        return spec_from_function(fn, name=name, description=description)
+
+    @classmethod
+    def from_model(
+        cls, model: type[BaseModel], *, name: str | None = None, description: str | None = None
+    ) -> ToolSpec:
+        """A spec whose arguments are ``model``'s fields (name and description default to the
+        class's name and docstring)."""
+        return spec_from_model(model, name=name, description=description)
+
+
+#: One tool: a `ToolSpec`, a dict in one of the three common shapes, or a Python function
+#: (its spec is `ToolSpec.from_function`'s).
+ToolLike: TypeAlias = ToolSpec | Mapping[str, Any] | Callable[..., Any]
+
+
+@runtime_checkable
+class HasToolSpecs(Protocol):
+    """Anything holding tool specs, such as a `Toolbox`: its ``specs`` are the tools."""
+
+    @property
+    def specs(self) -> Sequence[ToolSpec]: ...
+
+
+#: The ``tools`` a request takes: tools one by one, a `Toolbox` (its specs), or none.
+ToolsLike: TypeAlias = Iterable[ToolLike] | HasToolSpecs | None
+
+_TOOL_SHAPES = (
+    "a tool is a ToolSpec, a dict in one of the three tool shapes, or a function "
+    "(ToolSpec.from_function)"
+)
+
+
+def as_tool_specs(tools: ToolsLike) -> list[ToolSpec]:
+    """Tool specs from a `Toolbox` (its ``specs``), or from `ToolSpec`s, functions and plain
+    dicts in any of the three common shapes.
+
+    Accepted dicts: ``{name, description, parameters}``; OpenAI's
+    ``{"type": "function", "function": {...}}``; Anthropic's ``{name, description,
+    input_schema}``. A malformed dict is a `ValueError` from validation; anything else is
+    a `TypeError` naming what was passed and what to pass.
+    """
+    if tools is None:
+        return []
+    if isinstance(tools, HasToolSpecs) and not isinstance(tools, ToolSpec):
+        return list(tools.specs)
+    if isinstance(tools, ToolSpec | Mapping) or (callable(tools) and not isinstance(tools, type)):
+        if isinstance(tools, ToolSpec):
+            one = f"the ToolSpec {tools.name!r}"
+        elif isinstance(tools, Mapping):
+            one = "one tool as a dict"
+        else:
+            one = f"the function {getattr(tools, '__name__', repr(tools))}"
+        raise TypeError(
+            f"tools must be a list of tools or a Toolbox, got {one}: pass it in a list, "
+            f"[...]; {_TOOL_SHAPES}"
+        )
+    if not isinstance(tools, Iterable):
+        raise TypeError(
+            f"tools must be a list of tools or a Toolbox, got {type(tools).__name__}; "
+            f"{_TOOL_SHAPES}"
+        )
+    specs: list[ToolSpec] = []
+    for index, tool in enumerate(tools):
+        if isinstance(tool, ToolSpec):
+            specs.append(tool)
+        elif isinstance(tool, Mapping):
+            data: Mapping[str, Any] = tool
+            if data.get("type") == "function" and isinstance(data.get("function"), Mapping):
+                data = data["function"]
+            if "input_schema" in data:
+                data = {
+                    "name": data.get("name"),
+                    "description": data.get("description", ""),
+                    "parameters": data["input_schema"],
+                }
+            specs.append(ToolSpec.model_validate(dict(data)))
+        elif isinstance(tool, HasToolSpecs):
+            specs.extend(tool.specs)
+        elif callable(tool) and not isinstance(tool, type):
+            specs.append(ToolSpec.from_function(tool))
+        else:
+            hint = (
+                f"for a model's fields, pass ToolSpec.from_model({tool.__name__})"
+                if isinstance(tool, type) and issubclass(tool, BaseModel)
+                else _TOOL_SHAPES
+            )
+            raise TypeError(f"tools[{index}] is {tool!r}, not a tool: {hint}")
+    return specs

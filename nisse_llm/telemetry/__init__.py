@@ -40,7 +40,7 @@ def instrument(
         raise ImportError(
             "nisse_llm.instrument() needs OpenTelemetry: pip install 'nisse-llm[otel]'"
         ) from exc
-    from nisse_llm import __version__
+    from nisse_llm._version import __version__
 
     capture = capture_content or os.environ.get(CAPTURE_CONTENT_ENV, "").strip().lower() == "true"
     _telemetry.tracer = OpenTelemetryTracer(

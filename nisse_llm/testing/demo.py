@@ -332,7 +332,7 @@ SPANS_ENV = "NISSE_DEMO_SPANS"
 def _spans_printed(say: _Printer) -> Iterator[None]:
     """nisse_llm instrumented for the ``with``, inside an agent span; each span printed on
     one line as it ends."""
-    import nisse_llm
+    from nisse_llm.telemetry import instrument, uninstrument
 
     try:
         from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -354,13 +354,13 @@ def _spans_printed(say: _Printer) -> Iterator[None]:
 
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(_Lines()))
-    nisse_llm.instrument(tracer_provider=provider)
+    instrument(tracer_provider=provider)
     try:
         # The session as one trace: every call span is the agent span's child.
         with provider.get_tracer("nisse_llm.demo").start_as_current_span("invoke_agent demo"):
             yield
     finally:
-        nisse_llm.uninstrument()
+        uninstrument()
         provider.shutdown()
 
 

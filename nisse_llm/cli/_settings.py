@@ -1,0 +1,25 @@
+"""The settings a subcommand runs with: ``--config`` loaded, its warnings printed plainly."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from collections.abc import Sequence
+
+from nisse_llm.config.settings import SEED_ROLES, Settings, load_settings
+
+__all__ = ["load_for"]
+
+
+def load_for(args: argparse.Namespace, *, require_roles: Sequence[str] | None = None) -> Settings:
+    """Settings for ``--config``, with warnings (a readable token file) printed plainly;
+    the roles required are ``require_roles``, else ``--require``, else the seeds'."""
+    if require_roles is None:
+        require_roles = getattr(args, "require", None) or SEED_ROLES
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        settings = load_settings(args.config, require_roles=require_roles)
+    for warning in caught:
+        print(f"warning: {warning.message}", file=sys.stderr)
+    return settings

@@ -1,0 +1,119 @@
+"""The package's shape: layer folders, imports that point down only, no cycles, no reaching
+into another module's private names, and modules a person can read in one sitting."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pytest
+
+from tests.architecture.imports import PACKAGE, ROOT, Import, cycles, imports, modules
+
+#: Low to high: a module may import its own layer or a lower one, never a higher one.
+#: A layer is a folder of the package (or, at the bottom and top, a few named modules).
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "base",
+        ("nisse_llm._version", "nisse_llm._partial", "nisse_llm.errors", "nisse_llm._telemetry"),
+    ),
+    ("log", ("nisse_llm.log",)),
+    ("config", ("nisse_llm.config",)),
+    ("wire", ("nisse_llm.wire",)),
+    ("render", ("nisse_llm.render",)),
+    ("stream", ("nisse_llm.stream",)),
+    ("task", ("nisse_llm.task",)),
+    ("transport", ("nisse_llm.transport",)),
+    ("telemetry", ("nisse_llm.telemetry",)),
+    ("testing", ("nisse_llm.testing",)),
+    ("cli", ("nisse_llm.cli",)),
+    ("facade", ("nisse_llm", "nisse_llm.__main__", "nisse_llm.clients", "nisse_llm.logstore")),
+)
+LINE_LIMIT = 800
+GENERATED = "do not edit"
+
+
+def layer_of(module: str) -> int:
+    """The rank of the layer holding ``module`` (the longest matching prefix wins)."""
+    best: tuple[int, int] | None = None
+    for rank, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            matches = module == prefix or module.startswith(prefix + ".")
+            if matches and (best is None or len(prefix) > best[1]):
+                best = (rank, len(prefix))
+    assert best is not None, f"{module} is in no layer: add it to LAYERS"
+    return best[0]
+
+
+def _shown(found: Import) -> str:
+    return f"{found.importer} (line {found.line}) imports {found.target}"
+
+
+def test_every_module_has_a_layer() -> None:
+    for module in modules():
+        layer_of(module)
+
+
+def test_no_import_cycles() -> None:
+    edges: dict[str, set[str]] = defaultdict(set)
+    for found in imports():
+        edges[found.importer].add(found.target)
+    assert cycles(edges) == []
+
+
+def test_no_layer_is_imported_from_below() -> None:
+    upward = [
+        f"{_shown(found)}: {LAYERS[layer_of(found.importer)][0]} may not import "
+        f"{LAYERS[layer_of(found.target)][0]}"
+        for found in imports()
+        if layer_of(found.target) > layer_of(found.importer)
+    ]
+    assert upward == []
+
+
+def test_no_module_imports_another_modules_private_names() -> None:
+    private = [
+        f"{_shown(found)}: {', '.join(n for n in found.names if n.startswith('_'))}"
+        for found in imports()
+        if any(n.startswith("_") and not n.startswith("__") for n in found.names)
+    ]
+    assert private == []
+
+
+def test_no_hand_written_module_is_over_800_lines() -> None:
+    long = []
+    for module, path in modules().items():
+        text = path.read_text(encoding="utf-8")
+        lines = text.count("\n")
+        if lines > LINE_LIMIT and GENERATED not in "".join(text.splitlines(True)[:3]):
+            long.append(f"{module}: {lines} lines")
+    assert long == []
+
+
+def test_the_folders_name_the_layers() -> None:
+    top = sorted(p.stem for p in ROOT.glob("*.py"))
+    folders = sorted(p.parent.name for p in ROOT.glob("*/__init__.py"))
+    assert len(top) <= 12, top
+    assert len(folders) >= 5, folders
+    named = {prefix.split(".")[1] for _, prefixes in LAYERS for prefix in prefixes if "." in prefix}
+    assert set(folders) <= named | {PACKAGE}, set(folders) - named
+
+
+@pytest.mark.parametrize(
+    ("importer", "target", "allowed"),
+    [
+        ("nisse_llm.render.openai_chat", "nisse_llm.config.options", True),
+        ("nisse_llm.config.options", "nisse_llm.render.openai_chat", False),
+        ("nisse_llm.transport.clients", "nisse_llm.transport.core", True),
+        ("nisse_llm.errors", "nisse_llm", False),
+    ],
+)
+def test_the_layer_rule_itself(importer: str, target: str, allowed: bool) -> None:
+    assert (layer_of(target) <= layer_of(importer)) is allowed
+
+
+def test_the_graph_sees_imports_inside_functions_but_not_type_checking_ones() -> None:
+    edges = {(f.importer, f.target) for f in imports()}
+    # transport.clients imports the renderers inside functions (to load a route on first
+    # use) and the settings only for types.
+    assert ("nisse_llm.transport.clients", "nisse_llm.render.openai_chat") in edges
+    assert ("nisse_llm.transport.clients", "nisse_llm.config.settings") not in edges
