@@ -16,12 +16,16 @@ from nisse_llm.errors import (
     BudgetExhausted,
     ConfigError,
     ContextWindowExceeded,
+    ImageError,
+    InsecureConfigFileWarning,
     LLMError,
     ModelNotServed,
     ModelRefusal,
     OutputValidationError,
     RenderError,
     StreamInterrupted,
+    TaskHeaderMissing,
+    TaskPinMismatch,
     TruncatedResponse,
     UnknownRoleError,
     UpstreamUnavailable,
@@ -42,13 +46,12 @@ from nisse_llm.log.canonical import (
     UserText,
     mint_call_id,
 )
-from nisse_llm.log.images import Image, ImageError
+from nisse_llm.log.images import Image
 
 if TYPE_CHECKING:
     from nisse_llm.config.options import RequestOptions
     from nisse_llm.config.profiles import RoleProfile
     from nisse_llm.config.settings import (
-        InsecureConfigFileWarning,
         Pin,
         RoleMap,
         Settings,
@@ -69,7 +72,7 @@ if TYPE_CHECKING:
         ToolCallStarted,
     )
     from nisse_llm.task.compaction import LogFix, compact, repair
-    from nisse_llm.task.logstore import LogStore, TaskHeaderMissing, TaskPinMismatch
+    from nisse_llm.task.logstore import LogStore
     from nisse_llm.task.records import CallRecord, ResumedTask, UsageTotal, UsageTotals
     from nisse_llm.task.summaries import CompactionPolicy, asummarize, summarize
     from nisse_llm.telemetry import instrument, uninstrument
@@ -97,7 +100,6 @@ _LAZY = {
     "Settings": "nisse_llm.config.settings",
     "Pin": "nisse_llm.config.settings",
     "RoleMap": "nisse_llm.config.settings",
-    "InsecureConfigFileWarning": "nisse_llm.config.settings",
     "LogStore": "nisse_llm.task.logstore",
     "LogFix": "nisse_llm.task.compaction",
     "compact": "nisse_llm.task.compaction",
@@ -105,8 +107,6 @@ _LAZY = {
     "CompactionPolicy": "nisse_llm.task.summaries",
     "summarize": "nisse_llm.task.summaries",
     "asummarize": "nisse_llm.task.summaries",
-    "TaskHeaderMissing": "nisse_llm.task.logstore",
-    "TaskPinMismatch": "nisse_llm.task.logstore",
     "CallRecord": "nisse_llm.task.records",
     "ResumedTask": "nisse_llm.task.records",
     "UsageTotal": "nisse_llm.task.records",

@@ -1,27 +1,43 @@
-"""The error tree: every failure says what the caller must do about it.
+"""The error tree, every class of it in this one module: each failure says what the
+caller must do about it.
 
 ::
 
-    LLMError                 fail the turn: the request or the answer was wrong
-    ├── ConfigError          fix the configuration; nothing was sent
-    ├── ModelNotServed       the proxy serves no such model: fix the role's model or the proxy
-    ├── RenderError          the canonical log is corrupt; nothing was sent
+    LLMError (RuntimeError)    fail the turn: the request or the answer was wrong
+    ├── ConfigError            fix the configuration; nothing was sent
+    ├── ModelNotServed         the proxy serves no such model: fix the role's model or the proxy
+    ├── RenderError            the canonical log is corrupt; nothing was sent
+    │   └── ImageError         an image cannot be sent (format, size, signature)
     ├── ContextWindowExceeded  the log outgrew the model's window: keep the work, shorten
     │                          the log (compact, drop old tool output), call again
-    ├── TruncatedResponse    the model hit the output ceiling; raise it or retry the turn
-    ├── ModelRefusal         the model declined (refusal or content filter); a failed turn
+    ├── TruncatedResponse      the model hit the output ceiling; raise it or retry the turn
+    ├── ModelRefusal           the model declined (refusal or content filter); a failed turn
     ├── OutputValidationError  the answer did not fit the requested type; a failed turn
-    └── UpstreamUnavailable  keep the work and resume later: not the work's fault
-        ├── BudgetExhausted  keep the work; resume after the operator restores the budget
+    └── UpstreamUnavailable    keep the work and resume later: not the work's fault
+        ├── BudgetExhausted    keep the work; resume after the operator restores the budget
         └── StreamInterrupted  a streamed reply broke mid-way; what arrived rides along
 
-A caller's own mistake (an unknown role, a prompt passed where a log belongs) is not a
-failed model call: it raises `UnknownRoleError` (a `ValueError`) or a plain `TypeError`,
-outside this tree, so an agent's ``except LLMError`` never hides a bug in the agent.
+    The caller's own mistakes, outside the tree (an ``except LLMError`` never hides them):
+    UnknownRoleError (ValueError)  a role that does not exist
+    TypeError                      a prompt passed where a log belongs, a tool of no known shape
+
+    The task file (`LogStore`), outside the tree: the file, not a model call, is at fault:
+    LogCorrupt (Exception)         a line that is not a record: inspect the file by hand
+    └── LogTornTail                a crash cut the last line: `repair` it, then append
+    LogFileReplaced (OSError)      the path no longer names the file being written
+    LogSequenceError (ValueError)  a record's number is not above the last one
+    LogDuplicateId (ValueError)    a tool call id used twice, or a call answered twice
+    TaskHeaderMissing (LookupError)  no task begun in the file: `begin` one
+    TaskPinMismatch (ValueError)   the file was begun with another pin
+
+    InsecureConfigFileWarning (UserWarning)  a token file others can read, or a config
+                                             file others can write
 
 Status, the server's error type and message, the proxy's call id, and any wait the server
 asked for ride on the exception so the caller's resume logic can act on them without
-parsing text.
+parsing text. (The transport's own signals, a reply too large, a deadline passed, an event
+too long, live beside the code that raises them and never reach a caller: each becomes one
+of the errors above.)
 """
 
 from __future__ import annotations
@@ -31,13 +47,22 @@ from typing import TYPE_CHECKING, Any
 # What a broken stream delivered is defined apart and loaded with the first stream error
 # (or the first use of its name here), so the error tree itself defines no dataclasses.
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from nisse_llm._partial import PartialReply, PartialToolCall
 
 __all__ = [
     "BudgetExhausted",
     "ConfigError",
     "ContextWindowExceeded",
+    "ImageError",
+    "InsecureConfigFileWarning",
     "LLMError",
+    "LogCorrupt",
+    "LogDuplicateId",
+    "LogFileReplaced",
+    "LogSequenceError",
+    "LogTornTail",
     "ModelNotServed",
     "ModelRefusal",
     "OutputValidationError",
@@ -45,6 +70,8 @@ __all__ = [
     "PartialToolCall",
     "RenderError",
     "StreamInterrupted",
+    "TaskHeaderMissing",
+    "TaskPinMismatch",
     "TruncatedResponse",
     "UnknownRoleError",
     "UpstreamUnavailable",
@@ -233,3 +260,85 @@ def __getattr__(name: str) -> Any:
 
         return getattr(_partial, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+class InsecureConfigFileWarning(UserWarning):
+    """A TOML file holding the proxy token can be read by group or others, or any TOML
+    file can be written by them (it could redirect ``base_url``, and the token with it)."""
+
+
+class ImageError(RenderError):
+    """An image cannot be sent: not a supported format, mislabelled, truncated or over a
+    provider limit. ``image`` names it (its place in the log, or the file)."""
+
+    def __init__(self, message: str, *, image: str) -> None:
+        super().__init__(message)
+        #: Where the image is: "the user image at log position 3", a file path, ...
+        self.image = image
+
+
+class LogCorrupt(Exception):
+    """The log file holds a line that is not a valid record: inspect it by hand."""
+
+    def __init__(self, message: str, *, path: Path, line: int | None = None) -> None:
+        super().__init__(message)
+        #: The log file.
+        self.path = path
+        #: 1-based number of the offending line, when one line is at fault.
+        self.line = line
+
+
+class LogTornTail(LogCorrupt):
+    """The log ends in an incomplete line (a crash mid-append): `repair` it, then append."""
+
+    def __init__(self, message: str, *, path: Path, offset: int, tail: bytes) -> None:
+        super().__init__(message, path=path)
+        #: Byte offset where the torn line starts (the size of the valid prefix).
+        self.offset = offset
+        #: The torn bytes.
+        self.tail = tail
+
+
+class LogFileReplaced(OSError):
+    """The log's path no longer names the file this store writes: nothing was appended.
+
+    The file was renamed away, replaced or deleted after it was opened, or a symlink
+    stands at the path. Records appended now would be unreadable through the path.
+    """
+
+    def __init__(self, message: str, *, path: Path) -> None:
+        super().__init__(message)
+        #: The log file's path.
+        self.path = path
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class LogSequenceError(ValueError):
+    """A record's sequence number is not above the last one in the log: nothing was written."""
+
+
+class LogDuplicateId(ValueError):
+    """A tool call id already used, or a call already answered: nothing was written."""
+
+
+class TaskHeaderMissing(LookupError):
+    """The file holds no task header (missing, empty, or events only): `begin` a new task."""
+
+    def __init__(self, message: str, *, path: Path) -> None:
+        super().__init__(message)
+        #: The file that was to hold a task.
+        self.path = path
+
+
+class TaskPinMismatch(ValueError):
+    """The task file was begun with another pin: open the right file, or begin a new task."""
+
+    def __init__(self, message: str, *, path: Path, stored: str, given: str) -> None:
+        super().__init__(message)
+        #: The task file.
+        self.path = path
+        #: The fingerprint in the file's header, and the one `begin` was given.
+        self.stored = stored
+        self.given = given

@@ -16,7 +16,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from nisse_llm.errors import ConfigError
+from nisse_llm.errors import ConfigError, InsecureConfigFileWarning
 
 __all__ = [
     "InsecureConfigFileWarning",
@@ -31,11 +31,6 @@ _MAX_CONFIG_BYTES = 64 * 1024
 # Most dots or brackets one line may hold: tomllib takes quadratic time in a key's depth
 # (8,000 dotted parts: 2 s), so deeper lines are refused before it sees them.
 _MAX_LINE_NESTING = 256
-
-
-class InsecureConfigFileWarning(UserWarning):
-    """A TOML file holding the proxy token can be read by group or others, or any TOML
-    file can be written by them (it could redirect ``base_url``, and the token with it)."""
 
 
 def read_toml(path: Path, named_by: str) -> tuple[dict[str, Any], str]:

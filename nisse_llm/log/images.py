@@ -40,7 +40,7 @@ from typing import Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
-from nisse_llm.errors import RenderError
+from nisse_llm.errors import ImageError
 
 __all__ = [
     "MANY_IMAGES",
@@ -85,16 +85,6 @@ _SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
 # other APP segments, which can hold a thumbnail (each segment is at most 64 KiB).
 _HEAD_BYTES = 256 * 1024
 _TAIL_BYTES = 48
-
-
-class ImageError(RenderError):
-    """An image cannot be sent: not a supported format, mislabelled, truncated or over a
-    provider limit. ``image`` names it (its place in the log, or the file)."""
-
-    def __init__(self, message: str, *, image: str) -> None:
-        super().__init__(message)
-        #: Where the image is: "the user image at log position 3", a file path, ...
-        self.image = image
 
 
 def sniff_media_type(head: bytes) -> ImageMediaType | None:

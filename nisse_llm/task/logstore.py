@@ -36,6 +36,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import SecretStr, TypeAdapter, ValidationError
 
+from nisse_llm.errors import (
+    LogCorrupt,
+    LogDuplicateId,
+    LogFileReplaced,
+    LogSequenceError,
+    LogTornTail,
+)
 from nisse_llm.log.canonical import CanonicalEvent, LogLike, StoredEvent, ToolCall, ToolResult
 from nisse_llm.task.records import (
     RECORD_TYPES,
@@ -78,52 +85,6 @@ _NEWLINE = b"\n"
 _TAIL_CHUNK = 64 * 1024
 #: How much of the file `read` holds at once, beside the line being parsed.
 _READ_CHUNK = 1024 * 1024
-
-
-class LogCorrupt(Exception):
-    """The log file holds a line that is not a valid record: inspect it by hand."""
-
-    def __init__(self, message: str, *, path: Path, line: int | None = None) -> None:
-        super().__init__(message)
-        #: The log file.
-        self.path = path
-        #: 1-based number of the offending line, when one line is at fault.
-        self.line = line
-
-
-class LogTornTail(LogCorrupt):
-    """The log ends in an incomplete line (a crash mid-append): `repair` it, then append."""
-
-    def __init__(self, message: str, *, path: Path, offset: int, tail: bytes) -> None:
-        super().__init__(message, path=path)
-        #: Byte offset where the torn line starts (the size of the valid prefix).
-        self.offset = offset
-        #: The torn bytes.
-        self.tail = tail
-
-
-class LogFileReplaced(OSError):
-    """The log's path no longer names the file this store writes: nothing was appended.
-
-    The file was renamed away, replaced or deleted after it was opened, or a symlink
-    stands at the path. Records appended now would be unreadable through the path.
-    """
-
-    def __init__(self, message: str, *, path: Path) -> None:
-        super().__init__(message)
-        #: The log file's path.
-        self.path = path
-
-    def __str__(self) -> str:
-        return str(self.args[0])
-
-
-class LogSequenceError(ValueError):
-    """A record's sequence number is not above the last one in the log: nothing was written."""
-
-
-class LogDuplicateId(ValueError):
-    """A tool call id already used, or a call already answered: nothing was written."""
 
 
 @dataclass(frozen=True, slots=True)

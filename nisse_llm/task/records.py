@@ -21,11 +21,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, NonNegativeInt, Tag
 
+from nisse_llm.errors import TaskHeaderMissing, TaskPinMismatch
 from nisse_llm.log.canonical import (
     CallInfo,
     CanonicalEvent,
@@ -63,27 +63,6 @@ __all__ = [
 
 #: Version of the header layout; a header of another format is refused.
 TASK_FORMAT: Literal[1] = 1
-
-
-class TaskHeaderMissing(LookupError):
-    """The file holds no task header (missing, empty, or events only): `begin` a new task."""
-
-    def __init__(self, message: str, *, path: Path) -> None:
-        super().__init__(message)
-        #: The file that was to hold a task.
-        self.path = path
-
-
-class TaskPinMismatch(ValueError):
-    """The task file was begun with another pin: open the right file, or begin a new task."""
-
-    def __init__(self, message: str, *, path: Path, stored: str, given: str) -> None:
-        super().__init__(message)
-        #: The task file.
-        self.path = path
-        #: The fingerprint in the file's header, and the one `begin` was given.
-        self.stored = stored
-        self.given = given
 
 
 class _Frozen(BaseModel):
