@@ -26,6 +26,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from nisse_llm import defaults
 from nisse_llm.config._bounds import MAX_SECONDS
 from nisse_llm.config._egress import check_base_url
 from nisse_llm.config.options import RequestOptions
@@ -43,7 +44,7 @@ from nisse_llm.log.canonical import DEFAULT_MAX_OUTPUT_TOKENS
 CONFIG_ENV = "NISSE_CONFIG"
 #: The file looked for in the current folder when neither a path nor `CONFIG_ENV` names
 #: one; ``nisse-llm config init`` writes it.
-DEFAULT_CONFIG_NAME = "nisse.toml"
+DEFAULT_CONFIG_NAME = defaults.CONFIG_NAME
 
 #: TOML key -> environment variable, for every key the file may hold.
 ENV_VARS: Mapping[str, str] = {
@@ -159,30 +160,34 @@ class LLMSettings(BaseModel):
         "TruncatedResponse.",
     )
     timeout_s: Seconds = Field(
-        120.0, description="Read timeout in seconds for one request on the chat completions route."
+        defaults.CHAT_TIMEOUT_S,
+        description="Read timeout in seconds for one request on the chat completions route.",
     )
     passthrough_timeout_s: Seconds = Field(
-        300.0,
+        defaults.PASSTHROUGH_TIMEOUT_S,
         description="Read timeout in seconds for one request on the Anthropic messages "
         "passthrough (longer: delegations run long turns).",
     )
     connect_timeout_s: Seconds = Field(
-        10.0, description="Seconds to wait for a connection to the proxy."
+        defaults.CONNECT_TIMEOUT_S, description="Seconds to wait for a connection to the proxy."
     )
     stream_idle_timeout_s: Seconds = Field(
-        120.0,
+        defaults.STREAM_IDLE_TIMEOUT_S,
         description="Seconds a streamed reply may stay silent between chunks before the "
         "request counts as failed (UpstreamUnavailable).",
     )
     rate_limit_retries: int = Field(
-        1, ge=0, le=10, description="How many times a 429 is retried after a wait; 0 never retries."
+        defaults.RATE_LIMIT_RETRIES,
+        ge=0,
+        le=10,
+        description="How many times a 429 is retried after a wait; 0 never retries.",
     )
     rate_limit_wait_s: WaitSeconds = Field(
-        20.0,
+        defaults.RATE_LIMIT_WAIT_S,
         description="Seconds to wait before retrying a 429 that names no Retry-After.",
     )
     rate_limit_wait_cap_s: WaitSeconds = Field(
-        60.0,
+        defaults.RATE_LIMIT_WAIT_CAP_S,
         description="Longest server-requested wait (Retry-After) honoured; a longer one raises "
         "UpstreamUnavailable at once, carrying the wait.",
     )
@@ -193,19 +198,20 @@ class LLMSettings(BaseModel):
         "every other model takes chat completions. In the environment: comma-separated.",
     )
     prompt_cache: bool = Field(
-        True, description="Mark each request's stable prefix for provider prompt caching."
+        defaults.PROMPT_CACHE,
+        description="Mark each request's stable prefix for provider prompt caching.",
     )
     prompt_cache_ttl: Literal["5m", "1h"] = Field(
-        "5m",
+        defaults.PROMPT_CACHE_TTL,
         description="Lifetime of prompt cache entries: 5m or 1h (1h cache writes cost more).",
     )
     preflight: bool = Field(
-        False,
+        defaults.PREFLIGHT,
         description="Count each request's tokens at the proxy before sending it and raise "
         "ContextWindowExceeded, sending nothing, when it cannot fit the model's window.",
     )
     max_response_bytes: int = Field(
-        64 * 1024 * 1024,
+        defaults.MAX_RESPONSE_BYTES,
         ge=1024,
         le=4 * 1024**3,
         description="Largest reply body read, in bytes after decompression (complete and "
@@ -213,13 +219,13 @@ class LLMSettings(BaseModel):
         "mid-stream) and nothing more is read. Error bodies are read to 64 KiB at most.",
     )
     call_deadline_s: Seconds = Field(
-        600.0,
+        defaults.CALL_DEADLINE_S,
         description="Total seconds one attempt of complete() may take, from sending the "
         "request to the last byte of the reply, however the server trickles it; past it "
         "the call raises UpstreamUnavailable. Each 429 retry is a new attempt.",
     )
     stream_deadline_s: Seconds = Field(
-        3600.0,
+        defaults.STREAM_DEADLINE_S,
         description="Total seconds one attempt of stream() may take, from sending the "
         "request to the reply's final event, keepalives and pings included; past it the "
         "stream raises StreamInterrupted (UpstreamUnavailable before the first byte).",

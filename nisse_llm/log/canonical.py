@@ -20,6 +20,7 @@ from typing import (
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 
+from nisse_llm import defaults
 from nisse_llm.log.images import Image
 from nisse_llm.log.tools import (
     TOOL_NAME_PATTERN,
@@ -68,9 +69,7 @@ __all__ = [
 # requires ^[a-zA-Z0-9_-]+$ ("tool_use.id: String should match pattern").
 CALL_ID_PATTERN = r"^[A-Za-z0-9_-]{1,40}$"
 
-# Generous by default: output is billed by what is produced, not by the ceiling, and a
-# ceiling too low fails quietly (a plan observed at 4,064 tokens against a 4,096 limit).
-DEFAULT_MAX_OUTPUT_TOKENS = 16384
+DEFAULT_MAX_OUTPUT_TOKENS = defaults.MAX_OUTPUT_TOKENS
 
 CallId = Annotated[str, Field(pattern=CALL_ID_PATTERN)]
 

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, NamedTuple, TypedDict
 
+from nisse_llm import defaults
 from nisse_llm.errors import (
     BudgetExhausted,
     ContextWindowExceeded,
@@ -90,7 +91,12 @@ class RateLimitPolicy:
 
     __slots__ = ("retries", "wait_cap_s", "wait_s")
 
-    def __init__(self, retries: int = 1, wait_s: float = 20.0, wait_cap_s: float = 60.0) -> None:
+    def __init__(
+        self,
+        retries: int = defaults.RATE_LIMIT_RETRIES,
+        wait_s: float = defaults.RATE_LIMIT_WAIT_S,
+        wait_cap_s: float = defaults.RATE_LIMIT_WAIT_CAP_S,
+    ) -> None:
         if retries < 0 or wait_s < 0 or wait_cap_s < 0:
             raise ValueError("rate-limit retries and waits must not be negative")
         self.retries = retries

@@ -33,6 +33,7 @@ from typing import Any, Final
 import httpcore
 import httpx
 
+from nisse_llm import defaults
 from nisse_llm.config._egress import environment_proxy, proxy_error
 
 __all__ = [
@@ -53,11 +54,11 @@ __all__ = [
 ]
 
 #: 64 MiB: a 128k-token streamed reply, one delta per token, is under 40 MiB of SSE.
-DEFAULT_MAX_RESPONSE_BYTES: Final = 64 * 1024 * 1024
+DEFAULT_MAX_RESPONSE_BYTES: Final = defaults.MAX_RESPONSE_BYTES
 #: Ten minutes: what Anthropic allows a non-streamed request before it asks for a stream.
-DEFAULT_CALL_DEADLINE_S: Final = 600.0
+DEFAULT_CALL_DEADLINE_S: Final = defaults.CALL_DEADLINE_S
 #: One hour: a 128k-token reply at 40 tokens a second, with room to spare.
-DEFAULT_STREAM_DEADLINE_S: Final = 3600.0
+DEFAULT_STREAM_DEADLINE_S: Final = defaults.STREAM_DEADLINE_S
 #: How much of an error body is read: the classifier needs its JSON head, not 512 MiB.
 ERROR_BODY_BYTES: Final = 64 * 1024
 #: The encodings this reader decodes; sent as Accept-Encoding so a server picks one of them.

@@ -14,7 +14,13 @@ from tests.architecture.imports import PACKAGE, ROOT, Import, cycles, imports, m
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "base",
-        ("nisse_llm._version", "nisse_llm._partial", "nisse_llm.errors", "nisse_llm._telemetry"),
+        (
+            "nisse_llm._version",
+            "nisse_llm.defaults",
+            "nisse_llm._partial",
+            "nisse_llm.errors",
+            "nisse_llm._telemetry",
+        ),
     ),
     ("log", ("nisse_llm.log",)),
     ("config", ("nisse_llm.config",)),

@@ -1,0 +1,36 @@
+"""Every default of the package in one place: the settings' fields, the clients' and
+routers' keywords and the routes read them from here, so they cannot drift apart."""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+#: Output ceiling per request. Generous: output is billed by what is produced, not by the
+#: ceiling, and a ceiling too low fails quietly (a plan observed at 4,064 of 4,096).
+MAX_OUTPUT_TOKENS: Final = 16384
+#: Read timeout of one request on the chat completions route.
+CHAT_TIMEOUT_S: Final = 120.0
+#: Read timeout on the messages and Responses routes: delegations run long turns.
+PASSTHROUGH_TIMEOUT_S: Final = 300.0
+#: Seconds to wait for a connection to the proxy (settings; a bare client waits its read
+#: timeout).
+CONNECT_TIMEOUT_S: Final = 10.0
+#: Seconds a stream may stay silent between chunks.
+STREAM_IDLE_TIMEOUT_S: Final = 120.0
+#: 429 handling: retries, the wait when the server names none, the longest wait honoured.
+RATE_LIMIT_RETRIES: Final = 1
+RATE_LIMIT_WAIT_S: Final = 20.0
+RATE_LIMIT_WAIT_CAP_S: Final = 60.0
+#: Model-string prefixes that take the Anthropic messages passthrough (spec A13).
+PASSTHROUGH_PREFIXES: Final[tuple[str, ...]] = ("claude-", "anthropic/")
+#: Prompt caching of each request's stable prefix, and its entries' lifetime.
+PROMPT_CACHE: Final = True
+PROMPT_CACHE_TTL: Final[Literal["5m", "1h"]] = "5m"
+#: Count tokens at the proxy before each request.
+PREFLIGHT: Final = False
+#: Largest reply body read (after decompression), and the deadlines of one attempt.
+MAX_RESPONSE_BYTES: Final = 64 * 1024 * 1024
+CALL_DEADLINE_S: Final = 600.0
+STREAM_DEADLINE_S: Final = 3600.0
+#: The configuration file looked for in the working directory when none is named.
+CONFIG_NAME: Final = "nisse.toml"

@@ -1,0 +1,51 @@
+"""Every default lives in nisse_llm.defaults: the settings' fields, the clients' keywords
+and the routes' timeouts agree with it, so none can drift from the others."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from nisse_llm import defaults
+from nisse_llm.config.settings import LLMSettings
+from nisse_llm.transport._classify import RateLimitPolicy
+
+#: Settings field -> the default it must have.
+SETTINGS = {
+    "max_output_tokens": defaults.MAX_OUTPUT_TOKENS,
+    "timeout_s": defaults.CHAT_TIMEOUT_S,
+    "passthrough_timeout_s": defaults.PASSTHROUGH_TIMEOUT_S,
+    "connect_timeout_s": defaults.CONNECT_TIMEOUT_S,
+    "stream_idle_timeout_s": defaults.STREAM_IDLE_TIMEOUT_S,
+    "rate_limit_retries": defaults.RATE_LIMIT_RETRIES,
+    "rate_limit_wait_s": defaults.RATE_LIMIT_WAIT_S,
+    "rate_limit_wait_cap_s": defaults.RATE_LIMIT_WAIT_CAP_S,
+    "passthrough_prefixes": defaults.PASSTHROUGH_PREFIXES,
+    "prompt_cache": defaults.PROMPT_CACHE,
+    "prompt_cache_ttl": defaults.PROMPT_CACHE_TTL,
+    "preflight": defaults.PREFLIGHT,
+    "max_response_bytes": defaults.MAX_RESPONSE_BYTES,
+    "call_deadline_s": defaults.CALL_DEADLINE_S,
+    "stream_deadline_s": defaults.STREAM_DEADLINE_S,
+}
+
+
+def test_every_settings_default_comes_from_the_defaults_module() -> None:
+    fields = LLMSettings.model_fields
+    with_default = {name for name, field in fields.items() if not field.is_required()}
+    assert with_default == set(SETTINGS)
+    for name, value in SETTINGS.items():
+        assert fields[name].default == value, name
+
+
+@pytest.mark.parametrize(
+    ("keyword", "value"),
+    [
+        ("retries", defaults.RATE_LIMIT_RETRIES),
+        ("wait_s", defaults.RATE_LIMIT_WAIT_S),
+        ("wait_cap_s", defaults.RATE_LIMIT_WAIT_CAP_S),
+    ],
+)
+def test_the_rate_limit_policy_defaults_agree(keyword: str, value: object) -> None:
+    assert inspect.signature(RateLimitPolicy).parameters[keyword].default == value
