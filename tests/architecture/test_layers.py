@@ -123,3 +123,17 @@ def test_the_graph_sees_imports_inside_functions_but_not_type_checking_ones() ->
     # use) and the settings only for types.
     assert ("nisse_llm.transport.clients", "nisse_llm.render.openai_chat") in edges
     assert ("nisse_llm.transport.clients", "nisse_llm.config.settings") not in edges
+
+
+def test_the_readme_draws_every_layer_in_order() -> None:
+    readme = (ROOT.parent / "README.md").read_text(encoding="utf-8")
+    picture = readme.split("## Architecture", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    drawn = [line.split()[0].rstrip("/") for line in picture.splitlines() if line.strip()]
+    folders = [
+        prefix.split(".")[1]
+        for _, prefixes in LAYERS
+        for prefix in prefixes
+        if prefix.count(".") == 1 and (ROOT / prefix.split(".")[1]).is_dir()
+    ]
+    # The picture runs top to bottom, the layers bottom to top.
+    assert [name for name in drawn if name in folders] == folders[::-1]
