@@ -7,16 +7,19 @@ collected or the interpreter exits; `start_retrying` starts it, stopping it on a
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import signal
 import subprocess
+import sys
+import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from types import TracebackType
+from types import FrameType, TracebackType
 from typing import Any, ClassVar, Self
 
-__all__ = ["ServerProcess", "start_retrying", "terminate"]
+__all__ = ["ServerProcess", "Started", "serve_until_interrupted", "start_retrying", "terminate"]
 
 
 def terminate(process: subprocess.Popen[bytes], grace_s: float) -> None:
@@ -55,7 +58,58 @@ def start_retrying(
             raise
 
 
-class ServerProcess:
+class Started:
+    """A server ``with`` starts and stops: ``__enter__`` is `start`, ``__exit__`` `stop`."""
+
+    def start(self) -> Self:
+        """Start the server and wait until it is ready (a subclass's job)."""
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        """Stop the server (a subclass's job)."""
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def serve_until_interrupted(
+    start: Callable[[contextlib.ExitStack], Iterable[str]], error: type[Exception]
+) -> int:
+    """Start servers on a stack (``start`` enters them and returns lines to print), then
+    wait for Ctrl-C or SIGTERM; either unwinds the stack, so every process is stopped.
+    0 when interrupted, 1 (the message on stderr) when starting raised ``error``."""
+    # SIGTERM unwinds like Ctrl-C.
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        with contextlib.ExitStack() as stack:
+            for line in start(stack):
+                print(line)
+            print("Ctrl-C stops it.", flush=True)
+            while True:
+                time.sleep(3600)
+    except KeyboardInterrupt:
+        return 0
+    except error as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+class ServerProcess(Started):
     """What a started server holds, and how it is stopped; subclasses launch it."""
 
     #: Seconds between SIGTERM and SIGKILL when stopping.
@@ -66,10 +120,6 @@ class ServerProcess:
         self._workdir: Path | None = None
         self._port: int | None = None
         self._finalizer: weakref.finalize[Any, Any] | None = None
-
-    def start(self) -> Self:
-        """Launch the server and wait until it is ready (a subclass's job)."""
-        raise NotImplementedError
 
     def _watch(self, process: subprocess.Popen[bytes]) -> None:
         """Keep ``process``, ended also when this object is collected or at exit."""
@@ -88,14 +138,3 @@ class ServerProcess:
             shutil.rmtree(self._workdir, ignore_errors=True)
             self._workdir = None
         self._port = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()

@@ -26,15 +26,18 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from types import FrameType, TracebackType
 from typing import Any, Self
 
-from nisse_llm.testing._process import ServerProcess, start_retrying
+from nisse_llm.testing._process import (
+    ServerProcess,
+    Started,
+    serve_until_interrupted,
+    start_retrying,
+)
 from nisse_llm.testing.proxy import (
     DEFAULT_STARTUP_TIMEOUT_S,
     LiteLLMProxy,
@@ -238,7 +241,7 @@ class _SharedProxy(LiteLLMProxy):
         return config
 
 
-class LiteLLMFleet:
+class LiteLLMFleet(Started):
     """One Redis and ``instances`` LiteLLM proxies sharing it, in front of ``upstream_base``.
 
     Every instance gets the same model list and the same token (a load balancer could
@@ -308,7 +311,7 @@ class LiteLLMFleet:
         """``http://127.0.0.1:<port>`` of each instance, in order."""
         return [proxy.base_url for proxy in self.instances]
 
-    def start(self) -> LiteLLMFleet:
+    def start(self) -> Self:
         """Start Redis, launch every instance at once, and wait until all are healthy."""
         started = time.monotonic()
         try:
@@ -349,21 +352,6 @@ class LiteLLMFleet:
             proxy.stop()
         self.redis.stop()
 
-    def __enter__(self) -> LiteLLMFleet:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-
-def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
-
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m nisse_llm.testing.fleet``: a fleet until Ctrl-C (or SIGTERM)."""
@@ -376,27 +364,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--instances", type=int, default=2, help="proxy instances (default 2)")
     args = parser.parse_args(argv)
-    # SIGTERM unwinds like Ctrl-C, so every process is stopped either way.
-    signal.signal(signal.SIGTERM, _raise_interrupt)
     script = Script(fallback=lambda request: reply("Scripted answer."))
-    try:
-        with (
-            ScriptedServer(script) as upstream,
-            LiteLLMFleet(upstream.base_url, instances=args.instances) as fleet,
-        ):
-            print(f"redis: 127.0.0.1:{fleet.redis.port} (pid {fleet.redis.pid})")
-            for index, proxy in enumerate(fleet.instances):
-                print(f"instance {index}: {proxy.base_url} (pid {proxy.pid})")
-            print(f"token: {fleet.token}")
-            print(f"models: {', '.join(m.name for m in fleet.models)}")
-            print("Ctrl-C stops everything.", flush=True)
-            while True:
-                time.sleep(3600)
-    except KeyboardInterrupt:
-        return 0
-    except ProxyError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+
+    def start(stack: contextlib.ExitStack) -> list[str]:
+        upstream = stack.enter_context(ScriptedServer(script))
+        fleet = stack.enter_context(LiteLLMFleet(upstream.base_url, instances=args.instances))
+        return [
+            f"redis: 127.0.0.1:{fleet.redis.port} (pid {fleet.redis.pid})",
+            *(
+                f"instance {index}: {proxy.base_url} (pid {proxy.pid})"
+                for index, proxy in enumerate(fleet.instances)
+            ),
+            f"token: {fleet.token}",
+            f"models: {', '.join(m.name for m in fleet.models)}",
+        ]
+
+    return serve_until_interrupted(start, ProxyError)
 
 
 if __name__ == "__main__":

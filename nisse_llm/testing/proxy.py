@@ -16,21 +16,18 @@ import contextlib
 import json
 import os
 import secrets
-import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any, Literal, Self
 
 import httpx
 
-from nisse_llm.testing._process import ServerProcess, start_retrying
+from nisse_llm.testing._process import ServerProcess, serve_until_interrupted, start_retrying
 
 if TYPE_CHECKING:
     from nisse_llm.testing.script import RecordedRequest
@@ -423,10 +420,6 @@ def _scripted_answer(request: RecordedRequest) -> Turn:
     return reply(f"Scripted answer to: {(request.last_user_text or '')[:200]}")
 
 
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m nisse_llm.testing.proxy``: a real LiteLLM proxy in front of a scripted
     model (no key, no network), until Ctrl-C or SIGTERM."""
@@ -452,29 +445,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         ProxyModel(name, "anthropic" if name.startswith(("claude-", "anthropic/")) else "openai")
         for name in names
     ]
-    # SIGTERM unwinds like Ctrl-C, so both processes are stopped either way.
-    previous = signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        with (
-            ScriptedServer(Script(fallback=_scripted_answer)) as upstream,
-            LiteLLMProxy(
-                upstream.base_url, models=models, token=args.token, port=args.port
-            ) as proxy,
-        ):
-            print("A real LiteLLM proxy in front of a scripted model (no key, no network).")
-            print(f"proxy: {proxy.base_url} (pid {proxy.pid}); models: {', '.join(names)}")
-            print(f"export NISSE_LLM_BASE_URL={proxy.base_url}")
-            print(f"export NISSE_LLM_TOKEN={proxy.token}")
-            print("Ctrl-C stops it.", flush=True)
-            while True:
-                time.sleep(3600)
-    except KeyboardInterrupt:
-        return 0
-    except ProxyError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+
+    def start(stack: contextlib.ExitStack) -> list[str]:
+        upstream = stack.enter_context(ScriptedServer(Script(fallback=_scripted_answer)))
+        proxy = stack.enter_context(
+            LiteLLMProxy(upstream.base_url, models=models, token=args.token, port=args.port)
+        )
+        return [
+            "A real LiteLLM proxy in front of a scripted model (no key, no network).",
+            f"proxy: {proxy.base_url} (pid {proxy.pid}); models: {', '.join(names)}",
+            f"export NISSE_LLM_BASE_URL={proxy.base_url}",
+            f"export NISSE_LLM_TOKEN={proxy.token}",
+        ]
+
+    return serve_until_interrupted(start, ProxyError)
 
 
 if __name__ == "__main__":

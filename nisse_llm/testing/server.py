@@ -10,9 +10,9 @@ from __future__ import annotations
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
+from nisse_llm.testing._process import Started
 from nisse_llm.testing.script import Script
 
 __all__ = ["ScriptedServer"]
@@ -103,7 +103,7 @@ class _Server(ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
 
-class ScriptedServer:
+class ScriptedServer(Started):
     """A threaded loopback server answering from a script; a context manager.
 
     ``base_url`` is ``http://127.0.0.1:<port>`` with no path: point a proxy's
@@ -131,7 +131,7 @@ class ScriptedServer:
         """``http://host:port`` of the running server."""
         return f"http://{self._address[0]}:{self.port}"
 
-    def start(self) -> ScriptedServer:
+    def start(self) -> Self:
         """Bind and serve on a background thread; returns the server."""
         if self._server is not None:
             return self
@@ -156,14 +156,3 @@ class ScriptedServer:
         server.server_close()
         if thread is not None:
             thread.join(timeout=5)
-
-    def __enter__(self) -> ScriptedServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
