@@ -13,7 +13,7 @@ per route, contenders read the same SSE reply of ``deltas`` text deltas to its e
 
 Interleaved round by round (the order reversed every other round); medians of
 ``time.process_time`` per reply. ``python -m bench.streaming [--deltas N] [--rounds N]
-[--runs N]`` measures only this, printing each route's ratio to the json floor per run
+[--runs N] [--no-sdk]`` measures only this, printing each route's ratio to the json floor per run
 and the median over the runs.
 """
 
@@ -114,7 +114,9 @@ def _sdk(route: str, base: str) -> tuple[Callable[[], object] | None, str | None
     return run_anthropic, None
 
 
-def _route(client: Any, http: Any, url: str, base: str, *, rounds: int, warmup: int) -> StreamRow:
+def _route(
+    client: Any, http: Any, url: str, base: str, *, rounds: int, warmup: int, sdk: bool = True
+) -> StreamRow:
     from nisse_llm.log.canonical import UserText
 
     events = [UserText(text="Write at length.")]
@@ -145,9 +147,9 @@ def _route(client: Any, http: Any, url: str, base: str, *, rounds: int, warmup: 
         ("json", json_floor),
         ("nisse", nisse),
     ]
-    sdk, skipped = _sdk(route, base)
-    if sdk is not None:
-        order.append(("sdk", sdk))
+    run_sdk, skipped = _sdk(route, base) if sdk else (None, "not asked for")
+    if run_sdk is not None:
+        order.append(("sdk", run_sdk))
     samples: dict[str, list[float]] = {name: [] for name, _ in order}
     for r in range(warmup + rounds):
         gc.collect()
@@ -167,7 +169,9 @@ def _route(client: Any, http: Any, url: str, base: str, *, rounds: int, warmup: 
     )
 
 
-def measure(base_url: str, *, deltas: int, rounds: int, warmup: int) -> list[StreamRow]:
+def measure(
+    base_url: str, *, deltas: int, rounds: int, warmup: int, sdk: bool = True
+) -> list[StreamRow]:
     """Per route, median client CPU per reply of ``deltas`` text deltas, for each contender."""
     import httpx
 
@@ -187,7 +191,7 @@ def measure(base_url: str, *, deltas: int, rounds: int, warmup: int) -> list[Str
             cls(base, "sk-bench") as client,
             httpx.Client(headers=client._core.headers, trust_env=False) as http,
         ):
-            row = _route(client, http, base + path, base, rounds=rounds, warmup=warmup)
+            row = _route(client, http, base + path, base, rounds=rounds, warmup=warmup, sdk=sdk)
         if row.deltas != deltas:
             raise AssertionError(f"{route}: {row.deltas} deltas streamed, expected {deltas}")
         rows.append(row)
@@ -206,13 +210,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--no-sdk", action="store_true", help="leave out the official SDKs' rows")
     args = parser.parse_args(argv)
     stub_cpu, pinning = _pin_self()
     print(pinning)
     ratios: dict[str, list[float]] = {route: [] for route, _ in ROUTES}
     with harness.stub_server(cpu=stub_cpu) as base_url:
         for run in range(args.runs):
-            rows = measure(base_url, deltas=args.deltas, rounds=args.rounds, warmup=args.warmup)
+            rows = measure(
+                base_url,
+                deltas=args.deltas,
+                rounds=args.rounds,
+                warmup=args.warmup,
+                sdk=not args.no_sdk,
+            )
             for row in rows:
                 assert row.json_floor
                 ratio = row.nisse / row.json_floor

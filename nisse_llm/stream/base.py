@@ -205,10 +205,15 @@ def _parse(data: bytes) -> Any:
 
 
 def load_event(data: bytes) -> dict[str, Any]:
+    """An event's JSON object; raises the malformed-stream `LLMError` for anything else."""
     try:
-        value = _parse(data)
-    except ValueError as exc:
-        raise malformed("an event is not JSON", _text(data)) from exc
+        # Parsed here first, not through `_parse`: one call less on every event.
+        value = from_json(data)
+    except ValueError:
+        try:
+            value = _parse(data)
+        except ValueError as exc:
+            raise malformed("an event is not JSON", _text(data)) from exc
     if type(value) is not dict:
         raise malformed("an event is not an object", value)
     return value

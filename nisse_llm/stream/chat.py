@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic_core import from_json
-
 from nisse_llm.config.routing import Route
 from nisse_llm.errors import PartialReply, PartialToolCall
 from nisse_llm.stream._envelope import Envelope
@@ -130,12 +128,7 @@ class OpenAIChatStreamAccumulator(StreamAccumulator):
                     return []
                 state.text.parts.append(text)
                 return [fragment(TextDelta, text, state.text)]
-        try:
-            chunk = from_json(data)
-        except ValueError:
-            chunk = load_event(data)  # invalid UTF-8 read as U+FFFD, or the malformed-stream error
-        if type(chunk) is not dict:
-            chunk = load_event(data)
+        chunk = load_event(data)
         if chunk.get("error") is not None:
             # LiteLLM reports a failure after the first byte as a chunk {"error": {...}}.
             raise self._fail(data)

@@ -64,6 +64,12 @@ class _BlockState:
         return block
 
 
+# The deltas that grow a block's text: the field they carry, its key as the raw bytes
+# show it (for the envelope), and the delta they yield.
+_TEXT_DELTAS: dict[str, tuple[str, bytes, type[TextFragment]]] = {
+    "text_delta": ("text", b'"text":"', TextDelta),
+    "thinking_delta": ("thinking", b'"thinking":"', ReasoningDelta),
+}
 # Blocks whose input streams as input_json_delta; only tool_use is the client's to run.
 _INPUT_BLOCKS = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
 
@@ -170,30 +176,24 @@ class AnthropicStreamAccumulator(StreamAccumulator):
             delta = as_dict(delta, "content_block_delta's delta")
         block = state.block
         kind = delta.get("type")
-        if kind == "text_delta":
-            text = delta.get("text")
+        grows = _TEXT_DELTAS.get(kind) if type(kind) is str else None
+        if grows is not None:
+            key, raw_key, cls = grows
+            text = delta.get(key)
             if type(text) is not str:
-                text = _fragment(delta, "text")
-            joined = state.grow("text")
-            self._learn(data, delta, raw, b'"text":"', text, (TextDelta, joined))
+                text = _fragment(delta, key)
+            joined = state.grow(key)
+            self._learn(data, delta, raw, raw_key, text, (cls, joined))
             if not text:
                 return []
             joined.parts.append(text)
-            return [fragment(TextDelta, text, joined)]
+            return [fragment(cls, text, joined)]
         if kind == "input_json_delta":
             text = _fragment(delta, "partial_json")
             state.json_parts.append(text)
             if state.tool_index is None or not text:
                 return []
             return [ToolArgumentsDelta(state.tool_index, text)]
-        if kind == "thinking_delta":
-            text = _fragment(delta, "thinking")
-            joined = state.grow("thinking")
-            self._learn(data, delta, raw, b'"thinking":"', text, (ReasoningDelta, joined))
-            if not text:
-                return []
-            joined.parts.append(text)
-            return [fragment(ReasoningDelta, text, joined)]
         if kind == "signature_delta":
             block["signature"] = _text_of(block, "signature") + _fragment(delta, "signature")
             return []

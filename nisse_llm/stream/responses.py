@@ -69,6 +69,18 @@ class ResponsesStreamAccumulator(StreamAccumulator):
     def _on_data(self, name: str, data: bytes) -> list[StreamDelta]:
         event = load_event(data)
         kind = event.get("type") or name
+        if kind == "response.output_text.delta":
+            # Nearly every event of a reply, taken first and without the calls of `_delta`.
+            piece = event.get("delta")
+            if type(piece) is str:
+                at = event.get("output_index")
+                state = self._items.get(at) if type(at) is int else None
+                if state is None:
+                    state = self._state(event)
+                text = state.text
+                text.parts.append(piece)
+                return [fragment(TextDelta, piece, text)]
+            return []
         if kind == "error":
             raise self._error(event)
         if kind == "response.created" or kind == "response.in_progress":
