@@ -11,7 +11,7 @@ from typing import Any
 
 from bench.contenders import CATALOGUE
 from bench.harness import Growth, Profile, Samples
-from bench.streaming import SDK_LABELS, StreamRow
+from bench.streaming import CLIENTS, SDK_LABELS, StreamRow
 from bench.workload import Workload, encode
 
 PACKAGES = (
@@ -422,7 +422,7 @@ def _streaming_section(res: Results) -> list[str]:
         "| --- | --- | ---: | ---: | ---: |",
     ]
     for row in res.streaming:
-        cls = "LiteLLMClient" if row.route == "chat" else "AnthropicPassthroughClient"
+        cls = CLIENTS[row.route]
         base = row.json_floor
 
         def x(value: float | None, base: float | None = base) -> str:

@@ -80,6 +80,8 @@ ROUTES = {
     "/v1/chat/completions": _CHAT,
     "/v1/messages": _MESSAGES,
 }
+# Streamed only (the non-streaming rows use the other two routes).
+STREAM_ONLY = ("/v1/responses",)
 
 
 DELTA_CHARS = 8
@@ -89,6 +91,11 @@ _STREAMS: dict[tuple[str, int], bytes] = {}
 def stream_body(path: str, deltas: int) -> dict[str, Any]:
     """A text-only reply on ``path``'s route whose text streams as ``deltas`` deltas."""
     text = "".join(f"w{i % 10}rd-{i:03d}"[:DELTA_CHARS] for i in range(deltas))
+    if path.endswith("/v1/responses"):
+        from nisse_llm.testing import Text, Tokens, openai_responses_body
+
+        usage = Tokens(input=65412, output=58)
+        return openai_responses_body([Text(text)], model="bench-model", usage=usage)
     if path.endswith("/v1/messages"):
         body: dict[str, Any] = json.loads(json.dumps(MESSAGES_BODY))
         body["content"] = [{"type": "text", "text": text}]
@@ -106,9 +113,15 @@ def _stream_response(path: str, deltas: int) -> bytes:
         # Imported here: the plain stub stays light, and only streaming rows need it.
         from nisse_llm.testing.sse import split_bytes, sse_stream
 
-        messages = path.endswith("/v1/messages")
+        route = (
+            "anthropic_messages"
+            if path.endswith("/v1/messages")
+            else "openai_responses"
+            if path.endswith("/v1/responses")
+            else "openai_chat"
+        )
         data = sse_stream(
-            "anthropic_messages" if messages else "openai_chat",
+            route,
             stream_body(path, deltas),
             chunk_size=DELTA_CHARS,
         )
@@ -124,7 +137,7 @@ def _stream_response(path: str, deltas: int) -> bytes:
 def _answer(path: str) -> bytes:
     if path.startswith("/sse/"):
         _, _, n, rest = path.split("/", 3)
-        if f"/{rest}" in ROUTES:
+        if f"/{rest}" in ROUTES or f"/{rest}" in STREAM_ONLY:
             return _stream_response(f"/{rest}", int(n))
     return ROUTES.get(path, _NOT_FOUND)
 

@@ -19,7 +19,8 @@ from typing import Any
 from nisse_llm.config.routing import Route
 from nisse_llm.errors import LLMError, PartialReply, PartialToolCall, StreamInterrupted
 from nisse_llm.stream._fragments import Joined, fragment
-from nisse_llm.stream.deltas import (
+from nisse_llm.stream.base import (
+    EXCERPT,
     ParseFn,
     ReasoningDelta,
     RefusalDelta,
@@ -28,16 +29,15 @@ from nisse_llm.stream.deltas import (
     TextDelta,
     ToolArgumentsDelta,
     ToolCallStarted,
-    _as_dict,
-    _load,
-    _malformed,
-    _tool_name,
+    as_dict,
+    load_event,
+    malformed,
+    tool_name,
 )
 
 __all__ = ["ResponsesStreamAccumulator"]
 
 _FINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
-_EXCERPT = 200
 
 
 class _Item:
@@ -67,35 +67,47 @@ class ResponsesStreamAccumulator(StreamAccumulator):
         self._final: dict[str, Any] | None = None
 
     def _on_data(self, name: str, data: bytes) -> list[StreamDelta]:
-        event = _load(data)
+        event = load_event(data)
         kind = event.get("type") or name
+        if kind == "response.output_text.delta":
+            # Nearly every event of a reply, taken first and without the calls of `_delta`.
+            piece = event.get("delta")
+            if type(piece) is str:
+                at = event.get("output_index")
+                state = self._items.get(at) if type(at) is int else None
+                if state is None:
+                    state = self._state(event)
+                text = state.text
+                text.parts.append(piece)
+                return [fragment(TextDelta, piece, text)]
+            return []
         if kind == "error":
             raise self._error(event)
         if kind == "response.created" or kind == "response.in_progress":
-            response = _as_dict(event.get("response"), "response")
+            response = as_dict(event.get("response"), "response")
             self._top = {k: v for k, v in response.items() if k != "output"}
             return []
         if kind in _FINAL:
-            self._final = _as_dict(event.get("response"), "response")
+            self._final = as_dict(event.get("response"), "response")
             self._done = True
             return []
         if kind == "response.output_item.added":
             return self._added(event)
         if kind == "response.output_item.done":
             state = self._state(event)
-            state.item = _as_dict(event.get("item"), "item")
+            state.item = as_dict(event.get("item"), "item")
             return []
         return self._delta(kind, event)
 
     def _added(self, event: dict[str, Any]) -> list[StreamDelta]:
-        item = _as_dict(event.get("item"), "item")
+        item = as_dict(event.get("item"), "item")
         at = _index(event.get("output_index"), len(self._items))
         call = None
         out: list[StreamDelta] = []
         if item.get("type") == "function_call":
             call = self._calls
             self._calls += 1
-            out.append(ToolCallStarted(call, _tool_name(item.get("name"))))
+            out.append(ToolCallStarted(call, tool_name(item.get("name"))))
         self._items[at] = _Item(dict(item), call)
         return out
 
@@ -103,7 +115,7 @@ class ResponsesStreamAccumulator(StreamAccumulator):
         at = _index(event.get("output_index"), len(self._items) - 1)
         state = self._items.get(at)
         if state is None:
-            raise _malformed("an event names an output item that never began", event)
+            raise malformed("an event names an output item that never began", event)
         return state
 
     def _delta(self, kind: str, event: dict[str, Any]) -> list[StreamDelta]:
@@ -129,8 +141,8 @@ class ResponsesStreamAccumulator(StreamAccumulator):
         detail = event.get("error") if isinstance(event.get("error"), dict) else event
         assert isinstance(detail, dict)
         code, message = detail.get("code") or detail.get("type"), detail.get("message")
-        code = code[:_EXCERPT] if isinstance(code, str) and code != "error" else None
-        said = message[:_EXCERPT] if isinstance(message, str) else str(event)[:_EXCERPT]
+        code = code[:EXCERPT] if isinstance(code, str) and code != "error" else None
+        said = message[:EXCERPT] if isinstance(message, str) else str(event)[:EXCERPT]
         return self.interrupted(
             f"the server sent an error ({code or 'untyped'}: {said})",
             error_type=code,
@@ -139,7 +151,7 @@ class ResponsesStreamAccumulator(StreamAccumulator):
 
     def _fail(self, raw: bytes) -> StreamInterrupted:
         try:
-            event = _load(raw)
+            event = load_event(raw)
         except LLMError:
             event = {"message": raw.decode("utf-8", "replace")}
         return self._error(event)
@@ -197,5 +209,5 @@ def _index(value: object, default: int) -> int:
     if value is None:
         return default
     if type(value) is not int or value < 0:
-        raise _malformed("an output_index is not a non-negative integer", value)
+        raise malformed("an output_index is not a non-negative integer", value)
     return value
