@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     from nisse_llm.render.openai_chat import OpenAIChatRenderer
     from nisse_llm.render.openai_responses import OpenAIResponsesRenderer
     from nisse_llm.render.typed import TypedReply
-    from nisse_llm.stream.deltas import (
+    from nisse_llm.stream.base import (
         PartialReply,
         ReasoningDelta,
         RefusalDelta,
@@ -131,11 +131,11 @@ _LAZY = {
     "AsyncRoleRouter": "nisse_llm.transport.routers",
     "ReplyStream": "nisse_llm.transport.clients",
     "AsyncReplyStream": "nisse_llm.transport.clients",
-    "TextDelta": "nisse_llm.stream.deltas",
-    "ReasoningDelta": "nisse_llm.stream.deltas",
-    "RefusalDelta": "nisse_llm.stream.deltas",
-    "ToolCallStarted": "nisse_llm.stream.deltas",
-    "ToolArgumentsDelta": "nisse_llm.stream.deltas",
+    "TextDelta": "nisse_llm.stream.base",
+    "ReasoningDelta": "nisse_llm.stream.base",
+    "RefusalDelta": "nisse_llm.stream.base",
+    "ToolCallStarted": "nisse_llm.stream.base",
+    "ToolArgumentsDelta": "nisse_llm.stream.base",
     "PartialReply": "nisse_llm.errors",
     "PromptCache": "nisse_llm.render._cache",
     "select_client": "nisse_llm.transport.clients",
