@@ -49,6 +49,7 @@ from nisse_llm.log.canonical import (
 from nisse_llm.log.images import Image
 
 if TYPE_CHECKING:
+    from nisse_llm._partial import PartialReply
     from nisse_llm.config.options import RequestOptions
     from nisse_llm.config.profiles import RoleProfile
     from nisse_llm.config.settings import (
@@ -64,7 +65,6 @@ if TYPE_CHECKING:
     from nisse_llm.render.openai_responses import OpenAIResponsesRenderer
     from nisse_llm.render.typed import TypedReply
     from nisse_llm.stream.base import (
-        PartialReply,
         ReasoningDelta,
         RefusalDelta,
         TextDelta,
