@@ -248,6 +248,10 @@ class OpenAIResponsesRenderer:
     def __init__(self) -> None:
         self._walks: ProgressCache[TurnWalk] = ProgressCache()
 
+    def forget(self) -> None:
+        """Forget the walks of the logs rendered so far (the next render starts cold)."""
+        self._walks.clear()
+
     def render_request(
         self,
         events: LogLike,

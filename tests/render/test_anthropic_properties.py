@@ -56,7 +56,7 @@ def test_growing_a_log_renders_as_if_from_scratch(
             warm.append(ANT.render_bytes(events[:cut], None, model))
         except RenderError:
             warm.append(b"")
-    ant._PROGRESS.clear()
+    ANT.forget()
     for cut, expected in zip(cuts, warm, strict=True):
         try:
             cold = ANT.render_bytes(list(events[:cut]), None, model)

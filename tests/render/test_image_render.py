@@ -59,11 +59,11 @@ def json_snapshot(snapshot: SnapshotAssertion) -> SnapshotAssertion:
 
 @pytest.fixture
 def cold() -> Iterator[None]:
-    ant._PROGRESS.clear()
-    chat._PROGRESS.clear()
+    ANT.forget()
+    CHAT.forget()
     yield
-    ant._PROGRESS.clear()
-    chat._PROGRESS.clear()
+    ANT.forget()
+    CHAT.forget()
 
 
 def _call(call_id: str, tool: str = "screenshot") -> ToolCall:
@@ -496,7 +496,7 @@ def test_growing_a_log_with_images_renders_as_if_from_scratch(
                 warm.append(b"image")
             except RenderError:  # a prefix may hold nothing to send
                 warm.append(b"")
-        module._PROGRESS.clear()
+        renderer.forget()
         for cut, expected in zip(cuts, warm, strict=True):
             try:
                 got = renderer.render_bytes(list(events[:cut]), None, MODEL, cache=cache)
