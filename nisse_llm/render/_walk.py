@@ -444,3 +444,18 @@ class TurnWalk(Progress):
                 rest[index - start] = self.make.answer(call, None)
         rest.extend(extra[max(0, start - m) :])
         return m + len(extra), rest
+
+    def final(self) -> int:
+        """Entries before this index no longer change (no hole before them)."""
+        return min((hole[0] for hole in self.holes.values()), default=self.m)
+
+    def grow_rope(self, limit: int) -> Rope:
+        """The rope, grown up to ``limit`` over entries that became final (no hole before
+        them): a block past this call's first breakpoint would be of no use to it."""
+        rope = self.rope
+        final = min(self.final(), limit)
+        if final > rope.covered:
+            # An entry still empty (the chat route's image message without images) is none.
+            run = [entry for entry in self.shared.entries[rope.covered : final] if entry]
+            rope = self.rope = rope.extended(run, final)
+        return rope

@@ -81,7 +81,6 @@ from nisse_llm.render._images import (
 )
 from nisse_llm.render._memo import FragmentMemo
 from nisse_llm.render._options import chat_fields, chat_replays_thinking
-from nisse_llm.render._rope import Rope
 from nisse_llm.render._walk import (
     ProgressCache,
     Shared,
@@ -579,21 +578,6 @@ class _ChatWalk(TurnWalk):
         _, extra = self.open_turn()
         slots = _Slots(self.shared.slots, self.m, self.holes, extra, self.albums)
         return count, rest, slots
-
-    def final(self) -> int:
-        """Messages before this index no longer change (no hole before them)."""
-        return min((hole[0] for hole in self.holes.values()), default=self.m)
-
-    def grow_rope(self, limit: int) -> Rope:
-        """The rope, grown up to ``limit`` over messages that became final (no hole before
-        them): a block past this call's first breakpoint would be of no use to it."""
-        rope = self.rope
-        final = min(self.final(), limit)
-        if final > rope.covered:
-            # An image message with no images yet is no message at all.
-            run = [message for message in self.shared.entries[rope.covered : final] if message]
-            rope = self.rope = rope.extended(run, final)
-        return rope
 
 
 def _render_parts(

@@ -305,42 +305,19 @@ class OpenAIResponsesRenderer:
         options: RequestOptions | None = None,
         prompt_cache_key: str | None = None,
     ) -> bytes:
-        """The encoded body, byte-identical to the typed request's dump (``exclude_none``),
-        joined from input items encoded once per event (`_MEMO`): a log re-sent grown by a
-        turn costs the walk over it, its new events' encoding and one join."""
-        items = log_items(events)
-        with self._walks.lock:
-            walk = self._walks.walk(items, model, lambda shared: TurnWalk(shared, _ENCODED, model))
-            check_images_once(walk)
-            fragments, used = _input(walk)
-        specs = unique_specs(tools)
-        fields = responses_fields(
-            options,
-            model=model,
-            max_tokens=max_tokens,
-            tools=[spec.name for spec in specs],
-            stubbed=not specs and bool(used),
-            prompt_cache_key=prompt_cache_key
-            or task_cache_key(model, system, bare_events(items[:1])[0]),
+        """The encoded body, byte-identical to the typed request's dump (``exclude_none``)."""
+        return b"".join(
+            self.render_parts(
+                events,
+                tools,
+                model,
+                system,
+                max_tokens=max_tokens,
+                cache=cache,
+                options=options,
+                prompt_cache_key=prompt_cache_key,
+            )
         )
-        parts = [b'{"model":', json_bytes(model)]
-        if system is not None and system.strip():
-            parts += [b',"instructions":', json_bytes(system)]
-        parts += [b',"input":[', b",".join(fragments), b"]"]
-        if specs:
-            declared = [_MEMO.get(spec, lambda t: _encode(_map_tool(t))) for spec in specs]
-        else:
-            declared = [_encode(_map_stub_tool(name)) for name in used]
-        if declared:
-            parts += [b',"tools":[', b",".join(declared), b"]"]
-        include = fields.pop("include", None)
-        for name, value in fields.items():
-            parts += [b',"', name.encode(), b'":', _encode(value)]
-        parts.append(b',"store":false')
-        if include is not None:
-            parts += [b',"include":', json_bytes(include)]
-        parts.append(b"}")
-        return b"".join(parts)
 
     def render_parts(
         self,
@@ -352,13 +329,55 @@ class OpenAIResponsesRenderer:
         max_tokens: int | None = None,
         cache: PromptCache | None = None,
         options: RequestOptions | None = None,
+        prompt_cache_key: str | None = None,
     ) -> list[bytes]:
-        """The body of `render_bytes` as one part (the clients send parts)."""
-        return [
-            self.render_bytes(
-                events, tools, model, system, max_tokens=max_tokens, cache=cache, options=options
-            )
-        ]
+        """The body of `render_bytes` in parts that concatenate to it: the head, the cached
+        blocks of the log's settled input items (`nisse_llm.render._rope`), and the rest
+        with the tail. Input items are encoded once per event (`_MEMO`) and the walk
+        resumes from the log this one extends: a log re-sent grown by a turn costs its new
+        events and one join of what is not yet in a block."""
+        items = log_items(events)
+        with self._walks.lock:
+            walk = self._walks.walk(items, model, lambda shared: TurnWalk(shared, _ENCODED, model))
+            check_images_once(walk)
+            count, rest = walk.finish(walk.rope.covered)
+            if not count:
+                raise RenderError(_NOTHING_TO_SEND)
+            # The last item always goes fresh, so the final part is never a bare block.
+            base = walk.rope.covered
+            blocks, start = walk.grow_rope(count - 1).usable(count - 1)
+            if start != base:
+                count, rest = walk.finish(start)
+            used = walk.used_tools()
+        specs = unique_specs(tools)
+        fields = responses_fields(
+            options,
+            model=model,
+            max_tokens=max_tokens,
+            tools=[spec.name for spec in specs],
+            stubbed=not specs and bool(used),
+            prompt_cache_key=prompt_cache_key
+            or task_cache_key(model, system, bare_events(items[:1])[0]),
+        )
+        head = [b'{"model":', json_bytes(model)]
+        if system is not None and system.strip():
+            head += [b',"instructions":', json_bytes(system)]
+        head.append(b',"input":[')
+        tail = [b",".join(rest), b"]"]
+        if specs:
+            declared = [_MEMO.get(spec, lambda t: _encode(_map_tool(t))) for spec in specs]
+        else:
+            declared = [_encode(_map_stub_tool(name)) for name in used]
+        if declared:
+            tail += [b',"tools":[', b",".join(declared), b"]"]
+        include = fields.pop("include", None)
+        for name, value in fields.items():
+            tail += [b',"', name.encode(), b'":', _encode(value)]
+        tail.append(b',"store":false')
+        if include is not None:
+            tail += [b',"include":', json_bytes(include)]
+        tail.append(b"}")
+        return [b"".join(head), *blocks, b"".join(tail)]
 
     def render(
         self,
