@@ -50,9 +50,11 @@ from nisse_llm.render._images import event_images
 from nisse_llm.render._rope import EMPTY, Rope
 
 __all__ = [
+    "Indexed",
     "Progress",
     "ProgressCache",
     "Shared",
+    "SlotsView",
     "TurnMaker",
     "TurnWalk",
     "bare_events",
@@ -296,6 +298,42 @@ class ProgressCache(Generic[P]):
             while len(entries) > self.SLOTS:
                 del entries[next(iter(entries))]
         return progress
+
+
+S = TypeVar("S")
+S_co = TypeVar("S_co", covariant=True)
+
+
+class Indexed(Protocol[S_co]):
+    """What placing breakpoints reads of a walk's slots: a length and each slot by index."""
+
+    def __len__(self) -> int: ...
+    def __getitem__(self, index: int, /) -> S_co: ...
+
+
+class SlotsView(Generic[S]):
+    """A walk's slots read through its view of the shared list, no copy: the shared ones
+    up to ``m`` (each in ``pinned`` as this walk left it), then ``extra``."""
+
+    __slots__ = ("_extra", "_m", "_pinned", "_shared")
+
+    def __init__(self, shared: list[S], m: int, pinned: dict[int, S], extra: list[S]) -> None:
+        self._shared = shared
+        self._m = m
+        self._pinned = pinned
+        self._extra = extra
+
+    def at(self, index: int) -> S:
+        if index >= self._m:
+            return self._extra[index - self._m]
+        slot = self._pinned.get(index)
+        return self._shared[index] if slot is None else slot
+
+    def __len__(self) -> int:
+        return self._m + len(self._extra)
+
+    def __getitem__(self, index: int) -> S:
+        return self.at(index)
 
 
 class TurnMaker(Protocol):

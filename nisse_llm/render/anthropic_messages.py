@@ -44,7 +44,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, Self, TypeAlias, assert_never, cast
+from typing import Any, Literal, Self, TypeAlias, assert_never, cast
 
 from pydantic_core import to_json
 
@@ -65,6 +65,16 @@ from nisse_llm.log.canonical import (
     WireEvent,
     log_items,
 )
+from nisse_llm.render._anthropic_blocks import (
+    EMPTY_ERROR_CONTENT,
+    EMPTY_ERROR_OUTPUT,
+    INTERRUPTED_RESULT,
+    encode_result_with_images,
+    interrupted,
+    map_result,
+    map_tool,
+    stub_tool,
+)
 from nisse_llm.render._cache import PromptCache, active
 from nisse_llm.render._images import (
     anthropic_image,
@@ -76,17 +86,18 @@ from nisse_llm.render._memo import FragmentMemo
 from nisse_llm.render._options import messages_fields
 from nisse_llm.render._rope import Rope
 from nisse_llm.render._walk import (
+    Indexed,
     Progress,
     ProgressCache,
     Shared,
+    SlotsView,
     bare_events,
     encode_model,
-    object_schema,
     replayable_thinking,
     unencodable,
     unique_specs,
 )
-from nisse_llm.render._wording import INTERRUPTED_TEXT, STUB_TOOL_DESCRIPTION
+from nisse_llm.render._wording import STUB_TOOL_DESCRIPTION
 from nisse_llm.render.anthropic_messages_reply import parse_message
 from nisse_llm.wire.anthropic_messages import (
     AnthropicCacheControl,
@@ -97,8 +108,6 @@ from nisse_llm.wire.anthropic_messages import (
     AnthropicTextBlock,
     AnthropicThinkingBlock,
     AnthropicTool,
-    AnthropicToolResultBlock,
-    AnthropicToolResultContent,
     AnthropicToolUseBlock,
 )
 
@@ -113,8 +122,6 @@ __all__ = [
 
 LEADING_PLACEHOLDER = "(This conversation continues from an earlier session.)"
 TRAILING_PLACEHOLDER = "(Continue.)"
-INTERRUPTED_RESULT = INTERRUPTED_TEXT
-EMPTY_ERROR_OUTPUT = "(The tool failed without output.)"
 
 _EVENT_TYPES = frozenset({UserText, UserImage, AssistantText, ToolCall, ToolResult, Reasoning})
 
@@ -169,36 +176,27 @@ _LEADING = _Turn("user", [AnthropicTextBlock(text=LEADING_PLACEHOLDER)])
 _TRAILING = _Turn("user", [AnthropicTextBlock(text=TRAILING_PLACEHOLDER)])
 
 
-class _Turns:
+class _Turns(SlotsView[_Turn]):
     """A progress's turns to send, read through its view of the shared list, no copy."""
 
-    __slots__ = ("_extra", "_m", "_pinned", "_shared", "lead")
+    __slots__ = ("lead",)
 
     def __init__(
         self, shared: list[_Turn], m: int, pinned: dict[int, _Turn], extra: list[_Turn]
     ) -> None:
-        self._shared = shared
-        self._m = m
-        self._pinned = pinned
-        self._extra = extra
+        super().__init__(shared, m, pinned, extra)
         #: Whether the leading placeholder comes first (before the progress's turn 0).
-        self.lead = self._at(0).role == "assistant"
-
-    def _at(self, index: int) -> _Turn:
-        if index >= self._m:
-            return self._extra[index - self._m]
-        turn = self._pinned.get(index)
-        return self._shared[index] if turn is None else turn
+        self.lead = self.at(0).role == "assistant"
 
     def __len__(self) -> int:
-        return self.lead + self._m + len(self._extra)
+        return self.lead + super().__len__()
 
     def __getitem__(self, index: int) -> _Turn:
         if self.lead:
             if index == 0:
                 return _LEADING
             index -= 1
-        return self._at(index)
+        return self.at(index)
 
     def list(self) -> list[_Turn]:
         """Every turn, as a list."""
@@ -530,23 +528,12 @@ def _plan(walks: ProgressCache[_Progress], events: LogLike, tools: ToolsLike, mo
     if specs:
         return _Plan(turns, _map_tools(specs), False, progress)
     if called := progress.used_tools():
-        return _Plan(turns, [_stub_tool(name) for name in called], True, progress)
+        return _Plan(turns, [stub_tool(name) for name in called], True, progress)
     return _Plan(turns, None, False, progress)
 
 
 def _map_tools(specs: list[ToolSpec]) -> list[AnthropicTool]:
-    return [_TOOLS.get(spec, _map_tool) for spec in specs]
-
-
-def _map_tool(spec: ToolSpec) -> AnthropicTool:
-    schema = object_schema(spec.parameters)
-    return AnthropicTool(name=spec.name, description=spec.description or None, input_schema=schema)
-
-
-def _stub_tool(name: str) -> AnthropicTool:
-    return AnthropicTool(
-        name=name, description=STUB_TOOL_DESCRIPTION, input_schema={"type": "object"}
-    )
+    return [_TOOLS.get(spec, map_tool) for spec in specs]
 
 
 def _envelope(
@@ -633,7 +620,7 @@ def _head_tail(
     return head, tail
 
 
-def _unthought_loop(turns: _TurnsLike) -> bool:
+def _unthought_loop(turns: Indexed[_Turn]) -> bool:
     """Whether the request continues a tool loop whose last assistant turn does not start
     with a thinking block: Anthropic refuses that turn with thinking on ("a final assistant
     message must start with a thinking block")."""
@@ -653,14 +640,7 @@ def _map_turn(
     return AnthropicMessage(role=turn.role, content=blocks)
 
 
-class _TurnsLike(Protocol):
-    """What placing breakpoints reads of the turns: a length and each turn by index."""
-
-    def __len__(self) -> int: ...
-    def __getitem__(self, index: int, /) -> _Turn: ...
-
-
-def _breakpoints(turns: _TurnsLike) -> dict[int, int]:
+def _breakpoints(turns: Indexed[_Turn]) -> dict[int, int]:
     """Message breakpoints, turn index -> block index: the log's last markable block, and
     the last one before the assistant turn that leads to it (what the previous request
     marked last, so it is read back exactly, however many blocks the turn added)."""
@@ -677,7 +657,7 @@ def _breakpoints(turns: _TurnsLike) -> dict[int, int]:
     return marks
 
 
-def _last_markable(turns: _TurnsLike, start: int) -> tuple[int, int] | None:
+def _last_markable(turns: Indexed[_Turn], start: int) -> tuple[int, int] | None:
     # The trailing placeholder is replaced by whatever the log says next, so a breakpoint
     # there would never be read back.
     for index in range(start, -1, -1):
@@ -704,7 +684,7 @@ def _map_source(source: _Source, role: _Role) -> AnthropicRequestBlock:
     if isinstance(source, AnthropicTextBlock):
         return source
     if role == "user" and isinstance(source, ToolCall):
-        return _interrupted(source)
+        return interrupted(source)
     return _map_event(source)
 
 
@@ -716,34 +696,12 @@ def _map_event(event: WireEvent) -> AnthropicRequestBlock:
     if isinstance(event, ToolCall):
         return AnthropicToolUseBlock(id=event.call_id, name=event.tool, input=event.arguments)
     if isinstance(event, ToolResult):
-        return _map_result(event)
+        return map_result(event)
     if isinstance(event, Reasoning):
         if event.block.get("type") == "thinking":
             return AnthropicThinkingBlock.model_validate(event.block)
         return AnthropicRedactedThinkingBlock.model_validate(event.block)
     assert_never(event)
-
-
-def _map_result(result: ToolResult) -> AnthropicToolResultBlock:
-    content: str | list[AnthropicToolResultContent] | None = result.output
-    if not result.output.strip():
-        content = EMPTY_ERROR_OUTPUT if result.is_error else None
-    if result.images:
-        # Text first, then the images, as the tool gave them.
-        parts: list[AnthropicToolResultContent] = []
-        if content is not None:
-            parts.append(AnthropicTextBlock(text=content))
-        parts.extend(anthropic_image(image) for image in result.images)
-        content = parts
-    return AnthropicToolResultBlock(
-        tool_use_id=result.call_id, content=content, is_error=result.is_error
-    )
-
-
-def _interrupted(call: ToolCall) -> AnthropicToolResultBlock:
-    return AnthropicToolResultBlock(
-        tool_use_id=call.call_id, content=INTERRUPTED_RESULT, is_error=True
-    )
 
 
 def _encode_event(event: WireEvent) -> bytes:
@@ -767,13 +725,13 @@ def _encode_event(event: WireEvent) -> bytes:
         if event.kind == "user_image":
             return anthropic_image_json(event.image)
         if event.kind == "tool_result" and event.images:
-            return _encode_result_with_images(event)
+            return encode_result_with_images(event)
         if event.kind == "tool_result":
             content = b""
             if event.output.strip():
                 content = b',"content":' + to_json(event.output)
             elif event.is_error:
-                content = _EMPTY_ERROR_CONTENT
+                content = EMPTY_ERROR_CONTENT
             flag = b',"is_error":true}' if event.is_error else b',"is_error":false}'
             return b'{"type":"tool_result","tool_use_id":' + to_json(event.call_id) + content + flag
     except ValueError as exc:
@@ -781,29 +739,8 @@ def _encode_event(event: WireEvent) -> bytes:
     return encode_model(_map_event(event))
 
 
-_EMPTY_ERROR_CONTENT = b',"content":' + to_json(EMPTY_ERROR_OUTPUT)
-
-
-def _encode_result_with_images(result: ToolResult) -> bytes:
-    """A result carrying images: its content is a list, its text (if any) then each image."""
-    parts: list[bytes] = []
-    if result.output.strip():
-        parts.append(b'{"type":"text","text":' + to_json(result.output) + b"}")
-    elif result.is_error:
-        parts.append(b'{"type":"text","text":' + to_json(EMPTY_ERROR_OUTPUT) + b"}")
-    parts.extend(anthropic_image_json(image) for image in result.images)
-    flag = b'],"is_error":true}' if result.is_error else b'],"is_error":false}'
-    return (
-        b'{"type":"tool_result","tool_use_id":'
-        + to_json(result.call_id)
-        + b',"content":['
-        + b",".join(parts)
-        + flag
-    )
-
-
 def _encode_interrupted(call: ToolCall) -> bytes:
-    return encode_model(_interrupted(call))
+    return encode_model(interrupted(call))
 
 
 def _encode_turn(turn: _Turn) -> bytes:

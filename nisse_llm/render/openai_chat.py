@@ -52,7 +52,7 @@ The reply side (parsing) lives in `nisse_llm.render.openai_chat_reply`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, Self, TypeAlias, assert_never, cast
+from typing import TYPE_CHECKING, Any, Self, TypeAlias, assert_never, cast
 
 import pydantic_core
 from pydantic import BaseModel
@@ -82,8 +82,10 @@ from nisse_llm.render._images import (
 from nisse_llm.render._memo import FragmentMemo
 from nisse_llm.render._options import chat_fields, chat_replays_thinking
 from nisse_llm.render._walk import (
+    Indexed,
     ProgressCache,
     Shared,
+    SlotsView,
     TurnWalk,
     replayable_thinking,
     unique_specs,
@@ -266,13 +268,6 @@ def _map_message(slot: _Slot, control: OpenAIChatCacheControl | None = None) -> 
     assert_never(slot)
 
 
-class _SlotsLike(Protocol):
-    """What placing breakpoints reads of the slots: a length and each slot by index."""
-
-    def __len__(self) -> int: ...
-    def __getitem__(self, index: int, /) -> _Slot: ...
-
-
 def _markable(slot: _Slot) -> bool:
     # Anthropic rejects a breakpoint on an empty text block; a call-only assistant
     # message has no text part to carry one.
@@ -285,14 +280,14 @@ def _markable(slot: _Slot) -> bool:
     return True
 
 
-def _last_markable(slots: _SlotsLike, start: int) -> int | None:
+def _last_markable(slots: Indexed[_Slot], start: int) -> int | None:
     for index in range(start, -1, -1):
         if _markable(slots[index]):
             return index
     return None
 
 
-def _breakpoints(slots: _SlotsLike) -> list[int]:
+def _breakpoints(slots: Indexed[_Slot]) -> list[int]:
     """Indexes of the marked messages: the last markable one, and the last one before
     the assistant message leading to it (what the previous request marked last)."""
     latest = _last_markable(slots, len(slots) - 1)
@@ -444,35 +439,6 @@ def _album_bytes(album: _Album) -> bytes:
     return cast(bytes, _fragment(album)) if album.results else b""
 
 
-class _Slots:
-    """A walk's slots: the shared ones up to ``m`` as it left them, then its open turn."""
-
-    __slots__ = ("_extra", "_holes", "_m", "_shared")
-
-    def __init__(
-        self,
-        shared: list[_Slot],
-        m: int,
-        holes: dict[str, tuple[int, ToolCall]],
-        extra: list[_Slot],
-        albums: dict[int, _Album],
-    ) -> None:
-        self._shared = shared
-        self._m = m
-        self._holes: dict[int, _Slot] = dict(holes.values())
-        self._holes.update(albums)
-        self._extra = extra
-
-    def __len__(self) -> int:
-        return self._m + len(self._extra)
-
-    def __getitem__(self, index: int) -> _Slot:
-        if index >= self._m:
-            return self._extra[index - self._m]
-        call = self._holes.get(index)
-        return self._shared[index] if call is None else call
-
-
 class _Maker:
     """The walk's entries on this route as plain slots (the typed path maps them)."""
 
@@ -567,7 +533,7 @@ class _ChatWalk(TurnWalk):
         if not any(call.call_id in self.holes for call in album.calls):
             del self.albums[index]
 
-    def finish_slots(self, start: int) -> tuple[int, list[bytes | None], _Slots]:
+    def finish_slots(self, start: int) -> tuple[int, list[bytes | None], SlotsView[_Slot]]:
         """How many messages to send, those from ``start`` on (the open turn closed, every
         unanswered call answered), and what each renders."""
         count, rest = self.finish(start)
@@ -576,7 +542,8 @@ class _ChatWalk(TurnWalk):
             if index >= start:
                 rest[index - start] = make.album(album)
         _, extra = self.open_turn()
-        slots = _Slots(self.shared.slots, self.m, self.holes, extra, self.albums)
+        pinned: dict[int, _Slot] = {**dict(self.holes.values()), **self.albums}
+        slots = SlotsView(self.shared.slots, self.m, pinned, extra)
         return count, rest, slots
 
 
