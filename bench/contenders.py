@@ -28,6 +28,7 @@ from bench.workload import (
 TOKEN = "sk-bench"
 CHAT_PATH = "/chat/completions"
 MESSAGES_PATH = "/v1/messages"
+RESPONSES_PATH = "/v1/responses"
 _JSON_HEADERS = {"content-type": "application/json"}
 _MESSAGES_HEADERS = {
     "content-type": "application/json",
@@ -46,7 +47,7 @@ class Contender:
 
     key: str
     label: str
-    route: str  # "chat" or "messages"
+    route: str  # "chat", "messages" or "responses"
     group: str  # "floor", "nisse", "scale" or "peer"
     prepare: Callable[[Workload], Any]
     call: Callable[[Any], Any]
@@ -76,6 +77,8 @@ CATALOGUE: dict[str, tuple[str, str, str]] = {
     ),
     "httpx-json-messages": ("httpx json= (stdlib json)", "messages", "scale"),
     "httpx-orjson-messages": ("httpx + orjson", "messages", "scale"),
+    "floor-responses": ("floor: httpx posting pre-serialised bytes", "responses", "floor"),
+    "nisse-responses": ("nisse_llm OpenAIResponsesClient.complete", "responses", "nisse"),
     "anthropic-sdk": ("anthropic SDK messages.create", "messages", "peer"),
     "litellm-messages": ("LiteLLM completion (anthropic/ model)", "messages", "peer"),
 }
@@ -110,6 +113,14 @@ def _check_messages_json(data: Any) -> None:
         raise AssertionError(f"unexpected messages answer: {data['content']!r}")
 
 
+def _check_responses_json(data: Any) -> None:
+    message, call = data["output"]
+    if message["content"][0]["text"] != stub.TEXT or call["name"] != stub.TOOL:
+        raise AssertionError(f"unexpected responses answer: {data['output']!r}")
+    if json.loads(call["arguments"]) != stub.ARGUMENTS:
+        raise AssertionError(f"unexpected tool arguments: {call['arguments']!r}")
+
+
 def _check_events(events: Any) -> None:
     from nisse_llm.log.canonical import AssistantText, ToolCall
 
@@ -141,16 +152,31 @@ def _httpx_client(base_url: str, headers: dict[str, str]) -> Any:
     )
 
 
+#: Each route's path, body (dict and pre-serialised bytes), reply check and headers.
+_ROUTES: dict[str, tuple[str, Callable[[Workload], Any], Callable[[Workload], bytes], Any, Any]] = {
+    "chat": (CHAT_PATH, Workload.chat_body, Workload.chat_bytes, _check_chat_json, _JSON_HEADERS),
+    "messages": (
+        MESSAGES_PATH,
+        Workload.messages_body,
+        Workload.messages_bytes,
+        _check_messages_json,
+        _MESSAGES_HEADERS,
+    ),
+    "responses": (
+        RESPONSES_PATH,
+        Workload.responses_body,
+        Workload.responses_bytes,
+        _check_responses_json,
+        _JSON_HEADERS,
+    ),
+}
+
+
 def build(key: str, base_url: str) -> Contender:
     """The contender ``key`` talking to the stub at ``base_url``; `Skipped` if it can't run."""
     label, route, group = CATALOGUE[key]
     chat = route == "chat"
-    path = CHAT_PATH if chat else MESSAGES_PATH
-    body_of: Callable[[Workload], dict[str, Any]] = (
-        Workload.chat_body if chat else Workload.messages_body
-    )
-    check_json = _check_chat_json if chat else _check_messages_json
-    headers = _JSON_HEADERS if chat else _MESSAGES_HEADERS
+    path, body_of, bytes_of, check_json, headers = _ROUTES[route]
 
     def make(
         prepare: Callable[[Workload], Any],
@@ -165,7 +191,7 @@ def build(key: str, base_url: str) -> Contender:
     if group == "floor":
         http = _httpx_client(base_url, headers)
         return make(
-            _once_per_state(Workload.chat_bytes if chat else Workload.messages_bytes),
+            _once_per_state(bytes_of),
             lambda data: http.post(path, content=data).content,
             lambda content: check_json(json.loads(content)),
             http.close,
@@ -189,10 +215,13 @@ def build(key: str, base_url: str) -> Contender:
         )
     if group == "nisse":
         clients = _import("nisse_llm.transport.clients")
-        cls = clients.LiteLLMClient if chat else clients.AnthropicPassthroughClient
+        if route == "responses":
+            cls = _import("nisse_llm.transport.responses_client").OpenAIResponsesClient
+        else:
+            cls = clients.LiteLLMClient if chat else clients.AnthropicPassthroughClient
         client = cls(base_url, TOKEN, max_tokens=MAX_TOKENS)
         specs = Workload.tool_specs()
-        model = MODEL_CHAT if chat else MODEL_MESSAGES
+        model = MODEL_MESSAGES if route == "messages" else MODEL_CHAT
 
         def agent_step(wl: Workload) -> Any:
             records = wl.records_fresh_tail()
@@ -264,6 +293,8 @@ def expected_request(key: str, wl: Workload) -> dict[str, Any]:
     _, route, _ = CATALOGUE[key]
     if route == "chat":
         return {"path": CHAT_PATH, "messages": len(wl.openai_messages()), "tools": 10}
+    if route == "responses":
+        return {"path": RESPONSES_PATH, "messages": len(wl.responses_body()["input"]), "tools": 10}
     return {
         "path": MESSAGES_PATH,
         "messages": len(wl.anthropic_messages()),

@@ -1,6 +1,6 @@
 """``python -m bench.quick [--turns 100 1000] [--rounds N]``: the per-call targets only.
 
-The floor and nisse_llm on both routes, interleaved as in the full run, at the sizes
+The floor and nisse_llm on each route (chat, messages, Responses), interleaved as in the full run, at the sizes
 given; prints each route's median client CPU and its ratio to the floor. For measuring
 a change in minutes rather than the full run's twenty.
 """
@@ -14,7 +14,14 @@ from bench import harness
 from bench.__main__ import _pin_self
 from bench.workload import Workload
 
-KEYS = ("floor-chat", "nisse-chat", "floor-messages", "nisse-messages")
+KEYS = (
+    "floor-chat",
+    "nisse-chat",
+    "floor-messages",
+    "nisse-messages",
+    "floor-responses",
+    "nisse-responses",
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,11 +39,11 @@ def main(argv: list[str] | None = None) -> int:
             wl = Workload.of(turns)
             rounds = args.rounds or (40 if turns <= 100 else 15)
             samples = harness.interleave(contenders, wl, rounds=rounds, warmup=3)
-            for route in ("chat", "messages"):
+            for route in ("chat", "messages", "responses"):
                 floor = samples[f"floor-{route}"].cpu_median
                 own = samples[f"nisse-{route}"].cpu_median
                 print(
-                    f"{turns:>5} turns {route:<8} floor {floor * 1e3:7.3f} ms  "
+                    f"{turns:>5} turns {route:<9} floor {floor * 1e3:7.3f} ms  "
                     f"nisse {own * 1e3:7.3f} ms  {own / floor:5.2f}x"
                 )
         for c in contenders:

@@ -165,7 +165,7 @@ def targets(res: Results) -> list[tuple[str, str, str, str]]:
         return "FAIL (not measured)" if ok is None else ("PASS" if ok else "FAIL")
 
     for turns, limit in ((100, AT_100), (1000, AT_1000)):
-        for key in ("nisse-chat", "nisse-messages"):
+        for key in ("nisse-chat", "nisse-messages", "nisse-responses"):
             r = ratio(res, turns, key)
             route = CATALOGUE[key][1]
             rows.append(

@@ -63,6 +63,38 @@ MESSAGES_BODY: dict[str, Any] = {
     },
 }
 
+RESPONSES_BODY: dict[str, Any] = {
+    "id": "resp_bench0001",
+    "object": "response",
+    "created_at": 1764460800,
+    "status": "completed",
+    "model": "bench-model",
+    "output": [
+        {
+            "id": "msg_bench0001",
+            "type": "message",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": TEXT, "annotations": []}],
+        },
+        {
+            "id": "fc_bench0001",
+            "type": "function_call",
+            "status": "completed",
+            "call_id": "call_bench0001",
+            "name": TOOL,
+            "arguments": json.dumps(ARGUMENTS),
+        },
+    ],
+    "usage": {
+        "input_tokens": 65412,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": 58,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 65470,
+    },
+}
+
 
 def _response(status: str, body: bytes) -> bytes:
     head = (
@@ -74,11 +106,13 @@ def _response(status: str, body: bytes) -> bytes:
 
 _CHAT = _response("200 OK", json.dumps(CHAT_BODY).encode())
 _MESSAGES = _response("200 OK", json.dumps(MESSAGES_BODY).encode())
+_RESPONSES = _response("200 OK", json.dumps(RESPONSES_BODY).encode())
 _NOT_FOUND = _response("404 Not Found", b'{"error": {"message": "no such route"}}')
 ROUTES = {
     "/chat/completions": _CHAT,
     "/v1/chat/completions": _CHAT,
     "/v1/messages": _MESSAGES,
+    "/v1/responses": _RESPONSES,
 }
 # Streamed only (the non-streaming rows use the other two routes).
 STREAM_ONLY = ("/v1/responses",)
@@ -156,7 +190,7 @@ def _describe_last() -> bytes:
     else:
         info["json"] = True
         info["keys"] = sorted(data)
-        info["messages"] = len(data.get("messages") or ())
+        info["messages"] = len(data.get("messages") or data.get("input") or ())
         info["tools"] = len(data.get("tools") or ())
     return _response("200 OK", json.dumps(info).encode())
 

@@ -302,6 +302,37 @@ def openai_messages(turn: Turn) -> list[dict[str, Any]]:
     return out
 
 
+def responses_input(turn: Turn) -> list[dict[str, Any]]:
+    """One turn as Responses input items: the user message, the assistant's text and
+    calls, then each call's output."""
+    out: list[dict[str, Any]] = [
+        {"type": "message", "role": "user", "content": turn.user},
+        {"type": "message", "role": "assistant", "content": turn.assistant},
+    ]
+    out.extend(
+        {
+            "type": "function_call",
+            "call_id": c.call_id,
+            "name": c.tool,
+            "arguments": json.dumps(c.arguments, separators=(",", ":")),
+        }
+        for c in turn.calls
+    )
+    out.extend(
+        {"type": "function_call_output", "call_id": c.call_id, "output": c.output}
+        for c in turn.calls
+    )
+    return out
+
+
+def responses_tools() -> list[dict[str, Any]]:
+    """The tool definitions as Responses function tools."""
+    return [
+        {"type": "function", "name": n, "description": d, "parameters": p, "strict": False}
+        for n, d, p in _TOOLS
+    ]
+
+
 def _results(turn: Turn) -> list[dict[str, Any]]:
     return [
         {"type": "tool_result", "tool_use_id": c.call_id, "content": c.output} for c in turn.calls
@@ -346,6 +377,8 @@ class Workload:
     _anthropic: list[dict[str, Any]] = field(default_factory=list)
     _chat_bytes: list[bytes] = field(default_factory=list)
     _messages_bytes: list[bytes] = field(default_factory=list)
+    _responses: list[dict[str, Any]] = field(default_factory=list)
+    _responses_bytes: list[bytes] = field(default_factory=list)
 
     @classmethod
     def of(cls, n: int, *, seed: int = 7) -> Workload:
@@ -368,6 +401,9 @@ class Workload:
         pair = anthropic_pair(previous, turn)
         self._anthropic.extend(pair)
         self._messages_bytes.append(b",".join(_json(m) for m in pair))
+        items = responses_input(turn)
+        self._responses.extend(items)
+        self._responses_bytes.append(b",".join(_json(m) for m in items))
 
     # nisse_llm (built on first use, so a peer's process never imports it) -----------
 
@@ -452,6 +488,29 @@ class Workload:
             "messages": self.anthropic_messages(),
             "tools": anthropic_tools(),
         }
+
+    def responses_body(self) -> dict[str, Any]:
+        """The Responses request body a client sends for this history (stateless)."""
+        return {
+            "model": MODEL_CHAT,
+            "instructions": SYSTEM,
+            "input": list(self._responses),
+            "tools": responses_tools(),
+            "max_output_tokens": MAX_TOKENS,
+            "store": False,
+        }
+
+    def responses_bytes(self) -> bytes:
+        """``encode(self.responses_body())``, joined from per-turn bytes."""
+        return b"".join(
+            (
+                b'{"model":' + _json(MODEL_CHAT),
+                b',"instructions":' + _json(SYSTEM) + b',"input":[',
+                b",".join(self._responses_bytes),
+                b'],"tools":' + _json(responses_tools()),
+                b',"max_output_tokens":' + _json(MAX_TOKENS) + b',"store":false}',
+            )
+        )
 
     def chat_bytes(self) -> bytes:
         """``encode(self.chat_body())``, joined from per-turn bytes."""

@@ -42,13 +42,10 @@ The reply side (parsing) lives in `nisse_llm.render.anthropic_messages_reply`.
 from __future__ import annotations
 
 import operator
-import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from itertools import islice
-from typing import Any, Literal, Protocol, TypeAlias, assert_never, cast
+from typing import Any, Literal, Self, TypeAlias, assert_never, cast
 
-from pydantic import BaseModel
 from pydantic_core import to_json
 
 from nisse_llm.config.options import RequestOptions
@@ -56,11 +53,9 @@ from nisse_llm.errors import RenderError
 from nisse_llm.log.canonical import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     AssistantText,
-    Compaction,
     Completion,
     LogLike,
     Reasoning,
-    StoredEvent,
     ToolCall,
     ToolResult,
     ToolsLike,
@@ -68,11 +63,18 @@ from nisse_llm.log.canonical import (
     UserImage,
     UserText,
     WireEvent,
-    as_tool_specs,
     log_items,
-    wire_events,
 )
-from nisse_llm.log.images import Image
+from nisse_llm.render._anthropic_blocks import (
+    EMPTY_ERROR_CONTENT,
+    EMPTY_ERROR_OUTPUT,
+    INTERRUPTED_RESULT,
+    encode_result_with_images,
+    interrupted,
+    map_result,
+    map_tool,
+    stub_tool,
+)
 from nisse_llm.render._cache import PromptCache, active
 from nisse_llm.render._images import (
     anthropic_image,
@@ -82,8 +84,20 @@ from nisse_llm.render._images import (
 )
 from nisse_llm.render._memo import FragmentMemo
 from nisse_llm.render._options import messages_fields
-from nisse_llm.render._rope import EMPTY, Rope
-from nisse_llm.render._wording import INTERRUPTED_TEXT, STUB_TOOL_DESCRIPTION
+from nisse_llm.render._rope import Rope
+from nisse_llm.render._walk import (
+    Indexed,
+    Progress,
+    ProgressCache,
+    Shared,
+    SlotsView,
+    bare_events,
+    encode_model,
+    replayable_thinking,
+    unencodable,
+    unique_specs,
+)
+from nisse_llm.render._wording import STUB_TOOL_DESCRIPTION
 from nisse_llm.render.anthropic_messages_reply import parse_message
 from nisse_llm.wire.anthropic_messages import (
     AnthropicCacheControl,
@@ -94,8 +108,6 @@ from nisse_llm.wire.anthropic_messages import (
     AnthropicTextBlock,
     AnthropicThinkingBlock,
     AnthropicTool,
-    AnthropicToolResultBlock,
-    AnthropicToolResultContent,
     AnthropicToolUseBlock,
 )
 
@@ -110,8 +122,6 @@ __all__ = [
 
 LEADING_PLACEHOLDER = "(This conversation continues from an earlier session.)"
 TRAILING_PLACEHOLDER = "(Continue.)"
-INTERRUPTED_RESULT = INTERRUPTED_TEXT
-EMPTY_ERROR_OUTPUT = "(The tool failed without output.)"
 
 _EVENT_TYPES = frozenset({UserText, UserImage, AssistantText, ToolCall, ToolResult, Reasoning})
 
@@ -166,137 +176,77 @@ _LEADING = _Turn("user", [AnthropicTextBlock(text=LEADING_PLACEHOLDER)])
 _TRAILING = _Turn("user", [AnthropicTextBlock(text=TRAILING_PLACEHOLDER)])
 
 
-class _Shared:
-    """Append-only state shared along one line of logs, each growing the one before.
-
-    A progress sees the first ``n`` items and ``m`` turns; positions record when a call
-    id or tool name first appeared, so a progress sees those before its ``n``. The
-    progress at the tip (``tip`` is its ``n``) extends it in place; one behind the tip (a
-    log that diverged) first cuts it back to its own view, evicting the progresses past
-    it, so neither path copies the history. All of it runs under ``_RENDER_LOCK``.
-    """
-
-    __slots__ = ("call_ids", "called", "prefix", "tip", "turns")
-
-    def __init__(self) -> None:
-        #: The log's own items consumed so far (records or bare events), held strongly.
-        self.prefix: list[object] = []
-        self.turns: list[_Turn] = []
-        self.call_ids: dict[str, int] = {}
-        self.called: dict[str, int] = {}
-        self.tip = -1
-
-
-class _Turns:
+class _Turns(SlotsView[_Turn]):
     """A progress's turns to send, read through its view of the shared list, no copy."""
 
-    __slots__ = ("_extra", "_m", "_pinned", "_shared", "lead")
+    __slots__ = ("lead",)
 
     def __init__(
         self, shared: list[_Turn], m: int, pinned: dict[int, _Turn], extra: list[_Turn]
     ) -> None:
-        self._shared = shared
-        self._m = m
-        self._pinned = pinned
-        self._extra = extra
+        super().__init__(shared, m, pinned, extra)
         #: Whether the leading placeholder comes first (before the progress's turn 0).
-        self.lead = self._at(0).role == "assistant"
-
-    def _at(self, index: int) -> _Turn:
-        if index >= self._m:
-            return self._extra[index - self._m]
-        turn = self._pinned.get(index)
-        return self._shared[index] if turn is None else turn
+        self.lead = self.at(0).role == "assistant"
 
     def __len__(self) -> int:
-        return self.lead + self._m + len(self._extra)
+        return self.lead + super().__len__()
 
     def __getitem__(self, index: int) -> _Turn:
         if self.lead:
             if index == 0:
                 return _LEADING
             index -= 1
-        return self._at(index)
+        return self.at(index)
 
     def list(self) -> list[_Turn]:
         """Every turn, as a list."""
         return [self[index] for index in range(len(self))]
 
 
-@dataclass(slots=True)
-class _Progress:
-    """The planned turns after a prefix of a log, for one request model.
+class _Progress(Progress):
+    """The planned turns after a prefix of a log, for one request model (``tag``), on the
+    shared walk (`nisse_llm.render._walk`); the turns are the shared ``slots``.
 
-    Its view of `_Shared`: the first ``n`` items and ``m`` turns, where ``pinned`` keeps
-    its own version of each turn a longer log may replace (the last one and those with
-    holes; a turn is copied before it changes, so a pinned turn never does). Re-sending a
-    grown log costs the new events, not the whole history.
+    Its view: the first ``n`` items and ``m`` turns, where ``pinned`` keeps its own
+    version of each turn a longer log may replace (the last one and those with holes; a
+    turn is copied before it changes, so a pinned turn never does). Re-sending a grown
+    log costs the new events, not the whole history.
     """
 
-    model: str
-    shared: _Shared
-    n: int = 0
-    m: int = 0
-    #: Each unanswered call's hole: (turn index, block index).
-    holes: dict[str, tuple[int, int]] = field(default_factory=dict)
-    #: Replayable reasoning waiting for the assistant text or call it leads.
-    reasoning: list[Reasoning] = field(default_factory=list)
-    pinned: dict[int, _Turn] = field(default_factory=dict)
-    #: Indexes of the turns made or copied while consuming, so may change in place.
-    owned: set[int] = field(default_factory=set)
-    #: Blocks of the turns that no longer change (before the last turn and the first
-    #: hole). The one field a cached progress may have replaced: each rope is true for it.
-    rope: Rope = EMPTY
-    #: The images in the view, labelled, in log order (checked against the limits once).
-    images: list[tuple[str, Image]] = field(default_factory=list)
-    images_checked: bool = False
+    __slots__ = ("holes", "owned", "pinned", "reasoning")
 
-    def extend(self) -> _Progress:
-        """A progress to consume more items, on this one's state cut back to its view."""
-        if self.shared.tip != self.n:
-            self.rewind()
-        return _Progress(
-            self.model,
-            self.shared,
-            self.n,
-            self.m,
-            dict(self.holes),
-            list(self.reasoning),
-            rope=self.rope,
-            images=list(self.images),
-            images_checked=self.images_checked,
-        )
+    def __init__(self, shared: Shared, model: str) -> None:
+        super().__init__(shared, model)
+        #: Each unanswered call's hole: (turn index, block index).
+        self.holes: dict[str, tuple[int, int]] = {}
+        #: Replayable reasoning waiting for the assistant text or call it leads.
+        self.reasoning: list[Reasoning] = []
+        self.pinned: dict[int, _Turn] = {}
+        #: Indexes of the turns made or copied while consuming, so may change in place.
+        self.owned: set[int] = set()
+
+    def copy(self) -> Self:
+        other = super().copy()
+        other.holes = dict(self.holes)
+        other.reasoning = list(self.reasoning)
+        other.pinned = {}
+        other.owned = set()
+        return other
 
     def rewind(self) -> None:
-        """Cut the shared state back to this progress's view; evict the progresses past it."""
-        shared, n = self.shared, self.n
-        for key, cached in list(_PROGRESS.items()):
-            if cached.shared is shared and cached.n > n:
-                del _PROGRESS[key]
-        del shared.prefix[n:]
-        del shared.turns[self.m :]
+        super().rewind()
         for index, turn in self.pinned.items():
-            shared.turns[index] = turn
-        # Both dicts gained entries in position order, so those past n are the newest.
-        for positions in (shared.call_ids, shared.called):
-            while positions and next(reversed(positions.values())) >= n:
-                positions.popitem()
-        shared.tip = n
-
-    def called(self) -> list[str]:
-        """The tool names the log's calls use, in order of first use."""
-        n = self.n
-        return [name for name, at in self.shared.called.items() if at < n]
+            self.shared.slots[index] = turn
 
     def _own(self, index: int) -> _Turn:
-        turns = self.shared.turns
+        turns: list[_Turn] = self.shared.slots
         if index not in self.owned:
             turns[index] = turns[index].copy()
             self.owned.add(index)
         return turns[index]
 
     def _open(self, turn: _Turn) -> _Turn:
-        turns = self.shared.turns
+        turns = self.shared.slots
         turns.append(turn)
         self.owned.add(len(turns) - 1)
         return turn
@@ -305,9 +255,9 @@ class _Progress:
         """Plan ``items`` after the view (this progress owns the tip: `extend`). The hot
         loop compares kinds as strings: isinstance on pydantic models runs ABC checks."""
         shared = self.shared
-        turns = shared.turns
+        turns = shared.slots
         at = self.n
-        for event in _bare_events(items):
+        for event in bare_events(items):
             if (
                 event.kind == "user_text"
                 or event.kind == "tool_result"
@@ -327,8 +277,8 @@ class _Progress:
                     self._own(len(turns) - 1).sources.append(event)
             elif event.kind == "reasoning":
                 if (
-                    event.model == self.model
-                    and _replayable(event.block)
+                    event.model == self.tag
+                    and replayable_thinking(event.block)
                     and (not turns or turns[-1].role != "assistant")
                 ):
                     self.reasoning.append(event)
@@ -347,7 +297,7 @@ class _Progress:
                             f"corrupt log: two tool calls share the id {event.call_id!r}"
                         )
                     shared.call_ids[event.call_id] = at
-                    shared.called.setdefault(event.tool, at)
+                    shared.tools.setdefault(event.tool, at)
                     turn.calls.append(event)
             else:
                 assert_never(event)
@@ -362,7 +312,7 @@ class _Progress:
         shared.tip = self.n
 
     def _answer(self) -> None:
-        turns = self.shared.turns
+        turns = self.shared.slots
         calls = turns[-1].calls
         index = len(turns)
         for slot, call in enumerate(calls):
@@ -390,7 +340,7 @@ class _Progress:
             extra.append(_Turn("user", list(last.calls)))
         if (extra[-1] if extra else last).role == "assistant":
             extra.append(_TRAILING)
-        return _Turns(self.shared.turns, m, self.pinned, extra)
+        return _Turns(self.shared.slots, m, self.pinned, extra)
 
     def grow_rope(self, limit: int) -> Rope:
         """The rope, grown up to ``limit`` over turns that became final: a block past this
@@ -399,48 +349,9 @@ class _Progress:
         final = min((hole[0] for hole in self.holes.values()), default=self.m - 1)
         final = min(final, self.m - 1, limit)
         if final > rope.covered:
-            run = [_encode_turn(turn) for turn in self.shared.turns[rope.covered : final]]
+            run = [_encode_turn(turn) for turn in self.shared.slots[rope.covered : final]]
             rope = self.rope = rope.extended(run, final)
         return rope
-
-
-# Progress of recent logs by (model, id of the last item consumed), held strongly by the
-# shared prefix, so those ids stay unique while cached. An agent re-sends its log grown
-# by a few events: the walk back from the end finds the previous progress in a few steps.
-_PROGRESS: dict[tuple[str, int], _Progress] = {}
-_PROGRESS_SLOTS = 16
-# One render at a time: they share and rewind state. Rendering holds the GIL throughout,
-# so threads lose no parallelism to it.
-_RENDER_LOCK = threading.RLock()
-
-
-def _progress_for(items: Sequence[object], model: str) -> _Progress:
-    """The plan after all of ``items``, resumed from the longest cached prefix; keyed by
-    the log's own items (records or bare events), so only new items are unwrapped."""
-    for end in range(len(items), 0, -1):
-        cached = _PROGRESS.get((model, id(items[end - 1])))
-        # Identity, not equality: {"a": 1} == {"a": 1.0}, yet they encode differently.
-        if (
-            cached is not None
-            and cached.n == end
-            and all(map(operator.is_, cached.shared.prefix, islice(items, end)))
-        ):
-            if end == len(items):
-                return cached
-            base = cached
-            progress = cached.extend()
-            break
-    else:
-        base = progress = _Progress(model, _Shared())
-    try:
-        progress.consume(list(items[progress.n :]))
-    except RenderError:
-        base.rewind()  # leave the shared state as it was (the view that was extended)
-        raise
-    _PROGRESS[(model, id(items[-1]))] = progress
-    while len(_PROGRESS) > _PROGRESS_SLOTS:
-        del _PROGRESS[next(iter(_PROGRESS))]
-    return progress
 
 
 @dataclass(slots=True)
@@ -454,7 +365,19 @@ class _Plan:
 
 
 class AnthropicMessagesRenderer:
-    """Renders canonical logs for ``/v1/messages`` and parses its replies (pure)."""
+    """Renders canonical logs for ``/v1/messages`` and parses its replies (pure).
+
+    Each renderer keeps its own walks of recent logs (`ProgressCache`) and envelopes:
+    nothing is shared between renderers, so two clients never see each other's logs or
+    wait on each other."""
+
+    def __init__(self) -> None:
+        self._walks: ProgressCache[_Progress] = ProgressCache()
+        self._envelopes: _Envelopes = {}
+
+    def forget(self) -> None:
+        """Forget the walks of the logs rendered so far (the next render starts cold)."""
+        self._walks.clear()
 
     def render(
         self,
@@ -474,7 +397,7 @@ class AnthropicMessagesRenderer:
         try:
             return request.model_dump(mode="json", exclude_none=True)
         except ValueError as exc:
-            raise _unencodable(exc) from exc
+            raise unencodable(exc) from exc
 
     def render_request(
         self,
@@ -488,8 +411,8 @@ class AnthropicMessagesRenderer:
         options: RequestOptions | None = None,
     ) -> AnthropicMessagesRequest:
         """The request body as its typed model."""
-        with _RENDER_LOCK:
-            plan = _plan(events, tools, model)
+        with self._walks.lock:
+            plan = _plan(self._walks, events, tools, model)
             turns = plan.turns.list()
         policy = active(cache, model)
         if policy is None:
@@ -533,8 +456,18 @@ class AnthropicMessagesRenderer:
     ) -> list[bytes]:
         """The body of `render_bytes` in parts that concatenate to it: the head, the cached
         blocks of the log's settled turns, and the rest with the tail (one fresh join)."""
-        with _RENDER_LOCK:
-            return _render_parts(events, tools, model, system, max_tokens, cache, options)
+        with self._walks.lock:
+            return _render_parts(
+                self._walks,
+                self._envelopes,
+                events,
+                tools,
+                model,
+                system,
+                max_tokens,
+                cache,
+                options,
+            )
 
     def parse(
         self,
@@ -548,6 +481,8 @@ class AnthropicMessagesRenderer:
 
 
 def _render_parts(
+    walks: ProgressCache[_Progress],
+    envelopes: _Envelopes,
     events: LogLike,
     tools: ToolsLike,
     model: str,
@@ -556,9 +491,9 @@ def _render_parts(
     cache: PromptCache | None,
     options: RequestOptions | None,
 ) -> list[bytes]:
-    plan = _plan(events, tools, model)
+    plan = _plan(walks, events, tools, model)
     policy = active(cache, model)
-    head, tail = _head_tail(model, system, max_tokens, plan, policy, options)
+    head, tail = _head_tail(envelopes, model, system, max_tokens, plan, policy, options)
     turns = plan.turns
     control = None if policy is None else policy.control_json
     marks = {} if control is None else _breakpoints(turns)
@@ -580,68 +515,25 @@ def _render_parts(
     return [opening, *blocks, b",".join(rest)]
 
 
-def _plan(events: LogLike, tools: ToolsLike, model: str) -> _Plan:
+def _plan(walks: ProgressCache[_Progress], events: LogLike, tools: ToolsLike, model: str) -> _Plan:
     if not model:
         raise RenderError("cannot render a request without a model name")
     items = log_items(events)
     if not items:
         raise RenderError("cannot render an empty log: the API needs at least one message")
-    progress = _progress_for(items, model)
+    progress = walks.walk(items, model, lambda shared: _Progress(shared, model))
     check_images_once(progress)
     turns = progress.finish()
-    specs = as_tool_specs(tools)
+    specs = unique_specs(tools)
     if specs:
         return _Plan(turns, _map_tools(specs), False, progress)
-    if called := progress.called():
-        return _Plan(turns, [_stub_tool(name) for name in called], True, progress)
+    if called := progress.used_tools():
+        return _Plan(turns, [stub_tool(name) for name in called], True, progress)
     return _Plan(turns, None, False, progress)
 
 
-def _bare_events(log: Sequence[object]) -> list[WireEvent]:
-    """`as_events`, testing exact types first: a failing isinstance on a pydantic model is slow."""
-    events = [
-        item.event
-        if type(item) is StoredEvent and type(item.event) is not Compaction
-        else item
-        if type(item) in _EVENT_TYPES
-        else wire_events((item,))[0]
-        for item in log
-    ]
-    return cast(list[WireEvent], events)
-
-
-def _replayable(block: Mapping[str, Any]) -> bool:
-    """Whether a stored block can go back exactly as stored (no unknown or ill-typed keys)."""
-    kind = block.get("type")
-    if kind == "thinking":
-        return (
-            block.keys() == {"type", "thinking", "signature"}
-            and isinstance(block["thinking"], str)
-            and isinstance(block["signature"], str)
-        )
-    if kind == "redacted_thinking":
-        return block.keys() == {"type", "data"} and isinstance(block["data"], str)
-    return False
-
-
 def _map_tools(specs: list[ToolSpec]) -> list[AnthropicTool]:
-    seen: set[str] = set()
-    for spec in specs:
-        if spec.name in seen:
-            raise RenderError(f"two tools are named {spec.name!r}; the API needs unique names")
-        seen.add(spec.name)
-    return [_TOOLS.get(spec, _map_tool) for spec in specs]
-
-
-def _map_tool(spec: ToolSpec) -> AnthropicTool:
-    schema = spec.parameters if "type" in spec.parameters else {"type": "object", **spec.parameters}
-    return AnthropicTool(name=spec.name, description=spec.description or None, input_schema=schema)
-
-
-def _stub_tool(name: str) -> AnthropicTool:
-    return AnthropicTool(
-        name=name, description=STUB_TOOL_DESCRIPTION, input_schema={"type": "object"}
-    )
+    return [_TOOLS.get(spec, map_tool) for spec in specs]
 
 
 def _envelope(
@@ -685,13 +577,15 @@ def _envelope(
     )
 
 
-# Encoded envelopes (all but the messages) of recent requests: an agent sends the same
-# model, system prompt and tools every call. Each entry holds its tools, compared by identity.
-_ENVELOPES: dict[tuple[object, ...], tuple[bytes, bytes, tuple[AnthropicTool, ...]]] = {}
+# Encoded envelopes (all but the messages) of a renderer's recent requests: an agent
+# sends the same model, system prompt and tools every call. Each entry holds its tools,
+# compared by identity.
+_Envelopes: TypeAlias = dict[tuple[object, ...], tuple[bytes, bytes, tuple[AnthropicTool, ...]]]
 _ENVELOPE_SLOTS = 16
 
 
 def _head_tail(
+    envelopes: _Envelopes,
     model: str,
     system: str | None,
     max_tokens: int | None,
@@ -706,7 +600,7 @@ def _head_tail(
     ttl = "off" if policy is None else policy.marker_ttl
     unthought = options is not None and _unthought_loop(plan.turns)
     key = (model, system, max_tokens, options, ttl, plan.stubbed, known, unthought)
-    hit = _ENVELOPES.get(key)
+    hit = envelopes.get(key)
     if hit is not None and (plan.stubbed or all(map(operator.is_, hit[2], tools))):
         return hit[0], hit[1]
     envelope = _envelope(model, system, max_tokens, plan, [], policy, options)
@@ -719,14 +613,14 @@ def _head_tail(
             envelope, exclude={"model", "max_tokens", "system", "messages"}, exclude_none=True
         )
     except ValueError as exc:
-        raise _unencodable(exc) from exc
-    _ENVELOPES[key] = (head, tail, tools)
-    while len(_ENVELOPES) > _ENVELOPE_SLOTS:
-        del _ENVELOPES[next(iter(_ENVELOPES))]
+        raise unencodable(exc) from exc
+    envelopes[key] = (head, tail, tools)
+    while len(envelopes) > _ENVELOPE_SLOTS:
+        del envelopes[next(iter(envelopes))]
     return head, tail
 
 
-def _unthought_loop(turns: _TurnsLike) -> bool:
+def _unthought_loop(turns: Indexed[_Turn]) -> bool:
     """Whether the request continues a tool loop whose last assistant turn does not start
     with a thinking block: Anthropic refuses that turn with thinking on ("a final assistant
     message must start with a thinking block")."""
@@ -746,14 +640,7 @@ def _map_turn(
     return AnthropicMessage(role=turn.role, content=blocks)
 
 
-class _TurnsLike(Protocol):
-    """What placing breakpoints reads of the turns: a length and each turn by index."""
-
-    def __len__(self) -> int: ...
-    def __getitem__(self, index: int, /) -> _Turn: ...
-
-
-def _breakpoints(turns: _TurnsLike) -> dict[int, int]:
+def _breakpoints(turns: Indexed[_Turn]) -> dict[int, int]:
     """Message breakpoints, turn index -> block index: the log's last markable block, and
     the last one before the assistant turn that leads to it (what the previous request
     marked last, so it is read back exactly, however many blocks the turn added)."""
@@ -770,7 +657,7 @@ def _breakpoints(turns: _TurnsLike) -> dict[int, int]:
     return marks
 
 
-def _last_markable(turns: _TurnsLike, start: int) -> tuple[int, int] | None:
+def _last_markable(turns: Indexed[_Turn], start: int) -> tuple[int, int] | None:
     # The trailing placeholder is replaced by whatever the log says next, so a breakpoint
     # there would never be read back.
     for index in range(start, -1, -1):
@@ -797,7 +684,7 @@ def _map_source(source: _Source, role: _Role) -> AnthropicRequestBlock:
     if isinstance(source, AnthropicTextBlock):
         return source
     if role == "user" and isinstance(source, ToolCall):
-        return _interrupted(source)
+        return interrupted(source)
     return _map_event(source)
 
 
@@ -809,47 +696,12 @@ def _map_event(event: WireEvent) -> AnthropicRequestBlock:
     if isinstance(event, ToolCall):
         return AnthropicToolUseBlock(id=event.call_id, name=event.tool, input=event.arguments)
     if isinstance(event, ToolResult):
-        return _map_result(event)
+        return map_result(event)
     if isinstance(event, Reasoning):
         if event.block.get("type") == "thinking":
             return AnthropicThinkingBlock.model_validate(event.block)
         return AnthropicRedactedThinkingBlock.model_validate(event.block)
     assert_never(event)
-
-
-def _map_result(result: ToolResult) -> AnthropicToolResultBlock:
-    content: str | list[AnthropicToolResultContent] | None = result.output
-    if not result.output.strip():
-        content = EMPTY_ERROR_OUTPUT if result.is_error else None
-    if result.images:
-        # Text first, then the images, as the tool gave them.
-        parts: list[AnthropicToolResultContent] = []
-        if content is not None:
-            parts.append(AnthropicTextBlock(text=content))
-        parts.extend(anthropic_image(image) for image in result.images)
-        content = parts
-    return AnthropicToolResultBlock(
-        tool_use_id=result.call_id, content=content, is_error=result.is_error
-    )
-
-
-def _interrupted(call: ToolCall) -> AnthropicToolResultBlock:
-    return AnthropicToolResultBlock(
-        tool_use_id=call.call_id, content=INTERRUPTED_RESULT, is_error=True
-    )
-
-
-def _encode(block: BaseModel) -> bytes:
-    try:
-        return block.__pydantic_serializer__.to_json(block, exclude_none=True)
-    except ValueError as exc:
-        raise _unencodable(exc) from exc
-
-
-def _unencodable(exc: ValueError) -> RenderError:
-    # pydantic-core refuses values nested past ~254 levels and circular ones, raising
-    # PydanticSerializationError or a bare ValueError ("Maximum serialization depth").
-    return RenderError(f"the log holds a value that cannot be encoded as JSON: {exc}")
 
 
 def _encode_event(event: WireEvent) -> bytes:
@@ -873,43 +725,22 @@ def _encode_event(event: WireEvent) -> bytes:
         if event.kind == "user_image":
             return anthropic_image_json(event.image)
         if event.kind == "tool_result" and event.images:
-            return _encode_result_with_images(event)
+            return encode_result_with_images(event)
         if event.kind == "tool_result":
             content = b""
             if event.output.strip():
                 content = b',"content":' + to_json(event.output)
             elif event.is_error:
-                content = _EMPTY_ERROR_CONTENT
+                content = EMPTY_ERROR_CONTENT
             flag = b',"is_error":true}' if event.is_error else b',"is_error":false}'
             return b'{"type":"tool_result","tool_use_id":' + to_json(event.call_id) + content + flag
     except ValueError as exc:
-        raise _unencodable(exc) from exc
-    return _encode(_map_event(event))
-
-
-_EMPTY_ERROR_CONTENT = b',"content":' + to_json(EMPTY_ERROR_OUTPUT)
-
-
-def _encode_result_with_images(result: ToolResult) -> bytes:
-    """A result carrying images: its content is a list, its text (if any) then each image."""
-    parts: list[bytes] = []
-    if result.output.strip():
-        parts.append(b'{"type":"text","text":' + to_json(result.output) + b"}")
-    elif result.is_error:
-        parts.append(b'{"type":"text","text":' + to_json(EMPTY_ERROR_OUTPUT) + b"}")
-    parts.extend(anthropic_image_json(image) for image in result.images)
-    flag = b'],"is_error":true}' if result.is_error else b'],"is_error":false}'
-    return (
-        b'{"type":"tool_result","tool_use_id":'
-        + to_json(result.call_id)
-        + b',"content":['
-        + b",".join(parts)
-        + flag
-    )
+        raise unencodable(exc) from exc
+    return encode_model(_map_event(event))
 
 
 def _encode_interrupted(call: ToolCall) -> bytes:
-    return _encode(_interrupted(call))
+    return encode_model(interrupted(call))
 
 
 def _encode_turn(turn: _Turn) -> bytes:
@@ -931,7 +762,7 @@ def _fragments(turn: _Turn) -> list[bytes]:
     fragments: list[bytes] = []
     for source in turn.sources:
         if type(source) is AnthropicTextBlock:
-            fragments.append(_encode(source))
+            fragments.append(encode_model(source))
         elif turn.role == "user" and type(source) is ToolCall:
             fragments.append(_INTERRUPTED.get(source, _encode_interrupted))
         else:

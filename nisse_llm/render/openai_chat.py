@@ -51,11 +51,8 @@ The reply side (parsing) lives in `nisse_llm.render.openai_chat_reply`.
 
 from __future__ import annotations
 
-import operator
-import threading
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import islice
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, assert_never, cast
+from typing import TYPE_CHECKING, Any, Self, TypeAlias, assert_never, cast
 
 import pydantic_core
 from pydantic import BaseModel
@@ -63,11 +60,9 @@ from pydantic import BaseModel
 from nisse_llm.errors import RenderError
 from nisse_llm.log.canonical import (
     AssistantText,
-    Compaction,
     Completion,
     LogLike,
     Reasoning,
-    StoredEvent,
     ToolCall,
     ToolResult,
     ToolsLike,
@@ -75,22 +70,28 @@ from nisse_llm.log.canonical import (
     UserImage,
     UserText,
     WireEvent,
-    as_tool_specs,
     log_items,
-    wire_events,
 )
-from nisse_llm.log.images import Image
 from nisse_llm.render._cache import PromptCache, active
 from nisse_llm.render._images import (
     chat_image,
     chat_image_json,
     check_images_once,
     check_log_images,
-    event_images,
 )
 from nisse_llm.render._memo import FragmentMemo
 from nisse_llm.render._options import chat_fields, chat_replays_thinking
-from nisse_llm.render._rope import EMPTY, Rope
+from nisse_llm.render._walk import (
+    Indexed,
+    ProgressCache,
+    Shared,
+    SlotsView,
+    TurnWalk,
+    replayable_thinking,
+    unique_specs,
+)
+from nisse_llm.render._walk import encode_model as _encode
+from nisse_llm.render._walk import json_bytes as _json
 from nisse_llm.render._wording import INTERRUPTED_TEXT, STUB_TOOL_DESCRIPTION, TOOL_ERROR_PREFIX
 from nisse_llm.render.openai_chat_reply import parse_chat_completion
 
@@ -191,69 +192,6 @@ def _album(calls: Sequence[ToolCall], results: Iterable[ToolResult] = ()) -> _Al
 _Slot: TypeAlias = UserText | UserImage | _Turn | ToolResult | ToolCall | _Album
 
 
-def _plan(events: list[WireEvent], replay: str | None = None) -> tuple[list[_Slot], list[str]]:
-    """The messages to send, in order, and the tool names the log's calls use; the
-    reasoning blocks of model ``replay`` go back with their turns."""
-    results: dict[str, ToolResult] = {}
-    call_ids: set[str] = set()
-    used_tools: dict[str, None] = {}
-    for event in events:
-        if isinstance(event, ToolCall):
-            if event.call_id in call_ids:
-                raise RenderError(f"tool call id {event.call_id!r} is used twice in the log")
-            call_ids.add(event.call_id)
-            used_tools.setdefault(event.tool, None)
-        elif isinstance(event, ToolResult):
-            if event.call_id not in call_ids:
-                raise RenderError(
-                    f"tool result for {event.call_id!r} has no earlier tool call in the log"
-                )
-            if event.call_id in results:
-                raise RenderError(f"tool call {event.call_id!r} has two results in the log")
-            results[event.call_id] = event
-
-    slots: list[_Slot] = []
-    texts: list[AssistantText] = []
-    calls: list[ToolCall] = []
-    thinking: list[dict[str, Any]] = []
-
-    def close_turn() -> None:
-        if texts or calls:
-            slots.append(_Turn(list(texts), list(calls), tuple(thinking)))
-            slots.extend(results.get(call.call_id, call) for call in calls)
-            album = _album(calls, (r for c in calls if (r := results.get(c.call_id)) and r.images))
-            if album.results:
-                slots.append(album)
-            texts.clear()
-            calls.clear()
-        thinking.clear()  # a turn with nothing else to say sends no thinking either
-
-    for event in events:
-        if isinstance(event, AssistantText):
-            if event.text.strip():
-                texts.append(event)
-        elif isinstance(event, ToolCall):
-            calls.append(event)
-        elif isinstance(event, Reasoning):
-            if event.model == replay and _replayable(event.block):
-                thinking.append(dict(event.block))
-        elif isinstance(event, UserText):
-            close_turn()
-            if event.text.strip():
-                slots.append(event)
-        elif isinstance(event, UserImage):
-            close_turn()
-            slots.append(event)
-        elif isinstance(event, ToolResult):
-            close_turn()
-        else:
-            assert_never(event)
-    close_turn()
-    if not slots:
-        raise RenderError(_NOTHING_TO_SEND)
-    return slots, list(used_tools)
-
-
 def _unthought_loop(slots: list[_Slot]) -> bool:
     """Whether the last assistant turn made calls without thinking to replay (see
     `nisse_llm.render._options`: thinking is then left out of the request)."""
@@ -261,16 +199,6 @@ def _unthought_loop(slots: list[_Slot]) -> bool:
         if isinstance(slot, _Turn):
             return bool(slot.calls) and not slot.thinking
     return False
-
-
-def _replayable(block: Mapping[str, Any]) -> bool:
-    """A thinking block exactly as Anthropic wrote it (the messages route's rule)."""
-    kind = block.get("type")
-    if kind == "thinking":
-        return block.keys() == {"type", "thinking", "signature"} and all(
-            isinstance(block[key], str) for key in ("thinking", "signature")
-        )
-    return kind == "redacted_thinking" and block.keys() == {"type", "data"}
 
 
 def _result_content(result: ToolResult) -> str:
@@ -340,13 +268,6 @@ def _map_message(slot: _Slot, control: OpenAIChatCacheControl | None = None) -> 
     assert_never(slot)
 
 
-class _SlotsLike(Protocol):
-    """What placing breakpoints reads of the slots: a length and each slot by index."""
-
-    def __len__(self) -> int: ...
-    def __getitem__(self, index: int, /) -> _Slot: ...
-
-
 def _markable(slot: _Slot) -> bool:
     # Anthropic rejects a breakpoint on an empty text block; a call-only assistant
     # message has no text part to carry one.
@@ -359,14 +280,14 @@ def _markable(slot: _Slot) -> bool:
     return True
 
 
-def _last_markable(slots: _SlotsLike, start: int) -> int | None:
+def _last_markable(slots: Indexed[_Slot], start: int) -> int | None:
     for index in range(start, -1, -1):
         if _markable(slots[index]):
             return index
     return None
 
 
-def _breakpoints(slots: _SlotsLike) -> list[int]:
+def _breakpoints(slots: Indexed[_Slot]) -> list[int]:
     """Indexes of the marked messages: the last markable one, and the last one before
     the assistant message leading to it (what the previous request marked last)."""
     latest = _last_markable(slots, len(slots) - 1)
@@ -394,15 +315,6 @@ def _map_tool(spec: ToolSpec) -> OpenAIChatTool:
     )
 
 
-def _tool_specs(tools: ToolsLike) -> list[ToolSpec]:
-    specs = as_tool_specs(tools)
-    if len({spec.name for spec in specs}) != len(specs):
-        names = [spec.name for spec in specs]
-        twice = next(name for name in names if names.count(name) > 1)
-        raise RenderError(f"two tools are named {twice!r}; the API needs unique names")
-    return specs
-
-
 def _map_stub_tool(name: str) -> OpenAIChatTool:
     from nisse_llm.wire.openai_chat import (
         OpenAIChatFunction,
@@ -414,27 +326,6 @@ def _map_stub_tool(name: str) -> OpenAIChatTool:
             name=name, description=STUB_TOOL_DESCRIPTION, parameters=_STUB_PARAMETERS
         )
     )
-
-
-def _json(value: object) -> bytes:
-    try:
-        return pydantic_core.to_json(value)
-    except ValueError as exc:
-        raise _unencodable(exc) from exc
-
-
-def _encode(model: BaseModel) -> bytes:
-    """A wire model as JSON bytes, by the route's dump convention."""
-    try:
-        return model.__pydantic_serializer__.to_json(model, exclude_none=True)
-    except ValueError as exc:
-        raise _unencodable(exc) from exc
-
-
-def _unencodable(exc: ValueError) -> RenderError:
-    # pydantic-core refuses values nested past ~254 levels, circular ones and lone
-    # surrogates, raising PydanticSerializationError or a bare ValueError.
-    return RenderError(f"the log holds a value that cannot be encoded as JSON: {exc}")
 
 
 def _tool_message_bytes(call_id: str, content: str) -> bytes:
@@ -540,224 +431,93 @@ def _encode_turn(
     return b"".join(parts)
 
 
-class _Shared:
-    """Append-only state shared along one line of logs, each growing the one before.
-
-    A progress sees the first ``n`` items and ``m`` messages; positions record when a
-    call id or tool name first appeared, so a progress sees those before its ``n``. The
-    progress at the tip (``tip`` is its ``n``) extends it in place; one behind the tip
-    (a log that diverged) first cuts it back to its own view, evicting the progresses
-    past it, so neither path copies the history. All of it runs under ``_RENDER_LOCK``.
-    """
-
-    __slots__ = ("call_ids", "messages", "prefix", "slots", "tip", "tools")
-
-    def __init__(self) -> None:
-        self.prefix: list[object] = []
-        self.messages: list[bytes] = []
-        #: What each message renders, index for index (read only to place breakpoints).
-        self.slots: list[_Slot] = []
-        self.call_ids: dict[str, int] = {}
-        self.tools: dict[str, int] = {}
-        self.tip = -1
+def _interrupted_fragment(call: ToolCall) -> bytes:
+    return cast(tuple[bytes, bytes], _fragment(call))[1]
 
 
-class _Slots:
-    """A progress's slots: the shared ones up to ``m`` as it left them, then its open turn."""
-
-    __slots__ = ("_extra", "_holes", "_m", "_shared")
-
-    def __init__(
-        self,
-        shared: list[_Slot],
-        m: int,
-        holes: dict[str, tuple[int, ToolCall]],
-        extra: list[_Slot],
-        albums: dict[int, _Album] | None = None,
-    ) -> None:
-        self._shared = shared
-        self._m = m
-        self._holes: dict[int, _Slot] = dict(holes.values())
-        self._holes.update(albums or {})
-        self._extra = extra
-
-    def __len__(self) -> int:
-        return self._m + len(self._extra)
-
-    def __getitem__(self, index: int) -> _Slot:
-        if index >= self._m:
-            return self._extra[index - self._m]
-        call = self._holes.get(index)
-        return self._shared[index] if call is None else call
+def _album_bytes(album: _Album) -> bytes:
+    return cast(bytes, _fragment(album)) if album.results else b""
 
 
-class _Progress:
-    """The byte path's state after a prefix of a log; a cached one never changes its view.
+class _Maker:
+    """The walk's entries on this route as plain slots (the typed path maps them)."""
 
-    Its view of `_Shared`: the first ``n`` items and ``m`` messages. The tool message of
-    each call not yet answered is a hole whose index ``holes`` keeps by call id: a later
-    log may fill it in the shared list, so this progress answers it itself (interrupted).
-    The open turn is held back until a user text or a result closes it.
+    @staticmethod
+    def keeps(event: Reasoning, tag: object) -> bool:
+        # Thinking is replayed only for the model the request names (``tag``).
+        return tag is not None and event.model == tag and replayable_thinking(event.block)
 
-    ``rope``: blocks of the messages before the first hole (which no longer change), the
-    one field a cached progress may have replaced (every rope of it is true for it).
-    ``albums``: the image message of each closed turn with calls still unanswered, by
-    index (a later log may add images to it in the shared list, so this progress keeps
-    its own). ``images``: the images in the view, labelled, in log order (checked against
-    the limits once, then ``images_checked``).
-    """
+    def user(self, event: UserText | UserImage) -> tuple[bytes | None, _Slot]:
+        return None, event
 
-    __slots__ = (
-        "albums",
-        "calls",
-        "holes",
-        "images",
-        "images_checked",
-        "m",
-        "n",
-        "rope",
-        "shared",
-        "texts",
-    )
+    def turn(self, events: list[WireEvent]) -> list[tuple[bytes | None, _Slot]]:
+        texts = [e for e in events if type(e) is AssistantText]
+        calls = [e for e in events if type(e) is ToolCall]
+        thinking = tuple(dict(e.block) for e in events if type(e) is Reasoning)
+        return [(self.encode_turn(texts, calls), _Turn(texts, calls, thinking))]
 
-    def __init__(
-        self,
-        shared: _Shared,
-        n: int,
-        m: int,
-        holes: dict[str, tuple[int, ToolCall]],
-        texts: list[AssistantText],
-        calls: list[ToolCall],
-        rope: Rope = EMPTY,
-        albums: dict[int, _Album] | None = None,
-        images: list[tuple[str, Image]] | None = None,
-        images_checked: bool = False,
-    ) -> None:
-        self.shared = shared
-        self.n = n
-        self.m = m
-        self.holes = holes
-        self.texts = texts
-        self.calls = calls
-        self.rope = rope
-        self.albums: dict[int, _Album] = {} if albums is None else albums
-        self.images: list[tuple[str, Image]] = [] if images is None else images
-        self.images_checked = images_checked
+    def encode_turn(self, texts: list[AssistantText], calls: list[ToolCall]) -> bytes | None:
+        return None
 
-    def extend(self) -> _Progress:
-        """A progress to consume more items, on this one's state cut back to its view."""
-        if self.shared.tip != self.n:
-            self.rewind()
-        return _Progress(
-            self.shared,
-            self.n,
-            self.m,
-            dict(self.holes),
-            list(self.texts),
-            list(self.calls),
-            self.rope,
-            dict(self.albums),
-            list(self.images),
-            self.images_checked,
-        )
+    def answer(self, call: ToolCall, result: ToolResult | None) -> bytes | None:
+        return None
+
+    def album(self, album: _Album) -> bytes | None:
+        return None
+
+
+class _Bytes(_Maker):
+    """The walk's entries as encoded messages (memoised fragments), beside their slots."""
+
+    def user(self, event: UserText | UserImage) -> tuple[bytes | None, _Slot]:
+        return cast(bytes, _fragment(event)), event
+
+    def encode_turn(self, texts: list[AssistantText], calls: list[ToolCall]) -> bytes | None:
+        return _encode_turn(texts, calls)
+
+    def answer(self, call: ToolCall, result: ToolResult | None) -> bytes | None:
+        return _interrupted_fragment(call) if result is None else cast(bytes, _fragment(result))
+
+    def album(self, album: _Album) -> bytes | None:
+        return _album_bytes(album)
+
+
+_TYPED = _Maker()
+_BYTES = _Bytes()
+
+
+class _ChatWalk(TurnWalk):
+    """The shared walk (`nisse_llm.render._walk`), with the image message after each turn
+    with calls: ``albums`` holds each closed turn's album while a call of it is still
+    unanswered, by index (a later log may add images to it in the shared list, so this
+    walk keeps its own)."""
+
+    __slots__ = ("albums",)
+
+    def __init__(self, shared: Shared, make: _Maker, tag: object = None) -> None:
+        super().__init__(shared, make, tag)
+        self.albums: dict[int, _Album] = {}
+
+    def copy(self) -> Self:
+        other = super().copy()
+        other.albums = dict(self.albums)
+        return other
 
     def rewind(self) -> None:
-        """Cut the shared state back to this progress's view; evict the progresses past it."""
-        shared, n, m = self.shared, self.n, self.m
-        for key, cached in list(_PROGRESS.items()):
-            if cached.shared is shared and cached.n > n:
-                del _PROGRESS[key]
-        del shared.prefix[n:]
-        del shared.messages[m:]
-        del shared.slots[m:]
-        for index, call in self.holes.values():
-            shared.messages[index] = b""
-            shared.slots[index] = call
+        super().rewind()
+        make = cast(_Maker, self.make)
         for index, album in self.albums.items():
-            shared.messages[index] = _album_bytes(album)
-            shared.slots[index] = album
-        # Both dicts gained entries in position order, so those past n are the newest.
-        for positions in (shared.call_ids, shared.tools):
-            while positions and next(reversed(positions.values())) >= n:
-                positions.popitem()
-        shared.tip = n
+            self.shared.entries[index] = make.album(album)
+            self.shared.slots[index] = album
 
-    def used_tools(self) -> list[str]:
-        """The tool names the log's calls use, in order of first use."""
-        n = self.n
-        return [name for name, at in self.shared.tools.items() if at < n]
-
-    def close_turn(self) -> None:
-        if not (self.texts or self.calls):
-            return
-        shared = self.shared
-        shared.messages.append(_encode_turn(self.texts, self.calls))
-        shared.slots.append(_Turn(self.texts, self.calls))
-        for call in self.calls:
-            self.holes[call.call_id] = (len(shared.messages), call)
-            shared.messages.append(b"")
-            shared.slots.append(call)
-        if self.calls:
+    def closed(self, calls: list[ToolCall]) -> None:
+        if calls:
             # Where the turn's tool images go; sent only once a result brings some.
-            album = _album(self.calls)
-            self.albums[len(shared.messages)] = album
-            shared.messages.append(b"")
-            shared.slots.append(album)
-        self.texts = []
-        self.calls = []
+            album = _album(calls)
+            self.albums[len(self.shared.entries)] = album
+            self.append(None, album)
 
-    def consume(self, items: list[object]) -> None:
-        """Append ``items`` (this progress owns the tip: `extend`)."""
-        shared = self.shared
-        call_ids = shared.call_ids
-        at = self.n
-        for event in _fast_events(items):
-            if isinstance(event, AssistantText):
-                if event.text.strip():
-                    self.texts.append(event)
-            elif isinstance(event, ToolCall):
-                if event.call_id in call_ids:
-                    raise RenderError(f"tool call id {event.call_id!r} is used twice in the log")
-                call_ids[event.call_id] = at
-                shared.tools.setdefault(event.tool, at)
-                self.calls.append(event)
-            elif isinstance(event, Reasoning):
-                pass
-            elif isinstance(event, UserText):
-                self.close_turn()
-                if event.text.strip():
-                    shared.messages.append(cast(bytes, _fragment(event)))
-                    shared.slots.append(event)
-            elif isinstance(event, UserImage):
-                self.close_turn()
-                shared.messages.append(cast(bytes, _fragment(event)))
-                shared.slots.append(event)
-                self.images += event_images(event, at)
-                self.images_checked = False
-            elif isinstance(event, ToolResult):
-                if event.call_id not in call_ids:
-                    raise RenderError(
-                        f"tool result for {event.call_id!r} has no earlier tool call in the log"
-                    )
-                self.close_turn()
-                hole = self.holes.pop(event.call_id, None)
-                if hole is None:
-                    raise RenderError(f"tool call {event.call_id!r} has two results in the log")
-                shared.messages[hole[0]] = cast(bytes, _fragment(event))
-                shared.slots[hole[0]] = event
-                self._file_images(event)
-                if event.images:
-                    self.images += event_images(event, at)
-                    self.images_checked = False
-            else:
-                assert_never(event)
-            at += 1
-        shared.prefix.extend(items)
-        self.n = len(shared.prefix)
-        self.m = len(shared.messages)
-        shared.tip = self.n
-
-    def _file_images(self, result: ToolResult) -> None:
+    def answered(self, result: ToolResult) -> None:
         """Add a result's images to its turn's album; let go of the album once the turn
         is fully answered (it can no longer change)."""
         shared = self.shared
@@ -768,117 +528,27 @@ class _Progress:
         if result.images:
             album = _Album(album.calls, (*album.results, result), album.ids)
             self.albums[index] = album
-            shared.messages[index] = _album_bytes(album)
+            shared.entries[index] = cast(_Maker, self.make).album(album)
             shared.slots[index] = album
         if not any(call.call_id in self.holes for call in album.calls):
             del self.albums[index]
 
-    def finish(self, start: int) -> tuple[int, list[bytes], _Slots]:
+    def finish_slots(self, start: int) -> tuple[int, list[bytes | None], SlotsView[_Slot]]:
         """How many messages to send, those from ``start`` on (the open turn closed, every
         unanswered call answered), and what each renders."""
-        extra: list[bytes] = []
-        extra_slots: list[_Slot] = []
-        if self.texts or self.calls:
-            extra.append(_encode_turn(self.texts, self.calls))
-            extra_slots.append(_Turn(self.texts, self.calls))
-            extra.extend(_interrupted_fragment(call) for call in self.calls)
-            extra_slots.extend(self.calls)
-        m = self.m
-        rest = self.shared.messages[start:m] if start < m else []
-        for index, call in self.holes.values():
-            if index >= start:
-                rest[index - start] = _interrupted_fragment(call)
+        count, rest = self.finish(start)
+        make = cast(_Maker, self.make)
         for index, album in self.albums.items():
             if index >= start:
-                rest[index - start] = _album_bytes(album)
-        rest.extend(extra[max(0, start - m) :])
-        slots = _Slots(self.shared.slots, m, self.holes, extra_slots, self.albums)
-        return m + len(extra), rest, slots
-
-    def final(self) -> int:
-        """Messages before this index no longer change (no hole before them)."""
-        return min((hole[0] for hole in self.holes.values()), default=self.m)
-
-    def grow_rope(self, limit: int) -> Rope:
-        """The rope, grown up to ``limit`` over messages that became final (no hole before
-        them): a block past this call's first breakpoint would be of no use to it."""
-        rope = self.rope
-        final = min(self.final(), limit)
-        if final > rope.covered:
-            # An image message with no images yet is no message at all.
-            run = [message for message in self.shared.messages[rope.covered : final] if message]
-            rope = self.rope = rope.extended(run, final)
-        return rope
-
-
-def _interrupted_fragment(call: ToolCall) -> bytes:
-    return cast(tuple[bytes, bytes], _fragment(call))[1]
-
-
-def _album_bytes(album: _Album) -> bytes:
-    return cast(bytes, _fragment(album)) if album.results else b""
-
-
-# Progress of recent logs, by the id of the last item consumed (held strongly by the
-# shared prefix, so ids stay unique while cached). An agent re-sends its log grown by a
-# few events: the walk back from the end finds the previous call's progress in a few steps.
-_PROGRESS: dict[int, _Progress] = {}
-_PROGRESS_SLOTS = 16
-# One render at a time: they share and rewind state. Rendering holds the GIL throughout,
-# so threads lose no parallelism to it.
-_RENDER_LOCK = threading.Lock()
-
-
-def _progress_for(log: LogLike) -> _Progress:
-    """The byte path's state after all of ``log``, resumed from the longest cached prefix.
-
-    Keyed by the log's own items (records or bare events), so only new items are unwrapped.
-    """
-    items = log_items(log)
-    for end in range(len(items), 0, -1):
-        cached = _PROGRESS.get(id(items[end - 1]))
-        # Identity, not equality: {"a": 1} == {"a": 1.0}, yet they encode differently.
-        if (
-            cached is not None
-            and cached.n == end
-            and all(map(operator.is_, cached.shared.prefix, islice(items, end)))
-        ):
-            if end == len(items):
-                return cached
-            progress = cached.extend()
-            break
-    else:
-        progress = _Progress(_Shared(), 0, 0, {}, [], [])
-    base = _Progress(progress.shared, progress.n, progress.m, dict(progress.holes), [], [])
-    try:
-        progress.consume(list(items[progress.n :]))
-    except RenderError:
-        base.rewind()  # leave the shared state as it was (the view that was extended)
-        raise
-    if items:
-        _PROGRESS[id(items[-1])] = progress
-        while len(_PROGRESS) > _PROGRESS_SLOTS:
-            del _PROGRESS[next(iter(_PROGRESS))]
-    return progress
-
-
-_BARE_TYPES = frozenset({UserText, UserImage, AssistantText, ToolCall, ToolResult, Reasoning})
-
-
-def _fast_events(log: Sequence[object]) -> list[WireEvent]:
-    """`as_events` by exact type first: pydantic's ``isinstance`` costs ~0.5 us an event."""
-    events = [
-        item.event
-        if type(item) is StoredEvent and type(item.event) is not Compaction
-        else item
-        if type(item) in _BARE_TYPES
-        else wire_events((item,))[0]
-        for item in log
-    ]
-    return cast(list[WireEvent], events)
+                rest[index - start] = make.album(album)
+        _, extra = self.open_turn()
+        pinned: dict[int, _Slot] = {**dict(self.holes.values()), **self.albums}
+        slots = SlotsView(self.shared.slots, self.m, pinned, extra)
+        return count, rest, slots
 
 
 def _render_parts(
+    walks: ProgressCache[_ChatWalk],
     events: LogLike,
     tools: ToolsLike,
     model: str,
@@ -887,13 +557,13 @@ def _render_parts(
     cache: PromptCache | None,
     options: RequestOptions | None,
 ) -> list[bytes]:
-    progress = _progress_for(events)
+    progress = walks.walk(log_items(events), None, lambda shared: _ChatWalk(shared, _BYTES))
     check_images_once(progress)
-    specs = _tool_specs(tools)
+    specs = unique_specs(tools)
     fields = _option_fields(options, model, max_tokens, specs, bool(progress.used_tools()), cache)
     policy = active(cache, model)
     control = None if policy is None else policy.control_json
-    count, rest, slots = progress.finish(progress.rope.covered)
+    count, rest, slots = progress.finish_slots(progress.rope.covered)
     if not count:
         raise RenderError(_NOTHING_TO_SEND)
     marks = [] if control is None else _breakpoints(slots)
@@ -906,11 +576,11 @@ def _render_parts(
     base = progress.rope.covered
     blocks, start = progress.grow_rope(limit).usable(limit)
     if start != base:  # the rope grew, or this call marks a message it covers
-        count, rest, slots = progress.finish(start)
+        count, rest, slots = progress.finish_slots(start)
     if control is not None:
         for index in marks:
             rest[index - start] = _encode_marked(slots[index], control)
-    rest = [message for message in rest if message]
+    sent = [message for message in rest if message]
     head = b'{"model":' + pydantic_core.to_json(model) + b',"messages":['
     if system is not None and system.strip():
         head += b'{"role":"system","content":'
@@ -930,8 +600,8 @@ def _render_parts(
         tail.append(b"]")
     tail.extend(_encode_fields(fields))
     tail.append(b"}")
-    rest[-1] += b"".join(tail)
-    return [head, *blocks, b",".join(rest)]
+    sent[-1] += b"".join(tail)
+    return [head, *blocks, b",".join(sent)]
 
 
 def _option_fields(
@@ -972,7 +642,17 @@ def _empty_album(slot: _Slot) -> bool:
 
 
 class OpenAIChatRenderer:
-    """Renders canonical logs as chat-completions requests and parses the replies."""
+    """Renders canonical logs as chat-completions requests and parses the replies.
+
+    Each renderer keeps its own walks of recent logs (`ProgressCache`): nothing is shared
+    between renderers, so two clients never see each other's logs or wait on each other."""
+
+    def __init__(self) -> None:
+        self._walks: ProgressCache[_ChatWalk] = ProgressCache()
+
+    def forget(self) -> None:
+        """Forget the walks of the logs rendered so far (the next render starts cold)."""
+        self._walks.clear()
 
     def render_request(
         self,
@@ -996,8 +676,14 @@ class OpenAIChatRenderer:
         check_log_images(items)
         prefixes = () if cache is None else cache.prefixes
         replay = model if chat_replays_thinking(options, model, prefixes) else None
-        slots, used_tools = _plan(wire_events(items), replay)
-        specs = _tool_specs(tools)
+        walk = _ChatWalk(Shared(), _TYPED, replay)
+        walk.consume(list(items))
+        count, _, view = walk.finish_slots(0)
+        slots = [slot for slot in (view[index] for index in range(count)) if not _empty_album(slot)]
+        if not slots:
+            raise RenderError(_NOTHING_TO_SEND)
+        used_tools = walk.used_tools()
+        specs = unique_specs(tools)
         unthought = replay is not None and _unthought_loop(slots)
         if unthought:  # thinking is left out, so no turn carries thinking blocks either
             slots = [
@@ -1062,8 +748,10 @@ class OpenAIChatRenderer:
                 events, tools, model, system, max_tokens=max_tokens, cache=cache, options=options
             )
             return [_encode(request)]
-        with _RENDER_LOCK:
-            return _render_parts(events, tools, model, system, max_tokens, cache, options)
+        with self._walks.lock:
+            return _render_parts(
+                self._walks, events, tools, model, system, max_tokens, cache, options
+            )
 
     def render(
         self,

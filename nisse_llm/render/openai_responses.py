@@ -43,7 +43,7 @@ The reply side (parsing) lives in `nisse_llm.render.openai_responses_reply`.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 import pydantic_core
@@ -52,11 +52,9 @@ from pydantic import BaseModel
 from nisse_llm.errors import RenderError
 from nisse_llm.log.canonical import (
     AssistantText,
-    Compaction,
     Completion,
     LogLike,
     Reasoning,
-    StoredEvent,
     ToolCall,
     ToolResult,
     ToolsLike,
@@ -64,14 +62,22 @@ from nisse_llm.log.canonical import (
     UserImage,
     UserText,
     WireEvent,
-    as_tool_specs,
     log_items,
-    wire_events,
 )
 from nisse_llm.render._cache import PromptCache
-from nisse_llm.render._images import check_log_images
+from nisse_llm.render._images import check_images_once
 from nisse_llm.render._memo import FragmentMemo
 from nisse_llm.render._options import responses_fields
+from nisse_llm.render._walk import (
+    ProgressCache,
+    Shared,
+    TurnWalk,
+    bare_events,
+    encode_model,
+    json_bytes,
+    object_schema,
+    unique_specs,
+)
 from nisse_llm.render._wording import INTERRUPTED_TEXT, STUB_TOOL_DESCRIPTION, TOOL_ERROR_PREFIX
 from nisse_llm.render.openai_responses_reply import parse_responses_reply
 
@@ -103,29 +109,6 @@ def replayable_reasoning(block: Mapping[str, Any]) -> bool:
     return block.get("type") == "reasoning" and isinstance(block.get("id"), str)
 
 
-def _check_pairs(events: list[WireEvent]) -> tuple[dict[str, ToolResult], list[str]]:
-    """Each call's result by call id, and the tool names the log's calls use (in order);
-    a corrupt pairing is a `RenderError`."""
-    results: dict[str, ToolResult] = {}
-    call_ids: set[str] = set()
-    used: dict[str, None] = {}
-    for event in events:
-        if isinstance(event, ToolCall):
-            if event.call_id in call_ids:
-                raise RenderError(f"tool call id {event.call_id!r} is used twice in the log")
-            call_ids.add(event.call_id)
-            used.setdefault(event.tool, None)
-        elif isinstance(event, ToolResult):
-            if event.call_id not in call_ids:
-                raise RenderError(
-                    f"tool result for {event.call_id!r} has no earlier tool call in the log"
-                )
-            if event.call_id in results:
-                raise RenderError(f"tool call {event.call_id!r} has two results in the log")
-            results[event.call_id] = event
-    return results, list(used)
-
-
 def _image_part(image: Any, *, detail: bool) -> OpenAIResponsesInputPart:
     from nisse_llm.wire.openai_responses import OpenAIResponsesInputImage
 
@@ -150,41 +133,40 @@ def _output_item(call: ToolCall, result: ToolResult | None) -> OpenAIResponsesIn
     return OpenAIResponsesFunctionCallOutput(call_id=call.call_id, output=parts)
 
 
-class _Typed:
-    """Makes each input item as its wire model (the typed request)."""
+class _Maker:
+    """What the walk's entries are on this route: each input item as its wire model."""
 
     @staticmethod
-    def assistant(event: AssistantText) -> OpenAIResponsesInputItem:
-        from nisse_llm.wire.openai_responses import OpenAIResponsesAssistantMessage
+    def keeps(event: Reasoning, tag: object) -> bool:
+        return event.model == tag and replayable_reasoning(event.block)
 
-        return OpenAIResponsesAssistantMessage(content=event.text)
-
-    @staticmethod
-    def call(event: ToolCall) -> OpenAIResponsesInputItem:
-        from nisse_llm.wire.openai_responses import OpenAIResponsesFunctionCall
-
-        return OpenAIResponsesFunctionCall(
-            call_id=event.call_id, name=event.tool, arguments=_arguments(event)
+    def item(self, event: WireEvent) -> Any:
+        from nisse_llm.wire.openai_responses import (
+            OpenAIResponsesAssistantMessage,
+            OpenAIResponsesFunctionCall,
+            OpenAIResponsesInputMessage,
         )
 
-    @staticmethod
-    def reasoning(event: Reasoning) -> OpenAIResponsesInputItem:
-        return event.block
-
-    @staticmethod
-    def user(event: UserText) -> OpenAIResponsesInputItem:
-        from nisse_llm.wire.openai_responses import OpenAIResponsesInputMessage
-
-        return OpenAIResponsesInputMessage(content=event.text)
-
-    @staticmethod
-    def image(event: UserImage) -> OpenAIResponsesInputItem:
-        from nisse_llm.wire.openai_responses import OpenAIResponsesInputMessage
-
+        if type(event) is AssistantText:
+            return OpenAIResponsesAssistantMessage(content=event.text)
+        if type(event) is ToolCall:
+            return OpenAIResponsesFunctionCall(
+                call_id=event.call_id, name=event.tool, arguments=_arguments(event)
+            )
+        if type(event) is Reasoning:
+            return event.block
+        if type(event) is UserText:
+            return OpenAIResponsesInputMessage(content=event.text)
+        assert type(event) is UserImage
         return OpenAIResponsesInputMessage(content=[_image_part(event.image, detail=True)])
 
-    @staticmethod
-    def output(call: ToolCall, result: ToolResult | None) -> OpenAIResponsesInputItem:
+    def user(self, event: UserText | UserImage) -> tuple[Any, None]:
+        return self.item(event), None
+
+    def turn(self, events: list[WireEvent]) -> list[tuple[Any, None]]:
+        return [(self.item(event), None) for event in events]
+
+    def answer(self, call: ToolCall, result: ToolResult | None) -> Any:
         return _output_item(call, result)
 
 
@@ -194,127 +176,48 @@ _MEMO: FragmentMemo[Any, bytes] = FragmentMemo()
 _INTERRUPTED: FragmentMemo[ToolCall, bytes] = FragmentMemo()
 
 
-class _Encoded:
-    """Makes each input item as its encoded bytes, once per event (events never change):
-    the typed item's dump, so the joined body is the typed request's dump."""
+class _Encoded(_Maker):
+    """Each input item as its encoded bytes, once per event (events never change): the
+    typed item's dump, so the joined body is the typed request's dump."""
 
-    @staticmethod
-    def assistant(event: AssistantText) -> bytes:
-        return _MEMO.get(event, lambda e: _encode(_Typed.assistant(e)))
+    def item(self, event: WireEvent) -> bytes:
+        return _MEMO.get(event, lambda e: _encode(super(_Encoded, self).item(e)))
 
-    @staticmethod
-    def call(event: ToolCall) -> bytes:
-        return _MEMO.get(event, lambda e: _encode(_Typed.call(e)))
-
-    @staticmethod
-    def reasoning(event: Reasoning) -> bytes:
-        return _MEMO.get(event, lambda e: _json(e.block))
-
-    @staticmethod
-    def user(event: UserText) -> bytes:
-        return _MEMO.get(event, lambda e: _encode(_Typed.user(e)))
-
-    @staticmethod
-    def image(event: UserImage) -> bytes:
-        return _MEMO.get(event, lambda e: _encode(_Typed.image(e)))
-
-    @staticmethod
-    def output(call: ToolCall, result: ToolResult | None) -> bytes:
+    def answer(self, call: ToolCall, result: ToolResult | None) -> bytes:
         if result is None:
             return _INTERRUPTED.get(call, lambda c: _encode(_output_item(c, None)))
         return _MEMO.get(result, lambda r: _encode(_output_item(call, r)))
 
 
-def _walk(events: list[WireEvent], model: str, make: Any) -> tuple[list[Any], list[str]]:
-    """The input items in order (as ``make`` makes them: typed or encoded), and the tool
-    names the log's calls use (module docstring: the order and the replay rule)."""
-    results, used = _check_pairs(events)
-    items: list[Any] = []
-    turn: list[Any] = []
-    calls: list[ToolCall] = []
-    said = False  # the open turn has a text or a call (so its reasoning may go)
+_TYPED = _Maker()
+_ENCODED = _Encoded()
 
-    def close_turn() -> None:
-        nonlocal said
-        if said:
-            items.extend(turn)
-            items.extend(make.output(call, results.get(call.call_id)) for call in calls)
-        turn.clear()
-        calls.clear()
-        said = False
 
-    for event in events:
-        if type(event) is AssistantText:
-            if event.text.strip():
-                turn.append(make.assistant(event))
-                said = True
-        elif type(event) is ToolCall:
-            turn.append(make.call(event))
-            calls.append(event)
-            said = True
-        elif type(event) is Reasoning:
-            if event.model == model and replayable_reasoning(event.block):
-                turn.append(make.reasoning(event))
-        elif type(event) is UserText:
-            close_turn()
-            if event.text.strip():
-                items.append(make.user(event))
-        elif type(event) is UserImage:
-            close_turn()
-            items.append(make.image(event))
-        elif type(event) is ToolResult:
-            close_turn()
-    close_turn()
-    if not items:
+def _input(walk: TurnWalk) -> tuple[list[Any], list[str]]:
+    """The input items in order, and the tool names the log's calls use."""
+    count, items = walk.finish()
+    if not count:
         raise RenderError(_NOTHING_TO_SEND)
-    return items, used
-
-
-def _plan(events: list[WireEvent], model: str) -> tuple[list[OpenAIResponsesInputItem], list[str]]:
-    """The typed input items, in order, and the tool names the log's calls use."""
-    return _walk(events, model, _Typed)
-
-
-def _json(value: object) -> bytes:
-    try:
-        return pydantic_core.to_json(value)
-    except ValueError as exc:
-        raise RenderError(f"the log holds a value that cannot be encoded as JSON: {exc}") from exc
+    return items, walk.used_tools()
 
 
 def _encode(item: Any) -> bytes:
     """An input item (a wire model, or a reasoning item's dict) as JSON bytes, by the
     route's dump convention (``exclude_none`` on models; a dict goes as it is)."""
-    if not isinstance(item, BaseModel):
-        return _json(item)
-    try:
-        return item.__pydantic_serializer__.to_json(item, exclude_none=True)
-    except ValueError as exc:
-        raise RenderError(f"the log holds a value that cannot be encoded as JSON: {exc}") from exc
+    return encode_model(item) if isinstance(item, BaseModel) else json_bytes(item)
 
 
 def _arguments(call: ToolCall) -> str:
-    try:
-        return pydantic_core.to_json(call.arguments).decode()
-    except ValueError as exc:
-        raise RenderError(f"the log holds a value that cannot be encoded as JSON: {exc}") from exc
-
-
-def _tool_specs(tools: ToolsLike) -> list[ToolSpec]:
-    specs = as_tool_specs(tools)
-    names = [spec.name for spec in specs]
-    if len(set(names)) != len(names):
-        twice = next(name for name in names if names.count(name) > 1)
-        raise RenderError(f"two tools are named {twice!r}; the API needs unique names")
-    return specs
+    return json_bytes(call.arguments).decode()
 
 
 def _map_tool(spec: ToolSpec) -> OpenAIResponsesFunctionTool:
     from nisse_llm.wire.openai_responses import OpenAIResponsesFunctionTool
 
-    schema = spec.parameters if "type" in spec.parameters else {"type": "object", **spec.parameters}
     return OpenAIResponsesFunctionTool(
-        name=spec.name, description=spec.description or None, parameters=schema
+        name=spec.name,
+        description=spec.description or None,
+        parameters=object_schema(spec.parameters),
     )
 
 
@@ -324,23 +227,6 @@ def _map_stub_tool(name: str) -> OpenAIResponsesFunctionTool:
     return OpenAIResponsesFunctionTool(
         name=name, description=STUB_TOOL_DESCRIPTION, parameters=_STUB_PARAMETERS
     )
-
-
-_BARE_TYPES = frozenset({UserText, UserImage, AssistantText, ToolCall, ToolResult, Reasoning})
-
-
-def _fast_events(items: Sequence[object]) -> list[WireEvent]:
-    """`wire_events` by exact type first (pydantic's ``isinstance`` costs ~0.5 us an event);
-    a `Compaction` goes as its user-side context, as on the other routes."""
-    events = [
-        item.event
-        if type(item) is StoredEvent and type(item.event) is not Compaction
-        else item
-        if type(item) in _BARE_TYPES
-        else wire_events((item,))[0]
-        for item in items
-    ]
-    return cast(list[WireEvent], events)
 
 
 def task_cache_key(model: str, system: str | None, first: WireEvent) -> str:
@@ -354,7 +240,17 @@ def task_cache_key(model: str, system: str | None, first: WireEvent) -> str:
 
 
 class OpenAIResponsesRenderer:
-    """Renders canonical logs as Responses requests and parses the replies."""
+    """Renders canonical logs as Responses requests and parses the replies.
+
+    Each renderer keeps its own walks of recent logs (`ProgressCache`): nothing is shared
+    between renderers, so two clients never see each other's logs or wait on each other."""
+
+    def __init__(self) -> None:
+        self._walks: ProgressCache[TurnWalk] = ProgressCache()
+
+    def forget(self) -> None:
+        """Forget the walks of the logs rendered so far (the next render starts cold)."""
+        self._walks.clear()
 
     def render_request(
         self,
@@ -373,11 +269,12 @@ class OpenAIResponsesRenderer:
         from nisse_llm.wire.openai_responses import OpenAIResponsesRequest
 
         items = log_items(events)
-        check_log_images(items)
-        log = _fast_events(items)
-        plan, used = _plan(log, model)
-        specs = _tool_specs(tools)
-        key = prompt_cache_key or task_cache_key(model, system, log[0])
+        walk = TurnWalk(Shared(), _TYPED, model)
+        walk.consume(list(items))
+        check_images_once(walk)
+        plan, used = _input(walk)
+        specs = unique_specs(tools)
+        key = prompt_cache_key or task_cache_key(model, system, bare_events(items[:1])[0])
         fields = responses_fields(
             options,
             model=model,
@@ -408,40 +305,19 @@ class OpenAIResponsesRenderer:
         options: RequestOptions | None = None,
         prompt_cache_key: str | None = None,
     ) -> bytes:
-        """The encoded body, byte-identical to the typed request's dump (``exclude_none``),
-        joined from input items encoded once per event (`_MEMO`): a log re-sent grown by a
-        turn costs the walk over it, its new events' encoding and one join."""
-        items = log_items(events)
-        check_log_images(items)
-        log = _fast_events(items)
-        fragments, used = _walk(log, model, _Encoded)
-        specs = _tool_specs(tools)
-        fields = responses_fields(
-            options,
-            model=model,
-            max_tokens=max_tokens,
-            tools=[spec.name for spec in specs],
-            stubbed=not specs and bool(used),
-            prompt_cache_key=prompt_cache_key or task_cache_key(model, system, log[0]),
+        """The encoded body, byte-identical to the typed request's dump (``exclude_none``)."""
+        return b"".join(
+            self.render_parts(
+                events,
+                tools,
+                model,
+                system,
+                max_tokens=max_tokens,
+                cache=cache,
+                options=options,
+                prompt_cache_key=prompt_cache_key,
+            )
         )
-        parts = [b'{"model":', _json(model)]
-        if system is not None and system.strip():
-            parts += [b',"instructions":', _json(system)]
-        parts += [b',"input":[', b",".join(fragments), b"]"]
-        if specs:
-            declared = [_MEMO.get(spec, lambda t: _encode(_map_tool(t))) for spec in specs]
-        else:
-            declared = [_encode(_map_stub_tool(name)) for name in used]
-        if declared:
-            parts += [b',"tools":[', b",".join(declared), b"]"]
-        include = fields.pop("include", None)
-        for name, value in fields.items():
-            parts += [b',"', name.encode(), b'":', _encode(value)]
-        parts.append(b',"store":false')
-        if include is not None:
-            parts += [b',"include":', _json(include)]
-        parts.append(b"}")
-        return b"".join(parts)
 
     def render_parts(
         self,
@@ -453,13 +329,55 @@ class OpenAIResponsesRenderer:
         max_tokens: int | None = None,
         cache: PromptCache | None = None,
         options: RequestOptions | None = None,
+        prompt_cache_key: str | None = None,
     ) -> list[bytes]:
-        """The body of `render_bytes` as one part (the clients send parts)."""
-        return [
-            self.render_bytes(
-                events, tools, model, system, max_tokens=max_tokens, cache=cache, options=options
-            )
-        ]
+        """The body of `render_bytes` in parts that concatenate to it: the head, the cached
+        blocks of the log's settled input items (`nisse_llm.render._rope`), and the rest
+        with the tail. Input items are encoded once per event (`_MEMO`) and the walk
+        resumes from the log this one extends: a log re-sent grown by a turn costs its new
+        events and one join of what is not yet in a block."""
+        items = log_items(events)
+        with self._walks.lock:
+            walk = self._walks.walk(items, model, lambda shared: TurnWalk(shared, _ENCODED, model))
+            check_images_once(walk)
+            count, rest = walk.finish(walk.rope.covered)
+            if not count:
+                raise RenderError(_NOTHING_TO_SEND)
+            # The last item always goes fresh, so the final part is never a bare block.
+            base = walk.rope.covered
+            blocks, start = walk.grow_rope(count - 1).usable(count - 1)
+            if start != base:
+                count, rest = walk.finish(start)
+            used = walk.used_tools()
+        specs = unique_specs(tools)
+        fields = responses_fields(
+            options,
+            model=model,
+            max_tokens=max_tokens,
+            tools=[spec.name for spec in specs],
+            stubbed=not specs and bool(used),
+            prompt_cache_key=prompt_cache_key
+            or task_cache_key(model, system, bare_events(items[:1])[0]),
+        )
+        head = [b'{"model":', json_bytes(model)]
+        if system is not None and system.strip():
+            head += [b',"instructions":', json_bytes(system)]
+        head.append(b',"input":[')
+        tail = [b",".join(rest), b"]"]
+        if specs:
+            declared = [_MEMO.get(spec, lambda t: _encode(_map_tool(t))) for spec in specs]
+        else:
+            declared = [_encode(_map_stub_tool(name)) for name in used]
+        if declared:
+            tail += [b',"tools":[', b",".join(declared), b"]"]
+        include = fields.pop("include", None)
+        for name, value in fields.items():
+            tail += [b',"', name.encode(), b'":', _encode(value)]
+        tail.append(b',"store":false')
+        if include is not None:
+            tail += [b',"include":', json_bytes(include)]
+        tail.append(b"}")
+        return [b"".join(head), *blocks, b"".join(tail)]
 
     def render(
         self,

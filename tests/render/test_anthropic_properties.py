@@ -7,7 +7,6 @@ from hypothesis import strategies as st
 
 from nisse_llm.errors import RenderError
 from nisse_llm.log.canonical import CanonicalEvent, ToolSpec
-from nisse_llm.render import anthropic_messages as ant
 from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
 from tests.render.anthropic_checker import (
     anthropic_log_violations,
@@ -56,7 +55,7 @@ def test_growing_a_log_renders_as_if_from_scratch(
             warm.append(ANT.render_bytes(events[:cut], None, model))
         except RenderError:
             warm.append(b"")
-    ant._PROGRESS.clear()
+    ANT.forget()
     for cut, expected in zip(cuts, warm, strict=True):
         try:
             cold = ANT.render_bytes(list(events[:cut]), None, model)

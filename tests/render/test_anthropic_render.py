@@ -65,9 +65,9 @@ def json_snapshot(snapshot: SnapshotAssertion) -> SnapshotAssertion:
 @pytest.fixture
 def fresh_caches() -> Iterator[None]:
     """Run with empty prefix and fragment caches, so a test sees a first render."""
-    ant._PROGRESS.clear()
+    ANT.forget()
     yield
-    ant._PROGRESS.clear()
+    ANT.forget()
 
 
 def _render(conversation: Conversation) -> dict[str, Any]:
@@ -502,7 +502,7 @@ def test_second_render_of_a_log_encodes_no_event_again(
     encoded.clear()
     assert ANT.render_bytes(log, TOOLS, MODEL) == first
     assert encoded == []
-    ant._PROGRESS.clear()  # a cold plan still finds every fragment memoised
+    ANT.forget()  # a cold plan still finds every fragment memoised
     assert ANT.render_bytes(list(log), TOOLS, MODEL) == first
     assert encoded == []
     new = UserText(text="One more thing.")
@@ -519,7 +519,7 @@ def test_cached_prefix_plans_are_not_changed_by_longer_logs(fresh_caches: None) 
     assert ANT.render_bytes(short, TOOLS, MODEL) == before
     assert INTERRUPTED_RESULT.encode() in before
     assert INTERRUPTED_RESULT.encode() not in after
-    ant._PROGRESS.clear()
+    ANT.forget()
     assert ANT.render_bytes(grown, TOOLS, MODEL) == after
 
 

@@ -25,7 +25,6 @@ from nisse_llm.log.canonical import (
 )
 from nisse_llm.render import _images
 from nisse_llm.render import anthropic_messages as ant
-from nisse_llm.render import openai_chat as chat
 from nisse_llm.render._cache import PromptCache
 from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
 from nisse_llm.render.openai_chat import (
@@ -59,11 +58,11 @@ def json_snapshot(snapshot: SnapshotAssertion) -> SnapshotAssertion:
 
 @pytest.fixture
 def cold() -> Iterator[None]:
-    ant._PROGRESS.clear()
-    chat._PROGRESS.clear()
+    ANT.forget()
+    CHAT.forget()
     yield
-    ant._PROGRESS.clear()
-    chat._PROGRESS.clear()
+    ANT.forget()
+    CHAT.forget()
 
 
 def _call(call_id: str, tool: str = "screenshot") -> ToolCall:
@@ -487,7 +486,7 @@ def test_growing_a_log_with_images_renders_as_if_from_scratch(
     """Rendering prefixes in turn (resuming cached state) equals a cold render, both routes."""
     cuts = sorted(data.draw(st.sets(st.integers(1, len(events)), max_size=4)) | {len(events)})
     cache = data.draw(st.sampled_from([None, PromptCache()]))
-    for renderer, module in ((ANT, ant), (CHAT, chat)):
+    for renderer in (ANT, CHAT):
         warm: list[bytes] = []
         for cut in cuts:
             try:
@@ -496,7 +495,7 @@ def test_growing_a_log_with_images_renders_as_if_from_scratch(
                 warm.append(b"image")
             except RenderError:  # a prefix may hold nothing to send
                 warm.append(b"")
-        module._PROGRESS.clear()
+        renderer.forget()
         for cut, expected in zip(cuts, warm, strict=True):
             try:
                 got = renderer.render_bytes(list(events[:cut]), None, MODEL, cache=cache)

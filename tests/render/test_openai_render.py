@@ -45,9 +45,9 @@ def json_snapshot(snapshot: SnapshotAssertion) -> SnapshotAssertion:
 @pytest.fixture
 def fresh_progress() -> Iterator[None]:
     """Run with an empty prefix cache, so a test sees a first render."""
-    chat._PROGRESS.clear()
+    CHAT.forget()
     yield
-    chat._PROGRESS.clear()
+    CHAT.forget()
 
 
 def _render(conversation: Conversation) -> dict[str, Any]:
@@ -392,7 +392,7 @@ def test_a_second_render_encodes_no_event(
     assert len(encoded) == len(events) + len(tools)
     encoded.clear()
     assert CHAT.render_bytes(events, tools, MODEL) == first
-    chat._PROGRESS.clear()
+    CHAT.forget()
     assert CHAT.render_bytes(events, tools, MODEL) == first
     assert encoded == []
 
