@@ -345,7 +345,7 @@ def _corpus() -> list[tuple[str, list[UserText]]]:
     from pathlib import Path
 
     fixtures = Path(__file__).resolve().parent.parent / "fixtures" / "conformance" / "responses"
-    code = (Path(__file__).resolve().parents[2] / "nisse_llm" / "_transport.py").read_text()
+    code = (Path(__file__).resolve().parents[2] / "nisse_llm" / "transport" / "core.py").read_text()
     texts = {
         "prose": "The agent keeps its log and sends it whole each turn. " * 60,
         "python": code[:6000],
