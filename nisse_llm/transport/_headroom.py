@@ -19,7 +19,7 @@ from nisse_llm.errors import ContextWindowExceeded, LLMError, UpstreamUnavailabl
 from nisse_llm.log.canonical import LogLike, ToolsLike
 from nisse_llm.transport._callinfo import call_info
 from nisse_llm.transport._classify import Retry, classify_failure, redact
-from nisse_llm.transport.core import HTTPX_ERRORS, Call, Core, _public_url, _with_token_hint, logger
+from nisse_llm.transport.core import HTTPX_ERRORS, Call, Core, public_url, with_token_hint, logger
 
 # The model-info readers load with the first side request: a plain call never needs them.
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ class SideRequest:
         self.url = core.base_url + path
         # The proxy's base path (if any) is the route endpoint's path less the route's own.
         base_path = core.endpoint.path[: -len(core.route.path)]
-        public = _public_url(core.endpoint.copy_with(raw_path=(base_path + path).encode()))
+        public = public_url(core.endpoint.copy_with(raw_path=(base_path + path).encode()))
         self.where = f"{method} {public}"
         self.body = body
         self.attempts = 0
@@ -97,7 +97,7 @@ class SideRequest:
         if isinstance(verdict, Retry):
             return verdict.wait_s
         verdict.call_id = call_info(response.headers, token=core.token).call_id
-        raise self._logged(_with_token_hint(verdict, core.token_source))
+        raise self._logged(with_token_hint(verdict, core.token_source))
 
     def parse(self, response: httpx.Response, reader: Callable[[bytes], T]) -> T:
         """``reader`` applied to a 2xx body; an unreadable one is an `LLMError`."""
