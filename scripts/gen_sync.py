@@ -1,4 +1,5 @@
-"""Write the sync clients, routers and drivers from their async sources (unasync).
+"""Write the sync clients, routers, scripted client and fleet driver from their async
+sources (unasync).
 
 ``python scripts/gen_sync.py`` rewrites every ``_sync/`` module listed in `SOURCES` from
 its ``_async/`` twin: ``async``/``await`` dropped, the names in `NAMES` swapped (in code,
@@ -25,6 +26,8 @@ SOURCES = (
     "nisse_llm/transport/_async/headroom.py",
     "nisse_llm/transport/_async/clients.py",
     "nisse_llm/transport/_async/routers.py",
+    "nisse_llm/testing/_async/client.py",
+    "bench/_async/fleet_driver.py",
 )
 #: Async name -> sync name, beside unasync's own (``__aenter__``, ``StopAsyncIteration``...).
 NAMES = {
@@ -44,6 +47,11 @@ NAMES = {
     "anext": "next",
     "aplan_compaction": "plan_compaction",
     "asummarize": "summarize",
+    "AsyncScriptedClient": "ScriptedClient",
+    "AsyncCounting": "Counting",
+    "AsyncHTTPTransport": "HTTPTransport",
+    "handle_async_request": "handle_request",
+    "run_async": "run_sync",
 }
 #: Phrases of docstrings and comments (code loses its ``async``/``await`` to unasync).
 PHRASES = {"async with": "with", "async for": "for", "await ": ""}
