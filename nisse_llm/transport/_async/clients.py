@@ -10,7 +10,7 @@ read as server-sent events: the stream yields typed deltas, then holds the very 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Self, TypeVar
 
@@ -70,32 +70,10 @@ class AsyncReplyStream(ReplyStreamBase):
 
     async def __aenter__(self) -> Self:
         client, call = self._client, self._call
-        http, url = client._http, client._core.url
-        if client._core.preflight:
-            await client._preflight(call)
-        while True:
-            with call.sending():
-                request = http.build_request(
-                    "POST",
-                    url,
-                    content=call.body,
-                    headers=call.headers,
-                    timeout=client._stream_timeout,
-                )
-                response = await http.send(request, stream=True)
-            if 200 <= response.status_code < 300 and self._opened(response):
-                break
-            try:
-                with call.reading():
-                    await response.aread()
-            finally:
-                await response.aclose()
-            wait = call.received(response)
-            if wait is None:
-                self._whole(response)
-                return self
-            await client._sleep(wait)
-            call.slept(wait)
+        response = await client._send(call, opened=self._opened)
+        if self._acc is None:  # not an event stream: the reply was read whole
+            self._whole(response)
+            return self
         call.received(response)
         self._response = response
         await client._stream_opened(call)
@@ -254,18 +232,47 @@ class AsyncRouteClient(AsyncClientLimits, ClientBase):
     ) -> Completion:
         """``complete()``, returning this call's whole `Completion`: its events, usage and
         call info, which concurrent calls never share (unlike ``last_usage``)."""
+        call = self._core.begin(events, tools, model, system, cache=cache, options=options)
+        return call.finish_completion(await self._send(call))
+
+    async def _send(
+        self, call: Call, *, opened: Callable[[httpx.Response], bool] | None = None
+    ) -> httpx.Response:
+        """The one retry loop of a call: send it until an answer that is not retried.
+
+        For a stream (``opened`` given), a 2xx answer ``opened`` takes for an event stream
+        comes back unread; any other answer is read whole first.
+        """
         core = self._core
-        call = core.begin(events, tools, model, system, cache=cache, options=options)
         if core.preflight:
             await self._preflight(call)
+        http = self._http
         while True:
             with call.sending():
-                response = await self._http.post(
-                    core.endpoint, content=io.request_content(call.parts), headers=call.headers
-                )
+                if opened is None:
+                    response = await http.post(
+                        core.endpoint, content=io.request_content(call.parts), headers=call.headers
+                    )
+                else:
+                    request = http.build_request(
+                        "POST",
+                        core.url,
+                        content=call.body,
+                        headers=call.headers,
+                        timeout=self._stream_timeout,
+                    )
+                    response = await http.send(request, stream=True)
+            if opened is not None:
+                if 200 <= response.status_code < 300 and opened(response):
+                    return response
+                try:
+                    with call.reading():
+                        await response.aread()
+                finally:
+                    await response.aclose()
             wait = call.received(response)
             if wait is None:
-                return call.finish_completion(response)
+                return response
             await self._sleep(wait)
             call.slept(wait)
 
