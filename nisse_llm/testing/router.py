@@ -27,7 +27,7 @@ from nisse_llm.testing.client import ScriptExhausted
 from nisse_llm.testing.script import Script, ScriptedAnswer
 from nisse_llm.testing.transport import ScriptedTransport
 from nisse_llm.testing.turns import Disconnect, Failure, Reply, Turn, reply
-from nisse_llm.transport.clients import _ASYNC_CLIENTS, _SYNC_CLIENTS
+from nisse_llm.transport.clients import ASYNC_CLIENTS, SYNC_CLIENTS
 from nisse_llm.transport.routers import AsyncRoleRouter, RoleRouter
 
 if TYPE_CHECKING:
@@ -202,7 +202,7 @@ class ScriptedRouter(_Scripted, RoleRouter):
         **options: Any,
     ) -> None:
         pin, self._turns, self._script, transport = _build(turns, models)
-        clients = self._clients_for(pin, _SYNC_CLIENTS, {**options, "transport": transport})
+        clients = self._clients_for(pin, SYNC_CLIENTS, {**options, "transport": transport})
         super().__init__(pin, clients, store=store)
 
     @classmethod
@@ -227,7 +227,7 @@ class AsyncScriptedRouter(_Scripted, AsyncRoleRouter):
         **options: Any,
     ) -> None:
         pin, self._turns, self._script, transport = _build(turns, models)
-        clients = self._clients_for(pin, _ASYNC_CLIENTS, {**options, "transport": transport})
+        clients = self._clients_for(pin, ASYNC_CLIENTS, {**options, "transport": transport})
         super().__init__(pin, clients, store=store)
 
     @classmethod

@@ -215,7 +215,7 @@ class Core:
             raise ConfigError(f"base URL {base_url[:200]!r} cannot be parsed: {exc}") from None
         #: The request as messages name it: method and full URL (never credentials), so
         #: "Connection refused" says where.
-        self.where = f"POST {_public_url(self.endpoint)}"
+        self.where = f"POST {public_url(self.endpoint)}"
         #: Where the token came from, named when the proxy refuses it.
         self.token_source = "the token passed to the client"
         self.timeout_s = route.default_timeout_s if timeout_s is None else timeout_s
@@ -344,7 +344,7 @@ def _redact_arg(arg: object, token: str) -> object:
     return arg
 
 
-def _public_url(url: httpx.URL) -> str:
+def public_url(url: httpx.URL) -> str:
     """``scheme://host:port/path``: the port always shown, credentials never."""
     port = url.port or (443 if url.scheme == "https" else 80)
     host = f"[{url.host}]" if ":" in url.host else url.host
@@ -356,7 +356,7 @@ def _public_url(url: httpx.URL) -> str:
 _TOKEN_REFUSALS = frozenset({401, 403})
 
 
-def _with_token_hint(exc: LLMError, token_source: str) -> LLMError:
+def with_token_hint(exc: LLMError, token_source: str) -> LLMError:
     """``exc`` with a hint at the token and where it came from, when the proxy refused it."""
     if type(exc) is not LLMError:
         return exc
@@ -484,7 +484,7 @@ class Call:
         )
         if isinstance(verdict, Retry):
             return verdict.wait_s
-        self.fail(_with_token_hint(verdict, core.token_source))
+        self.fail(with_token_hint(verdict, core.token_source))
 
     def slept(self, wait_s: float) -> None:
         """Record a wait taken before the next attempt."""

@@ -11,7 +11,7 @@ this route loads none of it.
 
 from __future__ import annotations
 
-from nisse_llm.transport.clients import _AsyncClient, _SyncClient
+from nisse_llm.transport.clients import AsyncRouteClient, SyncRouteClient
 from nisse_llm.transport.core import PartsRenderer, RouteSpec
 
 __all__ = ["RESPONSES_ROUTE", "AsyncOpenAIResponsesClient", "OpenAIResponsesClient"]
@@ -33,14 +33,14 @@ RESPONSES_ROUTE = RouteSpec(
 )
 
 
-class OpenAIResponsesClient(_SyncClient):
+class OpenAIResponsesClient(SyncRouteClient):
     """The OpenAI Responses route: ``POST {base}/v1/responses`` (current OpenAI reasoning
     models with tools, their reasoning carried from turn to turn)."""
 
     ROUTE = RESPONSES_ROUTE
 
 
-class AsyncOpenAIResponsesClient(_AsyncClient):
+class AsyncOpenAIResponsesClient(AsyncRouteClient):
     """`OpenAIResponsesClient` for asyncio."""
 
     ROUTE = RESPONSES_ROUTE

@@ -126,7 +126,7 @@ def test_a_server_the_trust_does_not_vouch_for_is_refused(tls_server: LoopbackSe
 def _use(monkeypatch: pytest.MonkeyPatch, context: ssl.SSLContext) -> None:
     # Clients take the process's shared context when they are made; this test's own one
     # stands in for it (the shared one is made once, before this test's environment).
-    monkeypatch.setattr("nisse_llm.transport.clients.shared_ssl_context", lambda: context)
+    monkeypatch.setattr("nisse_llm.transport._client_base.shared_ssl_context", lambda: context)
 
 
 @pytest.mark.usefixtures("trusted")

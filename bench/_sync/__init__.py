@@ -1,0 +1,1 @@
+"""The fleet agent's sync driver, generated from ``bench/_async/`` by ``scripts/gen_sync.py``."""

@@ -1,0 +1,108 @@
+# Generated from nisse_llm/testing/_async/client.py by scripts/gen_sync.py (unasync); do not edit.
+"""The scripted client, written once: ``_async/client.py`` is the source, ``_sync/client.py``
+is generated from it by ``scripts/gen_sync.py`` (unasync). The turns, the calls and how a
+turn becomes a reply are `nisse_llm.testing._scripted`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from types import TracebackType
+from typing import Self, TypeVar
+
+from pydantic import BaseModel
+
+from nisse_llm.config.options import RequestOptions
+from nisse_llm.log.canonical import CanonicalEvent, Completion, LogLike, ToolsLike, Usage
+from nisse_llm.render.typed import TypedReply
+from nisse_llm.testing._scripted import ClientTurn, ScriptedCall, ScriptedCore, typed_exchange
+
+__all__ = ["ScriptedClient"]
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class ScriptedClient:
+    """A client answering from scripted turns (``client.complete(...)``); records
+    every call.
+
+    Replies become canonical events as a real client's parser makes them: text to
+    `AssistantText`, tool uses to `ToolCall` with freshly minted ids, thinking blocks
+    to `Reasoning`; a truncated reply raises `TruncatedResponse`; an exception turn is
+    raised as is (script the `UpstreamUnavailable` or `BudgetExhausted` you want the
+    agent to meet). More calls than turns raise `ScriptExhausted`.
+    """
+
+    def __init__(self, turns: Iterable[ClientTurn] = ()) -> None:
+        self._core = ScriptedCore(turns)
+
+    def add(self, *turns: ClientTurn) -> Self:
+        """Append turns; returns the client for chaining."""
+        self._core.add(*turns)
+        return self
+
+    @property
+    def calls(self) -> Sequence[ScriptedCall]:
+        """Every call received, oldest first."""
+        return self._core.calls
+
+    @property
+    def last_usage(self) -> Usage | None:
+        """Tokens the last successful call used (as scripted, or estimated)."""
+        return self._core.last_usage
+
+    def complete(
+        self,
+        events: LogLike,
+        tools: ToolsLike,
+        model: str,
+        system: str | None = None,
+    ) -> list[CanonicalEvent]:
+        """Record the call and answer with the next turn."""
+        return (self.completion(events, tools, model, system)).events
+
+    def completion(
+        self,
+        events: LogLike,
+        tools: ToolsLike,
+        model: str,
+        system: str | None = None,
+    ) -> Completion:
+        """``complete()``, returning this call's whole `Completion` (its events and usage)."""
+        return self._core.completion(events, tools, model, system)
+
+    def complete_as(
+        self,
+        output_type: type[M],
+        events: LogLike,
+        tools: ToolsLike,
+        model: str,
+        system: str | None = None,
+        *,
+        options: RequestOptions | None = None,
+        repair_attempts: int = 0,
+    ) -> TypedReply[M]:
+        """A typed answer from the scripted turns, as the real clients make it: script the
+        answer as ``reply(ToolUse("<Model's class name>", {...}))``."""
+        exchange = typed_exchange(
+            output_type, events, tools, model, system, options, repair_attempts
+        )
+        while True:
+            completion = self.completion(exchange.log, exchange.tools, model, exchange.system)
+            typed = exchange.settle(completion)
+            if typed is not None:
+                return typed
+
+    def close(self) -> None:
+        """Nothing to release; present for the client protocol."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,351 @@
+"""A route's client and its stream, written once: ``_async/clients.py`` is the source,
+``_sync/clients.py`` is generated from it by ``scripts/gen_sync.py`` (unasync).
+
+A route's client is `AsyncRouteClient` with that route's `RouteSpec` (the route classes
+are in `nisse_llm.transport.clients`). `completion` is the one place a call is sent
+whole; ``complete`` and ``complete_as`` go through it. ``stream()`` is the same call
+read as server-sent events: the stream yields typed deltas, then holds the very events
+``complete()`` would have returned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from types import TracebackType
+from typing import TYPE_CHECKING, Self, TypeVar
+
+import httpx
+from pydantic import SecretStr
+
+from nisse_llm.config._bounds import check_client_numbers
+from nisse_llm.log.canonical import CanonicalEvent, Completion, LogLike, ToolsLike
+from nisse_llm.transport import _client_base
+from nisse_llm.transport._async import io
+from nisse_llm.transport._async.headroom import AsyncClientLimits
+from nisse_llm.transport._client_base import (
+    ClientBase,
+    ReplyStreamBase,
+    stream_timeout,
+    timeout,
+)
+from nisse_llm.transport._limits import (
+    DEFAULT_CALL_DEADLINE_S,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_STREAM_DEADLINE_S,
+    Limits,
+    async_transport,
+)
+from nisse_llm.transport.core import HTTPX_ERRORS, Call, UsageCallback
+
+# Streaming loads with the first stream (see `nisse_llm.stream.deltas`).
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from nisse_llm.config.options import RequestOptions
+    from nisse_llm.render._cache import PromptCache
+    from nisse_llm.render.typed import TypedReply
+    from nisse_llm.stream.deltas import StreamDelta
+
+    M = TypeVar("M", bound=BaseModel)
+
+__all__ = ["AsyncReplyStream", "AsyncRouteClient"]
+
+
+class AsyncReplyStream(ReplyStreamBase):
+    """One streamed reply: ``async with client.stream(...) as s: async for delta in s: ...``.
+
+    Entering sends the request (errors before the first byte raise there, classified
+    and retried as in ``complete()``); iterating yields `StreamDelta` values; once the
+    iterator is exhausted `events`, `usage` and `completion` hold the result. Leaving
+    the ``async with`` early closes the response and reports no usage.
+    """
+
+    __slots__ = ("_chunks", "_client", "_response")
+
+    def __init__(self, client: AsyncRouteClient, call: Call) -> None:
+        super().__init__(call, client._stream_idle_s)
+        self._client = client
+        self._response: httpx.Response | None = None
+        self._chunks: AsyncIterator[bytes] | None = None
+
+    async def __aenter__(self) -> Self:
+        client, call = self._client, self._call
+        response = await client._send(call, opened=self._opened)
+        if self._acc is None:  # not an event stream: the reply was read whole
+            self._whole(response)
+            return self
+        call.received(response)
+        self._response = response
+        await client._stream_opened(call)
+        self._chunks = response.aiter_bytes()
+        return self
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> StreamDelta:
+        pending = self._pending
+        while not pending:
+            chunks = self._chunks
+            if chunks is None:
+                self._check_entered()
+                raise StopAsyncIteration
+            try:
+                chunk = await anext(chunks)
+            except StopAsyncIteration:
+                await self._close()
+                self._ended()
+                raise
+            except HTTPX_ERRORS as exc:
+                await self._close()
+                if not self._final():
+                    self._broke(exc)
+                chunk = b""  # the reply was whole: a failure after it ends nothing
+            if self._final():
+                # Past the final event: a clean end returned the connection to the pool
+                # above; bytes (keepalives) or a failure after it end the stream here.
+                await self._close()
+                self._ended()
+                raise StopAsyncIteration
+            try:
+                self._feed(chunk)
+            except BaseException:
+                await self._close()
+                raise
+            pending = self._pending
+        return pending.pop()
+
+    async def aclose(self) -> None:
+        """Close the response (idempotent); a stream not yet read to its end reports no usage."""
+        await self._close()
+        self._left()
+
+    async def _close(self) -> None:
+        response, chunks = self._response, self._chunks
+        self._response = self._chunks = None
+        if chunks is not None:
+            await io.close_chunks(chunks)
+        if response is not None:
+            await response.aclose()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+class AsyncRouteClient(AsyncClientLimits, ClientBase):
+    """A client of one proxy route (its class's ``ROUTE``): one connection pool, the
+    route's renderer and reply parser, retries, limits and deadlines."""
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str | SecretStr,
+        *,
+        timeout_s: float | None = None,
+        connect_timeout_s: float | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        sleep: io.Sleep = io.sleep,
+        max_tokens: int | None = None,
+        rate_limit_retries: int = 1,
+        rate_limit_wait_s: float = 20.0,
+        rate_limit_wait_cap_s: float = 60.0,
+        stream_idle_timeout_s: float = 120.0,
+        on_usage: UsageCallback | None = None,
+        prompt_cache: PromptCache | bool | None = True,
+        preflight: bool = False,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        call_deadline_s: float = DEFAULT_CALL_DEADLINE_S,
+        stream_deadline_s: float = DEFAULT_STREAM_DEADLINE_S,
+    ) -> None:
+        check_client_numbers(
+            type(self).__name__,
+            {
+                "timeout_s": timeout_s,
+                "connect_timeout_s": connect_timeout_s,
+                "max_tokens": max_tokens,
+                "rate_limit_retries": rate_limit_retries,
+                "rate_limit_wait_s": rate_limit_wait_s,
+                "rate_limit_wait_cap_s": rate_limit_wait_cap_s,
+                "stream_idle_timeout_s": stream_idle_timeout_s,
+                "max_response_bytes": max_response_bytes,
+                "call_deadline_s": call_deadline_s,
+                "stream_deadline_s": stream_deadline_s,
+            },
+        )
+        core = self._setup(
+            base_url,
+            token,
+            timeout_s=timeout_s,
+            max_tokens=max_tokens,
+            rate_limit_retries=rate_limit_retries,
+            rate_limit_wait_s=rate_limit_wait_s,
+            rate_limit_wait_cap_s=rate_limit_wait_cap_s,
+            on_usage=on_usage,
+            prompt_cache=prompt_cache,
+            preflight=preflight,
+        )
+        self._sleep = sleep
+        self._stream_idle_s = stream_idle_timeout_s
+        self._stream_timeout = stream_timeout(
+            core.timeout_s, connect_timeout_s, stream_idle_timeout_s
+        )
+        limits = Limits(max_response_bytes, call_deadline_s, stream_deadline_s)
+        context = _client_base.shared_ssl_context()  # looked up now: a test may stand in its own
+        self._http = httpx.AsyncClient(
+            headers=core.headers,
+            timeout=timeout(core.timeout_s, connect_timeout_s),
+            transport=async_transport(core.url, transport, limits, context),
+            verify=context,
+        )
+
+    async def complete(
+        self,
+        events: LogLike,
+        tools: ToolsLike,
+        model: str,
+        system: str | None = None,
+        *,
+        cache: bool | None = None,
+        options: RequestOptions | None = None,
+    ) -> list[CanonicalEvent]:
+        """Send the log to ``model`` and return the reply's canonical events; ``cache``
+        overrides the client's prompt-cache setting for this call, ``options`` set how it is
+        made (their ``max_output_tokens`` wins over the client's ``max_tokens``)."""
+        return (
+            await self.completion(events, tools, model, system, cache=cache, options=options)
+        ).events
+
+    async def completion(
+        self,
+        events: LogLike,
+        tools: ToolsLike,
+        model: str,
+        system: str | None = None,
+        *,
+        cache: bool | None = None,
+        options: RequestOptions | None = None,
+    ) -> Completion:
+        """``complete()``, returning this call's whole `Completion`: its events, usage and
+        call info, which concurrent calls never share (unlike ``last_usage``)."""
+        call = self._core.begin(events, tools, model, system, cache=cache, options=options)
+        return call.finish_completion(await self._send(call))
+
+    async def _send(
+        self, call: Call, *, opened: Callable[[httpx.Response], bool] | None = None
+    ) -> httpx.Response:
+        """The one retry loop of a call: send it until an answer that is not retried.
+
+        For a stream (``opened`` given), a 2xx answer ``opened`` takes for an event stream
+        comes back unread; any other answer is read whole first.
+        """
+        core = self._core
+        if core.preflight:
+            await self._preflight(call)
+        http = self._http
+        while True:
+            with call.sending():
+                if opened is None:
+                    response = await http.post(
+                        core.endpoint, content=io.request_content(call.parts), headers=call.headers
+                    )
+                else:
+                    request = http.build_request(
+                        "POST",
+                        core.url,
+                        content=call.body,
+                        headers=call.headers,
+                        timeout=self._stream_timeout,
+                    )
+                    response = await http.send(request, stream=True)
+            if opened is not None:
+                if 200 <= response.status_code < 300 and opened(response):
+                    return response
+                try:
+                    with call.reading():
+                        await response.aread()
+                finally:
+                    await response.aclose()
+            wait = call.received(response)
+            if wait is None:
+                return response
+            await self._sleep(wait)
+            call.slept(wait)
+
+    async def complete_as(
+        self,
+        output_type: type[M],
+        events: LogLike,
+        tools: ToolsLike,
+        model: str,
+        system: str | None = None,
+        *,
+        options: RequestOptions | None = None,
+        repair_attempts: int = 0,
+        cache: bool | None = None,
+    ) -> TypedReply[M]:
+        """An answer validated into ``output_type`` (see `nisse_llm.render.typed`): a `TypedReply`,
+        or `OutputValidationError` once ``repair_attempts`` more asks have failed too."""
+        from nisse_llm.render.typed import TypedExchange, answer_rules
+
+        exchange = TypedExchange.begin(
+            output_type,
+            events,
+            tools,
+            system,
+            options=options,
+            repair_attempts=repair_attempts,
+            rules=answer_rules(self.route, model, options),
+            route=self.route,
+        )
+        while True:
+            completion = await self.completion(
+                exchange.log,
+                exchange.tools,
+                model,
+                exchange.system,
+                cache=cache,
+                options=exchange.options,
+            )
+            reply = exchange.settle(completion)
+            if reply is not None:
+                return reply
+
+    def stream(
+        self,
+        events: LogLike,
+        tools: ToolsLike,
+        model: str,
+        system: str | None = None,
+        *,
+        cache: bool | None = None,
+        options: RequestOptions | None = None,
+    ) -> AsyncReplyStream:
+        """``complete()`` as a stream: ``async with client.stream(...) as s: async for d in s``.
+
+        The log is rendered now (a `RenderError` raises here); the request goes out when
+        the ``async with`` is entered.
+        """
+        call = self._core.begin(
+            events, tools, model, system, stream=True, cache=cache, options=options
+        )
+        return AsyncReplyStream(self, call)
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self._http.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()

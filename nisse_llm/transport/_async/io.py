@@ -1,0 +1,33 @@
+"""What the async side does where unasync cannot spell the sync one (see ``_sync/io.py``,
+its twin by name): sleep, request content, closing a response's chunk iterator."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+#: A client's ``sleep=`` (waits between attempts).
+Sleep = Callable[[float], Awaitable[object]]
+
+
+async def sleep(seconds: float) -> None:
+    """`asyncio.sleep`, imported when first awaited: a sync-only program never loads asyncio."""
+    import asyncio
+
+    await asyncio.sleep(seconds)
+
+
+async def _parts(parts: list[bytes]) -> AsyncIterator[bytes]:
+    for part in parts:
+        yield part
+
+
+def request_content(parts: list[bytes]) -> AsyncIterator[bytes]:
+    """A body's parts as request content: an async client takes no sync iterable."""
+    return _parts(parts)
+
+
+async def close_chunks(chunks: AsyncIterator[bytes]) -> None:
+    """Close a response's chunk iterator now (an async generator), not from a GC hook."""
+    closer = getattr(chunks, "aclose", None)
+    if closer is not None:
+        await closer()

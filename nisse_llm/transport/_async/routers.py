@@ -1,0 +1,228 @@
+"""The role router, written once: ``_async/routers.py`` is the source, ``_sync/routers.py``
+is generated from it by ``scripts/gen_sync.py`` (unasync).
+
+The pin resolves a role to its model, the model to its route's client; the role's profile
+is layered under each call's options. With a task file (``store=``) every call is recorded
+as it starts and as it ends; with a `CompactionPolicy` (``compaction=``) a call's log is
+compacted near the model's window. What needs no I/O is `nisse_llm.transport._router_base`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Self, TypeVar
+
+from nisse_llm.config.options import RequestOptions
+from nisse_llm.errors import ContextWindowExceeded
+from nisse_llm.log.canonical import (
+    CanonicalEvent,
+    Completion,
+    LogLike,
+    ToolsLike,
+    ToolSpec,
+    as_events,
+    as_tool_specs,
+)
+from nisse_llm.transport._async.headroom import AsyncRouterLimits
+from nisse_llm.transport._headroom import render_request
+from nisse_llm.transport._router_base import ASYNC_KINDS, RouterBase, acting, compacting
+from nisse_llm.transport.clients import AsyncReplyStream, AsyncRouteClient
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from nisse_llm.config.settings import Pin
+    from nisse_llm.render.typed import TypedReply
+    from nisse_llm.task.logstore import LogStore
+    from nisse_llm.task.summaries import CompactionPolicy
+
+    M = TypeVar("M", bound=BaseModel)
+
+__all__ = ["AsyncRoleRouter"]
+
+
+class AsyncRoleRouter(AsyncRouterLimits, RouterBase[AsyncRouteClient]):
+    """Complete by role through a pin's mapping; one connection pool per route used."""
+
+    @classmethod
+    def from_pin(
+        cls,
+        pin: Pin,
+        *,
+        store: LogStore | None = None,
+        compaction: CompactionPolicy | None = None,
+        **options: Any,
+    ) -> Self:
+        """A router over ``pin``; ``options`` (transport, sleep, on_usage...) go to each client.
+
+        With ``store``, a start record is appended before each request leaves and the
+        call's record (role, model, route, usage, cost, outcome) as it ends, success or
+        failure; the store is begun with ``pin`` first (`TaskPinMismatch` if it holds
+        another task). With ``compaction``, `complete` compacts a log near the window.
+        """
+        clients = cls._clients_for(pin, ASYNC_KINDS, options)
+        return cls(pin, clients, store=store, compaction=compaction)
+
+    async def complete(
+        self,
+        role: str,
+        events: LogLike,
+        tools: ToolsLike,
+        system: str | None = None,
+        *,
+        options: RequestOptions | None = None,
+        cache: bool | None = None,
+    ) -> list[CanonicalEvent]:
+        """Send the log to ``role``'s pinned model down that model's route; ``options``
+        override the role's profile field by field, ``cache`` the prompt-cache setting.
+
+        With a `CompactionPolicy`, the log (with an earlier compaction applied) is
+        compacted first when it is near the window, or once after `ContextWindowExceeded`.
+        """
+        completion = await self.completion(
+            role, events, tools, system, options=options, cache=cache
+        )
+        return completion.events
+
+    async def completion(
+        self,
+        role: str,
+        events: LogLike,
+        tools: ToolsLike,
+        system: str | None = None,
+        *,
+        options: RequestOptions | None = None,
+        cache: bool | None = None,
+    ) -> Completion:
+        """``complete()``, returning this call's whole `Completion`: its events, usage and
+        call info, which concurrent calls never share (unlike ``last_usage``)."""
+        model, client, merged = self._call(role, options)
+        policy = self._compaction
+        if policy is None:
+            with acting(role):
+                return await client.completion(
+                    events, tools, model, system, cache=cache, options=merged
+                )
+        specs = as_tool_specs(tools)
+        given = as_events(events)
+        log = self._substituted(given)
+        room = await client.headroom(model, log, specs, system, merged)
+        window = room.max_input_tokens
+        how: str | None = None
+        if window is not None and room.input_tokens > policy.threshold * window:
+            log = await self._compact(model, client, log, specs, system, merged, window)
+            self._keep(given, log)
+            how = "threshold"
+        try:
+            with acting(role), compacting(how):
+                return await client.completion(
+                    log, specs, model, system, cache=cache, options=merged
+                )
+        except ContextWindowExceeded as exc:
+            if how is not None:
+                raise
+            limit = window or exc.limit_tokens
+            log = await self._compact(
+                model, client, log, specs, system, merged, limit, refused=True
+            )
+            self._keep(given, log)
+        with acting(role), compacting("overflow"):
+            return await client.completion(log, specs, model, system, cache=cache, options=merged)
+
+    async def _compact(
+        self,
+        model: str,
+        client: AsyncRouteClient,
+        log: list[CanonicalEvent],
+        tools: list[ToolSpec],
+        system: str | None,
+        options: RequestOptions | None,
+        window: int | None,
+        *,
+        refused: bool = False,
+    ) -> list[CanonicalEvent]:
+        from nisse_llm.task.compaction import aplan_compaction
+        from nisse_llm.task.summaries import asummarize, policy_budget
+
+        policy = self._compaction
+        assert policy is not None
+
+        async def count(events: Sequence[CanonicalEvent]) -> int:
+            rendered = render_request(client._core, model, events, tools, system, options)[0]
+            tokens: int = (await client._count(model, rendered))[0]
+            return tokens
+
+        budget = policy_budget(policy, window, await count(log), refused=refused)
+        if policy.summarize_role is None:
+            plan = await aplan_compaction(
+                log, budget_tokens=budget, count=count, keep_last_turns=policy.keep_last_turns
+            )
+            return plan.events
+        return await asummarize(
+            self,
+            policy.summarize_role,
+            log,
+            budget_tokens=budget,
+            keep_last_turns=policy.keep_last_turns,
+            count=count,
+            summary_tokens=policy.summary_tokens,
+        )
+
+    async def complete_as(
+        self,
+        output_type: type[M],
+        role: str,
+        events: LogLike,
+        tools: ToolsLike,
+        system: str | None = None,
+        *,
+        options: RequestOptions | None = None,
+        repair_attempts: int = 0,
+        cache: bool | None = None,
+    ) -> TypedReply[M]:
+        """An answer from ``role``'s pinned model validated into ``output_type``; ``options``
+        override the role's profile (whose ``reasoning`` decides how the answer is asked)."""
+        model, client, merged = self._call(role, options)
+        with acting(role):
+            return await client.complete_as(
+                output_type,
+                events,
+                tools,
+                model,
+                system,
+                options=merged,
+                repair_attempts=repair_attempts,
+                cache=cache,
+            )
+
+    def stream(
+        self,
+        role: str,
+        events: LogLike,
+        tools: ToolsLike,
+        system: str | None = None,
+        *,
+        options: RequestOptions | None = None,
+        cache: bool | None = None,
+    ) -> AsyncReplyStream:
+        """Stream the reply of ``role``'s pinned model (see `AsyncLiteLLMClient.stream`)."""
+        model, client, merged = self._call(role, options)
+        with acting(role):
+            return client.stream(events, tools, model, system, cache=cache, options=merged)
+
+    async def aclose(self) -> None:
+        """Close every client's pool."""
+        for client in self._clients.values():
+            await client.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()

@@ -1,0 +1,248 @@
+"""What the sync and async role routers share, with no I/O: role -> model -> route's
+client, the role's profile under each call's options, the task file's records and the
+compacted log kept for later calls. The routers themselves are
+`nisse_llm.transport._async.routers` and its generated sync twin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, suppress
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+
+from nisse_llm.config._bounds import check_client_numbers
+from nisse_llm.config.routing import Route
+from nisse_llm.log.canonical import CallInfo, CanonicalEvent, Usage
+from nisse_llm.transport._client_base import ClientBase
+from nisse_llm.transport.clients import (
+    ASYNC_CLIENTS,
+    SYNC_CLIENTS,
+    AsyncRouteClient,
+    SyncRouteClient,
+)
+from nisse_llm.transport.core import Call, CallObserver, router_role
+
+if TYPE_CHECKING:
+    from nisse_llm.config.options import RequestOptions
+    from nisse_llm.config.settings import Pin
+    from nisse_llm.task.logstore import LogStore
+    from nisse_llm.task.summaries import CompactionPolicy
+
+__all__ = [
+    "ASYNC_KINDS",
+    "SYNC_KINDS",
+    "Kinds",
+    "RouterBase",
+    "acting",
+    "call_recorder",
+    "compacting",
+]
+
+
+class Kinds(dict[Route, Any]):
+    """Route -> client class for the routers; the Responses route's class is imported on
+    first need, so a program that never takes that route loads none of it."""
+
+    def __init__(self, classes: Mapping[Route, Any], responses: str) -> None:
+        super().__init__(classes)
+        self._responses = responses
+
+    def __missing__(self, route: Route) -> Any:
+        if route != "openai_responses":
+            raise KeyError(route)
+        from nisse_llm.transport import responses_client
+
+        self[route] = cls = getattr(responses_client, self._responses)
+        return cls
+
+
+SYNC_KINDS: Mapping[Route, type[SyncRouteClient]] = Kinds(SYNC_CLIENTS, "OpenAIResponsesClient")
+ASYNC_KINDS: Mapping[Route, type[AsyncRouteClient]] = Kinds(
+    ASYNC_CLIENTS, "AsyncOpenAIResponsesClient"
+)
+
+K = TypeVar("K", bound=ClientBase)
+
+
+@contextmanager
+def acting(role: str) -> Iterator[None]:
+    """Mark the calls made inside as made for ``role`` (read when each call begins)."""
+    acting = router_role.set(role)
+    try:
+        yield
+    finally:
+        router_role.reset(acting)
+
+
+#: How the router compacted the log of the call being made (read by the call's record).
+_compacted_as: ContextVar[str | None] = ContextVar("nisse_llm_compacted_as", default=None)
+
+
+@contextmanager
+def compacting(how: str | None) -> Iterator[None]:
+    token = _compacted_as.set(how)
+    try:
+        yield
+    finally:
+        _compacted_as.reset(token)
+
+
+def call_recorder(store: LogStore) -> tuple[Callable[[Call], None], CallObserver]:
+    """Observers that append a start record to ``store`` before each request leaves and
+    the call's record, naming its start, as the call ends."""
+    from nisse_llm.task.records import CallRecord
+
+    starts: dict[int, int] = {}  # id(call) -> its start record's number, while it runs
+
+    def compacted() -> Literal["threshold", "overflow"] | None:
+        how = _compacted_as.get()
+        return "threshold" if how == "threshold" else "overflow" if how else None
+
+    def start(call: Call) -> None:
+        record = CallRecord(
+            role=call.role,
+            model=call.model,
+            route=call.core.route.name,
+            outcome="started",
+            compacted=compacted(),
+        )
+        starts[id(call)] = store.append_call(record).seq
+
+    def record(call: Call, usage: Usage | None, outcome: str) -> None:
+        store.append_call(
+            CallRecord(
+                role=call.role,
+                model=call.model,
+                route=call.core.route.name,
+                usage=usage or Usage(),
+                call=call.info,
+                outcome=outcome,
+                start=starts.pop(id(call), None),
+                compacted=compacted(),
+            )
+        )
+
+    return start, record
+
+
+class RouterBase(Generic[K]):
+    """Role -> model by the pin alone, model -> route by the pin's prefixes, one client per route."""
+
+    def __init__(
+        self,
+        pin: Pin,
+        clients: Mapping[Route, K],
+        *,
+        store: LogStore | None = None,
+        compaction: CompactionPolicy | None = None,
+    ) -> None:
+        self._pin = pin
+        self._clients = dict(clients)
+        self._store = store
+        self._compaction = compaction
+        if compaction is not None and compaction.summarize_role is not None:
+            self._resolve(compaction.summarize_role)  # an unknown role fails now, not mid-task
+        #: The last log compacted (as given) and what it became, for the next call.
+        self._compacted: tuple[list[CanonicalEvent], list[CanonicalEvent]] | None = None
+        self._last_usage: Usage | None = None
+        self._last_call: CallInfo | None = None
+        start, recorder = call_recorder(store) if store is not None else (None, None)
+        if store is not None:
+            store.begin(pin)  # a new file gets the header; another task's file is refused
+
+        def observe(call: Call, usage: Usage | None, outcome: str) -> None:
+            if outcome == "ok":
+                self._last_usage = usage
+                self._last_call = call.core.last_call
+            if recorder is not None:
+                recorder(call, usage, outcome)
+
+        for client in self._clients.values():
+            client._core.on_call = observe
+            if store is not None:
+                client._core.on_start = start
+                client._core.conversation_id = store.task_id
+
+    @property
+    def compaction(self) -> CompactionPolicy | None:
+        """The policy by which calls' logs are compacted (None: never)."""
+        return self._compaction
+
+    @property
+    def compacted_log(self) -> list[CanonicalEvent] | None:
+        """The log the last compaction made (what later calls send in place of the log it
+        replaced), or None before any."""
+        return None if self._compacted is None else list(self._compacted[1])
+
+    def _substituted(self, log: list[CanonicalEvent]) -> list[CanonicalEvent]:
+        """``log`` with the log compacted earlier replaced by its compaction, when the
+        caller's log still starts with it (a caller keeping the full log)."""
+        if self._compacted is None:
+            return log
+        before, after = self._compacted
+        if len(log) >= len(before) and all(
+            a is b or a == b for a, b in zip(before, log, strict=False)
+        ):
+            return after + log[len(before) :]
+        return log
+
+    def _keep(self, before: list[CanonicalEvent], after: list[CanonicalEvent]) -> None:
+        """Remember a compaction for later calls and record it in the task file."""
+        self._compacted = (before, after)
+        if self._store is not None:
+            # A log whose events were never appended cannot be named by records: the call
+            # record still says the call was compacted.
+            with suppress(ValueError):
+                self._store.append_compaction(after)
+
+    @property
+    def store(self) -> LogStore | None:
+        """The task file every call's record is appended to (None: calls are not recorded)."""
+        return self._store
+
+    @classmethod
+    def _clients_for(
+        cls, pin: Pin, kinds: Mapping[Route, type[K]], options: Mapping[str, Any]
+    ) -> dict[Route, K]:
+        check_client_numbers(f"{cls.__name__}.from_pin", options)
+        routes = {pin.route(role) for role in pin.roles.pinned()}
+        return {route: kinds[route].from_pin(pin, **options) for route in sorted(routes)}
+
+    @property
+    def last_usage(self) -> Usage | None:
+        """Usage of the most recent successful call through this router, on any route (a
+        stream's once it ends; under concurrency: any caller's)."""
+        return self._last_usage
+
+    @property
+    def last_call(self) -> CallInfo | None:
+        """What the proxy said about the most recent successful call through this router
+        (its call id, cost...; under concurrency: any caller's)."""
+        return self._last_call
+
+    @property
+    def pin(self) -> Pin:
+        """The pin this router completes by."""
+        return self._pin
+
+    def _resolve(self, role: str) -> tuple[str, K]:
+        model = self._pin.model_for(role)
+        return model, self._clients[self._pin.route(role)]
+
+    def _call(
+        self, role: str, options: RequestOptions | None
+    ) -> tuple[str, K, RequestOptions | None]:
+        """``role``'s model, client and options: the call's over the role's profile (the
+        client's ``max_tokens`` is the last layer, applied where the body is rendered)."""
+        model, client = self._resolve(role)
+        profile = self._pin.options_for(role)
+        return model, client, profile if options is None else options.over(profile)
+
+    def client_for(self, role: str) -> K:
+        """The client ``role``'s calls go through; `UnknownRoleError` (a ``ValueError``, not
+        an `LLMError`: a bug in the caller) for a role the pin does not define."""
+        return self._resolve(role)[1]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._pin.roles.pinned()!r})"

@@ -1,0 +1,21 @@
+"""What the sync side does where unasync cannot spell it from the async one (see
+``_async/io.py``, its twin by name): sleep, request content, closing a chunk iterator."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from time import sleep
+
+__all__ = ["Sleep", "close_chunks", "request_content", "sleep"]
+
+#: A client's ``sleep=`` (waits between attempts).
+Sleep = Callable[[float], object]
+
+
+def request_content(parts: list[bytes]) -> list[bytes]:
+    """A body's parts as request content, as they are."""
+    return parts
+
+
+def close_chunks(chunks: Iterator[bytes]) -> None:
+    """Nothing to do: closing the response ends its chunk iterator."""

@@ -1,0 +1,129 @@
+"""Write the sync clients, routers, scripted client and fleet driver from their async
+sources (unasync).
+
+``python scripts/gen_sync.py`` rewrites every ``_sync/`` module listed in `SOURCES` from
+its ``_async/`` twin: ``async``/``await`` dropped, the names in `NAMES` swapped (in code,
+and in docstrings and comments, with the phrases in `PHRASES`), then ruff-formatted. The
+generated files are committed; tests/test_generated_sync.py fails when one is stale.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import tokenize_rt
+import unasync
+
+ROOT = Path(__file__).resolve().parents[1]
+COMMAND = "python scripts/gen_sync.py"
+#: The async sources (each generates the same path with ``_async`` -> ``_sync``).
+SOURCES = (
+    "nisse_llm/transport/_async/headroom.py",
+    "nisse_llm/transport/_async/clients.py",
+    "nisse_llm/transport/_async/routers.py",
+    "nisse_llm/testing/_async/client.py",
+    "bench/_async/fleet_driver.py",
+)
+#: Async name -> sync name, beside unasync's own (``__aenter__``, ``StopAsyncIteration``...).
+NAMES = {
+    "_async": "_sync",
+    "AsyncReplyStream": "ReplyStream",
+    "AsyncClientLimits": "ClientLimits",
+    "AsyncRouterLimits": "RouterLimits",
+    "AsyncRoleRouter": "RoleRouter",
+    "AsyncLiteLLMClient": "LiteLLMClient",
+    "ASYNC_KINDS": "SYNC_KINDS",
+    "AsyncClient": "Client",
+    "AsyncBaseTransport": "BaseTransport",
+    "async_transport": "sync_transport",
+    "aread": "read",
+    "aiter_bytes": "iter_bytes",
+    "aclose": "close",
+    "anext": "next",
+    "aplan_compaction": "plan_compaction",
+    "asummarize": "summarize",
+    "AsyncScriptedClient": "ScriptedClient",
+    "AsyncCounting": "Counting",
+    "AsyncHTTPTransport": "HTTPTransport",
+    "handle_async_request": "handle_request",
+    "run_async": "run_sync",
+}
+#: Phrases of docstrings and comments (code loses its ``async``/``await`` to unasync).
+PHRASES = {"async with": "with", "async for": "for", "await ": ""}
+
+
+def _prose(text: str, names: dict[str, str]) -> str:
+    for phrase, sync in PHRASES.items():
+        text = text.replace(phrase, sync)
+    return re.sub(r"\b\w+\b", lambda m: _name(m[0], names), text)
+
+
+def _name(word: str, names: dict[str, str]) -> str:
+    if word in names:
+        return names[word]
+    # unasync's own rule for the names it is not given: AsyncThing -> SyncThing
+    return "Sync" + word[5:] if re.fullmatch(r"Async[A-Z]\w*", word) else word
+
+
+def _header(source: str) -> str:
+    return f"# Generated from {source} by scripts/gen_sync.py (unasync); do not edit.\n"
+
+
+def generate() -> dict[str, str]:
+    """Sync path -> its generated text (nothing is written)."""
+    rule = unasync.Rule("/_async/", "/_sync/", additional_replacements=NAMES)
+    # Prose keeps naming the source (``_async/...``); only code imports the sync twin.
+    names = {a: s for a, s in rule.token_replacements.items() if a != "_async"}
+    out: dict[str, str] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        copies = []
+        for source in SOURCES:
+            copy = Path(tmp, source)
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(ROOT / source, copy)
+            copies.append(str(copy))
+        unasync.unasync_files(copies, [rule])
+        for source in SOURCES:
+            target = source.replace("/_async/", "/_sync/")
+            tokens = tokenize_rt.src_to_tokens(Path(tmp, target).read_text(encoding="utf-8"))
+            text = tokenize_rt.tokens_to_src(
+                [
+                    t._replace(src=_prose(t.src, names)) if t.name in ("STRING", "COMMENT") else t
+                    for t in tokens
+                ]
+            )
+            out[target] = _format(_header(source) + text, target)
+    return out
+
+
+def _format(text: str, path: str) -> str:
+    ruff = [sys.executable, "-m", "ruff"]
+    for args in (["check", "--fix", "--quiet", "--exit-zero"], ["format", "--quiet"]):
+        done = subprocess.run(
+            [*ruff, *args, "--stdin-filename", path, "-"],
+            input=text,
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            check=True,
+        )
+        text = done.stdout
+    return text
+
+
+def main() -> int:
+    for target, text in generate().items():
+        path = ROOT / target
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+            print(f"wrote {target}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
