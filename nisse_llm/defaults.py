@@ -28,9 +28,14 @@ PROMPT_CACHE: Final = True
 PROMPT_CACHE_TTL: Final[Literal["5m", "1h"]] = "5m"
 #: Count tokens at the proxy before each request.
 PREFLIGHT: Final = False
-#: Largest reply body read (after decompression), and the deadlines of one attempt.
+#: Largest reply body read, after decompression. 64 MiB: a 128k-token streamed reply, one
+#: delta per token, is under 40 MiB of SSE.
 MAX_RESPONSE_BYTES: Final = 64 * 1024 * 1024
+#: One attempt of complete(): ten minutes, what Anthropic allows a non-streamed request
+#: before it asks for a stream.
 CALL_DEADLINE_S: Final = 600.0
+#: One attempt of stream(): an hour, a 128k-token reply at 40 tokens a second with room
+#: to spare.
 STREAM_DEADLINE_S: Final = 3600.0
 #: The configuration file looked for in the working directory when none is named.
 CONFIG_NAME: Final = "nisse.toml"

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 import httpx
 from pydantic import SecretStr
 
+from nisse_llm import defaults
 from nisse_llm.config.routing import Route
 from nisse_llm.log.canonical import CallInfo, CanonicalEvent, Completion, Usage
 from nisse_llm.transport._classify import RateLimitPolicy
@@ -57,7 +58,7 @@ def _messages_renderer() -> PartsRenderer:
 CHAT_ROUTE = RouteSpec(
     name="openai_chat",
     path="/chat/completions",
-    default_timeout_s=120.0,
+    default_timeout_s=defaults.CHAT_TIMEOUT_S,
     renderer=_chat_renderer,
     auth_headers=lambda token: {"authorization": f"Bearer {token}"},
 )
@@ -66,7 +67,7 @@ CHAT_ROUTE = RouteSpec(
 MESSAGES_ROUTE = RouteSpec(
     name="anthropic_messages",
     path="/v1/messages",
-    default_timeout_s=300.0,
+    default_timeout_s=defaults.PASSTHROUGH_TIMEOUT_S,
     renderer=_messages_renderer,
     auth_headers=lambda token: {
         "authorization": f"Bearer {token}",

@@ -38,9 +38,6 @@ from nisse_llm.config._egress import environment_proxy, proxy_error
 
 __all__ = [
     "ACCEPT_ENCODING",
-    "DEFAULT_CALL_DEADLINE_S",
-    "DEFAULT_MAX_RESPONSE_BYTES",
-    "DEFAULT_STREAM_DEADLINE_S",
     "ERROR_BODY_BYTES",
     "AsyncBoundedTransport",
     "BoundedDecoder",
@@ -53,12 +50,6 @@ __all__ = [
     "sync_transport",
 ]
 
-#: 64 MiB: a 128k-token streamed reply, one delta per token, is under 40 MiB of SSE.
-DEFAULT_MAX_RESPONSE_BYTES: Final = defaults.MAX_RESPONSE_BYTES
-#: Ten minutes: what Anthropic allows a non-streamed request before it asks for a stream.
-DEFAULT_CALL_DEADLINE_S: Final = defaults.CALL_DEADLINE_S
-#: One hour: a 128k-token reply at 40 tokens a second, with room to spare.
-DEFAULT_STREAM_DEADLINE_S: Final = defaults.STREAM_DEADLINE_S
 #: How much of an error body is read: the classifier needs its JSON head, not 512 MiB.
 ERROR_BODY_BYTES: Final = 64 * 1024
 #: The encodings this reader decodes; sent as Accept-Encoding so a server picks one of them.
@@ -87,9 +78,9 @@ class Limits:
 
     def __init__(
         self,
-        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-        call_deadline_s: float = DEFAULT_CALL_DEADLINE_S,
-        stream_deadline_s: float = DEFAULT_STREAM_DEADLINE_S,
+        max_response_bytes: int = defaults.MAX_RESPONSE_BYTES,
+        call_deadline_s: float = defaults.CALL_DEADLINE_S,
+        stream_deadline_s: float = defaults.STREAM_DEADLINE_S,
     ) -> None:
         self.max_response_bytes = max_response_bytes
         self.call_deadline_s = call_deadline_s

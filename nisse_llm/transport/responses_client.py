@@ -11,6 +11,7 @@ this route loads none of it.
 
 from __future__ import annotations
 
+from nisse_llm import defaults
 from nisse_llm.transport.clients import AsyncRouteClient, SyncRouteClient
 from nisse_llm.transport.core import PartsRenderer, RouteSpec
 
@@ -27,7 +28,7 @@ def _responses_renderer() -> PartsRenderer:
 RESPONSES_ROUTE = RouteSpec(
     name="openai_responses",
     path="/v1/responses",
-    default_timeout_s=300.0,
+    default_timeout_s=defaults.PASSTHROUGH_TIMEOUT_S,
     renderer=_responses_renderer,
     auth_headers=lambda token: {"authorization": f"Bearer {token}"},
 )

@@ -7,6 +7,7 @@ import inspect
 
 import pytest
 
+import nisse_llm
 from nisse_llm import defaults
 from nisse_llm.config.settings import LLMSettings
 from nisse_llm.transport._classify import RateLimitPolicy
@@ -49,3 +50,42 @@ def test_every_settings_default_comes_from_the_defaults_module() -> None:
 )
 def test_the_rate_limit_policy_defaults_agree(keyword: str, value: object) -> None:
     assert inspect.signature(RateLimitPolicy).parameters[keyword].default == value
+
+
+#: Client keyword -> the default it must have (the settings' field of the same name).
+CLIENT_KEYWORDS = {
+    "rate_limit_retries": defaults.RATE_LIMIT_RETRIES,
+    "rate_limit_wait_s": defaults.RATE_LIMIT_WAIT_S,
+    "rate_limit_wait_cap_s": defaults.RATE_LIMIT_WAIT_CAP_S,
+    "stream_idle_timeout_s": defaults.STREAM_IDLE_TIMEOUT_S,
+    "prompt_cache": defaults.PROMPT_CACHE,
+    "preflight": defaults.PREFLIGHT,
+    "max_response_bytes": defaults.MAX_RESPONSE_BYTES,
+    "call_deadline_s": defaults.CALL_DEADLINE_S,
+    "stream_deadline_s": defaults.STREAM_DEADLINE_S,
+}
+
+
+@pytest.mark.parametrize(
+    "client",
+    [
+        nisse_llm.LiteLLMClient,
+        nisse_llm.AsyncLiteLLMClient,
+        nisse_llm.AnthropicPassthroughClient,
+        nisse_llm.AsyncAnthropicPassthroughClient,
+        nisse_llm.OpenAIResponsesClient,
+        nisse_llm.AsyncOpenAIResponsesClient,
+    ],
+)
+def test_every_client_keyword_default_comes_from_the_defaults_module(client: type) -> None:
+    parameters = inspect.signature(client).parameters
+    for name, value in CLIENT_KEYWORDS.items():
+        assert parameters[name].default == value, name
+    # A client's read timeout, when none is given, is its route's: chat's, or the longer
+    # one of the routes delegations take.
+    expected = (
+        defaults.CHAT_TIMEOUT_S
+        if client.ROUTE.name == "openai_chat"
+        else defaults.PASSTHROUGH_TIMEOUT_S
+    )
+    assert client.ROUTE.default_timeout_s == expected

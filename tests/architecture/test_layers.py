@@ -119,10 +119,10 @@ def test_the_layer_rule_itself(importer: str, target: str, allowed: bool) -> Non
 
 def test_the_graph_sees_imports_inside_functions_but_not_type_checking_ones() -> None:
     edges = {(f.importer, f.target) for f in imports()}
-    # transport.clients imports the renderers inside functions (to load a route on first
+    # The clients' base imports the renderers inside functions (to load a route on first
     # use) and the settings only for types.
-    assert ("nisse_llm.transport.clients", "nisse_llm.render.openai_chat") in edges
-    assert ("nisse_llm.transport.clients", "nisse_llm.config.settings") not in edges
+    assert ("nisse_llm.transport._client_base", "nisse_llm.render.openai_chat") in edges
+    assert ("nisse_llm.transport._client_base", "nisse_llm.config.settings") not in edges
 
 
 def test_the_readme_draws_every_layer_in_order() -> None:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Self, TypeVar
 import httpx
 from pydantic import SecretStr
 
+from nisse_llm import defaults
 from nisse_llm.config._bounds import check_client_numbers
 from nisse_llm.log.canonical import CanonicalEvent, Completion, LogLike, ToolsLike
 from nisse_llm.transport import _client_base
@@ -29,9 +30,6 @@ from nisse_llm.transport._client_base import (
     timeout,
 )
 from nisse_llm.transport._limits import (
-    DEFAULT_CALL_DEADLINE_S,
-    DEFAULT_MAX_RESPONSE_BYTES,
-    DEFAULT_STREAM_DEADLINE_S,
     Limits,
     async_transport,
 )
@@ -151,16 +149,16 @@ class AsyncRouteClient(AsyncClientLimits, ClientBase):
         transport: httpx.AsyncBaseTransport | None = None,
         sleep: io.Sleep = io.sleep,
         max_tokens: int | None = None,
-        rate_limit_retries: int = 1,
-        rate_limit_wait_s: float = 20.0,
-        rate_limit_wait_cap_s: float = 60.0,
-        stream_idle_timeout_s: float = 120.0,
+        rate_limit_retries: int = defaults.RATE_LIMIT_RETRIES,
+        rate_limit_wait_s: float = defaults.RATE_LIMIT_WAIT_S,
+        rate_limit_wait_cap_s: float = defaults.RATE_LIMIT_WAIT_CAP_S,
+        stream_idle_timeout_s: float = defaults.STREAM_IDLE_TIMEOUT_S,
         on_usage: UsageCallback | None = None,
-        prompt_cache: PromptCache | bool | None = True,
-        preflight: bool = False,
-        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-        call_deadline_s: float = DEFAULT_CALL_DEADLINE_S,
-        stream_deadline_s: float = DEFAULT_STREAM_DEADLINE_S,
+        prompt_cache: PromptCache | bool | None = defaults.PROMPT_CACHE,
+        preflight: bool = defaults.PREFLIGHT,
+        max_response_bytes: int = defaults.MAX_RESPONSE_BYTES,
+        call_deadline_s: float = defaults.CALL_DEADLINE_S,
+        stream_deadline_s: float = defaults.STREAM_DEADLINE_S,
     ) -> None:
         check_client_numbers(
             type(self).__name__,
