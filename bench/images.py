@@ -27,8 +27,6 @@ from nisse_llm.log.canonical import AssistantText, StoredEvent, ToolCall, ToolRe
 from nisse_llm.log.canonical import UserImage as UserImageEvent
 from nisse_llm.log.images import Image
 from nisse_llm.render import _images
-from nisse_llm.render import anthropic_messages as ant
-from nisse_llm.render import openai_chat as chat
 from nisse_llm.render._cache import PromptCache
 from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
 from nisse_llm.render.openai_chat import OpenAIChatRenderer
@@ -58,8 +56,8 @@ def _counting() -> dict[str, int]:
 
 def run(screens: int, size: int, calls: int, *, images: bool = True) -> dict[str, Any]:
     """The measurements as a dict (see the module docstring); the twin without ``images``."""
-    ant._PROGRESS.clear()
-    chat._PROGRESS.clear()
+    for renderer in ROUTES.values():
+        renderer.forget()
     counts = _counting()
     shots = [Image.from_bytes(screenshot(size, seed=n)) for n in range(screens)]
     log: list[StoredEvent] = []
@@ -105,8 +103,8 @@ def run(screens: int, size: int, calls: int, *, images: bool = True) -> dict[str
     encodings = dict(counts)
     cold: dict[str, float] = {}
     for route, renderer in ROUTES.items():
-        ant._PROGRESS.clear()
-        chat._PROGRESS.clear()
+        for each in ROUTES.values():
+            each.forget()
         fresh = [StoredEvent(seq=r.seq, at=r.at, event=r.event.model_copy(deep=True)) for r in log]
         start = time.process_time()
         renderer.render_bytes(fresh, None, MODEL, "Be brief.", cache=cache)
