@@ -94,7 +94,8 @@ class Renderer:
         requested_model: str,
         max_tokens: int | None = None,
     ) -> Completion:
-        """A reply body as canonical events, usage and stop reason (the route's reply module)."""
+        """A 200 reply body as canonical events, usage and stop reason (the route's reply
+        module: `openai_chat_reply`, `anthropic_messages_reply`, `openai_responses_reply`)."""
         return self._reply(body, requested_model, max_tokens)
 
     def _parts(
