@@ -1,6 +1,6 @@
 """Renderers: canonical log -> wire body, and wire response -> canonical events (pure).
 
-Each route module offers one renderer class with the same surface (`Renderer`):
+Each route module offers one renderer class, a `Renderer` (the surface they share):
 ``render`` (a dict, the seeds' call shape), ``render_request`` (the typed request
 model), ``render_bytes`` (the hot path: the same body, encoded, byte-identical to
 ``render_request(...).model_dump_json(exclude_none=True)``), and ``parse``.
@@ -8,45 +8,6 @@ model), ``render_bytes`` (the hot path: the same body, encoded, byte-identical t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol
-
-from nisse_llm.log.canonical import Completion, LogLike, ToolsLike
-from nisse_llm.render._cache import PromptCache
-
-if TYPE_CHECKING:
-    from nisse_llm.config.options import RequestOptions
+from nisse_llm.render._base import Renderer
 
 __all__ = ["Renderer"]
-
-
-class Renderer(Protocol):
-    """What the clients need of a route: render a log, parse a reply."""
-
-    def render(
-        self,
-        events: LogLike,
-        tools: ToolsLike,
-        model: str,
-        system: str | None = None,
-        *,
-        max_tokens: int | None = None,
-        cache: PromptCache | None = None,
-        options: RequestOptions | None = None,
-    ) -> dict[str, Any]: ...
-
-    def render_bytes(
-        self,
-        events: LogLike,
-        tools: ToolsLike,
-        model: str,
-        system: str | None = None,
-        *,
-        max_tokens: int | None = None,
-        cache: PromptCache | None = None,
-        options: RequestOptions | None = None,
-    ) -> bytes: ...
-
-    def parse(
-        self, body: bytes | str | Mapping[str, Any], *, requested_model: str
-    ) -> Completion: ...

@@ -75,6 +75,7 @@ from nisse_llm.render._anthropic_blocks import (
     map_tool,
     stub_tool,
 )
+from nisse_llm.render._base import Renderer
 from nisse_llm.render._cache import PromptCache, active
 from nisse_llm.render._images import (
     anthropic_image,
@@ -364,7 +365,7 @@ class _Plan:
     progress: _Progress
 
 
-class AnthropicMessagesRenderer:
+class AnthropicMessagesRenderer(Renderer):
     """Renders canonical logs for ``/v1/messages`` and parses its replies (pure).
 
     Each renderer keeps its own walks of recent logs (`ProgressCache`) and envelopes:
@@ -372,12 +373,8 @@ class AnthropicMessagesRenderer:
     wait on each other."""
 
     def __init__(self) -> None:
-        self._walks: ProgressCache[_Progress] = ProgressCache()
+        super().__init__()
         self._envelopes: _Envelopes = {}
-
-    def forget(self) -> None:
-        """Forget the walks of the logs rendered so far (the next render starts cold)."""
-        self._walks.clear()
 
     def render(
         self,
@@ -437,10 +434,8 @@ class AnthropicMessagesRenderer:
         options: RequestOptions | None = None,
     ) -> bytes:
         """The encoded body, equal to ``render_request(...).model_dump_json(exclude_none=True)``."""
-        return b"".join(
-            self.render_parts(
-                events, tools, model, system, max_tokens=max_tokens, cache=cache, options=options
-            )
+        return super().render_bytes(
+            events, tools, model, system, max_tokens=max_tokens, cache=cache, options=options
         )
 
     def render_parts(
@@ -456,63 +451,47 @@ class AnthropicMessagesRenderer:
     ) -> list[bytes]:
         """The body of `render_bytes` in parts that concatenate to it: the head, the cached
         blocks of the log's settled turns, and the rest with the tail (one fresh join)."""
-        with self._walks.lock:
-            return _render_parts(
-                self._walks,
-                self._envelopes,
-                events,
-                tools,
-                model,
-                system,
-                max_tokens,
-                cache,
-                options,
-            )
+        return super().render_parts(
+            events, tools, model, system, max_tokens=max_tokens, cache=cache, options=options
+        )
 
-    def parse(
+    def _parts(
         self,
-        body: bytes | str | Mapping[str, Any],
-        *,
-        requested_model: str,
-        max_tokens: int | None = None,
+        events: LogLike,
+        tools: ToolsLike,
+        model: str,
+        system: str | None,
+        max_tokens: int | None,
+        cache: PromptCache | None,
+        options: RequestOptions | None,
+    ) -> list[bytes]:
+        plan = _plan(self._walks, events, tools, model)
+        policy = active(cache, model)
+        head, tail = _head_tail(self._envelopes, model, system, max_tokens, plan, policy, options)
+        turns = plan.turns
+        control = None if policy is None else policy.control_json
+        marks = {} if control is None else _breakpoints(turns)
+
+        def encoded(index: int) -> bytes:
+            slot = marks.get(index)
+            if slot is None or control is None:
+                return _encode_turn(turns[index])
+            return _encode_marked_turn(turns[index], slot, control)
+
+        # The leading placeholder sits before the progress's first turn; the last turn
+        # always goes fresh, so the final part is never a bare block.
+        offset = 1 if turns.lead else 0
+        limit = min([len(turns) - 1, *marks]) - offset
+        blocks, start = plan.progress.grow_rope(limit).usable(limit)
+        opening = head[:-1] + b',"messages":[' + b"".join(encoded(i) + b"," for i in range(offset))
+        rest = [encoded(index) for index in range(offset + start, len(turns))]
+        rest[-1] += b"]}" if tail == b"{}" else b"]," + tail[1:]
+        return [opening, *blocks, b",".join(rest)]
+
+    def _reply(
+        self, body: bytes | str | Mapping[str, Any], requested_model: str, max_tokens: int | None
     ) -> Completion:
-        """Canonical events, usage and stop reason of a 200 reply (`anthropic_messages_reply`)."""
         return parse_message(body, requested_model=requested_model, max_tokens=max_tokens)
-
-
-def _render_parts(
-    walks: ProgressCache[_Progress],
-    envelopes: _Envelopes,
-    events: LogLike,
-    tools: ToolsLike,
-    model: str,
-    system: str | None,
-    max_tokens: int | None,
-    cache: PromptCache | None,
-    options: RequestOptions | None,
-) -> list[bytes]:
-    plan = _plan(walks, events, tools, model)
-    policy = active(cache, model)
-    head, tail = _head_tail(envelopes, model, system, max_tokens, plan, policy, options)
-    turns = plan.turns
-    control = None if policy is None else policy.control_json
-    marks = {} if control is None else _breakpoints(turns)
-
-    def encoded(index: int) -> bytes:
-        slot = marks.get(index)
-        if slot is None or control is None:
-            return _encode_turn(turns[index])
-        return _encode_marked_turn(turns[index], slot, control)
-
-    # The leading placeholder sits before the progress's first turn; the last turn
-    # always goes fresh, so the final part is never a bare block.
-    offset = 1 if turns.lead else 0
-    limit = min([len(turns) - 1, *marks]) - offset
-    blocks, start = plan.progress.grow_rope(limit).usable(limit)
-    opening = head[:-1] + b',"messages":[' + b"".join(encoded(i) + b"," for i in range(offset))
-    rest = [encoded(index) for index in range(offset + start, len(turns))]
-    rest[-1] += b"]}" if tail == b"{}" else b"]," + tail[1:]
-    return [opening, *blocks, b",".join(rest)]
 
 
 def _plan(walks: ProgressCache[_Progress], events: LogLike, tools: ToolsLike, model: str) -> _Plan:

@@ -72,6 +72,7 @@ from nisse_llm.log.canonical import (
     WireEvent,
     log_items,
 )
+from nisse_llm.render._base import Renderer
 from nisse_llm.render._cache import PromptCache, active
 from nisse_llm.render._images import (
     chat_image,
@@ -547,63 +548,6 @@ class _ChatWalk(TurnWalk):
         return count, rest, slots
 
 
-def _render_parts(
-    walks: ProgressCache[_ChatWalk],
-    events: LogLike,
-    tools: ToolsLike,
-    model: str,
-    system: str | None,
-    max_tokens: int | None,
-    cache: PromptCache | None,
-    options: RequestOptions | None,
-) -> list[bytes]:
-    progress = walks.walk(log_items(events), None, lambda shared: _ChatWalk(shared, _BYTES))
-    check_images_once(progress)
-    specs = unique_specs(tools)
-    fields = _option_fields(options, model, max_tokens, specs, bool(progress.used_tools()), cache)
-    policy = active(cache, model)
-    control = None if policy is None else policy.control_json
-    count, rest, slots = progress.finish_slots(progress.rope.covered)
-    if not count:
-        raise RenderError(_NOTHING_TO_SEND)
-    marks = [] if control is None else _breakpoints(slots)
-    # The last message always goes fresh, so the final part is never a bare block (an
-    # image message still without images is no message: the one before it goes fresh).
-    last = count - 1
-    if _empty_album(slots[last]):
-        last -= 1
-    limit = min([last, *marks])
-    base = progress.rope.covered
-    blocks, start = progress.grow_rope(limit).usable(limit)
-    if start != base:  # the rope grew, or this call marks a message it covers
-        count, rest, slots = progress.finish_slots(start)
-    if control is not None:
-        for index in marks:
-            rest[index - start] = _encode_marked(slots[index], control)
-    sent = [message for message in rest if message]
-    head = b'{"model":' + pydantic_core.to_json(model) + b',"messages":['
-    if system is not None and system.strip():
-        head += b'{"role":"system","content":'
-        head += _json(system) if control is None else _marked_part(system, control)
-        head += b"},"
-    tail = [b"]"]
-    declared: list[bytes] = []
-    if specs:
-        declared = [cast(bytes, _fragment(spec)) for spec in specs]
-    elif used_tools := progress.used_tools():
-        declared = [_encode(_map_stub_tool(name)) for name in used_tools]
-    if declared:
-        if control is not None:
-            declared[-1] = declared[-1][:-1] + b',"cache_control":' + control + b"}"
-        tail.append(b',"tools":[')
-        tail.append(b",".join(declared))
-        tail.append(b"]")
-    tail.extend(_encode_fields(fields))
-    tail.append(b"}")
-    sent[-1] += b"".join(tail)
-    return [head, *blocks, b",".join(sent)]
-
-
 def _option_fields(
     options: RequestOptions | None,
     model: str,
@@ -641,18 +585,11 @@ def _empty_album(slot: _Slot) -> bool:
     return type(slot) is _Album and not slot.results
 
 
-class OpenAIChatRenderer:
+class OpenAIChatRenderer(Renderer):
     """Renders canonical logs as chat-completions requests and parses the replies.
 
     Each renderer keeps its own walks of recent logs (`ProgressCache`): nothing is shared
     between renderers, so two clients never see each other's logs or wait on each other."""
-
-    def __init__(self) -> None:
-        self._walks: ProgressCache[_ChatWalk] = ProgressCache()
-
-    def forget(self) -> None:
-        """Forget the walks of the logs rendered so far (the next render starts cold)."""
-        self._walks.clear()
 
     def render_request(
         self,
@@ -711,71 +648,72 @@ class OpenAIChatRenderer:
             declared[-1] = declared[-1].model_copy(update={"cache_control": control})
         return OpenAIChatRequest(model=model, messages=messages, tools=declared, **fields)
 
-    def render_bytes(
+    def _parts(
         self,
         events: LogLike,
         tools: ToolsLike,
         model: str,
-        system: str | None = None,
-        *,
-        max_tokens: int | None = None,
-        cache: PromptCache | None = None,
-        options: RequestOptions | None = None,
-    ) -> bytes:
-        """The encoded body, byte-identical to the typed request's dump, from memoised fragments."""
-        return b"".join(
-            self.render_parts(
-                events, tools, model, system, max_tokens=max_tokens, cache=cache, options=options
-            )
-        )
-
-    def render_parts(
-        self,
-        events: LogLike,
-        tools: ToolsLike,
-        model: str,
-        system: str | None = None,
-        *,
-        max_tokens: int | None = None,
-        cache: PromptCache | None = None,
-        options: RequestOptions | None = None,
+        system: str | None,
+        max_tokens: int | None,
+        cache: PromptCache | None,
+        options: RequestOptions | None,
     ) -> list[bytes]:
-        """The body of `render_bytes` in parts that concatenate to it: the head, the cached
-        blocks of the log's settled messages, and the rest with the tail (one fresh join)."""
         if chat_replays_thinking(options, model, () if cache is None else cache.prefixes):
             # Thinking blocks ride on their turns: the typed path (the fragments hold none).
             request = self.render_request(
                 events, tools, model, system, max_tokens=max_tokens, cache=cache, options=options
             )
             return [_encode(request)]
-        with self._walks.lock:
-            return _render_parts(
-                self._walks, events, tools, model, system, max_tokens, cache, options
-            )
-
-    def render(
-        self,
-        events: LogLike,
-        tools: ToolsLike,
-        model: str,
-        system: str | None = None,
-        *,
-        max_tokens: int | None = None,
-        cache: PromptCache | None = None,
-        options: RequestOptions | None = None,
-    ) -> dict[str, Any]:
-        """The body as a fresh dict (decoded from `render_bytes`, so it is the same body)."""
-        body = self.render_bytes(
-            events, tools, model, system, max_tokens=max_tokens, cache=cache, options=options
+        walks: ProgressCache[_ChatWalk] = self._walks
+        progress = walks.walk(log_items(events), None, lambda shared: _ChatWalk(shared, _BYTES))
+        check_images_once(progress)
+        specs = unique_specs(tools)
+        fields = _option_fields(
+            options, model, max_tokens, specs, bool(progress.used_tools()), cache
         )
-        return cast(dict[str, Any], pydantic_core.from_json(body))
+        policy = active(cache, model)
+        control = None if policy is None else policy.control_json
+        count, rest, slots = progress.finish_slots(progress.rope.covered)
+        if not count:
+            raise RenderError(_NOTHING_TO_SEND)
+        marks = [] if control is None else _breakpoints(slots)
+        # The last message always goes fresh, so the final part is never a bare block (an
+        # image message still without images is no message: the one before it goes fresh).
+        last = count - 1
+        if _empty_album(slots[last]):
+            last -= 1
+        limit = min([last, *marks])
+        base = progress.rope.covered
+        blocks, start = progress.grow_rope(limit).usable(limit)
+        if start != base:  # the rope grew, or this call marks a message it covers
+            count, rest, slots = progress.finish_slots(start)
+        if control is not None:
+            for index in marks:
+                rest[index - start] = _encode_marked(slots[index], control)
+        sent = [message for message in rest if message]
+        head = b'{"model":' + pydantic_core.to_json(model) + b',"messages":['
+        if system is not None and system.strip():
+            head += b'{"role":"system","content":'
+            head += _json(system) if control is None else _marked_part(system, control)
+            head += b"},"
+        tail = [b"]"]
+        declared: list[bytes] = []
+        if specs:
+            declared = [cast(bytes, _fragment(spec)) for spec in specs]
+        elif used_tools := progress.used_tools():
+            declared = [_encode(_map_stub_tool(name)) for name in used_tools]
+        if declared:
+            if control is not None:
+                declared[-1] = declared[-1][:-1] + b',"cache_control":' + control + b"}"
+            tail.append(b',"tools":[')
+            tail.append(b",".join(declared))
+            tail.append(b"]")
+        tail.extend(_encode_fields(fields))
+        tail.append(b"}")
+        sent[-1] += b"".join(tail)
+        return [head, *blocks, b",".join(sent)]
 
-    def parse(
-        self,
-        body: bytes | str | Mapping[str, Any],
-        *,
-        requested_model: str,
-        max_tokens: int | None = None,
+    def _reply(
+        self, body: bytes | str | Mapping[str, Any], requested_model: str, max_tokens: int | None
     ) -> Completion:
-        """A reply body as canonical events, usage and stop reason (`openai_chat_reply`)."""
         return parse_chat_completion(body, requested_model=requested_model, max_tokens=max_tokens)

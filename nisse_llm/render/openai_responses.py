@@ -64,6 +64,7 @@ from nisse_llm.log.canonical import (
     WireEvent,
     log_items,
 )
+from nisse_llm.render._base import Renderer
 from nisse_llm.render._cache import PromptCache
 from nisse_llm.render._images import check_images_once
 from nisse_llm.render._memo import FragmentMemo
@@ -239,18 +240,11 @@ def task_cache_key(model: str, system: str | None, first: WireEvent) -> str:
     return "nisse-" + digest.hexdigest()[:32]
 
 
-class OpenAIResponsesRenderer:
+class OpenAIResponsesRenderer(Renderer):
     """Renders canonical logs as Responses requests and parses the replies.
 
     Each renderer keeps its own walks of recent logs (`ProgressCache`): nothing is shared
     between renderers, so two clients never see each other's logs or wait on each other."""
-
-    def __init__(self) -> None:
-        self._walks: ProgressCache[TurnWalk] = ProgressCache()
-
-    def forget(self) -> None:
-        """Forget the walks of the logs rendered so far (the next render starts cold)."""
-        self._walks.clear()
 
     def render_request(
         self,
@@ -336,19 +330,60 @@ class OpenAIResponsesRenderer:
         with the tail. Input items are encoded once per event (`_MEMO`) and the walk
         resumes from the log this one extends: a log re-sent grown by a turn costs its new
         events and one join of what is not yet in a block."""
-        items = log_items(events)
         with self._walks.lock:
-            walk = self._walks.walk(items, model, lambda shared: TurnWalk(shared, _ENCODED, model))
-            check_images_once(walk)
-            count, rest = walk.finish(walk.rope.covered)
-            if not count:
-                raise RenderError(_NOTHING_TO_SEND)
-            # The last item always goes fresh, so the final part is never a bare block.
-            base = walk.rope.covered
-            blocks, start = walk.grow_rope(count - 1).usable(count - 1)
-            if start != base:
-                count, rest = walk.finish(start)
-            used = walk.used_tools()
+            return self._parts(
+                events, tools, model, system, max_tokens, cache, options, prompt_cache_key
+            )
+
+    def render(
+        self,
+        events: LogLike,
+        tools: ToolsLike,
+        model: str,
+        system: str | None = None,
+        *,
+        max_tokens: int | None = None,
+        cache: PromptCache | None = None,
+        options: RequestOptions | None = None,
+        prompt_cache_key: str | None = None,
+    ) -> dict[str, Any]:
+        """The body as a fresh dict (decoded from `render_bytes`, so it is the same body)."""
+        body = self.render_bytes(
+            events,
+            tools,
+            model,
+            system,
+            max_tokens=max_tokens,
+            cache=cache,
+            options=options,
+            prompt_cache_key=prompt_cache_key,
+        )
+        return cast(dict[str, Any], pydantic_core.from_json(body))
+
+    def _parts(
+        self,
+        events: LogLike,
+        tools: ToolsLike,
+        model: str,
+        system: str | None,
+        max_tokens: int | None,
+        cache: PromptCache | None,
+        options: RequestOptions | None,
+        prompt_cache_key: str | None = None,
+    ) -> list[bytes]:
+        items = log_items(events)
+        walks: ProgressCache[TurnWalk] = self._walks
+        walk = walks.walk(items, model, lambda shared: TurnWalk(shared, _ENCODED, model))
+        check_images_once(walk)
+        count, rest = walk.finish(walk.rope.covered)
+        if not count:
+            raise RenderError(_NOTHING_TO_SEND)
+        # The last item always goes fresh, so the final part is never a bare block.
+        base = walk.rope.covered
+        blocks, start = walk.grow_rope(count - 1).usable(count - 1)
+        if start != base:
+            count, rest = walk.finish(start)
+        used = walk.used_tools()
         specs = unique_specs(tools)
         fields = responses_fields(
             options,
@@ -379,37 +414,7 @@ class OpenAIResponsesRenderer:
         tail.append(b"}")
         return [b"".join(head), *blocks, b"".join(tail)]
 
-    def render(
-        self,
-        events: LogLike,
-        tools: ToolsLike,
-        model: str,
-        system: str | None = None,
-        *,
-        max_tokens: int | None = None,
-        cache: PromptCache | None = None,
-        options: RequestOptions | None = None,
-        prompt_cache_key: str | None = None,
-    ) -> dict[str, Any]:
-        """The body as a fresh dict (decoded from `render_bytes`, so it is the same body)."""
-        body = self.render_bytes(
-            events,
-            tools,
-            model,
-            system,
-            max_tokens=max_tokens,
-            cache=cache,
-            options=options,
-            prompt_cache_key=prompt_cache_key,
-        )
-        return cast(dict[str, Any], pydantic_core.from_json(body))
-
-    def parse(
-        self,
-        body: bytes | str | Mapping[str, Any],
-        *,
-        requested_model: str,
-        max_tokens: int | None = None,
+    def _reply(
+        self, body: bytes | str | Mapping[str, Any], requested_model: str, max_tokens: int | None
     ) -> Completion:
-        """A reply body as canonical events, usage and stop reason (`openai_responses_reply`)."""
         return parse_responses_reply(body, requested_model=requested_model, max_tokens=max_tokens)

@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Final, NoReturn, Protocol
+from typing import TYPE_CHECKING, Final, NoReturn, TypeAlias
 
 import httpx
 from pydantic import SecretStr
@@ -117,20 +117,8 @@ _STREAM_ACCEPT: Final = {"accept": "text/event-stream"}
 _PARSE_BUGS = (ValueError, TypeError, KeyError, IndexError, AttributeError)
 
 
-class PartsRenderer(Renderer, Protocol):
-    """A `Renderer` that also hands out its body in parts (``b"".join`` of them is it)."""
-
-    def render_parts(
-        self,
-        events: LogLike,
-        tools: ToolsLike,
-        model: str,
-        system: str | None = None,
-        *,
-        max_tokens: int | None = None,
-        cache: PromptCache | None = None,
-        options: RequestOptions | None = None,
-    ) -> list[bytes]: ...
+#: A route's renderer, which also hands out its body in parts (``b"".join`` of them is it).
+PartsRenderer: TypeAlias = Renderer
 
 
 class RouteSpec:
