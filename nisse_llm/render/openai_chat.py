@@ -43,7 +43,7 @@ Render rules, in the order a body is built:
 Dump convention: the body is ``render_request(...).model_dump_json(exclude_none=True)``.
 `render_bytes` builds the same bytes by joining per-event fragments memoised in
 ``_MEMO``, resuming from the progress cached for the longest already-rendered prefix of
-the log (``_PROGRESS``: the 16 latest logs, held strongly): an event already sent is
+the log (each renderer's own walks of its 16 latest logs, held strongly): an event already sent is
 never encoded again, and a re-sent log costs its new events plus one join.
 
 The reply side (parsing) lives in `nisse_llm.render.openai_chat_reply`.
