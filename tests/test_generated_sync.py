@@ -1,26 +1,15 @@
-"""The committed sync modules are what ``scripts/gen_sync.py`` makes of their async sources."""
+"""The committed sync modules are what ``tests/gen_sync.py`` makes of their async sources."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
+from tests import gen_sync as GEN
+
 REPO = Path(__file__).resolve().parents[1]
 
-
-def _generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gen_sync", REPO / "scripts" / "gen_sync.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-GEN = _generator()
 GENERATED = GEN.generate()
 
 
@@ -36,4 +25,4 @@ def test_the_committed_sync_module_is_generated_from_its_source(target: str) -> 
 def test_each_generated_module_says_where_it_comes_from() -> None:
     for target, text in GENERATED.items():
         source = target.replace("/_sync/", "/_async/")
-        assert text.startswith(f"# Generated from {source} by scripts/gen_sync.py (unasync)")
+        assert text.startswith(f"# Generated from {source} by tests/gen_sync.py (unasync)")

@@ -4,7 +4,7 @@ Every client is the same exchange (`nisse_llm.transport.core`) over a different 
 `LiteLLMClient` posts chat completions, `AnthropicPassthroughClient` posts Anthropic
 messages; the async twins differ only in awaiting the send and the sleep, and are the
 one source of the sync code (`nisse_llm.transport._async.clients`, from which
-``scripts/gen_sync.py`` generates `nisse_llm.transport._sync.clients`). ``stream()``
+``tests/gen_sync.py`` generates `nisse_llm.transport._sync.clients`). ``stream()``
 is ``complete()`` read as server-sent events: a `ReplyStream` (or `AsyncReplyStream`)
 yields typed deltas, then holds the very events ``complete()`` would have returned.
 """

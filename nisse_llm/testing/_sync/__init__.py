@@ -1,2 +1,2 @@
 """The sync scripted client, generated from `nisse_llm.testing._async` by
-``scripts/gen_sync.py`` (unasync)."""
+``tests/gen_sync.py`` (unasync)."""

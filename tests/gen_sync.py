@@ -1,7 +1,7 @@
 """Write the sync clients, routers, scripted client and fleet driver from their async
 sources (unasync).
 
-``python scripts/gen_sync.py`` rewrites every ``_sync/`` module listed in `SOURCES` from
+``python -m tests.gen_sync`` rewrites every ``_sync/`` module listed in `SOURCES` from
 its ``_async/`` twin: ``async``/``await`` dropped, the names in `NAMES` swapped (in code,
 and in docstrings and comments, with the phrases in `PHRASES`), then ruff-formatted. The
 generated files are committed; tests/test_generated_sync.py fails when one is stale.
@@ -20,7 +20,7 @@ import tokenize_rt
 import unasync
 
 ROOT = Path(__file__).resolve().parents[1]
-COMMAND = "python scripts/gen_sync.py"
+COMMAND = "python -m tests.gen_sync"
 #: The async sources (each generates the same path with ``_async`` -> ``_sync``).
 SOURCES = (
     "nisse_llm/transport/_async/headroom.py",
@@ -71,7 +71,7 @@ def _name(word: str, names: dict[str, str]) -> str:
 
 
 def _header(source: str) -> str:
-    return f"# Generated from {source} by scripts/gen_sync.py (unasync); do not edit.\n"
+    return f"# Generated from {source} by tests/gen_sync.py (unasync); do not edit.\n"
 
 
 def generate() -> dict[str, str]:
