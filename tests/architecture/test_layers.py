@@ -43,7 +43,8 @@ def layer_of(module: str) -> int:
     best: tuple[int, int] | None = None
     for rank, (_, prefixes) in enumerate(LAYERS):
         for prefix in prefixes:
-            matches = module == prefix or module.startswith(prefix + ".")
+            # The package itself names only its facade, not every module below it.
+            matches = module == prefix or (prefix != PACKAGE and module.startswith(prefix + "."))
             if matches and (best is None or len(prefix) > best[1]):
                 best = (rank, len(prefix))
     assert best is not None, f"{module} is in no layer: add it to LAYERS"
