@@ -43,7 +43,7 @@ The reply side (parsing) lives in `nisse_llm.render.openai_responses_reply`.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import pydantic_core
@@ -240,6 +240,31 @@ def task_cache_key(model: str, system: str | None, first: WireEvent) -> str:
     return "nisse-" + digest.hexdigest()[:32]
 
 
+def _request_fields(
+    items: Sequence[object],
+    tools: ToolsLike,
+    used: Sequence[str],
+    model: str,
+    system: str | None,
+    max_tokens: int | None,
+    options: RequestOptions | None,
+    prompt_cache_key: str | None,
+) -> tuple[list[ToolSpec], dict[str, Any]]:
+    """The tools declared and the fields options decide, for the typed and the byte path
+    alike; the cache key defaults to the task's (`task_cache_key`)."""
+    specs = unique_specs(tools)
+    fields = responses_fields(
+        options,
+        model=model,
+        max_tokens=max_tokens,
+        tools=[spec.name for spec in specs],
+        stubbed=not specs and bool(used),
+        prompt_cache_key=prompt_cache_key
+        or task_cache_key(model, system, bare_events(items[:1])[0]),
+    )
+    return specs, fields
+
+
 class OpenAIResponsesRenderer(Renderer):
     """Renders canonical logs as Responses requests and parses the replies.
 
@@ -267,15 +292,8 @@ class OpenAIResponsesRenderer(Renderer):
         walk.consume(list(items))
         check_images_once(walk)
         plan, used = _input(walk)
-        specs = unique_specs(tools)
-        key = prompt_cache_key or task_cache_key(model, system, bare_events(items[:1])[0])
-        fields = responses_fields(
-            options,
-            model=model,
-            max_tokens=max_tokens,
-            tools=[spec.name for spec in specs],
-            stubbed=not specs and bool(used),
-            prompt_cache_key=key,
+        specs, fields = _request_fields(
+            items, tools, used, model, system, max_tokens, options, prompt_cache_key
         )
         declared: list[OpenAIResponsesFunctionTool] | None = None
         if specs:
@@ -384,15 +402,8 @@ class OpenAIResponsesRenderer(Renderer):
         if start != base:
             count, rest = walk.finish(start)
         used = walk.used_tools()
-        specs = unique_specs(tools)
-        fields = responses_fields(
-            options,
-            model=model,
-            max_tokens=max_tokens,
-            tools=[spec.name for spec in specs],
-            stubbed=not specs and bool(used),
-            prompt_cache_key=prompt_cache_key
-            or task_cache_key(model, system, bare_events(items[:1])[0]),
+        specs, fields = _request_fields(
+            items, tools, used, model, system, max_tokens, options, prompt_cache_key
         )
         head = [b'{"model":', json_bytes(model)]
         if system is not None and system.strip():
