@@ -26,9 +26,10 @@ from __future__ import annotations
 import ssl
 import time
 import zlib
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextvars import ContextVar
-from typing import Any, Final
+from dataclasses import dataclass
+from typing import Any, Final, TypeVar
 
 import httpcore
 import httpx
@@ -57,6 +58,7 @@ ACCEPT_ENCODING: Final = "gzip, deflate"
 # Largest piece one decompression step may produce.
 _PIECE = 64 * 1024
 _EVENT_STREAM = "text/event-stream"
+T = TypeVar("T")
 
 
 class ReplyTooLarge(httpx.TransportError):
@@ -71,20 +73,13 @@ class UnsupportedEncoding(httpx.TransportError):
     """A reply in a ``Content-Encoding`` this reader does not decode (only gzip, deflate)."""
 
 
+@dataclass(frozen=True, slots=True)
 class Limits:
     """The bounds of one client's attempts."""
 
-    __slots__ = ("call_deadline_s", "max_response_bytes", "stream_deadline_s")
-
-    def __init__(
-        self,
-        max_response_bytes: int = defaults.MAX_RESPONSE_BYTES,
-        call_deadline_s: float = defaults.CALL_DEADLINE_S,
-        stream_deadline_s: float = defaults.STREAM_DEADLINE_S,
-    ) -> None:
-        self.max_response_bytes = max_response_bytes
-        self.call_deadline_s = call_deadline_s
-        self.stream_deadline_s = stream_deadline_s
+    max_response_bytes: int = defaults.MAX_RESPONSE_BYTES
+    call_deadline_s: float = defaults.CALL_DEADLINE_S
+    stream_deadline_s: float = defaults.STREAM_DEADLINE_S
 
     def deadline_for(self, request: httpx.Request) -> tuple[float, str]:
         """The deadline of ``request`` in seconds and the setting that set it."""
@@ -454,17 +449,23 @@ def _bound_sockets(transport: httpx.HTTPTransport) -> None:
         pool._network_backend = _DeadlineBackend(backend)  # type: ignore[union-attr]
 
 
+def _pool(base_url: str, make: Callable[..., T], verify: ssl.SSLContext) -> T:
+    """httpx's own connection pool (``make``), over the environment's proxy for
+    ``base_url`` if it names one (see `environment_proxy`)."""
+    proxy, variable = environment_proxy(base_url)
+    try:
+        return make(verify=verify, proxy=proxy)
+    except (ImportError, ValueError, httpx.InvalidURL) as exc:
+        raise proxy_error(variable, proxy or "", exc) from None
+
+
 def sync_transport(
     base_url: str, inner: httpx.BaseTransport | None, limits: Limits, verify: ssl.SSLContext
 ) -> BoundedTransport:
     """The bounded transport of a sync client: over ``inner``, else over a connection pool
-    that takes the environment's proxy for ``base_url`` (see `environment_proxy`)."""
+    that takes the environment's proxy for ``base_url``."""
     if inner is None:
-        proxy, variable = environment_proxy(base_url)
-        try:
-            pool = httpx.HTTPTransport(verify=verify, proxy=proxy)
-        except (ImportError, ValueError, httpx.InvalidURL) as exc:
-            raise proxy_error(variable, proxy or "", exc) from None
+        pool = _pool(base_url, httpx.HTTPTransport, verify)
         _bound_sockets(pool)
         inner = pool
     return BoundedTransport(inner, limits)
@@ -475,9 +476,5 @@ def async_transport(
 ) -> AsyncBoundedTransport:
     """`sync_transport` for asyncio."""
     if inner is None:
-        proxy, variable = environment_proxy(base_url)
-        try:
-            inner = httpx.AsyncHTTPTransport(verify=verify, proxy=proxy)
-        except (ImportError, ValueError, httpx.InvalidURL) as exc:
-            raise proxy_error(variable, proxy or "", exc) from None
+        inner = _pool(base_url, httpx.AsyncHTTPTransport, verify)
     return AsyncBoundedTransport(inner, limits)

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final, NoReturn, TypeAlias
 
@@ -121,24 +121,15 @@ _PARSE_BUGS = (ValueError, TypeError, KeyError, IndexError, AttributeError)
 PartsRenderer: TypeAlias = Renderer
 
 
+@dataclass(frozen=True, slots=True)
 class RouteSpec:
     """One proxy route: its name, path, default timeout, renderer and auth headers."""
 
-    __slots__ = ("auth_headers", "default_timeout_s", "name", "path", "renderer")
-
-    def __init__(
-        self,
-        name: Route,
-        path: str,
-        default_timeout_s: float,
-        renderer: Callable[[], PartsRenderer],
-        auth_headers: Callable[[str], dict[str, str]],
-    ) -> None:
-        self.name = name
-        self.path = path
-        self.default_timeout_s = default_timeout_s
-        self.renderer = renderer
-        self.auth_headers = auth_headers
+    name: Route
+    path: str
+    default_timeout_s: float
+    renderer: Callable[[], PartsRenderer]
+    auth_headers: Callable[[str], dict[str, str]]
 
 
 def _debug_text(data: bytes, token: str) -> str:
@@ -450,14 +441,7 @@ class Call:
         if 200 <= status < 300:
             return None
         core = self.core
-        if logger.isEnabledFor(logging.DEBUG):
-            logger.debug(
-                "response %s %s %d: %s",
-                core.where,
-                self.model,
-                status,
-                _debug_text(response.content, core.token),
-            )
+        self._log_reply(response)
         verdict = classify_failure(
             status,
             response.headers,
@@ -474,6 +458,18 @@ class Call:
             return verdict.wait_s
         self.fail(with_token_hint(verdict, core.token_source))
 
+    def _log_reply(self, response: httpx.Response) -> None:
+        """The reply's body at DEBUG, cut short and with the token redacted."""
+        if logger.isEnabledFor(logging.DEBUG):
+            core = self.core
+            logger.debug(
+                "response %s %s %d: %s",
+                core.where,
+                self.model,
+                response.status_code,
+                _debug_text(response.content, core.token),
+            )
+
     def slept(self, wait_s: float) -> None:
         """Record a wait taken before the next attempt."""
         self.waited_s += wait_s
@@ -485,14 +481,7 @@ class Call:
     def finish_completion(self, response: httpx.Response) -> Completion:
         """`finish`, returning the whole `Completion` (events, usage, stop reason)."""
         core = self.core
-        if logger.isEnabledFor(logging.DEBUG):
-            logger.debug(
-                "response %s %s %d: %s",
-                core.where,
-                self.model,
-                self.status,
-                _debug_text(response.content, core.token),
-            )
+        self._log_reply(response)
         return self._settle(
             lambda: core.renderer.parse(response.content, requested_model=self.model)
         )
