@@ -7,11 +7,8 @@ import threading
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TypeAlias, TypeVar, assert_never
+from typing import TypeAlias, assert_never
 
-from pydantic import BaseModel
-
-from nisse_llm.config.options import RequestOptions
 from nisse_llm.errors import TruncatedResponse
 from nisse_llm.log.canonical import (
     AssistantText,
@@ -27,14 +24,12 @@ from nisse_llm.log.canonical import (
     as_tool_specs,
     mint_call_id,
 )
-from nisse_llm.render.typed import TypedExchange, answer_rules
 from nisse_llm.testing.bodies import RedactedThinking, Text, Thinking, ToolUse, estimate_tokens
 from nisse_llm.testing.turns import Reply
 
-__all__ = ["ClientTurn", "ScriptExhausted", "ScriptedCall", "ScriptedCore", "typed_exchange"]
+__all__ = ["ClientTurn", "ScriptExhausted", "ScriptedCall", "ScriptedCore"]
 
 ClientTurn: TypeAlias = Reply | str | BaseException
-M = TypeVar("M", bound=BaseModel)
 
 
 class ScriptExhausted(AssertionError):
@@ -131,24 +126,3 @@ def _events(reply: Reply, model: str) -> list[CanonicalEvent]:
         else:
             assert_never(part)
     return out
-
-
-def typed_exchange(
-    output_type: type[M],
-    events: LogLike,
-    tools: ToolsLike,
-    model: str,
-    system: str | None,
-    options: RequestOptions | None,
-    repair_attempts: int,
-) -> TypedExchange[M]:
-    return TypedExchange.begin(
-        output_type,
-        events,
-        tools,
-        system,
-        options=options,
-        repair_attempts=repair_attempts,
-        rules=answer_rules("openai_chat", model, options),
-        route="openai_chat",
-    )

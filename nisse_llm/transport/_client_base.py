@@ -7,14 +7,14 @@ its generated sync twin.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
 
 import httpx
 from pydantic import SecretStr
 
 from nisse_llm import defaults
 from nisse_llm.config.routing import Route
-from nisse_llm.log.canonical import CallInfo, CanonicalEvent, Completion, Usage
+from nisse_llm.log.canonical import CallInfo, CanonicalEvent, Completion, LogLike, ToolsLike, Usage
 from nisse_llm.transport._classify import RateLimitPolicy
 from nisse_llm.transport.core import (
     Call,
@@ -26,9 +26,15 @@ from nisse_llm.transport.core import (
 )
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from nisse_llm.config.options import RequestOptions
     from nisse_llm.config.settings import Pin, Settings
     from nisse_llm.render._cache import PromptCache
+    from nisse_llm.render.typed import TypedExchange
     from nisse_llm.stream.deltas import StreamAccumulator, StreamDelta
+
+    M = TypeVar("M", bound=BaseModel)
 
 __all__ = [
     "CHAT_ROUTE",
@@ -40,6 +46,7 @@ __all__ = [
     "shared_ssl_context",
     "stream_timeout",
     "timeout",
+    "typed_exchange",
 ]
 
 
@@ -115,6 +122,32 @@ def stream_timeout(read_s: float, connect_s: float | None, idle_s: float) -> htt
     # A read timeout bounds each socket read, so on a stream it is exactly the idle limit
     # (also while waiting for the headers); the route's timeout still bounds writes.
     return httpx.Timeout(read_s, connect=read_s if connect_s is None else connect_s, read=idle_s)
+
+
+def typed_exchange(
+    route: Route,
+    output_type: type[M],
+    events: LogLike,
+    tools: ToolsLike,
+    model: str,
+    system: str | None,
+    options: RequestOptions | None,
+    repair_attempts: int,
+) -> TypedExchange[M]:
+    """The asks of one ``complete_as`` on ``route``: how ``model`` is asked for an answer
+    of ``output_type`` (see `nisse_llm.render.typed`), and its repairs."""
+    from nisse_llm.render.typed import TypedExchange, answer_rules
+
+    return TypedExchange.begin(
+        output_type,
+        events,
+        tools,
+        system,
+        options=options,
+        repair_attempts=repair_attempts,
+        rules=answer_rules(route, model, options),
+        route=route,
+    )
 
 
 _EVENT_STREAM = "text/event-stream"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Self, TypeVar
 
 from nisse_llm.config._bounds import check_client_numbers
 from nisse_llm.config.routing import Route
@@ -129,6 +129,9 @@ def call_recorder(store: LogStore) -> tuple[Callable[[Call], None], CallObserver
 class RouterBase(Generic[K]):
     """Role -> model by the pin alone, model -> route by the pin's prefixes, one client per route."""
 
+    #: Route -> the class of this router's clients on it (`SYNC_KINDS` or `ASYNC_KINDS`).
+    _kinds: ClassVar[Mapping[Route, type[Any]]]
+
     def __init__(
         self,
         pin: Pin,
@@ -200,6 +203,25 @@ class RouterBase(Generic[K]):
     def store(self) -> LogStore | None:
         """The task file every call's record is appended to (None: calls are not recorded)."""
         return self._store
+
+    @classmethod
+    def from_pin(
+        cls,
+        pin: Pin,
+        *,
+        store: LogStore | None = None,
+        compaction: CompactionPolicy | None = None,
+        **options: Any,
+    ) -> Self:
+        """A router over ``pin``; ``options`` (transport, sleep, on_usage...) go to each client.
+
+        With ``store``, a start record is appended before each request leaves and the
+        call's record (role, model, route, usage, cost, outcome) as it ends, success or
+        failure; the store is begun with ``pin`` first (`TaskPinMismatch` if it holds
+        another task). With ``compaction``, `complete` compacts a log near the window.
+        """
+        clients = cls._clients_for(pin, cls._kinds, options)
+        return cls(pin, clients, store=store, compaction=compaction)
 
     @classmethod
     def _clients_for(

@@ -6,7 +6,6 @@ turn becomes a reply are `nisse_llm.testing._scripted`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from types import TracebackType
 from typing import Self, TypeVar
 
 from pydantic import BaseModel
@@ -14,14 +13,16 @@ from pydantic import BaseModel
 from nisse_llm.config.options import RequestOptions
 from nisse_llm.log.canonical import CanonicalEvent, Completion, LogLike, ToolsLike, Usage
 from nisse_llm.render.typed import TypedReply
-from nisse_llm.testing._scripted import ClientTurn, ScriptedCall, ScriptedCore, typed_exchange
+from nisse_llm.testing._scripted import ClientTurn, ScriptedCall, ScriptedCore
+from nisse_llm.transport._async.clients import AsyncClosing
+from nisse_llm.transport._client_base import typed_exchange
 
 __all__ = ["AsyncScriptedClient"]
 
 M = TypeVar("M", bound=BaseModel)
 
 
-class AsyncScriptedClient:
+class AsyncScriptedClient(AsyncClosing):
     """A client answering from scripted turns (``await client.complete(...)``); records
     every call.
 
@@ -84,7 +85,7 @@ class AsyncScriptedClient:
         """A typed answer from the scripted turns, as the real clients make it: script the
         answer as ``reply(ToolUse("<Model's class name>", {...}))``."""
         exchange = typed_exchange(
-            output_type, events, tools, model, system, options, repair_attempts
+            "openai_chat", output_type, events, tools, model, system, options, repair_attempts
         )
         while True:
             completion = await self.completion(exchange.log, exchange.tools, model, exchange.system)
@@ -94,14 +95,3 @@ class AsyncScriptedClient:
 
     async def aclose(self) -> None:
         """Nothing to release; present for the client protocol."""
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()

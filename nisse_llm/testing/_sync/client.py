@@ -7,7 +7,6 @@ turn becomes a reply are `nisse_llm.testing._scripted`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from types import TracebackType
 from typing import Self, TypeVar
 
 from pydantic import BaseModel
@@ -15,14 +14,16 @@ from pydantic import BaseModel
 from nisse_llm.config.options import RequestOptions
 from nisse_llm.log.canonical import CanonicalEvent, Completion, LogLike, ToolsLike, Usage
 from nisse_llm.render.typed import TypedReply
-from nisse_llm.testing._scripted import ClientTurn, ScriptedCall, ScriptedCore, typed_exchange
+from nisse_llm.testing._scripted import ClientTurn, ScriptedCall, ScriptedCore
+from nisse_llm.transport._client_base import typed_exchange
+from nisse_llm.transport._sync.clients import SyncClosing
 
 __all__ = ["ScriptedClient"]
 
 M = TypeVar("M", bound=BaseModel)
 
 
-class ScriptedClient:
+class ScriptedClient(SyncClosing):
     """A client answering from scripted turns (``client.complete(...)``); records
     every call.
 
@@ -85,7 +86,7 @@ class ScriptedClient:
         """A typed answer from the scripted turns, as the real clients make it: script the
         answer as ``reply(ToolUse("<Model's class name>", {...}))``."""
         exchange = typed_exchange(
-            output_type, events, tools, model, system, options, repair_attempts
+            "openai_chat", output_type, events, tools, model, system, options, repair_attempts
         )
         while True:
             completion = self.completion(exchange.log, exchange.tools, model, exchange.system)
@@ -95,14 +96,3 @@ class ScriptedClient:
 
     def close(self) -> None:
         """Nothing to release; present for the client protocol."""
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()

@@ -28,6 +28,7 @@ from nisse_llm.transport._client_base import (
     ReplyStreamBase,
     stream_timeout,
     timeout,
+    typed_exchange,
 )
 from nisse_llm.transport._limits import (
     Limits,
@@ -46,10 +47,32 @@ if TYPE_CHECKING:
 
     M = TypeVar("M", bound=BaseModel)
 
-__all__ = ["AsyncReplyStream", "AsyncRouteClient"]
+__all__ = ["AsyncClosing", "AsyncReplyStream", "AsyncRouteClient"]
 
 
-class AsyncReplyStream(ReplyStreamBase):
+class AsyncClosing:
+    """``async with`` on what the client protocol closes: the block gets the object
+    itself, and leaving it calls `aclose`."""
+
+    __slots__ = ()
+
+    async def aclose(self) -> None:
+        """Release what the object holds (each subclass says what)."""
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+class AsyncReplyStream(ReplyStreamBase, AsyncClosing):
     """One streamed reply: ``async with client.stream(...) as s: async for delta in s: ...``.
 
     Entering sends the request (errors before the first byte raise there, classified
@@ -126,16 +149,8 @@ class AsyncReplyStream(ReplyStreamBase):
         if response is not None:
             await response.aclose()
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
-
-class AsyncRouteClient(AsyncClientLimits, ClientBase):
+class AsyncRouteClient(AsyncClientLimits, ClientBase, AsyncClosing):
     """A client of one proxy route (its class's ``ROUTE``): one connection pool, the
     route's renderer and reply parser, retries, limits and deadlines."""
 
@@ -288,17 +303,8 @@ class AsyncRouteClient(AsyncClientLimits, ClientBase):
     ) -> TypedReply[M]:
         """An answer validated into ``output_type`` (see `nisse_llm.render.typed`): a `TypedReply`,
         or `OutputValidationError` once ``repair_attempts`` more asks have failed too."""
-        from nisse_llm.render.typed import TypedExchange, answer_rules
-
-        exchange = TypedExchange.begin(
-            output_type,
-            events,
-            tools,
-            system,
-            options=options,
-            repair_attempts=repair_attempts,
-            rules=answer_rules(self.route, model, options),
-            route=self.route,
+        exchange = typed_exchange(
+            self.route, output_type, events, tools, model, system, options, repair_attempts
         )
         while True:
             completion = await self.completion(
@@ -336,14 +342,3 @@ class AsyncRouteClient(AsyncClientLimits, ClientBase):
     async def aclose(self) -> None:
         """Close the connection pool."""
         await self._http.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()

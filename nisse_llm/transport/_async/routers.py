@@ -10,8 +10,7 @@ compacted near the model's window. What needs no I/O is `nisse_llm.transport._ro
 from __future__ import annotations
 
 from collections.abc import Sequence
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from nisse_llm.config.options import RequestOptions
 from nisse_llm.errors import ContextWindowExceeded
@@ -24,6 +23,7 @@ from nisse_llm.log.canonical import (
     as_events,
     as_tool_specs,
 )
+from nisse_llm.transport._async.clients import AsyncClosing
 from nisse_llm.transport._async.headroom import AsyncRouterLimits
 from nisse_llm.transport._headroom import render_request
 from nisse_llm.transport._router_base import ASYNC_KINDS, RouterBase, acting, compacting
@@ -32,37 +32,17 @@ from nisse_llm.transport.clients import AsyncReplyStream, AsyncRouteClient
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from nisse_llm.config.settings import Pin
     from nisse_llm.render.typed import TypedReply
-    from nisse_llm.task.logstore import LogStore
-    from nisse_llm.task.summaries import CompactionPolicy
 
     M = TypeVar("M", bound=BaseModel)
 
 __all__ = ["AsyncRoleRouter"]
 
 
-class AsyncRoleRouter(AsyncRouterLimits, RouterBase[AsyncRouteClient]):
+class AsyncRoleRouter(AsyncRouterLimits, RouterBase[AsyncRouteClient], AsyncClosing):
     """Complete by role through a pin's mapping; one connection pool per route used."""
 
-    @classmethod
-    def from_pin(
-        cls,
-        pin: Pin,
-        *,
-        store: LogStore | None = None,
-        compaction: CompactionPolicy | None = None,
-        **options: Any,
-    ) -> Self:
-        """A router over ``pin``; ``options`` (transport, sleep, on_usage...) go to each client.
-
-        With ``store``, a start record is appended before each request leaves and the
-        call's record (role, model, route, usage, cost, outcome) as it ends, success or
-        failure; the store is begun with ``pin`` first (`TaskPinMismatch` if it holds
-        another task). With ``compaction``, `complete` compacts a log near the window.
-        """
-        clients = cls._clients_for(pin, ASYNC_KINDS, options)
-        return cls(pin, clients, store=store, compaction=compaction)
+    _kinds = ASYNC_KINDS
 
     async def complete(
         self,
@@ -215,14 +195,3 @@ class AsyncRoleRouter(AsyncRouterLimits, RouterBase[AsyncRouteClient]):
         """Close every client's pool."""
         for client in self._clients.values():
             await client.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()

@@ -27,6 +27,7 @@ from nisse_llm.transport._client_base import (
     ReplyStreamBase,
     stream_timeout,
     timeout,
+    typed_exchange,
 )
 from nisse_llm.transport._limits import (
     Limits,
@@ -47,10 +48,32 @@ if TYPE_CHECKING:
 
     M = TypeVar("M", bound=BaseModel)
 
-__all__ = ["ReplyStream", "SyncRouteClient"]
+__all__ = ["ReplyStream", "SyncClosing", "SyncRouteClient"]
 
 
-class ReplyStream(ReplyStreamBase):
+class SyncClosing:
+    """``with`` on what the client protocol closes: the block gets the object
+    itself, and leaving it calls `close`."""
+
+    __slots__ = ()
+
+    def close(self) -> None:
+        """Release what the object holds (each subclass says what)."""
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class ReplyStream(ReplyStreamBase, SyncClosing):
     """One streamed reply: ``with client.stream(...) as s: for delta in s: ...``.
 
     Entering sends the request (errors before the first byte raise there, classified
@@ -127,16 +150,8 @@ class ReplyStream(ReplyStreamBase):
         if response is not None:
             response.close()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
-
-class SyncRouteClient(ClientLimits, ClientBase):
+class SyncRouteClient(ClientLimits, ClientBase, SyncClosing):
     """A client of one proxy route (its class's ``ROUTE``): one connection pool, the
     route's renderer and reply parser, retries, limits and deadlines."""
 
@@ -287,17 +302,8 @@ class SyncRouteClient(ClientLimits, ClientBase):
     ) -> TypedReply[M]:
         """An answer validated into ``output_type`` (see `nisse_llm.render.typed`): a `TypedReply`,
         or `OutputValidationError` once ``repair_attempts`` more asks have failed too."""
-        from nisse_llm.render.typed import TypedExchange, answer_rules
-
-        exchange = TypedExchange.begin(
-            output_type,
-            events,
-            tools,
-            system,
-            options=options,
-            repair_attempts=repair_attempts,
-            rules=answer_rules(self.route, model, options),
-            route=self.route,
+        exchange = typed_exchange(
+            self.route, output_type, events, tools, model, system, options, repair_attempts
         )
         while True:
             completion = self.completion(
@@ -335,14 +341,3 @@ class SyncRouteClient(ClientLimits, ClientBase):
     def close(self) -> None:
         """Close the connection pool."""
         self._http.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
