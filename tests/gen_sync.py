@@ -32,6 +32,7 @@ SOURCES = (
 #: Async name -> sync name, beside unasync's own (``__aenter__``, ``StopAsyncIteration``...).
 NAMES = {
     "_async": "_sync",
+    "AsyncClosing": "Closing",
     "AsyncReplyStream": "ReplyStream",
     "AsyncClientLimits": "ClientLimits",
     "AsyncRouterLimits": "RouterLimits",

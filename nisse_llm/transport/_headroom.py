@@ -11,14 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeVar
 
 from nisse_llm import _telemetry
 from nisse_llm.errors import ContextWindowExceeded, LLMError, UpstreamUnavailable
 from nisse_llm.log.canonical import LogLike, ToolsLike
 from nisse_llm.transport._callinfo import call_info
-from nisse_llm.transport._classify import Retry, classify_failure, redact
+from nisse_llm.transport._classify import Retry, redact
 from nisse_llm.transport.core import HTTPX_ERRORS, Call, Core, logger, public_url, with_token_hint
 
 # The model-info readers load with the first side request: a plain call never needs them.
@@ -88,16 +87,7 @@ class SideRequest:
         if 200 <= status < 300:
             return None
         core = self.core
-        verdict = classify_failure(
-            status,
-            response.headers,
-            response.content,
-            where=self.where,
-            token=core.token,
-            policy=core.policy,
-            retries_done=self.attempts - 1,
-            now=datetime.now(UTC),
-        )
+        verdict = core.classify(response, where=self.where, attempts=self.attempts)
         if isinstance(verdict, Retry):
             return verdict.wait_s
         verdict.call_id = call_info(response.headers, token=core.token).call_id

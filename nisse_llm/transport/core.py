@@ -236,6 +236,30 @@ class Core:
         """A repr for a client: route, endpoint and timeout, never the token."""
         return f"{cls.__name__}(url={self.url!r}, timeout_s={self.timeout_s!r})"
 
+    def classify(
+        self,
+        response: httpx.Response,
+        *,
+        where: str,
+        attempts: int,
+        model: str | None = None,
+        role: str | None = None,
+    ) -> Retry | LLMError:
+        """What to do about a non-2xx ``response`` to the ``attempts``-th try of a request
+        named ``where`` (see `classify_failure`)."""
+        return classify_failure(
+            response.status_code,
+            response.headers,
+            response.content,
+            where=where,
+            token=self.token,
+            policy=self.policy,
+            retries_done=attempts - 1,
+            now=datetime.now(UTC),
+            model=model,
+            role=role,
+        )
+
     def begin(
         self,
         events: LogLike,
@@ -442,17 +466,8 @@ class Call:
             return None
         core = self.core
         self._log_reply(response)
-        verdict = classify_failure(
-            status,
-            response.headers,
-            response.content,
-            where=core.where,
-            token=core.token,
-            policy=core.policy,
-            retries_done=self.attempts - 1,
-            now=datetime.now(UTC),
-            model=self.model,
-            role=self.role,
+        verdict = core.classify(
+            response, where=core.where, attempts=self.attempts, model=self.model, role=self.role
         )
         if isinstance(verdict, Retry):
             return verdict.wait_s

@@ -16,6 +16,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "base",
         (
             "nisse_llm._version",
+            "nisse_llm._closing",
             "nisse_llm.defaults",
             "nisse_llm._partial",
             "nisse_llm.errors",

@@ -10,11 +10,11 @@ from typing import Self, TypeVar
 
 from pydantic import BaseModel
 
+from nisse_llm._closing import AsyncClosing
 from nisse_llm.config.options import RequestOptions
 from nisse_llm.log.canonical import CanonicalEvent, Completion, LogLike, ToolsLike, Usage
 from nisse_llm.render.typed import TypedReply
 from nisse_llm.testing._scripted import ClientTurn, ScriptedCall, ScriptedCore
-from nisse_llm.transport._async.clients import AsyncClosing
 from nisse_llm.transport._client_base import typed_exchange
 
 __all__ = ["AsyncScriptedClient"]

@@ -11,19 +11,19 @@ from typing import Self, TypeVar
 
 from pydantic import BaseModel
 
+from nisse_llm._closing import Closing
 from nisse_llm.config.options import RequestOptions
 from nisse_llm.log.canonical import CanonicalEvent, Completion, LogLike, ToolsLike, Usage
 from nisse_llm.render.typed import TypedReply
 from nisse_llm.testing._scripted import ClientTurn, ScriptedCall, ScriptedCore
 from nisse_llm.transport._client_base import typed_exchange
-from nisse_llm.transport._sync.clients import SyncClosing
 
 __all__ = ["ScriptedClient"]
 
 M = TypeVar("M", bound=BaseModel)
 
 
-class ScriptedClient(SyncClosing):
+class ScriptedClient(Closing):
     """A client answering from scripted turns (``client.complete(...)``); records
     every call.
 

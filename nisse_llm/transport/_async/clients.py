@@ -11,13 +11,13 @@ read as server-sent events: the stream yields typed deltas, then holds the very 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from types import TracebackType
 from typing import TYPE_CHECKING, Self, TypeVar
 
 import httpx
 from pydantic import SecretStr
 
 from nisse_llm import defaults
+from nisse_llm._closing import AsyncClosing
 from nisse_llm.config._bounds import check_client_numbers
 from nisse_llm.log.canonical import CanonicalEvent, Completion, LogLike, ToolsLike
 from nisse_llm.transport import _client_base
@@ -47,29 +47,7 @@ if TYPE_CHECKING:
 
     M = TypeVar("M", bound=BaseModel)
 
-__all__ = ["AsyncClosing", "AsyncReplyStream", "AsyncRouteClient"]
-
-
-class AsyncClosing:
-    """``async with`` on what the client protocol closes: the block gets the object
-    itself, and leaving it calls `aclose`."""
-
-    __slots__ = ()
-
-    async def aclose(self) -> None:
-        """Release what the object holds (each subclass says what)."""
-        raise NotImplementedError
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
+__all__ = ["AsyncReplyStream", "AsyncRouteClient"]
 
 
 class AsyncReplyStream(ReplyStreamBase, AsyncClosing):

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TypeVar
 
+from nisse_llm._closing import AsyncClosing
 from nisse_llm.config.options import RequestOptions
 from nisse_llm.errors import ContextWindowExceeded
 from nisse_llm.log.canonical import (
@@ -23,7 +24,6 @@ from nisse_llm.log.canonical import (
     as_events,
     as_tool_specs,
 )
-from nisse_llm.transport._async.clients import AsyncClosing
 from nisse_llm.transport._async.headroom import AsyncRouterLimits
 from nisse_llm.transport._headroom import render_request
 from nisse_llm.transport._router_base import ASYNC_KINDS, RouterBase, acting, compacting

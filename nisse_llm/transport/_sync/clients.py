@@ -12,13 +12,13 @@ read as server-sent events: the stream yields typed deltas, then holds the very 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from types import TracebackType
 from typing import TYPE_CHECKING, Self, TypeVar
 
 import httpx
 from pydantic import SecretStr
 
 from nisse_llm import defaults
+from nisse_llm._closing import Closing
 from nisse_llm.config._bounds import check_client_numbers
 from nisse_llm.log.canonical import CanonicalEvent, Completion, LogLike, ToolsLike
 from nisse_llm.transport import _client_base
@@ -48,32 +48,10 @@ if TYPE_CHECKING:
 
     M = TypeVar("M", bound=BaseModel)
 
-__all__ = ["ReplyStream", "SyncClosing", "SyncRouteClient"]
+__all__ = ["ReplyStream", "SyncRouteClient"]
 
 
-class SyncClosing:
-    """``with`` on what the client protocol closes: the block gets the object
-    itself, and leaving it calls `close`."""
-
-    __slots__ = ()
-
-    def close(self) -> None:
-        """Release what the object holds (each subclass says what)."""
-        raise NotImplementedError
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-
-class ReplyStream(ReplyStreamBase, SyncClosing):
+class ReplyStream(ReplyStreamBase, Closing):
     """One streamed reply: ``with client.stream(...) as s: for delta in s: ...``.
 
     Entering sends the request (errors before the first byte raise there, classified
@@ -151,7 +129,7 @@ class ReplyStream(ReplyStreamBase, SyncClosing):
             response.close()
 
 
-class SyncRouteClient(ClientLimits, ClientBase, SyncClosing):
+class SyncRouteClient(ClientLimits, ClientBase, Closing):
     """A client of one proxy route (its class's ``ROUTE``): one connection pool, the
     route's renderer and reply parser, retries, limits and deadlines."""
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TypeVar
 
+from nisse_llm._closing import Closing
 from nisse_llm.config.options import RequestOptions
 from nisse_llm.errors import ContextWindowExceeded
 from nisse_llm.log.canonical import (
@@ -26,7 +27,6 @@ from nisse_llm.log.canonical import (
 )
 from nisse_llm.transport._headroom import render_request
 from nisse_llm.transport._router_base import SYNC_KINDS, RouterBase, acting, compacting
-from nisse_llm.transport._sync.clients import SyncClosing
 from nisse_llm.transport._sync.headroom import RouterLimits
 from nisse_llm.transport.clients import ReplyStream, SyncRouteClient
 
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 __all__ = ["RoleRouter"]
 
 
-class RoleRouter(RouterLimits, RouterBase[SyncRouteClient], SyncClosing):
+class RoleRouter(RouterLimits, RouterBase[SyncRouteClient], Closing):
     """Complete by role through a pin's mapping; one connection pool per route used."""
 
     _kinds = SYNC_KINDS
