@@ -41,6 +41,26 @@ __all__ = ["register"]
 _EVENT = TypeAdapter[CanonicalEvent](CanonicalEvent)
 
 
+def _level_or_budget(text: str) -> int | str:
+    """A ``--reasoning`` value: a budget in tokens when it is a number, else a level."""
+    return int(text) if text.isdecimal() else text
+
+
+#: The `RequestOptions` fields the command takes as flags (``--max-output-tokens`` for
+#: ``max_output_tokens``): field, metavar, how the text is parsed, help.
+_REQUEST_OPTIONS: tuple[tuple[str, str, Callable[[str], object], str], ...] = (
+    (
+        "reasoning",
+        "LEVEL",
+        _level_or_budget,
+        "off, low, medium, high, or a thinking budget in tokens",
+    ),
+    ("max_output_tokens", "N", int, "output ceiling for the reply, in tokens"),
+    ("tool_choice", "CHOICE", str, "auto, none, required, or a tool name"),
+    ("temperature", "T", float, "sampling temperature, 0 to 2 (OpenAI-family models only)"),
+)
+
+
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``complete`` to the CLI's subcommands."""
     summary = "send one prompt to a role's model through the proxy and print the reply"
@@ -63,30 +83,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--stream", action="store_true", help="print the reply's text as it arrives"
     )
     options = parser.add_argument_group("request options (override the role's profile)")
-    options.add_argument(
-        "--reasoning",
-        metavar="LEVEL",
-        type=_option("reasoning", lambda text: int(text) if text.isdecimal() else text),
-        help="off, low, medium, high, or a thinking budget in tokens",
-    )
-    options.add_argument(
-        "--max-output-tokens",
-        metavar="N",
-        type=_option("max_output_tokens", int),
-        help="output ceiling for the reply, in tokens",
-    )
-    options.add_argument(
-        "--tool-choice",
-        metavar="CHOICE",
-        type=_option("tool_choice", str),
-        help="auto, none, required, or a tool name",
-    )
-    options.add_argument(
-        "--temperature",
-        metavar="T",
-        type=_option("temperature", float),
-        help="sampling temperature, 0 to 2 (OpenAI-family models only)",
-    )
+    for name, metavar, parse, help_text in _REQUEST_OPTIONS:
+        options.add_argument(
+            "--" + name.replace("_", "-"),
+            metavar=metavar,
+            type=_option(name, parse),
+            help=help_text,
+        )
     parser.add_argument(
         "--image",
         metavar="PATH",
@@ -117,7 +120,7 @@ def _option(name: str, parse: Callable[[str], object]) -> Callable[[str], object
 def _request_options(args: argparse.Namespace) -> RequestOptions | None:
     given = {
         name: getattr(args, name)
-        for name in ("reasoning", "max_output_tokens", "tool_choice", "temperature")
+        for name, *_ in _REQUEST_OPTIONS
         if getattr(args, name) is not None
     }
     return RequestOptions.model_validate(given) if given else None

@@ -130,35 +130,36 @@ def _syntax_position(message: str, text: str) -> tuple[int, int, str]:
 
 
 def warn_if_exposed(path: Path) -> None:
-    try:
-        mode = path.stat().st_mode
-    except OSError:
-        return
-    if os.name == "posix" and mode & 0o077:
-        warnings.warn(
-            InsecureConfigFileWarning(
-                f"{path} holds llm.token and is readable by group or others "
-                f"(mode {mode & 0o777:04o}); run chmod 600 {path}, or set NISSE_LLM_TOKEN instead"
-            ),
-            stacklevel=2,
-        )
+    _warn_if_open(
+        path,
+        0o077,
+        "{path} holds llm.token and is readable by group or others (mode {mode}); "
+        "run chmod 600 {path}, or set NISSE_LLM_TOKEN instead",
+    )
 
 
 def warn_if_writable(path: Path) -> None:
     # Whoever can write the file can point base_url elsewhere while the token comes from
     # the environment: as grave as a readable token.
+    _warn_if_open(
+        path,
+        0o022,
+        "{path} is writable by group or others (mode {mode}): they can redirect "
+        "llm.base_url and so the token; run chmod go-w {path}",
+    )
+
+
+def _warn_if_open(path: Path, bits: int, message: str) -> None:
+    """Warn with ``message`` (``{path}`` and ``{mode}`` filled in) when the file's mode has
+    any of ``bits`` on a POSIX system; a file that cannot be read for its mode is passed."""
     try:
         mode = path.stat().st_mode
     except OSError:
         return
-    if os.name == "posix" and mode & 0o022:
-        warnings.warn(
-            InsecureConfigFileWarning(
-                f"{path} is writable by group or others (mode {mode & 0o777:04o}): they can "
-                f"redirect llm.base_url and so the token; run chmod go-w {path}"
-            ),
-            stacklevel=2,
-        )
+    if os.name == "posix" and mode & bits:
+        text = message.format(path=path, mode=f"{mode & 0o777:04o}")
+        # Level 3: the warning names the line that called warn_if_exposed or warn_if_writable.
+        warnings.warn(InsecureConfigFileWarning(text), stacklevel=3)
 
 
 def file_line(text: str, loc: tuple[str, ...]) -> int | None:

@@ -397,21 +397,23 @@ class LogStore:
         calls, answered = self._ids
         new_calls: set[str] = set()
         new_answers: set[str] = set()
+
+        def claim(call_id: str, in_file: set[str], new: set[str], taken: str) -> None:
+            if call_id in in_file or call_id in new:
+                detail = taken.format(call_id)
+                raise LogDuplicateId(f"{self.path}: {detail}; nothing was written")
+            new.add(call_id)
+
         for item in items:
             if isinstance(item, ToolCall):
-                if item.call_id in calls or item.call_id in new_calls:
-                    raise LogDuplicateId(
-                        f"{self.path}: the tool call id {item.call_id!r} is already in the "
-                        "log; nothing was written"
-                    )
-                new_calls.add(item.call_id)
+                claim(item.call_id, calls, new_calls, "the tool call id {!r} is already in the log")
             elif isinstance(item, ToolResult):
-                if item.call_id in answered or item.call_id in new_answers:
-                    raise LogDuplicateId(
-                        f"{self.path}: the tool call {item.call_id!r} already has its result "
-                        "in the log; nothing was written"
-                    )
-                new_answers.add(item.call_id)
+                claim(
+                    item.call_id,
+                    answered,
+                    new_answers,
+                    "the tool call {!r} already has its result in the log",
+                )
 
     def repair(self) -> bytes | None:
         """Truncate a torn last line left by a crash and return its bytes (None if none).

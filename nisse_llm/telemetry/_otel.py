@@ -30,7 +30,7 @@ from nisse_llm.telemetry import _content
 from nisse_llm.transport._classify import redact
 
 if TYPE_CHECKING:
-    from opentelemetry.metrics import MeterProvider
+    from opentelemetry.metrics import Histogram, Meter, MeterProvider
     from opentelemetry.trace import Span, TracerProvider
 
     from nisse_llm.config.options import RequestOptions
@@ -58,6 +58,19 @@ def _provider(call: Call) -> str:
     return "anthropic" if anthropic else "openai"
 
 
+def _histogram(
+    meter: Meter,
+    name: str,
+    unit: str,
+    description: str,
+    buckets: tuple[float, ...] = DURATION_BUCKETS,
+) -> Histogram:
+    """A histogram with the conventions' bucket advice (``buckets``: durations unless told)."""
+    return meter.create_histogram(
+        name, unit=unit, description=description, explicit_bucket_boundaries_advisory=buckets
+    )
+
+
 class OpenTelemetryTracer:
     """Spans from a tracer provider, histograms from a meter provider (globals when None)."""
 
@@ -72,29 +85,27 @@ class OpenTelemetryTracer:
         self.tracer = trace.get_tracer("nisse_llm", version, tracer_provider)
         meter = metrics.get_meter("nisse_llm", version, meter_provider)
         self.capture_content = capture_content
-        self.duration = meter.create_histogram(
-            "gen_ai.client.operation.duration",
-            unit="s",
-            description="GenAI operation duration.",
-            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+        self.duration = _histogram(
+            meter, "gen_ai.client.operation.duration", "s", "GenAI operation duration."
         )
-        self.tokens = meter.create_histogram(
+        self.tokens = _histogram(
+            meter,
             "gen_ai.client.token.usage",
-            unit="{token}",
-            description="Number of input and output tokens used.",
-            explicit_bucket_boundaries_advisory=TOKEN_BUCKETS,
+            "{token}",
+            "Number of input and output tokens used.",
+            TOKEN_BUCKETS,
         )
-        self.first_chunk = meter.create_histogram(
+        self.first_chunk = _histogram(
+            meter,
             "gen_ai.client.operation.time_to_first_chunk",
-            unit="s",
-            description="Time to receive the first chunk of a streamed reply.",
-            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+            "s",
+            "Time to receive the first chunk of a streamed reply.",
         )
-        self.per_chunk = meter.create_histogram(
+        self.per_chunk = _histogram(
+            meter,
             "gen_ai.client.operation.time_per_output_chunk",
-            unit="s",
-            description="Time per output chunk after the first, of a streamed reply.",
-            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+            "s",
+            "Time per output chunk after the first, of a streamed reply.",
         )
 
     def call(

@@ -109,6 +109,13 @@ def _call_id(part: ToolUse, prefix: str, serial: int, index: int) -> str:
     return part.id or f"{prefix}{serial:04d}{index:02d}"
 
 
+def _arguments_text(part: ToolUse) -> str:
+    """The arguments string the OpenAI routes send: the raw text given, else the JSON."""
+    if part.raw_arguments is not None:
+        return part.raw_arguments
+    return json.dumps(dict(part.arguments))
+
+
 def openai_chat_body(
     parts: Sequence[Part],
     *,
@@ -125,14 +132,11 @@ def openai_chat_body(
         if isinstance(part, Text):
             texts.append(part.text)
         elif isinstance(part, ToolUse):
-            arguments = part.raw_arguments
-            if arguments is None:
-                arguments = json.dumps(dict(part.arguments))
             calls.append(
                 {
                     "id": _call_id(part, "call_scripted_", serial, index),
                     "type": "function",
-                    "function": {"name": part.name, "arguments": arguments},
+                    "function": {"name": part.name, "arguments": _arguments_text(part)},
                 }
             )
         elif isinstance(part, Thinking):
@@ -227,14 +231,11 @@ def _responses_item(part: Part, serial: int, index: int) -> dict[str, Any]:
             "role": "assistant",
         }
     if isinstance(part, ToolUse):
-        arguments = part.raw_arguments
-        if arguments is None:
-            arguments = json.dumps(dict(part.arguments))
         return {
             "id": f"fc_scripted_{tag}",
             "type": "function_call",
             "status": "completed",
-            "arguments": arguments,
+            "arguments": _arguments_text(part),
             "call_id": _call_id(part, "call_scripted_", serial, index),
             "name": part.name,
         }

@@ -25,7 +25,6 @@ import os
 import shutil
 import signal
 import socket
-import subprocess
 import tempfile
 import time
 from collections.abc import Sequence
@@ -48,6 +47,7 @@ from nisse_llm.testing.proxy import (
     free_port,
     litellm_executable,
     scripted_models,
+    spawn_logged,
 )
 
 __all__ = [
@@ -165,16 +165,7 @@ class RedisServer(ServerProcess):
             "--daemonize",
             "no",
         ]
-        with (self._workdir / "redis.log").open("wb") as log:
-            process = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=self._workdir,
-                start_new_session=True,
-            )
-        self._watch(process)
+        self._watch(spawn_logged(argv, self._workdir / "redis.log"))
 
     def _wait_ready(self) -> None:
         process = self._process
@@ -273,31 +264,23 @@ class LiteLLMFleet(Started):
             else scripted_models(f"http://{host}:{free_port(host)}")
         )
         self.redis = RedisServer(redis_executable, host=host)
-        self.instances: list[LiteLLMProxy] = []
-        first = _SharedProxy(
-            self.upstream_base,
-            redis=self.redis,
-            models=self.models,
-            executable=executable,
-            token=token,
-            request_timeout_s=request_timeout_s,
-            startup_timeout_s=startup_timeout_s,
-            host=host,
-        )
-        self.instances.append(first)
-        for _ in range(instances - 1):
-            self.instances.append(
-                _SharedProxy(
-                    self.upstream_base,
-                    redis=self.redis,
-                    models=self.models,
-                    executable=first.executable,
-                    token=first.token,
-                    request_timeout_s=request_timeout_s,
-                    startup_timeout_s=startup_timeout_s,
-                    host=host,
-                )
+
+        def instance(executable: str | os.PathLike[str] | None, token: str | None) -> _SharedProxy:
+            return _SharedProxy(
+                self.upstream_base,
+                redis=self.redis,
+                models=self.models,
+                executable=executable,
+                token=token,
+                request_timeout_s=request_timeout_s,
+                startup_timeout_s=startup_timeout_s,
+                host=host,
             )
+
+        # The first finds the executable and makes the token; the others share both.
+        first = instance(executable, token)
+        self.instances: list[LiteLLMProxy] = [first]
+        self.instances += [instance(first.executable, first.token) for _ in range(instances - 1)]
         #: Seconds from the first launch to the last healthy instance, after `start`.
         self.startup_s: float | None = None
 

@@ -45,6 +45,7 @@ __all__ = [
     "free_port",
     "litellm_executable",
     "scripted_models",
+    "spawn_logged",
 ]
 
 LITELLM_BIN_ENV = "NISSE_LITELLM_BIN"
@@ -115,6 +116,24 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
+
+
+def spawn_logged(
+    argv: Sequence[str], log: Path, env: Mapping[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """Start ``argv`` in ``log``'s folder and in its own session (a Ctrl-C in the terminal
+    goes to the caller alone, which stops it by its PID), stdin closed, stdout and stderr
+    into ``log``; ``env`` replaces the environment when given."""
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=log.parent,
+            env=env,
+            start_new_session=True,
+        )
 
 
 @dataclass(frozen=True)
@@ -369,17 +388,7 @@ class LiteLLMProxy(ServerProcess):
             "--port",
             str(self._port),
         ]
-        with (self._workdir / "proxy.log").open("wb") as log:
-            process = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=self._workdir,
-                env=env,
-                start_new_session=True,
-            )
-        self._watch(process)
+        self._watch(spawn_logged(argv, self._workdir / "proxy.log", env))
         self._launched_at = time.monotonic()
 
     def _wait_healthy(self) -> None:

@@ -18,16 +18,24 @@ import json
 import threading
 from collections import deque
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Self, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeAlias, TypeVar
 
 import httpx
 
+from nisse_llm.config.routing import Route
 from nisse_llm.config.settings import SEED_ROLES, Pin, role_name_problem
 from nisse_llm.testing.client import ScriptExhausted
 from nisse_llm.testing.script import Script, ScriptedAnswer
 from nisse_llm.testing.transport import ScriptedTransport
 from nisse_llm.testing.turns import Disconnect, Failure, Reply, Turn, reply
-from nisse_llm.transport.clients import ASYNC_CLIENTS, SYNC_CLIENTS
+from nisse_llm.transport._client_base import ClientBase
+from nisse_llm.transport._router_base import RouterBase
+from nisse_llm.transport.clients import (
+    ASYNC_CLIENTS,
+    SYNC_CLIENTS,
+    AsyncRouteClient,
+    SyncRouteClient,
+)
 from nisse_llm.transport.routers import AsyncRoleRouter, RoleRouter
 
 if TYPE_CHECKING:
@@ -38,6 +46,8 @@ __all__ = ["AsyncScriptedRouter", "RouterTurn", "ScriptedRouter"]
 #: What a scripted role may answer: a reply, a text, an error answer, a dropped
 #: connection, or an exception to raise.
 RouterTurn: TypeAlias = Reply | str | Failure | Disconnect | BaseException
+
+_Client = TypeVar("_Client", bound=ClientBase)
 
 _BASE_URL = "http://scripted.test"
 _TOKEN = "sk-scripted-router"
@@ -144,11 +154,35 @@ def _pin(models: Mapping[str, str]) -> Pin:
     return Pin.model_validate({"base_url": _BASE_URL, "token": _TOKEN, "roles": dict(models)})
 
 
-class _Scripted:
-    """What both scripted routers add to the real ones: the per-role script."""
+class _Scripted(RouterBase[_Client]):
+    """What both scripted routers add to the real ones: a pin made for the roles named,
+    their scripted turns, and the script every request is recorded in."""
 
+    #: The client class of each route: the sync or the async ones.
+    _CLIENTS: ClassVar[Mapping[Route, type[Any]]]
     _turns: _RoleTurns
     _script: Script
+
+    def __init__(
+        self,
+        turns: Mapping[str, Iterable[RouterTurn]] | None = None,
+        *,
+        models: Mapping[str, str] | None = None,
+        store: LogStore | None = None,
+        **options: Any,
+    ) -> None:
+        pin, self._turns, self._script, transport = _build(turns, models)
+        clients = self._clients_for(pin, self._CLIENTS, {**options, "transport": transport})
+        super().__init__(pin, clients, store=store)
+
+    @classmethod
+    def from_pin(cls, pin: Pin, *, store: LogStore | None = None, **options: Any) -> Self:
+        """Not available: a scripted router makes its own pin; build it with
+        ``ScriptedRouter({role: turns}, models=...)``."""
+        raise TypeError(
+            f"{cls.__name__} makes its own pin: build it with {cls.__name__}({{role: [turns]}}, "
+            "models={role: model})"
+        )
 
     def add(self, role: str, *turns: RouterTurn) -> Self:
         """Append turns to ``role``'s queue; returns the router for chaining."""
@@ -182,7 +216,7 @@ def _build(
     return _pin(queues.models), queues, script, _RoleTransport(queues, script)
 
 
-class ScriptedRouter(_Scripted, RoleRouter):
+class ScriptedRouter(_Scripted[SyncRouteClient], RoleRouter):
     """A `RoleRouter` answering from turns scripted per role.
 
     ``ScriptedRouter({"planner": [reply("Plan: ...")], "executor": [reply(ToolUse(...)),
@@ -193,47 +227,10 @@ class ScriptedRouter(_Scripted, RoleRouter):
     a role's turns raise `ScriptExhausted`.
     """
 
-    def __init__(
-        self,
-        turns: Mapping[str, Iterable[RouterTurn]] | None = None,
-        *,
-        models: Mapping[str, str] | None = None,
-        store: LogStore | None = None,
-        **options: Any,
-    ) -> None:
-        pin, self._turns, self._script, transport = _build(turns, models)
-        clients = self._clients_for(pin, SYNC_CLIENTS, {**options, "transport": transport})
-        super().__init__(pin, clients, store=store)
-
-    @classmethod
-    def from_pin(cls, pin: Pin, *, store: LogStore | None = None, **options: Any) -> Self:
-        """Not available: a scripted router makes its own pin; build it with
-        ``ScriptedRouter({role: turns}, models=...)``."""
-        raise TypeError(
-            "ScriptedRouter makes its own pin: build it with ScriptedRouter({role: [turns]}, "
-            "models={role: model})"
-        )
+    _CLIENTS = SYNC_CLIENTS
 
 
-class AsyncScriptedRouter(_Scripted, AsyncRoleRouter):
+class AsyncScriptedRouter(_Scripted[AsyncRouteClient], AsyncRoleRouter):
     """`ScriptedRouter` for asyncio: an `AsyncRoleRouter` answering from scripted turns."""
 
-    def __init__(
-        self,
-        turns: Mapping[str, Iterable[RouterTurn]] | None = None,
-        *,
-        models: Mapping[str, str] | None = None,
-        store: LogStore | None = None,
-        **options: Any,
-    ) -> None:
-        pin, self._turns, self._script, transport = _build(turns, models)
-        clients = self._clients_for(pin, ASYNC_CLIENTS, {**options, "transport": transport})
-        super().__init__(pin, clients, store=store)
-
-    @classmethod
-    def from_pin(cls, pin: Pin, *, store: LogStore | None = None, **options: Any) -> Self:
-        """Not available: see `ScriptedRouter.from_pin`."""
-        raise TypeError(
-            "AsyncScriptedRouter makes its own pin: build it with "
-            "AsyncScriptedRouter({role: [turns]}, models={role: model})"
-        )
+    _CLIENTS = ASYNC_CLIENTS

@@ -209,6 +209,17 @@ class ScriptedAnswer:
     clean_cut: bool = False
 
 
+def _check_route(route: object) -> None:
+    if route not in ROUTES:
+        raise ValueError(f"unknown route {route!r}; expected one of {ROUTES}")
+
+
+def _check_turns(turns: tuple[object, ...]) -> None:
+    for turn in turns:
+        if not isinstance(turn, Reply | Failure | Disconnect):
+            raise TypeError(f"not a turn: {turn!r}")
+
+
 @dataclass
 class _State:
     queues: dict[Route, deque[Turn]] = field(
@@ -241,11 +252,8 @@ class Script:
 
     def add(self, route: Route, *turns: Turn) -> Script:
         """Append turns to a route's queue; returns the script for chaining."""
-        if route not in ROUTES:
-            raise ValueError(f"unknown route {route!r}; expected one of {ROUTES}")
-        for turn in turns:
-            if not isinstance(turn, Reply | Failure | Disconnect):
-                raise TypeError(f"not a turn: {turn!r}")
+        _check_route(route)
+        _check_turns(turns)
         with self._lock:
             self._state.queues[route].extend(turns)
         return self
@@ -268,11 +276,9 @@ class Script:
         opening with its own task text, get their own replies with
         ``script.when(reply(...), reply(...), user_text="task of agent 1")``.
         """
-        if route is not None and route not in ROUTES:
-            raise ValueError(f"unknown route {route!r}; expected one of {ROUTES}")
-        for turn in turns:
-            if not isinstance(turn, Reply | Failure | Disconnect):
-                raise TypeError(f"not a turn: {turn!r}")
+        if route is not None:
+            _check_route(route)
+        _check_turns(turns)
 
         def test(request: RecordedRequest) -> bool:
             last_user, last_tool = request.last_user_text, request.last_tool_result

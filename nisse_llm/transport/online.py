@@ -140,8 +140,9 @@ def _placement(pin: Pin, role: str, model: str, like: str | None) -> list[str]:
     ]
 
 
-def _refused(exc: LLMError, pin: Pin) -> OnlineReport | None:
-    """The report for a failure of the first request: unreachable, or the token refused."""
+def _refusal_report(exc: LLMError, pin: Pin) -> OnlineReport:
+    """The report for a failure of the first request: unreachable, or the token refused;
+    any other failure is raised again."""
     if isinstance(exc, UpstreamUnavailable):
         return OnlineReport(pin.base_url, reachable=False, token_accepted=False, error=exc)
     said = (exc.server_message or "").lower()
@@ -150,7 +151,7 @@ def _refused(exc: LLMError, pin: Pin) -> OnlineReport | None:
         and (exc.error_type == "no_db_connection" or said.startswith("no connected db"))
     ):
         return OnlineReport(pin.base_url, reachable=True, token_accepted=False, error=exc)
-    return None
+    raise exc
 
 
 def check_online(pin: Pin, **client_options: Any) -> OnlineReport:
@@ -164,10 +165,7 @@ def check_online(pin: Pin, **client_options: Any) -> OnlineReport:
         try:
             served = client.served_models()
         except LLMError as exc:
-            report = _refused(exc, pin)
-            if report is None:
-                raise
-            return report
+            return _refusal_report(exc, pin)
         models = {pin.model_for(role) for role in pin.roles.names}
         infos = {model: client.model_info(model) for model in sorted(models)}
     return judge(pin, served, infos)
@@ -182,10 +180,7 @@ async def acheck_online(pin: Pin, **client_options: Any) -> OnlineReport:
         try:
             served = await client.served_models()
         except LLMError as exc:
-            report = _refused(exc, pin)
-            if report is None:
-                raise
-            return report
+            return _refusal_report(exc, pin)
         models = {pin.model_for(role) for role in pin.roles.names}
         infos = {model: await client.model_info(model) for model in sorted(models)}
     return judge(pin, served, infos)
