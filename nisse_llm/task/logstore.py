@@ -31,11 +31,11 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import SecretStr, TypeAdapter, ValidationError
 
+from nisse_llm._closing import Closing
 from nisse_llm.errors import (
     LogCorrupt,
     LogDuplicateId,
@@ -151,7 +151,7 @@ class _Tail:
     torn_offset: int | None
 
 
-class LogStore:
+class LogStore(Closing):
     """One canonical log in one JSON-lines file: append-only, fsynced, readable after a crash."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -173,17 +173,6 @@ class LogStore:
 
     def __repr__(self) -> str:
         return f"LogStore({str(self.path)!r})"
-
-    def __enter__(self) -> LogStore:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def close(self) -> None:
         """Close the write descriptor (reopened by the next append)."""
