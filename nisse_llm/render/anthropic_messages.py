@@ -544,15 +544,7 @@ def _envelope(
             )
             tools = [*tools[:-1], marked]
     return AnthropicMessagesRequest(
-        model=model,
-        max_tokens=fields.max_tokens,
-        system=prompt,
-        messages=messages,
-        tools=tools,
-        tool_choice=fields.tool_choice,
-        thinking=fields.thinking,
-        output_config=fields.output_config,
-        stop_sequences=fields.stop_sequences,
+        model=model, system=prompt, messages=messages, tools=tools, **fields
     )
 
 
