@@ -88,6 +88,7 @@ from nisse_llm.render._walk import (
     Shared,
     SlotsView,
     TurnWalk,
+    object_schema,
     replayable_thinking,
     unique_specs,
 )
@@ -308,10 +309,11 @@ def _map_tool(spec: ToolSpec) -> OpenAIChatTool:
     )
 
     # OpenAI: "Invalid schema for function 'f': schema must be a JSON Schema of 'type: "object"'".
-    schema = spec.parameters if "type" in spec.parameters else {"type": "object", **spec.parameters}
     return OpenAIChatTool(
         function=OpenAIChatFunction(
-            name=spec.name, description=spec.description or None, parameters=schema
+            name=spec.name,
+            description=spec.description or None,
+            parameters=object_schema(spec.parameters),
         )
     )
 
