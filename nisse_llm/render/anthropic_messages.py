@@ -42,7 +42,6 @@ The reply side (parsing) lives in `nisse_llm.render.anthropic_messages_reply`.
 from __future__ import annotations
 
 import operator
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Self, TypeAlias, assert_never, cast
 
@@ -53,7 +52,6 @@ from nisse_llm.errors import RenderError
 from nisse_llm.log.canonical import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     AssistantText,
-    Completion,
     LogLike,
     Reasoning,
     ToolCall,
@@ -372,6 +370,8 @@ class AnthropicMessagesRenderer(Renderer):
     nothing is shared between renderers, so two clients never see each other's logs or
     wait on each other."""
 
+    _reply = staticmethod(parse_message)
+
     def __init__(self) -> None:
         super().__init__()
         self._envelopes: _Envelopes = {}
@@ -487,11 +487,6 @@ class AnthropicMessagesRenderer(Renderer):
         rest = [encoded(index) for index in range(offset + start, len(turns))]
         rest[-1] += b"]}" if tail == b"{}" else b"]," + tail[1:]
         return [opening, *blocks, b",".join(rest)]
-
-    def _reply(
-        self, body: bytes | str | Mapping[str, Any], requested_model: str, max_tokens: int | None
-    ) -> Completion:
-        return parse_message(body, requested_model=requested_model, max_tokens=max_tokens)
 
 
 def _plan(walks: ProgressCache[_Progress], events: LogLike, tools: ToolsLike, model: str) -> _Plan:

@@ -51,7 +51,7 @@ The reply side (parsing) lives in `nisse_llm.render.openai_chat_reply`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Self, TypeAlias, assert_never, cast
 
 import pydantic_core
@@ -60,7 +60,6 @@ from pydantic import BaseModel
 from nisse_llm.errors import RenderError
 from nisse_llm.log.canonical import (
     AssistantText,
-    Completion,
     LogLike,
     Reasoning,
     ToolCall,
@@ -593,6 +592,8 @@ class OpenAIChatRenderer(Renderer):
     Each renderer keeps its own walks of recent logs (`ProgressCache`): nothing is shared
     between renderers, so two clients never see each other's logs or wait on each other."""
 
+    _reply = staticmethod(parse_chat_completion)
+
     def render_request(
         self,
         events: LogLike,
@@ -714,8 +715,3 @@ class OpenAIChatRenderer(Renderer):
         tail.append(b"}")
         sent[-1] += b"".join(tail)
         return [head, *blocks, b",".join(sent)]
-
-    def _reply(
-        self, body: bytes | str | Mapping[str, Any], requested_model: str, max_tokens: int | None
-    ) -> Completion:
-        return parse_chat_completion(body, requested_model=requested_model, max_tokens=max_tokens)

@@ -52,7 +52,6 @@ from pydantic import BaseModel
 from nisse_llm.errors import RenderError
 from nisse_llm.log.canonical import (
     AssistantText,
-    Completion,
     LogLike,
     Reasoning,
     ToolCall,
@@ -271,6 +270,8 @@ class OpenAIResponsesRenderer(Renderer):
     Each renderer keeps its own walks of recent logs (`ProgressCache`): nothing is shared
     between renderers, so two clients never see each other's logs or wait on each other."""
 
+    _reply = staticmethod(parse_responses_reply)
+
     def render_request(
         self,
         events: LogLike,
@@ -424,8 +425,3 @@ class OpenAIResponsesRenderer(Renderer):
             tail += [b',"include":', json_bytes(include)]
         tail.append(b"}")
         return [b"".join(head), *blocks, b"".join(tail)]
-
-    def _reply(
-        self, body: bytes | str | Mapping[str, Any], requested_model: str, max_tokens: int | None
-    ) -> Completion:
-        return parse_responses_reply(body, requested_model=requested_model, max_tokens=max_tokens)
