@@ -52,6 +52,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
+from pydantic import BaseModel
+
 from nisse_llm.config.option_rules import (
     Violation,
     effort_for_budget,
@@ -63,6 +65,7 @@ from nisse_llm.config.option_rules import (
 )
 from nisse_llm.errors import RenderError
 from nisse_llm.log.canonical import DEFAULT_MAX_OUTPUT_TOKENS
+from nisse_llm.render._walk import encode_model, json_bytes
 
 if TYPE_CHECKING:
     from nisse_llm.config.model_rules import ModelRules
@@ -77,6 +80,7 @@ if TYPE_CHECKING:
 __all__ = [
     "chat_fields",
     "chat_replays_thinking",
+    "encode_fields",
     "messages_fields",
     "responses_fields",
 ]
@@ -419,3 +423,15 @@ def responses_fields(
     if rules.levels:
         fields["include"] = ["reasoning.encrypted_content"]
     return {name: fields[name] for name in RESPONSES_FIELDS if fields.get(name) is not None}
+
+
+def encode_fields(fields: dict[str, Any]) -> list[bytes]:
+    """``,"name":value`` per field of `chat_fields` or `responses_fields`, as the typed
+    request dumps it (``exclude_none``): the byte path's tail."""
+    return [
+        b',"'
+        + name.encode()
+        + b'":'
+        + (encode_model(value) if isinstance(value, BaseModel) else json_bytes(value))
+        for name, value in fields.items()
+    ]

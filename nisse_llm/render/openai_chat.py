@@ -55,7 +55,6 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Self, TypeAlias, assert_never, cast
 
 import pydantic_core
-from pydantic import BaseModel
 
 from nisse_llm.errors import RenderError
 from nisse_llm.log.canonical import (
@@ -80,7 +79,7 @@ from nisse_llm.render._images import (
     check_log_images,
 )
 from nisse_llm.render._memo import FragmentMemo
-from nisse_llm.render._options import chat_fields, chat_replays_thinking
+from nisse_llm.render._options import chat_fields, chat_replays_thinking, encode_fields
 from nisse_llm.render._walk import (
     Indexed,
     ProgressCache,
@@ -571,17 +570,6 @@ def _option_fields(
     )
 
 
-def _encode_fields(fields: dict[str, Any]) -> list[bytes]:
-    """``,"name":value`` per field, as the typed request dumps it (``exclude_none``)."""
-    return [
-        b',"'
-        + name.encode()
-        + b'":'
-        + (_encode(value) if isinstance(value, BaseModel) else _json(value))
-        for name, value in fields.items()
-    ]
-
-
 def _empty_album(slot: _Slot) -> bool:
     return type(slot) is _Album and not slot.results
 
@@ -711,7 +699,7 @@ class OpenAIChatRenderer(Renderer):
             tail.append(b',"tools":[')
             tail.append(b",".join(declared))
             tail.append(b"]")
-        tail.extend(_encode_fields(fields))
+        tail.extend(encode_fields(fields))
         tail.append(b"}")
         sent[-1] += b"".join(tail)
         return [head, *blocks, b",".join(sent)]

@@ -67,7 +67,7 @@ from nisse_llm.render._base import Renderer
 from nisse_llm.render._cache import PromptCache
 from nisse_llm.render._images import check_images_once
 from nisse_llm.render._memo import FragmentMemo
-from nisse_llm.render._options import responses_fields
+from nisse_llm.render._options import encode_fields, responses_fields
 from nisse_llm.render._walk import (
     ProgressCache,
     Shared,
@@ -418,8 +418,7 @@ class OpenAIResponsesRenderer(Renderer):
         if declared:
             tail += [b',"tools":[', b",".join(declared), b"]"]
         include = fields.pop("include", None)
-        for name, value in fields.items():
-            tail += [b',"', name.encode(), b'":', _encode(value)]
+        tail += encode_fields(fields)
         tail.append(b',"store":false')
         if include is not None:
             tail += [b',"include":', json_bytes(include)]
