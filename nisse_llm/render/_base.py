@@ -2,14 +2,14 @@
 
 A route's renderer subclasses `Renderer` and gives it two hooks: `Renderer._parts` (the
 body in parts, called under the walk cache's lock) and `Renderer._reply` (its reply
-parser). It keeps its own ``render_request`` (the typed body), and re-declares a public
-method only where its signature differs (the messages route's ``max_tokens`` default, the
-Responses route's ``prompt_cache_key``).
+module's parse function, as a static method). It keeps its own ``render_request`` (the
+typed body), and re-declares a public method only where its signature differs (the
+messages route's ``max_tokens`` default, the Responses route's ``prompt_cache_key``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 import pydantic_core
@@ -27,6 +27,9 @@ __all__ = ["Renderer"]
 class Renderer:
     """What the clients need of a route: render a log, parse a reply (one walk cache,
     `ProgressCache`, and its lock per renderer)."""
+
+    #: The route's reply parser (``parse_*(body, *, requested_model, max_tokens)``).
+    _reply: Callable[..., Completion]
 
     def __init__(self) -> None:
         self._walks: ProgressCache[Any] = ProgressCache()
@@ -96,7 +99,7 @@ class Renderer:
     ) -> Completion:
         """A 200 reply body as canonical events, usage and stop reason (the route's reply
         module: `openai_chat_reply`, `anthropic_messages_reply`, `openai_responses_reply`)."""
-        return self._reply(body, requested_model, max_tokens)
+        return self._reply(body, requested_model=requested_model, max_tokens=max_tokens)
 
     def _parts(
         self,
@@ -109,10 +112,4 @@ class Renderer:
         options: RequestOptions | None,
     ) -> list[bytes]:  # pragma: no cover - each route's own
         """The route's `render_parts`, run under the walk cache's lock."""
-        raise NotImplementedError
-
-    def _reply(
-        self, body: bytes | str | Mapping[str, Any], requested_model: str, max_tokens: int | None
-    ) -> Completion:  # pragma: no cover - each route's own
-        """The route's reply parser."""
         raise NotImplementedError

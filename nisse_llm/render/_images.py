@@ -10,6 +10,7 @@ fragment byte-identical to the wire model's dump.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Protocol
 
 from pydantic_core import to_json
@@ -38,28 +39,33 @@ _ANTHROPIC: FragmentMemo[Image, bytes] = FragmentMemo()
 _CHAT: FragmentMemo[Image, bytes] = FragmentMemo()
 
 
-def _anthropic_json(image: Image) -> bytes:
+def _spliced(image: Image, url_head: bytes, data_head: bytes, data_joint: bytes) -> bytes:
+    """A route's image JSON: ``url_head`` and the URL as a JSON string, or ``data_head``,
+    the media type, ``data_joint`` and the base64 text; each route's heads open the block
+    (and the object its source sits in) that ``}}`` closes."""
     if image.data is None:
-        return b'{"type":"image","source":{"type":"url","url":' + to_json(image.url) + b"}}"
+        return url_head + to_json(image.url) + b"}}"
     return (
-        b'{"type":"image","source":{"type":"base64","media_type":"'
+        data_head
         + str(image.media_type).encode()
-        + b'","data":"'
+        + data_joint
         + image.data.encode("ascii")
         + b'"}}'
     )
 
 
-def _chat_json(image: Image) -> bytes:
-    if image.data is None:
-        return b'{"type":"image_url","image_url":{"url":' + to_json(image.url) + b"}}"
-    return (
-        b'{"type":"image_url","image_url":{"url":"data:'
-        + str(image.media_type).encode()
-        + b";base64,"
-        + image.data.encode("ascii")
-        + b'"}}'
-    )
+_anthropic_json = partial(
+    _spliced,
+    url_head=b'{"type":"image","source":{"type":"url","url":',
+    data_head=b'{"type":"image","source":{"type":"base64","media_type":"',
+    data_joint=b'","data":"',
+)
+_chat_json = partial(
+    _spliced,
+    url_head=b'{"type":"image_url","image_url":{"url":',
+    data_head=b'{"type":"image_url","image_url":{"url":"data:',
+    data_joint=b";base64,",
+)
 
 
 def anthropic_image_json(image: Image) -> bytes:

@@ -52,6 +52,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
+from pydantic import BaseModel
+
 from nisse_llm.config.option_rules import (
     Violation,
     effort_for_budget,
@@ -63,22 +65,22 @@ from nisse_llm.config.option_rules import (
 )
 from nisse_llm.errors import RenderError
 from nisse_llm.log.canonical import DEFAULT_MAX_OUTPUT_TOKENS
+from nisse_llm.render._walk import encode_model, json_bytes
 
 if TYPE_CHECKING:
     from nisse_llm.config.model_rules import ModelRules
     from nisse_llm.config.options import RequestOptions
     from nisse_llm.config.routing import Route
     from nisse_llm.wire.anthropic_messages import (
-        AnthropicOutputConfig,
         AnthropicThinkingConfig,
         AnthropicToolChoice,
     )
     from nisse_llm.wire.openai_chat import OpenAIChatNamedToolChoice
 
 __all__ = [
-    "MessagesFields",
     "chat_fields",
     "chat_replays_thinking",
+    "encode_fields",
     "messages_fields",
     "responses_fields",
 ]
@@ -153,27 +155,6 @@ def _ceiling(options: RequestOptions, max_tokens: int | None) -> int | None:
     return ceiling
 
 
-class MessagesFields:
-    """The messages request's fields that options decide."""
-
-    __slots__ = ("max_tokens", "output_config", "stop_sequences", "thinking", "tool_choice")
-
-    def __init__(
-        self,
-        *,
-        max_tokens: int,
-        tool_choice: AnthropicToolChoice | None,
-        thinking: AnthropicThinkingConfig | None,
-        output_config: AnthropicOutputConfig | None,
-        stop_sequences: list[str] | None,
-    ) -> None:
-        self.max_tokens = max_tokens
-        self.tool_choice = tool_choice
-        self.thinking = thinking
-        self.output_config = output_config
-        self.stop_sequences = stop_sequences
-
-
 def messages_fields(
     options: RequestOptions | None,
     *,
@@ -182,8 +163,9 @@ def messages_fields(
     tools: Sequence[str],
     stubbed: bool,
     unthought_loop: bool = False,
-) -> MessagesFields:
-    """The messages route's fields for ``options`` (`RenderError` for a broken rule).
+) -> dict[str, Any]:
+    """The messages route's fields for ``options``, unset ones as None (`RenderError` for
+    a broken rule); ``max_tokens`` is always set.
 
     ``max_tokens`` is the client's default ceiling, ``tools`` the names of the tools the
     caller passed (none when ``stubbed``: the request declares stubs for the log's calls).
@@ -214,13 +196,13 @@ def messages_fields(
             effort=effort,
             format=None if schema is None else {"type": "json_schema", "schema": schema},
         )
-    return MessagesFields(
-        max_tokens=ceiling,
-        tool_choice=AnthropicToolChoiceNone() if stubbed else _anthropic_choice(opts, tools),
-        thinking=thinking,
-        output_config=output_config,
-        stop_sequences=list(opts.stop) if opts.stop else None,
-    )
+    return {
+        "max_tokens": ceiling,
+        "tool_choice": AnthropicToolChoiceNone() if stubbed else _anthropic_choice(opts, tools),
+        "thinking": thinking,
+        "output_config": output_config,
+        "stop_sequences": list(opts.stop) if opts.stop else None,
+    }
 
 
 def _answer_schema(opts: RequestOptions) -> dict[str, Any] | None:
@@ -441,3 +423,15 @@ def responses_fields(
     if rules.levels:
         fields["include"] = ["reasoning.encrypted_content"]
     return {name: fields[name] for name in RESPONSES_FIELDS if fields.get(name) is not None}
+
+
+def encode_fields(fields: dict[str, Any]) -> list[bytes]:
+    """``,"name":value`` per field of `chat_fields` or `responses_fields`, as the typed
+    request dumps it (``exclude_none``): the byte path's tail."""
+    return [
+        b',"'
+        + name.encode()
+        + b'":'
+        + (encode_model(value) if isinstance(value, BaseModel) else json_bytes(value))
+        for name, value in fields.items()
+    ]

@@ -42,7 +42,6 @@ The reply side (parsing) lives in `nisse_llm.render.anthropic_messages_reply`.
 from __future__ import annotations
 
 import operator
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Self, TypeAlias, assert_never, cast
 
@@ -53,7 +52,6 @@ from nisse_llm.errors import RenderError
 from nisse_llm.log.canonical import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     AssistantText,
-    Completion,
     LogLike,
     Reasoning,
     ToolCall,
@@ -372,6 +370,8 @@ class AnthropicMessagesRenderer(Renderer):
     nothing is shared between renderers, so two clients never see each other's logs or
     wait on each other."""
 
+    _reply = staticmethod(parse_message)
+
     def __init__(self) -> None:
         super().__init__()
         self._envelopes: _Envelopes = {}
@@ -488,11 +488,6 @@ class AnthropicMessagesRenderer(Renderer):
         rest[-1] += b"]}" if tail == b"{}" else b"]," + tail[1:]
         return [opening, *blocks, b",".join(rest)]
 
-    def _reply(
-        self, body: bytes | str | Mapping[str, Any], requested_model: str, max_tokens: int | None
-    ) -> Completion:
-        return parse_message(body, requested_model=requested_model, max_tokens=max_tokens)
-
 
 def _plan(walks: ProgressCache[_Progress], events: LogLike, tools: ToolsLike, model: str) -> _Plan:
     if not model:
@@ -544,15 +539,7 @@ def _envelope(
             )
             tools = [*tools[:-1], marked]
     return AnthropicMessagesRequest(
-        model=model,
-        max_tokens=fields.max_tokens,
-        system=prompt,
-        messages=messages,
-        tools=tools,
-        tool_choice=fields.tool_choice,
-        thinking=fields.thinking,
-        output_config=fields.output_config,
-        stop_sequences=fields.stop_sequences,
+        model=model, system=prompt, messages=messages, tools=tools, **fields
     )
 
 

@@ -24,6 +24,7 @@ from nisse_llm.log.canonical import (
     Usage,
     mint_call_id,
 )
+from nisse_llm.render._reply import completion
 from nisse_llm.wire.anthropic_messages_reply import (
     AnthropicMessagesResponse,
     AnthropicResponseOtherBlock,
@@ -67,19 +68,7 @@ def parse_message(
             "messages response stopped with pause_turn (a paused server-tool turn); "
             "nisse_llm declares no server tools and cannot resume it"
         )
-    # Every part is validated already (events and usage are models, the rest wire strings):
-    # constructed as is, a first reply does not build the model of the whole log's union.
-    return Completion.model_construct(
-        events=events,
-        usage=_map_usage(response),
-        stop_reason=stop,
-        response_model=response.model,
-        response_id=response.id[:_ID_LIMIT] if response.id else None,
-    )
-
-
-#: Longest reply id kept (real ones are under 40 characters).
-_ID_LIMIT = 256
+    return completion(events, _map_usage(response), stop, response.model, response.id)
 
 
 def _validate(body: bytes | str | Mapping[str, Any]) -> AnthropicMessagesResponse:

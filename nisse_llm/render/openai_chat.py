@@ -51,16 +51,14 @@ The reply side (parsing) lives in `nisse_llm.render.openai_chat_reply`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Self, TypeAlias, assert_never, cast
 
 import pydantic_core
-from pydantic import BaseModel
 
 from nisse_llm.errors import RenderError
 from nisse_llm.log.canonical import (
     AssistantText,
-    Completion,
     LogLike,
     Reasoning,
     ToolCall,
@@ -81,13 +79,14 @@ from nisse_llm.render._images import (
     check_log_images,
 )
 from nisse_llm.render._memo import FragmentMemo
-from nisse_llm.render._options import chat_fields, chat_replays_thinking
+from nisse_llm.render._options import chat_fields, chat_replays_thinking, encode_fields
 from nisse_llm.render._walk import (
     Indexed,
     ProgressCache,
     Shared,
     SlotsView,
     TurnWalk,
+    object_schema,
     replayable_thinking,
     unique_specs,
 )
@@ -308,10 +307,11 @@ def _map_tool(spec: ToolSpec) -> OpenAIChatTool:
     )
 
     # OpenAI: "Invalid schema for function 'f': schema must be a JSON Schema of 'type: "object"'".
-    schema = spec.parameters if "type" in spec.parameters else {"type": "object", **spec.parameters}
     return OpenAIChatTool(
         function=OpenAIChatFunction(
-            name=spec.name, description=spec.description or None, parameters=schema
+            name=spec.name,
+            description=spec.description or None,
+            parameters=object_schema(spec.parameters),
         )
     )
 
@@ -570,17 +570,6 @@ def _option_fields(
     )
 
 
-def _encode_fields(fields: dict[str, Any]) -> list[bytes]:
-    """``,"name":value`` per field, as the typed request dumps it (``exclude_none``)."""
-    return [
-        b',"'
-        + name.encode()
-        + b'":'
-        + (_encode(value) if isinstance(value, BaseModel) else _json(value))
-        for name, value in fields.items()
-    ]
-
-
 def _empty_album(slot: _Slot) -> bool:
     return type(slot) is _Album and not slot.results
 
@@ -590,6 +579,8 @@ class OpenAIChatRenderer(Renderer):
 
     Each renderer keeps its own walks of recent logs (`ProgressCache`): nothing is shared
     between renderers, so two clients never see each other's logs or wait on each other."""
+
+    _reply = staticmethod(parse_chat_completion)
 
     def render_request(
         self,
@@ -708,12 +699,7 @@ class OpenAIChatRenderer(Renderer):
             tail.append(b',"tools":[')
             tail.append(b",".join(declared))
             tail.append(b"]")
-        tail.extend(_encode_fields(fields))
+        tail.extend(encode_fields(fields))
         tail.append(b"}")
         sent[-1] += b"".join(tail)
         return [head, *blocks, b",".join(sent)]
-
-    def _reply(
-        self, body: bytes | str | Mapping[str, Any], requested_model: str, max_tokens: int | None
-    ) -> Completion:
-        return parse_chat_completion(body, requested_model=requested_model, max_tokens=max_tokens)

@@ -13,23 +13,20 @@ import reprlib
 from collections.abc import Mapping
 from typing import Any
 
-import pydantic_core
 from pydantic import ValidationError
 
-from nisse_llm.errors import LLMError, ModelRefusal, TruncatedResponse
+from nisse_llm.errors import LLMError
 from nisse_llm.log.canonical import (
     AssistantText,
     CanonicalEvent,
     Completion,
     Reasoning,
-    ToolCall,
     Usage,
-    mint_call_id,
 )
+from nisse_llm.render._reply import FILTERED, completion, json_call, refused, truncated
 from nisse_llm.wire.openai_chat_reply import (
     OpenAIChatResponse,
     OpenAIChatResponseMessage,
-    OpenAIChatResponseToolCall,
     OpenAIChatUsage,
 )
 
@@ -50,34 +47,25 @@ def parse_chat_completion(
     message = choice.message
     produced_by = response.model or requested_model
     if choice.finish_reason == "length":
-        ceiling = f" (max_tokens={max_tokens})" if max_tokens is not None else ""
-        raise TruncatedResponse(
-            f"{produced_by} hit its output ceiling{ceiling} mid-answer; "
-            "raise max_tokens or retry the turn"
-        )
+        raise truncated(produced_by, "max_tokens", max_tokens)
     if message.refusal or choice.finish_reason == "content_filter":
-        reason = message.refusal or "the provider's content filter stopped the answer"
-        raise ModelRefusal(f"{produced_by} refused: {reason}", server_message=reason)
+        raise refused(produced_by, message.refusal or FILTERED)
     events: list[CanonicalEvent] = []
     events.extend(_map_reasoning(message, requested_model, response.model))
     text = _map_text(message)
     if text:
         events.append(AssistantText(text=text, model=produced_by))
-    events.extend(_map_call(call) for call in message.tool_calls or ())
-    # Every part is validated already (events and usage are models, the rest wire strings):
-    # constructed as is, a first reply does not build the model of the whole log's union.
-    return Completion.model_construct(
-        events=events,
-        usage=_map_usage(response.usage),
-        stop_reason=choice.finish_reason,
-        response_model=response.model,
-        response_id=response.id[:_ID_LIMIT] if response.id else None,
-        reasoning_tokens=_reasoning_tokens(response.usage),
+    events.extend(
+        json_call(call.function.name, call.function.arguments) for call in message.tool_calls or ()
     )
-
-
-#: Longest reply id kept (real ones are under 40 characters).
-_ID_LIMIT = 256
+    return completion(
+        events,
+        _map_usage(response.usage),
+        choice.finish_reason,
+        response.model,
+        response.id,
+        _reasoning_tokens(response.usage),
+    )
 
 
 def _reasoning_tokens(usage: OpenAIChatUsage | None) -> int | None:
@@ -153,30 +141,6 @@ def _map_reasoning(
         block = {"type": "reasoning_content", "reasoning_content": message.reasoning_content}
         return [Reasoning(model=requested_model, response_model=response_model, block=block)]
     return []
-
-
-def _map_call(call: OpenAIChatResponseToolCall) -> ToolCall:
-    name = call.function.name
-    raw = call.function.arguments
-    if isinstance(raw, dict):
-        arguments: object = raw
-    elif not raw:
-        arguments = {}
-    else:
-        try:
-            arguments = pydantic_core.from_json(raw, allow_inf_nan=False)
-        except (ValueError, TypeError) as exc:  # TypeError: a str with a lone surrogate
-            raise LLMError(f"tool call {name!r} had non-JSON arguments: {raw[:200]!r}") from exc
-    if not isinstance(arguments, dict):
-        raise LLMError(
-            f"tool call {name!r} arguments were {type(arguments).__name__}, expected an object"
-        )
-    try:
-        return ToolCall(call_id=mint_call_id(), tool=name, arguments=arguments)
-    except ValidationError:
-        raise LLMError(
-            f"tool call {name[:80]!r} names no valid tool (names match ^[a-zA-Z0-9_-]{{1,64}}$)"
-        ) from None
 
 
 def _map_usage(usage: OpenAIChatUsage | None) -> Usage:

@@ -52,7 +52,6 @@ from pydantic import BaseModel
 from nisse_llm.errors import RenderError
 from nisse_llm.log.canonical import (
     AssistantText,
-    Completion,
     LogLike,
     Reasoning,
     ToolCall,
@@ -68,7 +67,7 @@ from nisse_llm.render._base import Renderer
 from nisse_llm.render._cache import PromptCache
 from nisse_llm.render._images import check_images_once
 from nisse_llm.render._memo import FragmentMemo
-from nisse_llm.render._options import responses_fields
+from nisse_llm.render._options import encode_fields, responses_fields
 from nisse_llm.render._walk import (
     ProgressCache,
     Shared,
@@ -271,6 +270,8 @@ class OpenAIResponsesRenderer(Renderer):
     Each renderer keeps its own walks of recent logs (`ProgressCache`): nothing is shared
     between renderers, so two clients never see each other's logs or wait on each other."""
 
+    _reply = staticmethod(parse_responses_reply)
+
     def render_request(
         self,
         events: LogLike,
@@ -417,15 +418,9 @@ class OpenAIResponsesRenderer(Renderer):
         if declared:
             tail += [b',"tools":[', b",".join(declared), b"]"]
         include = fields.pop("include", None)
-        for name, value in fields.items():
-            tail += [b',"', name.encode(), b'":', _encode(value)]
+        tail += encode_fields(fields)
         tail.append(b',"store":false')
         if include is not None:
             tail += [b',"include":', json_bytes(include)]
         tail.append(b"}")
         return [b"".join(head), *blocks, b"".join(tail)]
-
-    def _reply(
-        self, body: bytes | str | Mapping[str, Any], requested_model: str, max_tokens: int | None
-    ) -> Completion:
-        return parse_responses_reply(body, requested_model=requested_model, max_tokens=max_tokens)

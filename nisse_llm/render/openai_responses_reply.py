@@ -22,16 +22,15 @@ from typing import Any
 import pydantic_core
 from pydantic import ValidationError
 
-from nisse_llm.errors import ContextWindowExceeded, LLMError, ModelRefusal, TruncatedResponse
+from nisse_llm.errors import ContextWindowExceeded, LLMError
 from nisse_llm.log.canonical import (
     AssistantText,
     CanonicalEvent,
     Completion,
     Reasoning,
-    ToolCall,
     Usage,
-    mint_call_id,
 )
+from nisse_llm.render._reply import FILTERED, completion, json_call, refused, truncated
 from nisse_llm.wire.openai_responses_reply import (
     OpenAIResponsesFunctionCallItem,
     OpenAIResponsesMessageItem,
@@ -41,9 +40,6 @@ from nisse_llm.wire.openai_responses_reply import (
 )
 
 __all__ = ["parse_responses_reply", "read_responses_reply"]
-
-#: Longest reply id kept (real ones are under 80 characters).
-_ID_LIMIT = 256
 
 
 def _decode(body: bytes | str | Mapping[str, Any]) -> dict[str, Any]:
@@ -121,17 +117,17 @@ def completion_from(
             if text:
                 events.append(AssistantText(text=text, model=produced_by))
         elif isinstance(item, OpenAIResponsesFunctionCallItem):
-            events.append(_map_call(item))
+            events.append(json_call(item.name, item.arguments))
             calls += 1
     usage = response.usage
     details = None if usage is None else usage.output_tokens_details
-    return Completion.model_construct(
-        events=events,
-        usage=_map_usage(usage),
-        stop_reason="tool_calls" if calls else (response.status or "completed"),
-        response_model=response.model,
-        response_id=response.id[:_ID_LIMIT] if response.id else None,
-        reasoning_tokens=None if details is None else details.reasoning_tokens,
+    return completion(
+        events,
+        _map_usage(usage),
+        "tool_calls" if calls else (response.status or "completed"),
+        response.model,
+        response.id,
+        None if details is None else details.reasoning_tokens,
     )
 
 
@@ -142,14 +138,9 @@ def _raise_for_status(
     if status == "incomplete":
         reason = response.incomplete_details.reason if response.incomplete_details else None
         if reason == "content_filter":
-            said = "the provider's content filter stopped the answer"
-            raise ModelRefusal(f"{produced_by} refused: {said}", server_message=said)
+            raise refused(produced_by, FILTERED)
         if reason == "max_output_tokens":
-            ceiling = f" (max_output_tokens={max_tokens})" if max_tokens is not None else ""
-            raise TruncatedResponse(
-                f"{produced_by} hit its output ceiling{ceiling} mid-answer; "
-                "raise max_output_tokens or retry the turn"
-            )
+            raise truncated(produced_by, "max_output_tokens", max_tokens)
         raise LLMError(f"{produced_by} stopped before its answer was complete: {reason}")
     if status == "failed":
         error = response.error
@@ -177,32 +168,10 @@ def _message_text(item: OpenAIResponsesMessageItem, produced_by: str) -> str:
     texts: list[str] = []
     for part in item.content or ():
         if part.type == "refusal":
-            reason = part.refusal or "the model refused"
-            raise ModelRefusal(f"{produced_by} refused: {reason}", server_message=reason)
+            raise refused(produced_by, part.refusal or "the model refused")
         if part.text:
             texts.append(part.text)
     return "".join(texts)
-
-
-def _map_call(item: OpenAIResponsesFunctionCallItem) -> ToolCall:
-    name, raw = item.name, item.arguments
-    if not raw:
-        arguments: object = {}
-    else:
-        try:
-            arguments = pydantic_core.from_json(raw, allow_inf_nan=False)
-        except (ValueError, TypeError) as exc:
-            raise LLMError(f"tool call {name!r} had non-JSON arguments: {raw[:200]!r}") from exc
-    if not isinstance(arguments, dict):
-        raise LLMError(
-            f"tool call {name!r} arguments were {type(arguments).__name__}, expected an object"
-        )
-    try:
-        return ToolCall(call_id=mint_call_id(), tool=name, arguments=arguments)
-    except ValidationError:
-        raise LLMError(
-            f"tool call {name[:80]!r} names no valid tool (names match ^[a-zA-Z0-9_-]{{1,64}}$)"
-        ) from None
 
 
 def _map_usage(usage: OpenAIResponsesUsage | None) -> Usage:
