@@ -20,35 +20,21 @@ from nisse_llm.wire._request_base import (
 )
 
 # The reply bodies live apart (a client reading replies imports only them); exported here too.
-from nisse_llm.wire.anthropic_messages_reply import (
-    AnthropicMessagesResponse,
-    AnthropicResponseBlock,
-    AnthropicResponseOtherBlock,
-    AnthropicResponseRedactedThinkingBlock,
-    AnthropicResponseTextBlock,
-    AnthropicResponseThinkingBlock,
-    AnthropicResponseToolUseBlock,
-    AnthropicUsage,
-)
+from nisse_llm.wire.anthropic_messages_reply import *  # noqa: F403
+from nisse_llm.wire.anthropic_messages_reply import __all__ as _replies
 
 __all__ = [
+    *_replies,
     "AnthropicBase64ImageSource",
     "AnthropicCacheControl",
     "AnthropicImageBlock",
     "AnthropicJSONOutputFormat",
     "AnthropicMessage",
     "AnthropicMessagesRequest",
-    "AnthropicMessagesResponse",
     "AnthropicMetadata",
     "AnthropicOutputConfig",
     "AnthropicRedactedThinkingBlock",
     "AnthropicRequestBlock",
-    "AnthropicResponseBlock",
-    "AnthropicResponseOtherBlock",
-    "AnthropicResponseRedactedThinkingBlock",
-    "AnthropicResponseTextBlock",
-    "AnthropicResponseThinkingBlock",
-    "AnthropicResponseToolUseBlock",
     "AnthropicTextBlock",
     "AnthropicThinkingBlock",
     "AnthropicThinkingConfig",
@@ -62,7 +48,6 @@ __all__ = [
     "AnthropicToolResultContent",
     "AnthropicToolUseBlock",
     "AnthropicURLImageSource",
-    "AnthropicUsage",
 ]
 
 

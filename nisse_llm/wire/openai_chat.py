@@ -28,24 +28,13 @@ from nisse_llm.wire._request_base import (
 )
 
 # The reply bodies live apart (a client reading replies imports only them); exported here too.
-from nisse_llm.wire.openai_chat_reply import (
-    OpenAIChatChoice,
-    OpenAIChatCompletionTokensDetails,
-    OpenAIChatContentPart,
-    OpenAIChatPromptTokensDetails,
-    OpenAIChatResponse,
-    OpenAIChatResponseFunction,
-    OpenAIChatResponseMessage,
-    OpenAIChatResponseToolCall,
-    OpenAIChatUsage,
-)
+from nisse_llm.wire.openai_chat_reply import *  # noqa: F403
+from nisse_llm.wire.openai_chat_reply import __all__ as _replies
 
 __all__ = [
+    *_replies,
     "OpenAIChatAssistantMessage",
     "OpenAIChatCacheControl",
-    "OpenAIChatChoice",
-    "OpenAIChatCompletionTokensDetails",
-    "OpenAIChatContentPart",
     "OpenAIChatFunction",
     "OpenAIChatFunctionCall",
     "OpenAIChatImagePart",
@@ -55,14 +44,9 @@ __all__ = [
     "OpenAIChatNamedToolChoice",
     "OpenAIChatNamedToolChoiceFunction",
     "OpenAIChatOutputConfig",
-    "OpenAIChatPromptTokensDetails",
     "OpenAIChatReasoningEffort",
     "OpenAIChatRequest",
-    "OpenAIChatResponse",
     "OpenAIChatResponseFormat",
-    "OpenAIChatResponseFunction",
-    "OpenAIChatResponseMessage",
-    "OpenAIChatResponseToolCall",
     "OpenAIChatStreamOptions",
     "OpenAIChatSystemMessage",
     "OpenAIChatTextPart",
@@ -71,7 +55,6 @@ __all__ = [
     "OpenAIChatToolCall",
     "OpenAIChatToolChoice",
     "OpenAIChatToolMessage",
-    "OpenAIChatUsage",
     "OpenAIChatUserMessage",
     "OpenAIChatUserPart",
 ]

@@ -16,53 +16,30 @@ from pydantic import AfterValidator, ConfigDict, Discriminator, Field, Tag
 from typing_extensions import TypedDict
 
 from nisse_llm.wire._request_base import ReasoningEffort, RequestModel, ToolChoiceMode
-from nisse_llm.wire.openai_responses_reply import (
-    OpenAIResponsesError,
-    OpenAIResponsesFunctionCallItem,
-    OpenAIResponsesIncompleteDetails,
-    OpenAIResponsesInputTokensDetails,
-    OpenAIResponsesMessageItem,
-    OpenAIResponsesOtherItem,
-    OpenAIResponsesOutputItem,
-    OpenAIResponsesOutputPart,
-    OpenAIResponsesOutputTokensDetails,
-    OpenAIResponsesReasoningItem,
-    OpenAIResponsesReasoningText,
-    OpenAIResponsesResponse,
-    OpenAIResponsesUsage,
-)
+
+# The reply bodies live apart (a client reading replies imports only them); exported here too.
+from nisse_llm.wire.openai_responses_reply import *  # noqa: F403
+from nisse_llm.wire.openai_responses_reply import __all__ as _replies
 
 __all__ = [
+    *_replies,
     "OpenAIResponsesAssistantMessage",
-    "OpenAIResponsesError",
     "OpenAIResponsesFunctionCall",
-    "OpenAIResponsesFunctionCallItem",
     "OpenAIResponsesFunctionCallOutput",
     "OpenAIResponsesFunctionTool",
-    "OpenAIResponsesIncompleteDetails",
     "OpenAIResponsesInputImage",
     "OpenAIResponsesInputItem",
     "OpenAIResponsesInputMessage",
     "OpenAIResponsesInputPart",
     "OpenAIResponsesInputText",
-    "OpenAIResponsesInputTokensDetails",
     "OpenAIResponsesJSONSchemaFormat",
-    "OpenAIResponsesMessageItem",
     "OpenAIResponsesNamedToolChoice",
-    "OpenAIResponsesOtherItem",
-    "OpenAIResponsesOutputItem",
-    "OpenAIResponsesOutputPart",
-    "OpenAIResponsesOutputTokensDetails",
     "OpenAIResponsesReasoning",
     "OpenAIResponsesReasoningEffort",
     "OpenAIResponsesReasoningInput",
-    "OpenAIResponsesReasoningItem",
-    "OpenAIResponsesReasoningText",
     "OpenAIResponsesRequest",
-    "OpenAIResponsesResponse",
     "OpenAIResponsesTextConfig",
     "OpenAIResponsesToolChoice",
-    "OpenAIResponsesUsage",
 ]
 
 
