@@ -79,8 +79,12 @@ def mint_call_id() -> str:
     return "call_" + secrets.token_urlsafe(16)
 
 
-class _Event(BaseModel):
+class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+
+class _Event(_Frozen):
+    """A canonical event: what a log holds bare or inside a `StoredEvent` record."""
 
 
 class UserText(_Event):
@@ -192,10 +196,8 @@ CanonicalEvent: TypeAlias = Annotated[
 ]
 
 
-class StoredEvent(BaseModel):
+class StoredEvent(_Frozen):
     """One record of the task log: a sequence number, a UTC timestamp and the event."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     seq: NonNegativeInt
     at: datetime
@@ -284,15 +286,13 @@ def load_jsonl(data: bytes | str) -> list[StoredEvent]:
     return [_stored().validate_json(line) for line in raw.splitlines() if line.strip()]
 
 
-class Usage(BaseModel):
+class Usage(_Frozen):
     """Tokens one call used. ``input`` counts every prompt token, cached or not.
 
     Usages add up field by field (``sum(usages)``, or ``total += usage``), so a
     task's total is the sum of its calls'; costs add up as ``Decimal`` s from each call's
     `CallInfo` (``sum(c.cost_usd for c in calls if c.cost_usd is not None)``).
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     input: NonNegativeInt = 0
     output: NonNegativeInt = 0
@@ -314,7 +314,7 @@ class Usage(BaseModel):
         return NotImplemented
 
 
-class CallInfo(BaseModel):
+class CallInfo(_Frozen):
     """What the proxy said about one call: its id, its cost and where it was served.
 
     Read from the proxy's ``x-litellm-*`` response headers; every field is ``None`` when its
@@ -323,8 +323,6 @@ class CallInfo(BaseModel):
     ``"prices"`` (the model's token prices times the usage, for streamed replies, whose
     headers are sent before the cost is known).
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     call_id: str | None = None
     cost_usd: Decimal | None = None
@@ -337,11 +335,9 @@ class CallInfo(BaseModel):
     attempted_fallbacks: NonNegativeInt | None = None
 
 
-class Completion(BaseModel):
+class Completion(_Frozen):
     """A parsed reply: its canonical events, usage, stop reason, the model it named, and
     what the proxy said about the call (``call``: set by the clients, None from a parser)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     events: list[CanonicalEvent]
     usage: Usage

@@ -9,39 +9,32 @@ parser decides what those mean.
 
 from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
+from pydantic import ConfigDict, Field, NonNegativeInt
 from typing_extensions import TypedDict
 
-# The reply bodies live apart (a client reading replies imports only them); exported here too.
-from nisse_llm.wire.anthropic_messages_reply import (
-    AnthropicMessagesResponse,
-    AnthropicResponseBlock,
-    AnthropicResponseOtherBlock,
-    AnthropicResponseRedactedThinkingBlock,
-    AnthropicResponseTextBlock,
-    AnthropicResponseThinkingBlock,
-    AnthropicResponseToolUseBlock,
-    AnthropicUsage,
+from nisse_llm.wire._request_base import (
+    CacheControlShape,
+    EffortShape,
+    RequestModel,
+    ThinkingShape,
 )
 
+# The reply bodies live apart (a client reading replies imports only them); exported here too.
+from nisse_llm.wire.anthropic_messages_reply import *  # noqa: F403
+from nisse_llm.wire.anthropic_messages_reply import __all__ as _replies
+
 __all__ = [
+    *_replies,
     "AnthropicBase64ImageSource",
     "AnthropicCacheControl",
     "AnthropicImageBlock",
     "AnthropicJSONOutputFormat",
     "AnthropicMessage",
     "AnthropicMessagesRequest",
-    "AnthropicMessagesResponse",
     "AnthropicMetadata",
     "AnthropicOutputConfig",
     "AnthropicRedactedThinkingBlock",
     "AnthropicRequestBlock",
-    "AnthropicResponseBlock",
-    "AnthropicResponseOtherBlock",
-    "AnthropicResponseRedactedThinkingBlock",
-    "AnthropicResponseTextBlock",
-    "AnthropicResponseThinkingBlock",
-    "AnthropicResponseToolUseBlock",
     "AnthropicTextBlock",
     "AnthropicThinkingBlock",
     "AnthropicThinkingConfig",
@@ -55,22 +48,14 @@ __all__ = [
     "AnthropicToolResultContent",
     "AnthropicToolUseBlock",
     "AnthropicURLImageSource",
-    "AnthropicUsage",
 ]
 
 
-class _Request(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-
-
-class AnthropicCacheControl(_Request):
+class AnthropicCacheControl(CacheControlShape):
     """A prompt-cache breakpoint on the block (or tool) that carries it."""
 
-    type: Literal["ephemeral"] = "ephemeral"
-    ttl: Literal["5m", "1h"] | None = None
 
-
-class AnthropicTextBlock(_Request):
+class AnthropicTextBlock(RequestModel):
     """Text in a message, a system prompt or a tool result (never empty: the API rejects it)."""
 
     type: Literal["text"] = "text"
@@ -78,7 +63,7 @@ class AnthropicTextBlock(_Request):
     cache_control: AnthropicCacheControl | None = None
 
 
-class AnthropicBase64ImageSource(_Request):
+class AnthropicBase64ImageSource(RequestModel):
     """An image's bytes, base64-encoded, with their media type."""
 
     type: Literal["base64"] = "base64"
@@ -86,14 +71,14 @@ class AnthropicBase64ImageSource(_Request):
     data: str
 
 
-class AnthropicURLImageSource(_Request):
+class AnthropicURLImageSource(RequestModel):
     """An image the API fetches from a URL."""
 
     type: Literal["url"] = "url"
     url: str
 
 
-class AnthropicImageBlock(_Request):
+class AnthropicImageBlock(RequestModel):
     """An image in a user message or inside a tool result's content."""
 
     type: Literal["image"] = "image"
@@ -108,7 +93,7 @@ AnthropicToolResultContent: TypeAlias = Annotated[
 ]
 
 
-class AnthropicToolUseBlock(_Request):
+class AnthropicToolUseBlock(RequestModel):
     """A tool call the assistant made; ``id`` must match ``^[a-zA-Z0-9_-]+$``."""
 
     type: Literal["tool_use"] = "tool_use"
@@ -118,7 +103,7 @@ class AnthropicToolUseBlock(_Request):
     cache_control: AnthropicCacheControl | None = None
 
 
-class AnthropicToolResultBlock(_Request):
+class AnthropicToolResultBlock(RequestModel):
     """The answer to a ``tool_use``; must open the next user message."""
 
     type: Literal["tool_result"] = "tool_result"
@@ -130,7 +115,7 @@ class AnthropicToolResultBlock(_Request):
 
 # Thinking blocks carry no cache_control: the API's own param types leave it out
 # (thinking cannot be marked as a cache breakpoint; it is cached with its turn).
-class AnthropicThinkingBlock(_Request):
+class AnthropicThinkingBlock(RequestModel):
     """A thinking block replayed verbatim; the signature proves it came from the model."""
 
     type: Literal["thinking"] = "thinking"
@@ -138,7 +123,7 @@ class AnthropicThinkingBlock(_Request):
     signature: str
 
 
-class AnthropicRedactedThinkingBlock(_Request):
+class AnthropicRedactedThinkingBlock(RequestModel):
     """An encrypted thinking block replayed verbatim."""
 
     type: Literal["redacted_thinking"] = "redacted_thinking"
@@ -156,14 +141,14 @@ AnthropicRequestBlock: TypeAlias = Annotated[
 ]
 
 
-class AnthropicMessage(_Request):
+class AnthropicMessage(RequestModel):
     """One turn: ``user`` or ``assistant``, its content a string or a list of blocks."""
 
     role: Literal["user", "assistant"]
     content: str | list[AnthropicRequestBlock]
 
 
-class AnthropicTool(_Request):
+class AnthropicTool(RequestModel):
     """A client tool: a name, a description and a JSON Schema (``type: object``) for its input."""
 
     name: str
@@ -172,21 +157,21 @@ class AnthropicTool(_Request):
     cache_control: AnthropicCacheControl | None = None
 
 
-class AnthropicToolChoiceAuto(_Request):
+class AnthropicToolChoiceAuto(RequestModel):
     """The model decides whether to call a tool (the API default)."""
 
     type: Literal["auto"] = "auto"
     disable_parallel_tool_use: bool | None = None
 
 
-class AnthropicToolChoiceAny(_Request):
+class AnthropicToolChoiceAny(RequestModel):
     """The model must call some tool."""
 
     type: Literal["any"] = "any"
     disable_parallel_tool_use: bool | None = None
 
 
-class AnthropicToolChoiceTool(_Request):
+class AnthropicToolChoiceTool(RequestModel):
     """The model must call the named tool."""
 
     type: Literal["tool"] = "tool"
@@ -194,7 +179,7 @@ class AnthropicToolChoiceTool(_Request):
     disable_parallel_tool_use: bool | None = None
 
 
-class AnthropicToolChoiceNone(_Request):
+class AnthropicToolChoiceNone(RequestModel):
     """The model may not call any tool."""
 
     type: Literal["none"] = "none"
@@ -209,19 +194,15 @@ AnthropicToolChoice: TypeAlias = Annotated[
 ]
 
 
-class AnthropicMetadata(_Request):
+class AnthropicMetadata(RequestModel):
     """Request metadata: an opaque end-user id for abuse detection."""
 
     user_id: str | None = None
 
 
-class AnthropicThinkingConfig(_Request):
+class AnthropicThinkingConfig(ThinkingShape):
     """Thinking: ``adaptive`` (the model decides, at ``output_config.effort``), ``enabled``
     with a token budget, or ``disabled``; ``display`` says how thinking comes back."""
-
-    type: Literal["adaptive", "enabled", "disabled"]
-    budget_tokens: Annotated[int, Field(ge=1024)] | None = None
-    display: Literal["summarized", "omitted"] | None = None
 
 
 class AnthropicJSONOutputFormat(TypedDict):
@@ -234,14 +215,13 @@ class AnthropicJSONOutputFormat(TypedDict):
     schema: dict[str, Any]
 
 
-class AnthropicOutputConfig(_Request):
+class AnthropicOutputConfig(EffortShape):
     """``output_config``: the effort of adaptive thinking, and a structured answer's format."""
 
-    effort: Literal["low", "medium", "high", "xhigh", "max"] | None = None
     format: AnthropicJSONOutputFormat | None = None
 
 
-class AnthropicMessagesRequest(_Request):
+class AnthropicMessagesRequest(RequestModel):
     """A messages request body. Field order is wire order (see the module docstring).
 
     No ``temperature``, ``top_p`` or ``top_k``: API version 2026-10-21 removed them (a request

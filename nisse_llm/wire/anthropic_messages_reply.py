@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict, Discriminator, Tag
 
 from nisse_llm.wire._bounds import ServerName, TokenCount
+from nisse_llm.wire._reply_base import type_or_other
 
 __all__ = [
     "AnthropicMessagesResponse",
@@ -65,21 +66,13 @@ class AnthropicResponseOtherBlock(_Response):
     type: str
 
 
-_KNOWN_BLOCK_TYPES = frozenset({"text", "tool_use", "thinking", "redacted_thinking"})
-
-
-def _block_tag(value: Any) -> str:
-    kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
-    return kind if isinstance(kind, str) and kind in _KNOWN_BLOCK_TYPES else "other"
-
-
 AnthropicResponseBlock: TypeAlias = Annotated[
     Annotated[AnthropicResponseTextBlock, Tag("text")]
     | Annotated[AnthropicResponseToolUseBlock, Tag("tool_use")]
     | Annotated[AnthropicResponseThinkingBlock, Tag("thinking")]
     | Annotated[AnthropicResponseRedactedThinkingBlock, Tag("redacted_thinking")]
     | Annotated[AnthropicResponseOtherBlock, Tag("other")],
-    Discriminator(_block_tag),
+    Discriminator(type_or_other("text", "tool_use", "thinking", "redacted_thinking")),
 ]
 
 

@@ -12,10 +12,12 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 __all__ = ["AnthropicErrorBody", "ErrorDetail", "ErrorInfo", "OpenAIErrorBody", "read_error"]
 
 
-class ErrorDetail(BaseModel):
-    """The inner ``error`` object of either shape (unknown fields tolerated)."""
-
+class _Body(BaseModel):
     model_config = ConfigDict(extra="allow", defer_build=True)
+
+
+class ErrorDetail(_Body):
+    """The inner ``error`` object of either shape (unknown fields tolerated)."""
 
     message: Any = None
     type: Any = None
@@ -23,18 +25,14 @@ class ErrorDetail(BaseModel):
     code: Any = None
 
 
-class OpenAIErrorBody(BaseModel):
+class OpenAIErrorBody(_Body):
     """``{"error": {...}}``: the chat route's and LiteLLM's own error shape."""
-
-    model_config = ConfigDict(extra="allow", defer_build=True)
 
     error: ErrorDetail
 
 
-class AnthropicErrorBody(BaseModel):
+class AnthropicErrorBody(_Body):
     """``{"type": "error", "error": {...}}``: the messages route's error shape."""
-
-    model_config = ConfigDict(extra="allow", defer_build=True)
 
     type: str
     error: ErrorDetail

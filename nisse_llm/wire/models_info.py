@@ -111,20 +111,25 @@ def _model_info(raw: dict[str, Any]) -> ModelInfo:
     )
 
 
-def read_model_infos(body: bytes) -> dict[str, ModelInfo]:
-    """Model name -> `ModelInfo` from a ``/v1/model/info`` body; `ValueError` if it is not one.
-
-    A name with several deployments keeps its first entry's info (the proxy lists them in
-    config order).
-    """
+def _model_list(body: bytes) -> list[Any]:
+    """The ``data`` list of a model list body (either endpoint's); `ValueError` if none."""
     try:
         data = json.loads(body)["data"]
     except (ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"not a model list: {exc}") from None
     if not isinstance(data, list):
         raise ValueError("not a model list: 'data' is not a list")
+    return data
+
+
+def read_model_infos(body: bytes) -> dict[str, ModelInfo]:
+    """Model name -> `ModelInfo` from a ``/v1/model/info`` body; `ValueError` if it is not one.
+
+    A name with several deployments keeps its first entry's info (the proxy lists them in
+    config order).
+    """
     infos: dict[str, ModelInfo] = {}
-    for entry in data:
+    for entry in _model_list(body):
         if not isinstance(entry, dict) or not isinstance(entry.get("model_name"), str):
             continue
         raw = entry.get("model_info")
@@ -135,15 +140,9 @@ def read_model_infos(body: bytes) -> dict[str, ModelInfo]:
 def read_model_ids(body: bytes) -> list[str]:
     """The model names of a ``/v1/models`` body (OpenAI's list shape); `ValueError` if it
     is not one."""
-    try:
-        data = json.loads(body)["data"]
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"not a model list: {exc}") from None
-    if not isinstance(data, list):
-        raise ValueError("not a model list: 'data' is not a list")
     return [
         entry["id"]
-        for entry in data
+        for entry in _model_list(body)
         if isinstance(entry, dict) and isinstance(entry.get("id"), str)
     ]
 

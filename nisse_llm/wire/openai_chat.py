@@ -15,28 +15,26 @@ gateways add ``x_groq``, ``reasoning_details``, ``extra_content`` and more).
 
 from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 from typing_extensions import TypedDict
 
-# The reply bodies live apart (a client reading replies imports only them); exported here too.
-from nisse_llm.wire.openai_chat_reply import (
-    OpenAIChatChoice,
-    OpenAIChatCompletionTokensDetails,
-    OpenAIChatContentPart,
-    OpenAIChatPromptTokensDetails,
-    OpenAIChatResponse,
-    OpenAIChatResponseFunction,
-    OpenAIChatResponseMessage,
-    OpenAIChatResponseToolCall,
-    OpenAIChatUsage,
+from nisse_llm.wire._request_base import (
+    CacheControlShape,
+    EffortShape,
+    ReasoningEffort,
+    RequestModel,
+    ThinkingShape,
+    ToolChoiceMode,
 )
 
+# The reply bodies live apart (a client reading replies imports only them); exported here too.
+from nisse_llm.wire.openai_chat_reply import *  # noqa: F403
+from nisse_llm.wire.openai_chat_reply import __all__ as _replies
+
 __all__ = [
+    *_replies,
     "OpenAIChatAssistantMessage",
     "OpenAIChatCacheControl",
-    "OpenAIChatChoice",
-    "OpenAIChatCompletionTokensDetails",
-    "OpenAIChatContentPart",
     "OpenAIChatFunction",
     "OpenAIChatFunctionCall",
     "OpenAIChatImagePart",
@@ -46,14 +44,9 @@ __all__ = [
     "OpenAIChatNamedToolChoice",
     "OpenAIChatNamedToolChoiceFunction",
     "OpenAIChatOutputConfig",
-    "OpenAIChatPromptTokensDetails",
     "OpenAIChatReasoningEffort",
     "OpenAIChatRequest",
-    "OpenAIChatResponse",
     "OpenAIChatResponseFormat",
-    "OpenAIChatResponseFunction",
-    "OpenAIChatResponseMessage",
-    "OpenAIChatResponseToolCall",
     "OpenAIChatStreamOptions",
     "OpenAIChatSystemMessage",
     "OpenAIChatTextPart",
@@ -62,27 +55,19 @@ __all__ = [
     "OpenAIChatToolCall",
     "OpenAIChatToolChoice",
     "OpenAIChatToolMessage",
-    "OpenAIChatUsage",
     "OpenAIChatUserMessage",
     "OpenAIChatUserPart",
 ]
 
 
-class _Request(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
-
 # --- request ---------------------------------------------------------------------------
 
 
-class OpenAIChatCacheControl(_Request):
+class OpenAIChatCacheControl(CacheControlShape):
     """LiteLLM's prompt-cache breakpoint, forwarded to Anthropic models as ``cache_control``."""
 
-    type: Literal["ephemeral"] = "ephemeral"
-    ttl: Literal["5m", "1h"] | None = None
 
-
-class OpenAIChatTextPart(_Request):
+class OpenAIChatTextPart(RequestModel):
     """A text part of a list-shaped ``content`` (used to carry a cache breakpoint)."""
 
     type: Literal["text"] = "text"
@@ -90,14 +75,14 @@ class OpenAIChatTextPart(_Request):
     cache_control: OpenAIChatCacheControl | None = None
 
 
-class OpenAIChatImageURL(_Request):
+class OpenAIChatImageURL(RequestModel):
     """Where an image part's image is: an http(s) URL or a ``data:<type>;base64,`` URL."""
 
     url: str
     detail: Literal["auto", "low", "high"] | None = None
 
 
-class OpenAIChatImagePart(_Request):
+class OpenAIChatImagePart(RequestModel):
     """An image part of a user message's list-shaped ``content``."""
 
     type: Literal["image_url"] = "image_url"
@@ -111,28 +96,28 @@ OpenAIChatUserPart: TypeAlias = Annotated[
 ]
 
 
-class OpenAIChatSystemMessage(_Request):
+class OpenAIChatSystemMessage(RequestModel):
     """The system prompt, sent as the first message."""
 
     role: Literal["system"] = "system"
     content: str | list[OpenAIChatTextPart]
 
 
-class OpenAIChatUserMessage(_Request):
+class OpenAIChatUserMessage(RequestModel):
     """Text from the user."""
 
     role: Literal["user"] = "user"
     content: str | list[OpenAIChatUserPart]
 
 
-class OpenAIChatFunctionCall(_Request):
+class OpenAIChatFunctionCall(RequestModel):
     """The function a tool call names; ``arguments`` is a JSON object encoded as a string."""
 
     name: str
     arguments: str
 
 
-class OpenAIChatToolCall(_Request):
+class OpenAIChatToolCall(RequestModel):
     """One tool call inside an assistant message."""
 
     id: str
@@ -140,7 +125,7 @@ class OpenAIChatToolCall(_Request):
     function: OpenAIChatFunctionCall
 
 
-class OpenAIChatAssistantMessage(_Request):
+class OpenAIChatAssistantMessage(RequestModel):
     """What the model said: text, tool calls, or both."""
 
     role: Literal["assistant"] = "assistant"
@@ -150,7 +135,7 @@ class OpenAIChatAssistantMessage(_Request):
     thinking_blocks: list[dict[str, Any]] | None = None
 
 
-class OpenAIChatToolMessage(_Request):
+class OpenAIChatToolMessage(RequestModel):
     """The result of one tool call, answering the call with the same id."""
 
     role: Literal["tool"] = "tool"
@@ -167,7 +152,7 @@ OpenAIChatMessage: TypeAlias = Annotated[
 ]
 
 
-class OpenAIChatFunction(_Request):
+class OpenAIChatFunction(RequestModel):
     """A function the model may call: its name, description and JSON Schema."""
 
     name: str
@@ -175,7 +160,7 @@ class OpenAIChatFunction(_Request):
     parameters: dict[str, Any]
 
 
-class OpenAIChatTool(_Request):
+class OpenAIChatTool(RequestModel):
     """A tool definition (the route knows only function tools)."""
 
     type: Literal["function"] = "function"
@@ -183,36 +168,30 @@ class OpenAIChatTool(_Request):
     cache_control: OpenAIChatCacheControl | None = None
 
 
-class OpenAIChatNamedToolChoiceFunction(_Request):
+class OpenAIChatNamedToolChoiceFunction(RequestModel):
     """The function a named tool choice forces."""
 
     name: str
 
 
-class OpenAIChatNamedToolChoice(_Request):
+class OpenAIChatNamedToolChoice(RequestModel):
     """Force one named function."""
 
     type: Literal["function"] = "function"
     function: OpenAIChatNamedToolChoiceFunction
 
 
-OpenAIChatToolChoice: TypeAlias = Literal["none", "auto", "required"] | OpenAIChatNamedToolChoice
+OpenAIChatToolChoice: TypeAlias = ToolChoiceMode | OpenAIChatNamedToolChoice
 
 
-class OpenAIChatThinking(_Request):
+class OpenAIChatThinking(ThinkingShape):
     """LiteLLM's ``thinking`` for Anthropic models: ``adaptive``, ``enabled`` with a budget,
     or ``disabled``; ``display`` as Anthropic's."""
 
-    type: Literal["adaptive", "enabled", "disabled"]
-    budget_tokens: Annotated[int, Field(ge=1024)] | None = None
-    display: Literal["summarized", "omitted"] | None = None
 
-
-class OpenAIChatOutputConfig(_Request):
+class OpenAIChatOutputConfig(EffortShape):
     """Anthropic's ``output_config`` (the effort of adaptive thinking), which LiteLLM forwards
     as sent to Anthropic models."""
-
-    effort: Literal["low", "medium", "high", "xhigh", "max"] | None = None
 
 
 class OpenAIChatJSONSchema(TypedDict):
@@ -226,7 +205,7 @@ class OpenAIChatJSONSchema(TypedDict):
     strict: bool
 
 
-class OpenAIChatResponseFormat(_Request):
+class OpenAIChatResponseFormat(RequestModel):
     """``response_format: {type: json_schema, json_schema}``: structured answers."""
 
     type: Literal["json_schema"] = "json_schema"
@@ -234,18 +213,16 @@ class OpenAIChatResponseFormat(_Request):
 
 
 #: The effort levels of the API's ``ReasoningEffort`` (which a model takes: `model_rules`).
-OpenAIChatReasoningEffort: TypeAlias = Literal[
-    "none", "minimal", "low", "medium", "high", "xhigh", "max"
-]
+OpenAIChatReasoningEffort: TypeAlias = ReasoningEffort
 
 
-class OpenAIChatStreamOptions(_Request):
+class OpenAIChatStreamOptions(RequestModel):
     """Streaming options: ask for a final chunk with usage."""
 
     include_usage: bool | None = None
 
 
-class OpenAIChatRequest(_Request):
+class OpenAIChatRequest(RequestModel):
     """``POST /chat/completions`` request body."""
 
     model: str

@@ -9,9 +9,8 @@ optional (LiteLLM sends ``"tool_calls": null``; gateways add ``x_groq``,
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from nisse_llm.wire._bounds import ServerName, TokenCount
+from nisse_llm.wire._reply_base import CacheTokensShape, ReasoningTokensShape, ReplyModel
 
 __all__ = [
     "OpenAIChatChoice",
@@ -26,11 +25,7 @@ __all__ = [
 ]
 
 
-class _Response(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
-
-
-class OpenAIChatResponseFunction(_Response):
+class OpenAIChatResponseFunction(ReplyModel):
     """The function a returned tool call names.
 
     ``arguments`` should be a JSON string; some compatible servers send the object itself.
@@ -40,7 +35,7 @@ class OpenAIChatResponseFunction(_Response):
     arguments: str | dict[str, Any] | None = None
 
 
-class OpenAIChatResponseToolCall(_Response):
+class OpenAIChatResponseToolCall(ReplyModel):
     """A tool call as returned; its ``id`` is the provider's and is dropped on parsing."""
 
     id: str | None = None
@@ -48,14 +43,14 @@ class OpenAIChatResponseToolCall(_Response):
     function: OpenAIChatResponseFunction
 
 
-class OpenAIChatContentPart(_Response):
+class OpenAIChatContentPart(ReplyModel):
     """One part of a list-shaped ``content`` (some compatible servers send one)."""
 
     type: str | None = None
     text: str | None = None
 
 
-class OpenAIChatResponseMessage(_Response):
+class OpenAIChatResponseMessage(ReplyModel):
     """The assistant message of one choice, with LiteLLM's reasoning fields."""
 
     role: str | None = None
@@ -68,7 +63,7 @@ class OpenAIChatResponseMessage(_Response):
     thinking_blocks: list[dict[str, Any]] | None = None
 
 
-class OpenAIChatChoice(_Response):
+class OpenAIChatChoice(ReplyModel):
     """One choice of a completion."""
 
     index: int | None = None
@@ -76,27 +71,23 @@ class OpenAIChatChoice(_Response):
     finish_reason: str | None = None
 
 
-class OpenAIChatPromptTokensDetails(_Response):
+class OpenAIChatPromptTokensDetails(CacheTokensShape):
     """Breakdown of prompt tokens; ``cached_tokens`` were read from the prompt cache."""
 
-    cached_tokens: TokenCount | None = None
-    #: LiteLLM's name for tokens written to the prompt cache.
+    #: LiteLLM's name for ``cache_write_tokens`` (OpenAI's and OpenRouter's).
     cache_creation_tokens: TokenCount | None = None
-    #: OpenAI's and OpenRouter's name for the same.
-    cache_write_tokens: TokenCount | None = None
     audio_tokens: TokenCount | None = None
 
 
-class OpenAIChatCompletionTokensDetails(_Response):
+class OpenAIChatCompletionTokensDetails(ReasoningTokensShape):
     """Breakdown of completion tokens."""
 
-    reasoning_tokens: TokenCount | None = None
     audio_tokens: TokenCount | None = None
     accepted_prediction_tokens: TokenCount | None = None
     rejected_prediction_tokens: TokenCount | None = None
 
 
-class OpenAIChatUsage(_Response):
+class OpenAIChatUsage(ReplyModel):
     """Token usage; ``prompt_tokens`` counts every prompt token, cached or not."""
 
     prompt_tokens: TokenCount | None = None
@@ -111,7 +102,7 @@ class OpenAIChatUsage(_Response):
     prompt_cache_hit_tokens: TokenCount | None = None
 
 
-class OpenAIChatResponse(_Response):
+class OpenAIChatResponse(ReplyModel):
     """``POST /chat/completions`` response body (non-streaming)."""
 
     id: str | None = None

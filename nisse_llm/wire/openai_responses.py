@@ -12,71 +12,45 @@ JSON object, `OpenAIResponsesRequest.input` takes it as is), so nothing of it is
 
 from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag
+from pydantic import AfterValidator, ConfigDict, Discriminator, Field, Tag
 from typing_extensions import TypedDict
 
-from nisse_llm.wire.openai_responses_reply import (
-    OpenAIResponsesError,
-    OpenAIResponsesFunctionCallItem,
-    OpenAIResponsesIncompleteDetails,
-    OpenAIResponsesInputTokensDetails,
-    OpenAIResponsesMessageItem,
-    OpenAIResponsesOtherItem,
-    OpenAIResponsesOutputItem,
-    OpenAIResponsesOutputPart,
-    OpenAIResponsesOutputTokensDetails,
-    OpenAIResponsesReasoningItem,
-    OpenAIResponsesReasoningText,
-    OpenAIResponsesResponse,
-    OpenAIResponsesUsage,
-)
+from nisse_llm.wire._request_base import ReasoningEffort, RequestModel, ToolChoiceMode
+
+# The reply bodies live apart (a client reading replies imports only them); exported here too.
+from nisse_llm.wire.openai_responses_reply import *  # noqa: F403
+from nisse_llm.wire.openai_responses_reply import __all__ as _replies
 
 __all__ = [
+    *_replies,
     "OpenAIResponsesAssistantMessage",
-    "OpenAIResponsesError",
     "OpenAIResponsesFunctionCall",
-    "OpenAIResponsesFunctionCallItem",
     "OpenAIResponsesFunctionCallOutput",
     "OpenAIResponsesFunctionTool",
-    "OpenAIResponsesIncompleteDetails",
     "OpenAIResponsesInputImage",
     "OpenAIResponsesInputItem",
     "OpenAIResponsesInputMessage",
     "OpenAIResponsesInputPart",
     "OpenAIResponsesInputText",
-    "OpenAIResponsesInputTokensDetails",
     "OpenAIResponsesJSONSchemaFormat",
-    "OpenAIResponsesMessageItem",
     "OpenAIResponsesNamedToolChoice",
-    "OpenAIResponsesOtherItem",
-    "OpenAIResponsesOutputItem",
-    "OpenAIResponsesOutputPart",
-    "OpenAIResponsesOutputTokensDetails",
     "OpenAIResponsesReasoning",
     "OpenAIResponsesReasoningEffort",
     "OpenAIResponsesReasoningInput",
-    "OpenAIResponsesReasoningItem",
-    "OpenAIResponsesReasoningText",
     "OpenAIResponsesRequest",
-    "OpenAIResponsesResponse",
     "OpenAIResponsesTextConfig",
     "OpenAIResponsesToolChoice",
-    "OpenAIResponsesUsage",
 ]
 
 
-class _Request(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
-
-class OpenAIResponsesInputText(_Request):
+class OpenAIResponsesInputText(RequestModel):
     """A text part of an input message or of a function call's output."""
 
     type: Literal["input_text"] = "input_text"
     text: str
 
 
-class OpenAIResponsesInputImage(_Request):
+class OpenAIResponsesInputImage(RequestModel):
     """An image part: an http(s) URL or a ``data:<type>;base64,`` URL. ``detail`` is
     required inside a message, optional in a function call's output."""
 
@@ -90,7 +64,7 @@ OpenAIResponsesInputPart: TypeAlias = Annotated[
 ]
 
 
-class OpenAIResponsesInputMessage(_Request):
+class OpenAIResponsesInputMessage(RequestModel):
     """A user or system message (the system prompt goes as ``instructions`` instead)."""
 
     type: Literal["message"] = "message"
@@ -98,7 +72,7 @@ class OpenAIResponsesInputMessage(_Request):
     content: str | list[OpenAIResponsesInputPart]
 
 
-class OpenAIResponsesAssistantMessage(_Request):
+class OpenAIResponsesAssistantMessage(RequestModel):
     """What the model said earlier, as an input message of role ``assistant`` (the output
     message form needs the provider's item id, which the log does not keep)."""
 
@@ -107,7 +81,7 @@ class OpenAIResponsesAssistantMessage(_Request):
     content: str
 
 
-class OpenAIResponsesFunctionCall(_Request):
+class OpenAIResponsesFunctionCall(RequestModel):
     """A function call the model made; ``call_id`` is the log's own id."""
 
     type: Literal["function_call"] = "function_call"
@@ -116,7 +90,7 @@ class OpenAIResponsesFunctionCall(_Request):
     arguments: str
 
 
-class OpenAIResponsesFunctionCallOutput(_Request):
+class OpenAIResponsesFunctionCallOutput(RequestModel):
     """The result of the call with the same ``call_id``: text, or text and images."""
 
     type: Literal["function_call_output"] = "function_call_output"
@@ -157,7 +131,7 @@ OpenAIResponsesInputItem: TypeAlias = Annotated[
 ]
 
 
-class OpenAIResponsesFunctionTool(_Request):
+class OpenAIResponsesFunctionTool(RequestModel):
     """A function the model may call. ``strict`` is required by the API; the library sends
     ``false`` (a tool's schema need not meet strict mode's rules)."""
 
@@ -168,24 +142,20 @@ class OpenAIResponsesFunctionTool(_Request):
     strict: bool = False
 
 
-class OpenAIResponsesNamedToolChoice(_Request):
+class OpenAIResponsesNamedToolChoice(RequestModel):
     """Force one named function."""
 
     type: Literal["function"] = "function"
     name: str
 
 
-OpenAIResponsesToolChoice: TypeAlias = (
-    Literal["none", "auto", "required"] | OpenAIResponsesNamedToolChoice
-)
+OpenAIResponsesToolChoice: TypeAlias = ToolChoiceMode | OpenAIResponsesNamedToolChoice
 
 #: The effort levels of the API's ``ReasoningEffort`` (which a model takes: `model_rules`).
-OpenAIResponsesReasoningEffort: TypeAlias = Literal[
-    "none", "minimal", "low", "medium", "high", "xhigh", "max"
-]
+OpenAIResponsesReasoningEffort: TypeAlias = ReasoningEffort
 
 
-class OpenAIResponsesReasoning(_Request):
+class OpenAIResponsesReasoning(RequestModel):
     """``reasoning``: the effort, and a summary of the reasoning to read back."""
 
     effort: OpenAIResponsesReasoningEffort | None = None
@@ -204,13 +174,13 @@ class OpenAIResponsesJSONSchemaFormat(TypedDict):
     strict: bool
 
 
-class OpenAIResponsesTextConfig(_Request):
+class OpenAIResponsesTextConfig(RequestModel):
     """``text``: the answer's format."""
 
     format: OpenAIResponsesJSONSchemaFormat | None = None
 
 
-class OpenAIResponsesRequest(_Request):
+class OpenAIResponsesRequest(RequestModel):
     """``POST /v1/responses`` request body."""
 
     model: str

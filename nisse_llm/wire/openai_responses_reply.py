@@ -8,11 +8,17 @@ own fields). An output item is read by its ``type``: ``message``, ``function_cal
 ``reasoning`` are typed; any other type is kept as an `OpenAIResponsesOtherItem`.
 """
 
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import Annotated, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Tag
+from pydantic import Discriminator, Tag
 
 from nisse_llm.wire._bounds import ServerName, TokenCount
+from nisse_llm.wire._reply_base import (
+    CacheTokensShape,
+    ReasoningTokensShape,
+    ReplyModel,
+    type_or_other,
+)
 
 __all__ = [
     "OpenAIResponsesError",
@@ -31,11 +37,7 @@ __all__ = [
 ]
 
 
-class _Response(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
-
-
-class OpenAIResponsesOutputPart(_Response):
+class OpenAIResponsesOutputPart(ReplyModel):
     """One content part of an output message: ``output_text`` (``text``) or ``refusal``
     (``refusal``); other part types are kept by their type alone."""
 
@@ -44,7 +46,7 @@ class OpenAIResponsesOutputPart(_Response):
     refusal: str | None = None
 
 
-class OpenAIResponsesMessageItem(_Response):
+class OpenAIResponsesMessageItem(ReplyModel):
     """An assistant output message."""
 
     type: Literal["message"]
@@ -54,7 +56,7 @@ class OpenAIResponsesMessageItem(_Response):
     content: list[OpenAIResponsesOutputPart] | None = None
 
 
-class OpenAIResponsesFunctionCallItem(_Response):
+class OpenAIResponsesFunctionCallItem(ReplyModel):
     """A function call; ``call_id`` (and the item's ``id``) are the provider's and are
     dropped on parsing. ``arguments`` should be a JSON object encoded as a string."""
 
@@ -66,14 +68,14 @@ class OpenAIResponsesFunctionCallItem(_Response):
     status: str | None = None
 
 
-class OpenAIResponsesReasoningText(_Response):
+class OpenAIResponsesReasoningText(ReplyModel):
     """A summary part (``summary_text``) or a reasoning text part of a reasoning item."""
 
     type: str | None = None
     text: str | None = None
 
 
-class OpenAIResponsesReasoningItem(_Response):
+class OpenAIResponsesReasoningItem(ReplyModel):
     """A reasoning item: its summary, and with ``include: ["reasoning.encrypted_content"]``
     the encrypted reasoning to send back on the next turn. Parsing keeps the item as it
     arrived (its raw JSON object), not this model's dump."""
@@ -86,15 +88,10 @@ class OpenAIResponsesReasoningItem(_Response):
     status: str | None = None
 
 
-class OpenAIResponsesOtherItem(_Response):
+class OpenAIResponsesOtherItem(ReplyModel):
     """An output item of a type this library does not read (a server tool's call...)."""
 
     type: str
-
-
-def _item_kind(value: Any) -> str:
-    kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
-    return kind if kind in ("message", "function_call", "reasoning") else "other"
 
 
 OpenAIResponsesOutputItem: TypeAlias = Annotated[
@@ -102,24 +99,19 @@ OpenAIResponsesOutputItem: TypeAlias = Annotated[
     | Annotated[OpenAIResponsesFunctionCallItem, Tag("function_call")]
     | Annotated[OpenAIResponsesReasoningItem, Tag("reasoning")]
     | Annotated[OpenAIResponsesOtherItem, Tag("other")],
-    Discriminator(_item_kind),
+    Discriminator(type_or_other("message", "function_call", "reasoning")),
 ]
 
 
-class OpenAIResponsesInputTokensDetails(_Response):
+class OpenAIResponsesInputTokensDetails(CacheTokensShape):
     """Breakdown of input tokens; ``cached_tokens`` were read from the prompt cache."""
 
-    cached_tokens: TokenCount | None = None
-    cache_write_tokens: TokenCount | None = None
 
-
-class OpenAIResponsesOutputTokensDetails(_Response):
+class OpenAIResponsesOutputTokensDetails(ReasoningTokensShape):
     """Breakdown of output tokens."""
 
-    reasoning_tokens: TokenCount | None = None
 
-
-class OpenAIResponsesUsage(_Response):
+class OpenAIResponsesUsage(ReplyModel):
     """Token usage; ``input_tokens`` counts every input token, cached or not."""
 
     input_tokens: TokenCount | None = None
@@ -129,20 +121,20 @@ class OpenAIResponsesUsage(_Response):
     output_tokens_details: OpenAIResponsesOutputTokensDetails | None = None
 
 
-class OpenAIResponsesIncompleteDetails(_Response):
+class OpenAIResponsesIncompleteDetails(ReplyModel):
     """Why a response stopped early: ``max_output_tokens`` or ``content_filter``."""
 
     reason: str | None = None
 
 
-class OpenAIResponsesError(_Response):
+class OpenAIResponsesError(ReplyModel):
     """The error of a ``failed`` response."""
 
     code: str | None = None
     message: str | None = None
 
 
-class OpenAIResponsesResponse(_Response):
+class OpenAIResponsesResponse(ReplyModel):
     """``POST /v1/responses`` response body (non-streaming), also the ``response`` of the
     stream's ``response.completed`` / ``response.incomplete`` / ``response.failed``."""
 
