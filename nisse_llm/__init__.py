@@ -7,9 +7,9 @@ and pydantic themselves.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from nisse_llm import _lazy
 from nisse_llm._version import __version__ as __version__
 from nisse_llm.config.routes import has_native_adapter
 from nisse_llm.errors import (
@@ -228,13 +228,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'nisse_llm' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy.lazy_getattr(__name__, _LAZY, globals())
 
 
 def __dir__() -> list[str]:

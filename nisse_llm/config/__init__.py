@@ -8,8 +8,9 @@ and pydantic-settings load only when a program loads its configuration.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from nisse_llm import _lazy
 
 if TYPE_CHECKING:
     from nisse_llm.config.settings import (
@@ -47,7 +48,6 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in __all__:
-        raise AttributeError(f"module 'nisse_llm.config' has no attribute {name!r}")
-    return getattr(importlib.import_module("nisse_llm.config.settings"), name)
+__getattr__ = _lazy.lazy_getattr(
+    __name__, dict.fromkeys(__all__, "nisse_llm.config.settings"), globals()
+)

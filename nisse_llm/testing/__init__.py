@@ -27,9 +27,9 @@ Nothing here imports pytest; ``import nisse_llm`` does not import this package.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from nisse_llm import _lazy
 from nisse_llm.testing.bodies import (
     Part,
     RedactedThinking,
@@ -130,10 +130,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'nisse_llm.testing' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy.lazy_getattr(__name__, _LAZY, globals())

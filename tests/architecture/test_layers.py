@@ -17,6 +17,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "nisse_llm._version",
             "nisse_llm._closing",
+            "nisse_llm._lazy",
             "nisse_llm.defaults",
             "nisse_llm._partial",
             "nisse_llm.errors",
