@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_json
@@ -32,6 +33,9 @@ from nisse_llm import _telemetry
 from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult, ToolSpec
 from nisse_llm.log.images import Image
 from nisse_llm.log.tools import arguments_model
+
+if TYPE_CHECKING:
+    from nisse_llm._telemetry import ToolTrace
 
 __all__ = ["Toolbox", "result_text", "validation_feedback"]
 
@@ -168,14 +172,8 @@ class Toolbox:
         An async tool runs in a fresh event loop; inside a running loop use `arun`.
         """
         results: list[ToolResult] = []
-        for call in events:
-            if not isinstance(call, ToolCall):
-                continue
-            tracer = _telemetry.tracer
-            if tracer is None:
-                results.append(self._run_one(call)[0])
-                continue
-            with tracer.tool(call, self._spec(call)) as span:
+        for call in _calls(events):
+            with self._trace(call) as span:
                 result, error_type = self._run_one(call)
                 span.ended(result, error_type)
             results.append(result)
@@ -208,14 +206,8 @@ class Toolbox:
         Calls run one after another, in order, as the model listed them.
         """
         results: list[ToolResult] = []
-        for call in events:
-            if not isinstance(call, ToolCall):
-                continue
-            tracer = _telemetry.tracer
-            if tracer is None:
-                results.append((await self._arun_one(call))[0])
-                continue
-            with tracer.tool(call, self._spec(call)) as span:
+        for call in _calls(events):
+            with self._trace(call) as span:
                 result, error_type = await self._arun_one(call)
                 span.ended(result, error_type)
             results.append(result)
@@ -237,9 +229,30 @@ class Toolbox:
             return self._failed(call, exc), type(exc).__name__
         return _result(call, value), None
 
-    def _spec(self, call: ToolCall) -> ToolSpec | None:
+    def _trace(self, call: ToolCall) -> AbstractContextManager[ToolTrace]:
+        """The span of ``call``'s run: the tracer's while telemetry is on, else a no-op."""
+        tracer = _telemetry.tracer
+        if tracer is None:
+            return _UNTRACED
         tool = self._tools.get(call.tool)
-        return None if tool is None else tool.spec
+        return tracer.tool(call, None if tool is None else tool.spec)
+
+
+def _calls(events: Iterable[CanonicalEvent]) -> Iterator[ToolCall]:
+    return (event for event in events if isinstance(event, ToolCall))
+
+
+class _Untraced(AbstractContextManager["_Untraced"]):
+    """A tool run's span while telemetry is off: it records nothing."""
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def ended(self, result: ToolResult, error_type: str | None) -> None:
+        return None
+
+
+_UNTRACED = _Untraced()
 
 
 def _refusal_kind(result: ToolResult) -> str:
