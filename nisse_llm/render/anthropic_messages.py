@@ -41,7 +41,6 @@ The reply side (parsing) lives in `nisse_llm.render.anthropic_messages_reply`.
 
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Self, TypeAlias, assert_never, cast
 
@@ -81,7 +80,7 @@ from nisse_llm.render._images import (
     check_images_once,
     event_images,
 )
-from nisse_llm.render._memo import FragmentMemo
+from nisse_llm.render._memo import FragmentMemo, RecentMemo
 from nisse_llm.render._options import messages_fields
 from nisse_llm.render._rope import Rope
 from nisse_llm.render._walk import (
@@ -374,7 +373,7 @@ class AnthropicMessagesRenderer(Renderer):
 
     def __init__(self) -> None:
         super().__init__()
-        self._envelopes: _Envelopes = {}
+        self._envelopes: RecentMemo[tuple[bytes, bytes]] = RecentMemo()
 
     def render(
         self,
@@ -543,15 +542,8 @@ def _envelope(
     )
 
 
-# Encoded envelopes (all but the messages) of a renderer's recent requests: an agent
-# sends the same model, system prompt and tools every call. Each entry holds its tools,
-# compared by identity.
-_Envelopes: TypeAlias = dict[tuple[object, ...], tuple[bytes, bytes, tuple[AnthropicTool, ...]]]
-_ENVELOPE_SLOTS = 16
-
-
 def _head_tail(
-    envelopes: _Envelopes,
+    envelopes: RecentMemo[tuple[bytes, bytes]],
     model: str,
     system: str | None,
     max_tokens: int | None,
@@ -562,28 +554,26 @@ def _head_tail(
     """The body's encoded fields before ``messages`` and after it (as JSON objects)."""
     tools = tuple(plan.tools or ())
     # Stub tools are built per call, so they are known by name (all a stub depends on).
-    known = tuple(tool.name for tool in tools) if plan.stubbed else tuple(map(id, tools))
+    names = tuple(tool.name for tool in tools) if plan.stubbed else ()
     ttl = "off" if policy is None else policy.marker_ttl
     unthought = options is not None and _unthought_loop(plan.turns)
-    key = (model, system, max_tokens, options, ttl, plan.stubbed, known, unthought)
-    hit = envelopes.get(key)
-    if hit is not None and (plan.stubbed or all(map(operator.is_, hit[2], tools))):
-        return hit[0], hit[1]
-    envelope = _envelope(model, system, max_tokens, plan, [], policy, options)
-    serializer = AnthropicMessagesRequest.__pydantic_serializer__
-    try:
-        head = serializer.to_json(
-            envelope, include={"model", "max_tokens", "system"}, exclude_none=True
-        )
-        tail = serializer.to_json(
-            envelope, exclude={"model", "max_tokens", "system", "messages"}, exclude_none=True
-        )
-    except ValueError as exc:
-        raise unencodable(exc) from exc
-    envelopes[key] = (head, tail, tools)
-    while len(envelopes) > _ENVELOPE_SLOTS:
-        del envelopes[next(iter(envelopes))]
-    return head, tail
+    key = (model, system, max_tokens, options, ttl, plan.stubbed, names, unthought)
+
+    def encode() -> tuple[bytes, bytes]:
+        envelope = _envelope(model, system, max_tokens, plan, [], policy, options)
+        serializer = AnthropicMessagesRequest.__pydantic_serializer__
+        try:
+            head = serializer.to_json(
+                envelope, include={"model", "max_tokens", "system"}, exclude_none=True
+            )
+            tail = serializer.to_json(
+                envelope, exclude={"model", "max_tokens", "system", "messages"}, exclude_none=True
+            )
+        except ValueError as exc:
+            raise unencodable(exc) from exc
+        return head, tail
+
+    return envelopes.get(key, () if plan.stubbed else tools, encode)
 
 
 def _unthought_loop(turns: Indexed[_Turn]) -> bool:

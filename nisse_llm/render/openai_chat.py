@@ -78,7 +78,7 @@ from nisse_llm.render._images import (
     check_images_once,
     check_log_images,
 )
-from nisse_llm.render._memo import FragmentMemo
+from nisse_llm.render._memo import FragmentMemo, RecentMemo
 from nisse_llm.render._options import chat_fields, chat_replays_thinking, encode_fields
 from nisse_llm.render._walk import (
     Indexed,
@@ -574,6 +574,39 @@ def _empty_album(slot: _Slot) -> bool:
     return type(slot) is _Album and not slot.results
 
 
+def _envelope(
+    model: str,
+    system: str | None,
+    max_tokens: int | None,
+    options: RequestOptions | None,
+    specs: list[ToolSpec],
+    used: list[str],
+    cache: PromptCache | None,
+    control: bytes | None,
+) -> tuple[bytes, bytes]:
+    """The body's bytes before its first message and after its last (the byte path keeps
+    them per renderer: an agent sends the same model, system, tools and options each call)."""
+    fields = _option_fields(options, model, max_tokens, specs, bool(used), cache)
+    head = b'{"model":' + pydantic_core.to_json(model) + b',"messages":['
+    if system is not None and system.strip():
+        head += b'{"role":"system","content":'
+        head += _json(system) if control is None else _marked_part(system, control)
+        head += b"},"
+    tail = [b"]"]
+    declared: list[bytes] = []
+    if specs:
+        declared = [cast(bytes, _fragment(spec)) for spec in specs]
+    elif used:
+        declared = [_encode(_map_stub_tool(name)) for name in used]
+    if declared:
+        if control is not None:
+            declared[-1] = declared[-1][:-1] + b',"cache_control":' + control + b"}"
+        tail += [b',"tools":[', b",".join(declared), b"]"]
+    tail += encode_fields(fields)
+    tail.append(b"}")
+    return head, b"".join(tail)
+
+
 class OpenAIChatRenderer(Renderer):
     """Renders canonical logs as chat-completions requests and parses the replies.
 
@@ -581,6 +614,10 @@ class OpenAIChatRenderer(Renderer):
     between renderers, so two clients never see each other's logs or wait on each other."""
 
     _reply = staticmethod(parse_chat_completion)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._envelopes: RecentMemo[tuple[bytes, bytes]] = RecentMemo()
 
     def render_request(
         self,
@@ -659,11 +696,17 @@ class OpenAIChatRenderer(Renderer):
         progress = walks.walk(log_items(events), None, lambda shared: _ChatWalk(shared, _BYTES))
         check_images_once(progress)
         specs = unique_specs(tools)
-        fields = _option_fields(
-            options, model, max_tokens, specs, bool(progress.used_tools()), cache
-        )
+        used = progress.used_tools()
         policy = active(cache, model)
         control = None if policy is None else policy.control_json
+        prefixes = () if cache is None else cache.prefixes
+        # Stub tools are known by name (all a stub depends on), passed specs by identity.
+        key = (model, system, max_tokens, options, control, prefixes, () if specs else tuple(used))
+        head, tail = self._envelopes.get(
+            key,
+            tuple(specs),
+            lambda: _envelope(model, system, max_tokens, options, specs, used, cache, control),
+        )
         count, rest, slots = progress.finish_slots(progress.rope.covered)
         if not count:
             raise RenderError(_NOTHING_TO_SEND)
@@ -682,24 +725,5 @@ class OpenAIChatRenderer(Renderer):
             for index in marks:
                 rest[index - start] = _encode_marked(slots[index], control)
         sent = [message for message in rest if message]
-        head = b'{"model":' + pydantic_core.to_json(model) + b',"messages":['
-        if system is not None and system.strip():
-            head += b'{"role":"system","content":'
-            head += _json(system) if control is None else _marked_part(system, control)
-            head += b"},"
-        tail = [b"]"]
-        declared: list[bytes] = []
-        if specs:
-            declared = [cast(bytes, _fragment(spec)) for spec in specs]
-        elif used_tools := progress.used_tools():
-            declared = [_encode(_map_stub_tool(name)) for name in used_tools]
-        if declared:
-            if control is not None:
-                declared[-1] = declared[-1][:-1] + b',"cache_control":' + control + b"}"
-            tail.append(b',"tools":[')
-            tail.append(b",".join(declared))
-            tail.append(b"]")
-        tail.extend(encode_fields(fields))
-        tail.append(b"}")
-        sent[-1] += b"".join(tail)
+        sent[-1] += tail
         return [head, *blocks, b",".join(sent)]

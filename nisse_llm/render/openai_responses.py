@@ -66,7 +66,7 @@ from nisse_llm.log.canonical import (
 from nisse_llm.render._base import Renderer
 from nisse_llm.render._cache import PromptCache
 from nisse_llm.render._images import check_images_once
-from nisse_llm.render._memo import FragmentMemo
+from nisse_llm.render._memo import FragmentMemo, RecentMemo
 from nisse_llm.render._options import encode_fields, responses_fields
 from nisse_llm.render._walk import (
     ProgressCache,
@@ -241,18 +241,17 @@ def task_cache_key(model: str, system: str | None, first: WireEvent) -> str:
 
 def _request_fields(
     items: Sequence[object],
-    tools: ToolsLike,
+    specs: list[ToolSpec],
     used: Sequence[str],
     model: str,
     system: str | None,
     max_tokens: int | None,
     options: RequestOptions | None,
     prompt_cache_key: str | None,
-) -> tuple[list[ToolSpec], dict[str, Any]]:
-    """The tools declared and the fields options decide, for the typed and the byte path
-    alike; the cache key defaults to the task's (`task_cache_key`)."""
-    specs = unique_specs(tools)
-    fields = responses_fields(
+) -> dict[str, Any]:
+    """The fields options decide, for the typed and the byte path alike; the cache key
+    defaults to the task's (`task_cache_key`)."""
+    return responses_fields(
         options,
         model=model,
         max_tokens=max_tokens,
@@ -261,7 +260,42 @@ def _request_fields(
         prompt_cache_key=prompt_cache_key
         or task_cache_key(model, system, bare_events(items[:1])[0]),
     )
-    return specs, fields
+
+
+def _envelope(
+    items: Sequence[object],
+    specs: list[ToolSpec],
+    used: Sequence[str],
+    model: str,
+    system: str | None,
+    max_tokens: int | None,
+    options: RequestOptions | None,
+    prompt_cache_key: str | None,
+) -> tuple[bytes, bytes]:
+    """The body's bytes before its first input item and after its last (the byte path
+    keeps them per renderer: an agent sends the same model, system, tools and options each
+    call, and its log's first event, which the cache key is made from, stays)."""
+    fields = _request_fields(
+        items, specs, used, model, system, max_tokens, options, prompt_cache_key
+    )
+    head = [b'{"model":', json_bytes(model)]
+    if system is not None and system.strip():
+        head += [b',"instructions":', json_bytes(system)]
+    head.append(b',"input":[')
+    tail = [b"]"]
+    if specs:
+        declared = [_MEMO.get(spec, lambda t: _encode(_map_tool(t))) for spec in specs]
+    else:
+        declared = [_encode(_map_stub_tool(name)) for name in used]
+    if declared:
+        tail += [b',"tools":[', b",".join(declared), b"]"]
+    include = fields.pop("include", None)
+    tail += encode_fields(fields)
+    tail.append(b',"store":false')
+    if include is not None:
+        tail += [b',"include":', json_bytes(include)]
+    tail.append(b"}")
+    return b"".join(head), b"".join(tail)
 
 
 class OpenAIResponsesRenderer(Renderer):
@@ -271,6 +305,10 @@ class OpenAIResponsesRenderer(Renderer):
     between renderers, so two clients never see each other's logs or wait on each other."""
 
     _reply = staticmethod(parse_responses_reply)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._envelopes: RecentMemo[tuple[bytes, bytes]] = RecentMemo()
 
     def render_request(
         self,
@@ -293,8 +331,9 @@ class OpenAIResponsesRenderer(Renderer):
         walk.consume(list(items))
         check_images_once(walk)
         plan, used = _input(walk)
-        specs, fields = _request_fields(
-            items, tools, used, model, system, max_tokens, options, prompt_cache_key
+        specs = unique_specs(tools)
+        fields = _request_fields(
+            items, specs, used, model, system, max_tokens, options, prompt_cache_key
         )
         declared: list[OpenAIResponsesFunctionTool] | None = None
         if specs:
@@ -403,24 +442,14 @@ class OpenAIResponsesRenderer(Renderer):
         if start != base:
             count, rest = walk.finish(start)
         used = walk.used_tools()
-        specs, fields = _request_fields(
-            items, tools, used, model, system, max_tokens, options, prompt_cache_key
+        specs = unique_specs(tools)
+        # Stub tools are known by name (all a stub depends on), passed specs by identity.
+        key = (model, system, max_tokens, options, prompt_cache_key, () if specs else tuple(used))
+        head, tail = self._envelopes.get(
+            key,
+            (items[0], *specs),
+            lambda: _envelope(
+                items, specs, used, model, system, max_tokens, options, prompt_cache_key
+            ),
         )
-        head = [b'{"model":', json_bytes(model)]
-        if system is not None and system.strip():
-            head += [b',"instructions":', json_bytes(system)]
-        head.append(b',"input":[')
-        tail = [b",".join(rest), b"]"]
-        if specs:
-            declared = [_MEMO.get(spec, lambda t: _encode(_map_tool(t))) for spec in specs]
-        else:
-            declared = [_encode(_map_stub_tool(name)) for name in used]
-        if declared:
-            tail += [b',"tools":[', b",".join(declared), b"]"]
-        include = fields.pop("include", None)
-        tail += encode_fields(fields)
-        tail.append(b',"store":false')
-        if include is not None:
-            tail += [b',"include":', json_bytes(include)]
-        tail.append(b"}")
-        return [b"".join(head), *blocks, b"".join(tail)]
+        return [head, *blocks, b",".join(rest) + tail]
