@@ -45,9 +45,9 @@ def _turn(n: int, tool: str = "read") -> list[Any]:
 
 
 def _typed(renderer: Any, *args: Any, **kwargs: Any) -> bytes:
-    dumped: bytes = renderer.render_request(*args, **kwargs).model_dump_json(
-        exclude_none=True
-    ).encode()
+    dumped: bytes = (
+        renderer.render_request(*args, **kwargs).model_dump_json(exclude_none=True).encode()
+    )
     return dumped
 
 

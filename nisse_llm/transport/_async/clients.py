@@ -242,7 +242,10 @@ class AsyncRouteClient(AsyncClientLimits, ClientBase, AsyncClosing):
         while True:
             if opened is None:
                 request = http.build_request(
-                    "POST", core.endpoint, content=io.request_content(call.parts), headers=call.headers
+                    "POST",
+                    core.endpoint,
+                    content=io.request_content(call.parts),
+                    headers=call.headers,
                 )
             else:
                 request = http.build_request(
