@@ -61,7 +61,20 @@ def _decode(body: bytes | str | Mapping[str, Any]) -> dict[str, Any]:
 def read_responses_reply(
     body: bytes | str | Mapping[str, Any],
 ) -> tuple[OpenAIResponsesResponse, list[Any]]:
-    """The typed reply and its raw output items (the reasoning items kept as received)."""
+    """The typed reply and its raw output items (the reasoning items kept as received).
+
+    A well-formed reply is validated straight from its bytes, and decoded a second time
+    only when it holds a reasoning item (kept as received); anything else takes the
+    checked path, which says what is wrong."""
+    if isinstance(body, bytes | str):
+        try:
+            response = OpenAIResponsesResponse.model_validate_json(body)
+        except ValidationError:
+            pass
+        else:
+            if any(type(item) is OpenAIResponsesReasoningItem for item in response.output):
+                return response, _decode(body)["output"]
+            return response, []
     raw = _decode(body)
     if "output" not in raw and isinstance(raw.get("error"), dict):
         error = raw["error"]
@@ -102,15 +115,17 @@ def completion_from(
     requested_model: str,
     max_tokens: int | None = None,
 ) -> Completion:
-    """The completion a typed reply (with its raw output items) stands for (module rules)."""
+    """The completion a typed reply stands for (module rules); ``raw_items`` are its output
+    items as received, read for its reasoning items only."""
     produced_by = response.model or requested_model
     _raise_for_status(response, produced_by, max_tokens)
     events: list[CanonicalEvent] = []
     calls = 0
-    for item, raw in zip(response.output, raw_items, strict=False):
+    for index, item in enumerate(response.output):
         if isinstance(item, OpenAIResponsesReasoningItem):
+            block = dict(raw_items[index])
             events.append(
-                Reasoning(model=requested_model, response_model=response.model, block=dict(raw))
+                Reasoning(model=requested_model, response_model=response.model, block=block)
             )
         elif isinstance(item, OpenAIResponsesMessageItem):
             text = _message_text(item, produced_by)
