@@ -33,7 +33,7 @@ from tests.clients.harness import (
     complete,
     make_client,
 )
-from tests.clients.loopback import LoopbackServer, SleepLog
+from tests.clients.loopback import LoopbackServer, Reply, SleepLog
 from tests.corpus import TOOLS, long_log
 
 RENDERERS = {
@@ -75,6 +75,31 @@ async def test_request_on_the_wire(route: Route, mode: Mode, server: LoopbackSer
         assert seen.headers["x-api-key"] == TOKEN
         assert seen.headers["anthropic-version"] == "2023-06-01"
     assert events == [AssistantText(text="echo: Now summarise what changed.", model=MODEL[route])]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("route", ROUTES)
+async def test_headers_and_cookies_are_an_httpx_clients(
+    route: Route, mode: Mode, server: LoopbackServer
+) -> None:
+    """Each attempt goes straight through the client's transport, yet carries what httpx's
+    client would send (its default headers under the route's) and keeps the cookies a
+    proxy or its load balancer sets, sending them back with the next calls."""
+    server.plan(Reply(headers=(("set-cookie", "lb=node-2; Path=/"),)))
+    client = make_client(route, mode, server.base_url, sleep=SleepLog())
+    try:
+        for _ in range(3):
+            await complete(client, [UserText(text="hi")], None, MODEL[route])
+    finally:
+        await close(client)
+    first, *later = server.requests
+    assert "cookie" not in first.headers
+    assert [seen.headers.get("cookie") for seen in later] == ["lb=node-2", "lb=node-2"]
+    for seen in server.requests:
+        assert seen.headers["user-agent"] == f"python-httpx/{httpx.__version__}"
+        assert seen.headers["accept-encoding"] == "gzip, deflate"
+        assert seen.headers["connection"] == "keep-alive"
+        assert seen.headers["content-length"] == str(len(seen.body))
 
 
 @pytest.mark.parametrize("route", ROUTES)
