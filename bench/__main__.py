@@ -23,6 +23,7 @@ class Plan:
     """How much of everything to run."""
 
     sizes: tuple[tuple[int, int], ...]  # (turns, timed rounds)
+    paired: tuple[tuple[int, int], ...]  # (turns, timed rounds) of the floors and nisse_llm alone
     warmup: int
     grow: tuple[int, int]
     import_rounds: int
@@ -42,6 +43,7 @@ class Plan:
 
 FULL = Plan(
     sizes=((10, 100), (100, 40), (1000, 10)),
+    paired=((100, 150), (1000, 30)),
     warmup=3,
     grow=(100, 1000),
     import_rounds=5,
@@ -59,6 +61,7 @@ FULL = Plan(
 
 SMOKE = Plan(
     sizes=((2, 3),),
+    paired=((2, 3),),
     warmup=1,
     grow=(2, 5),
     import_rounds=1,
@@ -122,6 +125,14 @@ def run(plan: Plan, *, log: bool) -> report.Results:
             res.fixed[turns] = harness.interleave(contenders, wl, rounds=rounds, warmup=plan.warmup)
             res.renders[turns] = harness.render_costs(wl, rounds=plan.render_rounds)
         res.parse = {r: harness.parse_cost(r, rounds=200) for r in ("chat", "messages")}
+        # The per-call targets: each floor and nisse_llm alone, as `bench.quick` times them.
+        # Among all twelve contenders a floor's cache state depends on whom it follows.
+        paired = [c for c in contenders if c.group in ("floor", "nisse")]
+        for turns, rounds in plan.paired:
+            say(f"targets at {turns} turns: {rounds} rounds x {len(paired)} contenders")
+            res.paired[turns] = harness.interleave(
+                paired, Workload.of(turns), rounds=rounds, warmup=plan.warmup
+            )
 
         growers = [c for c in contenders if c.key in GROW_KEYS]
         say(f"growing log {plan.grow[0]} -> {plan.grow[1]} turns")

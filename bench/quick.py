@@ -1,8 +1,9 @@
 """``python -m bench.quick [--turns 100 1000] [--rounds N]``: the per-call targets only.
 
-The floor and nisse_llm on each route (chat, messages, Responses), interleaved as in the full run, at the sizes
-given; prints each route's median client CPU and its ratio to the floor. For measuring
-a change in minutes rather than the full run's twenty.
+The floor and nisse_llm on each route (chat, messages, Responses), interleaved with no
+other contender, at the sizes given: the run the full report judges its per-call targets
+from. Prints each route's median client CPU and its ratio to the floor. For measuring a
+change in seconds rather than the full run's twenty minutes.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ KEYS = (
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.quick", description=__doc__)
     parser.add_argument("--turns", type=int, nargs="+", default=[100, 1000])
-    parser.add_argument("--rounds", type=int, default=0, help="default: 40 at <=100, else 15")
+    parser.add_argument("--rounds", type=int, default=0, help="default: 150 at <=100, else 30")
     args = parser.parse_args(argv)
     stub_cpu, pinning = _pin_self()
     print(pinning)
@@ -37,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"skipped: {skipped}")
         for turns in args.turns:
             wl = Workload.of(turns)
-            rounds = args.rounds or (40 if turns <= 100 else 15)
+            rounds = args.rounds or (150 if turns <= 100 else 30)
             samples = harness.interleave(contenders, wl, rounds=rounds, warmup=3)
             for route in ("chat", "messages", "responses"):
                 floor = samples[f"floor-{route}"].cpu_median

@@ -55,6 +55,7 @@ class Results:
     ran: list[str] = field(default_factory=list)
     shapes: dict[int, dict[str, float]] = field(default_factory=dict)
     fixed: dict[int, dict[str, Samples]] = field(default_factory=dict)
+    paired: dict[int, dict[str, Samples]] = field(default_factory=dict)
     renders: dict[int, dict[str, dict[str, float]]] = field(default_factory=dict)
     parse: dict[str, float | None] = field(default_factory=dict)
     growth: Growth = field(default_factory=Growth)
@@ -121,8 +122,9 @@ def _floor_key(route: str) -> str:
 
 
 def ratio(res: Results, turns: int, key: str) -> float | None:
-    """Median client CPU per call of ``key`` over its route's floor at ``turns``."""
-    samples = res.fixed.get(turns, {})
+    """Median client CPU per call of ``key`` over its route's floor at ``turns``, from the
+    run of the floors and nisse_llm alone."""
+    samples = res.paired.get(turns, {})
     floor = samples.get(_floor_key(CATALOGUE[key][1]))
     mine = samples.get(key)
     if floor is None or mine is None:
@@ -285,6 +287,32 @@ def _targets_section(res: Results) -> list[str]:
         "| --- | --- | --- | --- |",
     ]
     lines += [f"| {a} | {b} | {c} | **{d}** |" for a, b, c, d in targets(res)]
+    return [*lines, ""]
+
+
+def _paired_section(res: Results) -> list[str]:
+    lines = [
+        "## Per-call targets: the floors and nisse_llm alone",
+        "",
+        "The per-call targets are judged here: each route's floor and nisse_llm interleaved",
+        "round by round with no other contender (as `python -m bench.quick` times them), so",
+        "every floor runs in the same company. In the full table below a floor's CPU depends",
+        "on the contender it follows (after LiteLLM its code and body are out of the caches).",
+        "",
+        "| turns | route | floor CPU/call (ms) | nisse_llm CPU/call (ms) | nisse_llm x floor |",
+        "| ---: | --- | ---: | ---: | ---: |",
+    ]
+    for turns, samples in res.paired.items():
+        for route in ("chat", "messages", "responses"):
+            floor, mine = samples.get(_floor_key(route)), samples.get(f"nisse-{route}")
+            if floor is None or mine is None:
+                continue
+            lines.append(
+                f"| {turns} | {route} | {_ms(floor.cpu_median)} | {_ms(mine.cpu_median)} |"
+                f" {_x(mine.cpu_median / floor.cpu_median)} |"
+            )
+        n = len(next(iter(samples.values())).cpu) if samples else 0
+        lines.append(f"| | | {n} timed rounds | | |")
     return [*lines, ""]
 
 
@@ -541,7 +569,8 @@ def render(res: Results, *, command: str, notes: str = "") -> str:
     lines = _header(res, command) + _targets_section(res)
     if notes:
         lines += [notes.strip(), ""]
-    lines += _fixed_section(res) + _growth_section(res) + _breakdown_section(res)
+    lines += _paired_section(res) + _fixed_section(res) + _growth_section(res)
+    lines += _breakdown_section(res)
     lines += _streaming_section(res)
     lines += _first_use_section(res)
     lines += _imports_section(res) + _memory_section(res) + _skipped_section(res)

@@ -52,6 +52,17 @@ def test_smoke_run_reports_the_floor_and_both_nisse_routes(smoke_report: str) ->
     assert _row(smoke_report, "chat", "floor: httpx posting pre-serialised bytes")[3] == "1.00x"
 
 
+def test_smoke_run_judges_the_targets_from_the_floors_and_nisse_alone(smoke_report: str) -> None:
+    """The per-call targets come from a run of each route's floor and nisse_llm alone."""
+    assert "## Per-call targets: the floors and nisse_llm alone" in smoke_report
+    for route in ("chat", "messages", "responses"):
+        cells = _row(smoke_report, "2", route)
+        assert re.match(r"^\d+\.\d{3}$", cells[2]), cells
+        assert re.match(r"^\d+\.\d{3}$", cells[3]), cells
+        floor, mine = float(cells[2]), float(cells[3])
+        assert abs(float(cells[4].removesuffix("x")) - mine / floor) < 0.02, cells
+
+
 def test_smoke_run_reports_streaming_on_both_routes(smoke_report: str) -> None:
     """Client CPU per streamed reply: httpx alone, the json floor, nisse_llm, and the SDKs' rows."""
     assert "## Streaming" in smoke_report
