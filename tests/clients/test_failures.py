@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import pytest
 
 from nisse_llm.config.routing import Route
@@ -403,6 +404,26 @@ async def test_transport_failure_after_a_429_has_no_status(
     assert caught.value.status is None
     assert sleep.waits == [20.0]
     assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("route", ROUTES)
+async def test_a_transport_failure_keeps_its_request(
+    route: Route, mode: Mode, server: LoopbackServer
+) -> None:
+    """The httpx error behind an `UpstreamUnavailable` names its request, as an httpx
+    client's would, though attempts go straight through the transport."""
+    server.plan(Reset())
+    client = make_client(route, mode, server.base_url, sleep=SleepLog())
+    try:
+        with pytest.raises(UpstreamUnavailable) as caught:
+            await complete(client, EVENTS, None, MODEL[route])
+    finally:
+        await close(client)
+    cause = caught.value.__cause__
+    assert isinstance(cause, httpx.TransportError)
+    assert cause.request.method == "POST"
+    assert str(cause.request.url).startswith(server.base_url)
 
 
 @pytest.mark.parametrize("mode", MODES)

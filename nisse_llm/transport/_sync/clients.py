@@ -273,16 +273,21 @@ class SyncRouteClient(ClientLimits, ClientBase, Closing):
     def _attempt(self, request: httpx.Request, *, read: bool) -> httpx.Response:
         """One attempt, straight through the client's transport: a proxy call uses none of
         ``httpx.Client.send``'s auth, redirect or hook steps, and skipping them saves
-        ~100 us a call (measured in ``bench.quick``). Cookies are kept as the client would."""
-        response = self._transport.handle_request(request)
-        response.request = request
-        if "set-cookie" in response.headers:
-            self._http.cookies.extract_cookies(response)
-        if read:
-            try:
-                response.read()
-            finally:
-                response.close()
+        ~100 us a call (measured in ``bench.quick``). Cookies are kept, and a failure names
+        its request, as the client would."""
+        try:
+            response = self._transport.handle_request(request)
+            response.request = request
+            if "set-cookie" in response.headers:
+                self._http.cookies.extract_cookies(response)
+            if read:
+                try:
+                    response.read()
+                finally:
+                    response.close()
+        except httpx.HTTPError as exc:
+            exc.request = request
+            raise
         return response
 
     def complete_as(
