@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -406,15 +407,26 @@ async def test_transport_failure_after_a_429_has_no_status(
     assert len(server.requests) == 2
 
 
+def _refusing_url() -> str:
+    """A loopback URL nothing listens on (a port bound, then let go)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+@pytest.mark.parametrize("refused", [False, True], ids=["reset-mid-body", "refused"])
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("route", ROUTES)
 async def test_a_transport_failure_keeps_its_request(
-    route: Route, mode: Mode, server: LoopbackServer
+    route: Route, mode: Mode, refused: bool, server: LoopbackServer
 ) -> None:
     """The httpx error behind an `UpstreamUnavailable` names its request, as an httpx
-    client's would, though attempts go straight through the transport."""
+    client's would, though attempts go straight through the transport: whether it broke
+    while the reply was read or before any reply (a refused connection)."""
     server.plan(Reset())
-    client = make_client(route, mode, server.base_url, sleep=SleepLog())
+    base_url = _refusing_url() if refused else server.base_url
+    client = make_client(route, mode, base_url, sleep=SleepLog())
     try:
         with pytest.raises(UpstreamUnavailable) as caught:
             await complete(client, EVENTS, None, MODEL[route])
@@ -423,7 +435,7 @@ async def test_a_transport_failure_keeps_its_request(
     cause = caught.value.__cause__
     assert isinstance(cause, httpx.TransportError)
     assert cause.request.method == "POST"
-    assert str(cause.request.url).startswith(server.base_url)
+    assert str(cause.request.url).startswith(base_url)
 
 
 @pytest.mark.parametrize("mode", MODES)
