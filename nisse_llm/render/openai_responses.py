@@ -303,21 +303,15 @@ def _request_fields(
 
 
 def _envelope(
-    items: Sequence[object],
-    specs: list[ToolSpec],
-    used: Sequence[str],
     model: str,
     system: str | None,
-    max_tokens: int | None,
-    options: RequestOptions | None,
-    prompt_cache_key: str | None,
+    specs: list[ToolSpec],
+    used: Sequence[str],
+    fields: dict[str, Any],
 ) -> tuple[bytes, bytes]:
     """The body's bytes before its first input item and after its last (the byte path
     keeps them per renderer: an agent sends the same model, system, tools and options each
     call, and its log's first event, which the cache key is made from, stays)."""
-    fields = _request_fields(
-        items, specs, used, model, system, max_tokens, options, prompt_cache_key
-    )
     head = [b'{"model":', json_bytes(model)]
     if system is not None and system.strip():
         head += [b',"instructions":', json_bytes(system)]
@@ -489,7 +483,13 @@ class OpenAIResponsesRenderer(Renderer):
             key,
             (items[0], *specs),
             lambda: _envelope(
-                items, specs, used, model, system, max_tokens, options, prompt_cache_key
+                model,
+                system,
+                specs,
+                used,
+                _request_fields(
+                    items, specs, used, model, system, max_tokens, options, prompt_cache_key
+                ),
             ),
         )
         return [head, *blocks, b",".join(rest) + tail]
