@@ -239,22 +239,22 @@ class SyncRouteClient(ClientLimits, ClientBase, Closing):
             self._preflight(call)
         http = self._http
         while True:
-            if opened is None:
-                request = http.build_request(
-                    "POST",
-                    core.endpoint,
-                    content=io.request_content(call.parts),
-                    headers=call.headers,
-                )
-            else:
-                request = http.build_request(
-                    "POST",
-                    core.endpoint,
-                    content=call.body,
-                    headers=call.headers,
-                    timeout=self._stream_timeout,
-                )
             with call.sending():
+                if opened is None:
+                    request = http.build_request(
+                        "POST",
+                        core.endpoint,
+                        content=io.request_content(call.parts),
+                        headers=call.headers,
+                    )
+                else:
+                    request = http.build_request(
+                        "POST",
+                        core.endpoint,
+                        content=call.body,
+                        headers=call.headers,
+                        timeout=self._stream_timeout,
+                    )
                 response = self._attempt(request, read=opened is None)
             if opened is not None:
                 if 200 <= response.status_code < 300 and opened(response):
