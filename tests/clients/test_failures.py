@@ -424,8 +424,11 @@ async def test_a_transport_failure_keeps_its_request(
     """The httpx error behind an `UpstreamUnavailable` names its request, as an httpx
     client's would, though attempts go straight through the transport: whether it broke
     while the reply was read or before any reply (a refused connection)."""
-    server.plan(Reset())
-    base_url = _refusing_url() if refused else server.base_url
+    if refused:
+        base_url = _refusing_url()
+    else:
+        server.plan(Reset())
+        base_url = server.base_url
     client = make_client(route, mode, base_url, sleep=SleepLog())
     try:
         with pytest.raises(UpstreamUnavailable) as caught:
