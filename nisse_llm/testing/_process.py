@@ -16,8 +16,10 @@ import time
 import weakref
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from types import FrameType, TracebackType
+from types import FrameType
 from typing import Any, ClassVar, Self
+
+from nisse_llm._closing import Closing
 
 __all__ = ["ServerProcess", "Started", "serve_until_interrupted", "start_retrying", "terminate"]
 
@@ -58,8 +60,9 @@ def start_retrying(
             raise
 
 
-class Started:
-    """A server ``with`` starts and stops: ``__enter__`` is `start`, ``__exit__`` `stop`."""
+class Started(Closing):
+    """A server ``with`` starts and stops: ``__enter__`` is `start`; leaving (or `close`)
+    is `stop`."""
 
     def start(self) -> Self:
         """Start the server and wait until it is ready (a subclass's job)."""
@@ -69,16 +72,12 @@ class Started:
         """Stop the server (a subclass's job)."""
         raise NotImplementedError
 
+    def close(self) -> None:
+        """`stop`: what leaving the ``with`` does."""
+        self.stop()
+
     def __enter__(self) -> Self:
         return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
