@@ -1,4 +1,5 @@
-"""What every route's renderer shares: its public surface, its walk cache and its lock.
+"""What every route's renderer shares: its public surface, its walk cache and its lock,
+and its recent envelopes.
 
 A route's renderer subclasses `Renderer` and gives it two hooks: `Renderer._parts` (the
 body in parts, called under the walk cache's lock) and `Renderer._reply` (its reply
@@ -16,6 +17,7 @@ import pydantic_core
 
 from nisse_llm.log.canonical import Completion, LogLike, ToolsLike
 from nisse_llm.render._cache import PromptCache
+from nisse_llm.render._memo import RecentMemo
 from nisse_llm.render._walk import ProgressCache
 
 if TYPE_CHECKING:
@@ -25,18 +27,26 @@ __all__ = ["Renderer"]
 
 
 class Renderer:
-    """What the clients need of a route: render a log, parse a reply (one walk cache,
-    `ProgressCache`, and its lock per renderer)."""
+    """What the clients need of a route: render a log, parse a reply.
+
+    Each renderer keeps its own walks of recent logs (`ProgressCache`, and its lock) and
+    its recent envelopes (`RecentMemo`): nothing is shared between renderers, so two
+    clients never see each other's logs or wait on each other."""
 
     #: The route's reply parser (``parse_*(body, *, requested_model, max_tokens)``).
     _reply: Callable[..., Completion]
 
     def __init__(self) -> None:
         self._walks: ProgressCache[Any] = ProgressCache()
+        #: The body around the messages (head, tail) of recent calls, used under the lock.
+        self._envelopes: RecentMemo[tuple[bytes, bytes]] = RecentMemo()
 
     def forget(self) -> None:
-        """Forget the walks of the logs rendered so far (the next render starts cold)."""
-        self._walks.clear()
+        """Forget the walks and envelopes of the logs rendered so far (the next render
+        starts cold, and holds none of their events or tool specs)."""
+        with self._walks.lock:
+            self._walks.clear()
+            self._envelopes.clear()
 
     def render(
         self,

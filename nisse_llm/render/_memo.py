@@ -76,3 +76,7 @@ class RecentMemo(Generic[V]):
         while len(entries) > self.SLOTS:
             del entries[next(iter(entries))]
         return value
+
+    def clear(self) -> None:
+        """Drop every entry (and the objects they hold)."""
+        self._entries.clear()

@@ -363,17 +363,9 @@ class _Plan:
 
 
 class AnthropicMessagesRenderer(Renderer):
-    """Renders canonical logs for ``/v1/messages`` and parses its replies (pure).
-
-    Each renderer keeps its own walks of recent logs (`ProgressCache`) and envelopes:
-    nothing is shared between renderers, so two clients never see each other's logs or
-    wait on each other."""
+    """Renders canonical logs for ``/v1/messages`` and parses its replies (pure)."""
 
     _reply = staticmethod(parse_message)
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._envelopes: RecentMemo[tuple[bytes, bytes]] = RecentMemo()
 
     def render(
         self,

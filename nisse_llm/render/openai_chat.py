@@ -78,7 +78,7 @@ from nisse_llm.render._images import (
     check_images_once,
     check_log_images,
 )
-from nisse_llm.render._memo import FragmentMemo, RecentMemo
+from nisse_llm.render._memo import FragmentMemo
 from nisse_llm.render._options import chat_fields, chat_replays_thinking, encode_fields
 from nisse_llm.render._walk import (
     Indexed,
@@ -608,16 +608,9 @@ def _envelope(
 
 
 class OpenAIChatRenderer(Renderer):
-    """Renders canonical logs as chat-completions requests and parses the replies.
-
-    Each renderer keeps its own walks of recent logs (`ProgressCache`): nothing is shared
-    between renderers, so two clients never see each other's logs or wait on each other."""
+    """Renders canonical logs as chat-completions requests and parses the replies."""
 
     _reply = staticmethod(parse_chat_completion)
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._envelopes: RecentMemo[tuple[bytes, bytes]] = RecentMemo()
 
     def render_request(
         self,

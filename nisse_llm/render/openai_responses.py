@@ -66,7 +66,7 @@ from nisse_llm.log.canonical import (
 from nisse_llm.render._base import Renderer
 from nisse_llm.render._cache import PromptCache
 from nisse_llm.render._images import check_images_once
-from nisse_llm.render._memo import FragmentMemo, RecentMemo
+from nisse_llm.render._memo import FragmentMemo
 from nisse_llm.render._options import encode_fields, responses_fields
 from nisse_llm.render._walk import (
     ProgressCache,
@@ -333,16 +333,9 @@ def _envelope(
 
 
 class OpenAIResponsesRenderer(Renderer):
-    """Renders canonical logs as Responses requests and parses the replies.
-
-    Each renderer keeps its own walks of recent logs (`ProgressCache`): nothing is shared
-    between renderers, so two clients never see each other's logs or wait on each other."""
+    """Renders canonical logs as Responses requests and parses the replies."""
 
     _reply = staticmethod(parse_responses_reply)
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._envelopes: RecentMemo[tuple[bytes, bytes]] = RecentMemo()
 
     def render_request(
         self,

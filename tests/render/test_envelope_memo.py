@@ -7,6 +7,8 @@ a time; every body must equal the typed request's dump (built without the memo).
 
 from __future__ import annotations
 
+import gc
+import weakref
 from typing import Any
 
 import pytest
@@ -102,3 +104,25 @@ def test_the_responses_envelope_follows_the_task_and_its_cache_key() -> None:
     assert other != task
     assert key(first + _turn(1), prompt_cache_key="mine") == "mine"
     assert key(first + _turn(1) + _turn(2)) == task
+
+
+@pytest.mark.parametrize("route", sorted(ROUTES))
+def test_forget_lets_go_of_the_logs_and_tools_rendered(route: str) -> None:
+    """A renderer told to forget holds none of the events or tool specs it rendered: its
+    envelopes held a log's first event and the specs, by identity, until then."""
+    make, model = ROUTES[route]
+    renderer = make()
+    log = _turn(0)
+    spec = ToolSpec(name="read", description="Read a file.", parameters={"type": "object"})
+    renderer.render_bytes(log, [spec], model, "Be brief.", max_tokens=1000)
+    first, tool = weakref.ref(log[0]), weakref.ref(spec)
+    del log, spec
+    gc.collect()
+    assert first() is not None, "the envelope memo keeps what it compares by identity"
+    renderer.forget()
+    gc.collect()
+    assert first() is None
+    assert tool() is None
+    again = _turn(0)
+    body = renderer.render_bytes(again, [READ], model, "Be brief.", max_tokens=1000)
+    assert body == _typed(make(), again, [READ], model, "Be brief.", max_tokens=1000)
