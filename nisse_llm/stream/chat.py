@@ -8,7 +8,7 @@ from typing import Any
 from nisse_llm.config.routing import Route
 from nisse_llm.errors import PartialReply, PartialToolCall
 from nisse_llm.stream._envelope import Envelope
-from nisse_llm.stream._fragments import Joined, fragment
+from nisse_llm.stream._fragments import Joined, TextFragment, fragment
 from nisse_llm.stream.base import (
     ParseFn,
     ReasoningDelta,
@@ -40,6 +40,23 @@ class _ToolCallState:
         self.name: str | None = None
         self.arguments = ""
         self.extra: dict[str, Any] = {}
+
+
+def _grown(
+    joined: Joined | None,
+    value: str,
+    kind: type[TextFragment],
+    out: list[StreamDelta] | None,
+) -> Joined:
+    """``joined`` (a new one where the field had not come yet) grown by ``value``, with its
+    delta of type ``kind`` added to ``out`` (an empty fragment is no delta)."""
+    if joined is None:
+        joined = Joined()
+    if value:
+        joined.parts.append(value)
+        if out is not None:
+            out.append(fragment(kind, value, joined))
+    return joined
 
 
 class _ChoiceState:
@@ -169,7 +186,8 @@ class OpenAIChatStreamAccumulator(StreamAccumulator):
                     delta = as_dict(delta, "a delta")
                 text = delta.get("content")
                 if len(delta) == 1 and type(text) is str and state.content is None:
-                    # The hot path: a delta of reply text and nothing else.
+                    # The hot path: a delta of reply text and nothing else (`_grown`,
+                    # inlined: it runs once per delta).
                     joined = state.text
                     if joined is None:
                         joined = state.text = Joined()
@@ -214,13 +232,7 @@ class OpenAIChatStreamAccumulator(StreamAccumulator):
             elif key == "reasoning_content":
                 if type(value) is not str:
                     raise malformed(f"{key} is not a string", value)
-                reasoning = state.reasoning
-                if reasoning is None:
-                    reasoning = state.reasoning = Joined()
-                if value:
-                    reasoning.parts.append(value)
-                    if out is not None:
-                        out.append(fragment(ReasoningDelta, value, reasoning))
+                state.reasoning = _grown(state.reasoning, value, ReasoningDelta, out)
             elif key == "thinking_blocks":
                 if not isinstance(value, list):
                     raise malformed("thinking_blocks is not a list", value)
@@ -234,13 +246,7 @@ class OpenAIChatStreamAccumulator(StreamAccumulator):
         if type(text) is str:
             if state.content is not None:
                 raise malformed("content mixes parts and text", text)
-            joined = state.text
-            if joined is None:
-                joined = state.text = Joined()
-            if text:
-                joined.parts.append(text)
-                if out is not None:
-                    out.append(fragment(TextDelta, text, joined))
+            state.text = _grown(state.text, text, TextDelta, out)
         elif isinstance(text, list):
             if state.text is not None and state.text.parts:
                 raise malformed("content mixes text and parts", text)

@@ -452,6 +452,53 @@ def test_an_event_that_is_not_json_is_a_malformed_reply() -> None:
     assert not isinstance(caught.value, UpstreamUnavailable)
 
 
+@pytest.mark.parametrize(
+    ("deltas", "message"),
+    [
+        (
+            [{"role": "assistant", "content": "text"}, {"content": [{"type": "text"}]}],
+            "content mixes text and parts",
+        ),
+        (
+            [{"content": [{"type": "text", "text": "a"}]}, {"role": "assistant", "content": "b"}],
+            "content mixes parts and text",
+        ),
+        ([{"reasoning_content": ["not", "text"]}], "reasoning_content is not a string"),
+        ([{"role": "assistant", "content": 7}], "content is not a string"),
+    ],
+)
+def test_content_of_two_shapes_is_a_malformed_reply(
+    deltas: list[dict[str, Any]], message: str
+) -> None:
+    """A choice's content comes as text or as parts, never both; reasoning only as text."""
+    acc = openai_accumulator()
+    with pytest.raises(LLMError, match=f"malformed stream: {message}") as caught:
+        feed_all(acc, [chunk(delta) for delta in deltas])
+    assert not isinstance(caught.value, UpstreamUnavailable)
+
+
+def test_text_and_reasoning_beside_other_fields_carry_their_text_so_far() -> None:
+    """Text or reasoning in a delta with other fields (the general path, not the text-only
+    one) grows the same way: one delta per fragment, none for an empty one."""
+    acc = openai_accumulator()
+    deltas = feed_all(
+        acc,
+        [
+            chunk({"role": "assistant", "content": "", "reasoning_content": "Think"}),
+            chunk({"role": "assistant", "content": "An", "reasoning_content": "ing."}),
+            chunk({"role": "assistant", "content": "swer", "reasoning_content": ""}),
+            chunk(finish="stop"),
+            DONE,
+        ],
+    )
+    assert [(type(d).__name__, d.text, d.text_so_far) for d in deltas] == [
+        ("ReasoningDelta", "Think", "Think"),
+        ("TextDelta", "An", "An"),
+        ("ReasoningDelta", "ing.", "Thinking."),
+        ("TextDelta", "swer", "Answer"),
+    ]
+
+
 def test_bytes_after_done_are_ignored() -> None:
     """Once [DONE] arrives the reply is complete; anything after it changes nothing."""
     acc = openai_accumulator()
