@@ -15,6 +15,7 @@ from nisse_llm.config.routes import has_native_adapter
 from nisse_llm.errors import (
     BudgetExhausted,
     ConfigError,
+    ConfigTypoWarning,
     ContextWindowExceeded,
     ImageError,
     InsecureConfigFileWarning,
@@ -162,6 +163,7 @@ __all__ = [
     "CompactionPolicy",
     "Completion",
     "ConfigError",
+    "ConfigTypoWarning",
     "ContextWindowExceeded",
     "Headroom",
     "Image",

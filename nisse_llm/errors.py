@@ -32,6 +32,8 @@ caller must do about it.
 
     InsecureConfigFileWarning (UserWarning)  a token file others can read, or a config
                                              file others can write
+    ConfigTypoWarning (UserWarning)  a role or model name a small edit from a known one:
+                                     probably misspelt; fix the name
 
 Status, the server's error type and message, the proxy's call id, and any wait the server
 asked for ride on the exception so the caller's resume logic can act on them without
@@ -54,6 +56,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BudgetExhausted",
     "ConfigError",
+    "ConfigTypoWarning",
     "ContextWindowExceeded",
     "ImageError",
     "InsecureConfigFileWarning",
@@ -265,6 +268,11 @@ def __getattr__(name: str) -> Any:
 class InsecureConfigFileWarning(UserWarning):
     """A TOML file holding the proxy token can be read by group or others, or any TOML
     file can be written by them (it could redirect ``base_url``, and the token with it)."""
+
+
+class ConfigTypoWarning(UserWarning):
+    """A role name a small edit from another role, or a model no rules row covers a small
+    edit from one that a row does: probably misspelt. The message names both."""
 
 
 class ImageError(RenderError):

@@ -7,16 +7,18 @@ import sys
 import warnings
 from collections.abc import Sequence
 
-from nisse_llm.config.settings import SEED_ROLES, Settings, load_settings
+from nisse_llm.config.settings import Settings, load_settings
 
 __all__ = ["load_for"]
 
 
 def load_for(args: argparse.Namespace, *, require_roles: Sequence[str] | None = None) -> Settings:
-    """Settings for ``--config``, with warnings (a readable token file) printed plainly;
-    the roles required are ``require_roles``, else ``--require``, else the seeds'."""
+    """Settings for ``--config``, with warnings (a readable token file, a name probably
+    misspelt) printed plainly; the roles required are ``require_roles``, else
+    ``--require``, else the configuration's ``require_roles`` (environment over file),
+    else the seeds'."""
     if require_roles is None:
-        require_roles = getattr(args, "require", None) or SEED_ROLES
+        require_roles = getattr(args, "require", None) or None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         settings = load_settings(args.config, require_roles=require_roles)

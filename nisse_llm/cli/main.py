@@ -234,8 +234,9 @@ def _register_config(commands: argparse._SubParsersAction[argparse.ArgumentParse
             "--require",
             metavar="ROLES",
             type=_role_list,
-            help="comma-separated roles the agent uses, each required "
-            f"(default: {','.join(SEED_ROLES)}); any other role configured is kept",
+            help="comma-separated roles the agent uses, each required (default: the "
+            f"configuration's require_roles, else {','.join(SEED_ROLES)}); any other role "
+            "configured is kept",
         )
         if name == "check":
             action.add_argument(

@@ -57,6 +57,9 @@ def config_schema() -> dict[str, Any]:
         )
         for key, prop in definition["properties"].items():
             prop["description"] += f" Environment variable: {ENV_VARS[f'{table}.{key}']}."
+    required = schema["properties"]["require_roles"]
+    required["description"] += f" Environment variable: {ENV_VARS['require_roles']}."
+    required["items"]["pattern"] = ROLE_NAME_PATTERN
     profile = schema["$defs"]["RoleProfile"]
     profile["description"] = (
         "A role as a table: its model and the request options its calls carry by default. "

@@ -29,6 +29,7 @@ from nisse_llm.config._tables import (
     RoleMap,
     env_var,
 )
+from nisse_llm.config._typos import close_name
 from nisse_llm.config.profiles import (
     PROFILE_KEYS,
 )
@@ -53,8 +54,10 @@ class Load:
     path_named_by: str
     #: Where a file was looked for when none was found (for messages).
     looked: str = ""
-    #: The roles the caller requires (``require_roles``).
+    #: The roles required (``require_roles``: argument, environment, file, else the seeds).
     required: tuple[str, ...] = SEED_ROLES
+    #: Whether ``required`` was stated (by any layer) rather than the seeds by default.
+    required_stated: bool = False
     arguments: dict[str, Any] = field(default_factory=dict)
     environment: dict[str, Any] = field(default_factory=dict)
     file: dict[str, Any] = field(default_factory=dict)
@@ -183,6 +186,8 @@ _OPTION_REASONS: Mapping[str, str] = {
 def _split_key(loc: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
     """The config key an error location names (``roles.planner.reasoning``; a role's
     ``model`` is the role's own key) and what follows it (an item index, a union branch)."""
+    if loc[0] not in _TABLES:  # a top-level key: require_roles
+        return loc[0], loc[1:]
     if loc[0] == "roles" and len(loc) >= 3:
         if loc[2] in PROFILE_KEYS:
             return ".".join(loc[:3]), loc[3:]
@@ -206,6 +211,8 @@ def _reason(load: Load, loc: tuple[str, ...], err: ErrorDetails) -> str:
 
 
 _TABLES: Mapping[str, type[BaseModel]] = {"llm": LLMSettings, "roles": RoleMap}
+#: The keys of the file outside its tables.
+TOP_LEVEL_KEYS: tuple[str, ...] = ("require_roles",)
 
 # Pydantic's wording where it speaks of regexes rather than of what the operator wrote.
 _PLAIN: Mapping[str, str] = {
@@ -245,9 +252,9 @@ def missing_key(load: Load, key: str) -> str:
     table, _, name = key.partition(".")
     if table == "roles":
         others = [r for r in given_roles(load) if r not in load.required]
-        close = difflib.get_close_matches(name, others, n=1, cutoff=0.75)
-        if close:
-            text += f" (roles.{close[0]} is set: is it roles.{name} misspelled?)"
+        close = close_name(name, others)
+        if close is not None:
+            text += f" (roles.{close} is set: is it roles.{name} misspelled?)"
     return text
 
 
@@ -259,7 +266,11 @@ def _unknown(load: Load, loc: tuple[str, ...]) -> str:
         if isinstance((load.arguments | load.file).get(loc[0]), Mapping):
             hint = _did_you_mean(loc[0], known, template="[{}]")
             return f"[{loc[0]}]: unknown table in {origin}{hint}; the tables are {tables}"
-        return f"{loc[0]}: unknown top-level key in {origin}; keys live in the tables {tables}"
+        hint = _did_you_mean(loc[0], list(TOP_LEVEL_KEYS), template="{}")
+        return (
+            f"{loc[0]}: unknown top-level key in {origin}{hint}; keys live in the tables "
+            f"{tables} (only {', '.join(TOP_LEVEL_KEYS)} stands outside them)"
+        )
     if loc[0] == "roles" and len(loc) >= 3:  # a key inside a role's table
         table, name = f"roles.{loc[1]}", loc[2]
         known = ["model", *PROFILE_KEYS]
@@ -306,7 +317,7 @@ def _origin(load: Load, loc: tuple[str, ...]) -> str | None:
 
 def sources_of(load: Load) -> dict[str, str]:
     """Every key's source: each key any layer set, and every table field's default."""
-    keys: dict[tuple[str, ...], None] = {}
+    keys: dict[tuple[str, ...], None] = {(key,): None for key in TOP_LEVEL_KEYS}
     for table, model in _TABLES.items():
         keys.update(((table, name), None) for name in model.model_fields)
     for layer in (load.arguments, load.environment, load.file):

@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import re
+import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -25,8 +26,9 @@ from pydantic import (
     SecretStr,
     TypeAdapter,
     ValidationError,
+    field_validator,
 )
-from pydantic_core import ErrorDetails
+from pydantic_core import ErrorDetails, PydanticCustomError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from nisse_llm.config._egress import check_base_url
@@ -37,6 +39,7 @@ from nisse_llm.config._file import (
     warn_if_writable,
 )
 from nisse_llm.config._messages import (
+    TOP_LEVEL_KEYS,
     BadEnvList,
     Load,
     config_error,
@@ -63,6 +66,7 @@ from nisse_llm.config._tables import (
     role_env,
     role_name_problem,
 )
+from nisse_llm.config._typos import model_typo, role_typos
 from nisse_llm.config.options import RequestOptions
 from nisse_llm.config.profiles import (
     RoleProfile,
@@ -70,7 +74,7 @@ from nisse_llm.config.profiles import (
     profile_violations,
 )
 from nisse_llm.config.routing import Route, route_for
-from nisse_llm.errors import ConfigError
+from nisse_llm.errors import ConfigError, ConfigTypoWarning
 
 __all__ = [
     "CONFIG_ENV",
@@ -79,6 +83,7 @@ __all__ = [
     "RECORD_FORMAT",
     "ROLE_NAME_PATTERN",
     "SEED_ROLES",
+    "ConfigTypoWarning",
     "InsecureConfigFileWarning",
     "LLMSettings",
     "Pin",
@@ -289,6 +294,8 @@ class _EnvSource(PydanticBaseSettingsSource):
             if raw and key.startswith("llm."):
                 name = key.removeprefix("llm.")
                 data.setdefault("llm", {})[name] = _decode_env("llm", name, raw)
+            elif raw and key in TOP_LEVEL_KEYS:  # require_roles: a list
+                data[key] = _decode_env_list(raw)
         # Any role's variables, the seeds' and the operator's own: NISSE_ROLE_<ROLE> (its
         # model) and NISSE_ROLE_<ROLE>_<OPTION>.
         for env in sorted(os.environ):
@@ -337,10 +344,13 @@ class _TomlSource(PydanticBaseSettingsSource):
 
 
 class Settings(BaseSettings):
-    """The whole configuration: the ``[llm]`` and ``[roles]`` tables.
+    """The whole configuration: the ``[llm]`` and ``[roles]`` tables, and the roles the
+    configuration must define (``require_roles``).
 
     Build it with `load_settings`; ``Settings(config_file, llm=..., roles=...)`` does the
-    same. Every failure is a `ConfigError`.
+    same. Every failure is a `ConfigError`; a name that is probably misspelt (a role a
+    small edit from another, a model no rules row covers a small edit from one a row does)
+    is a `ConfigTypoWarning`.
     """
 
     model_config = SettingsConfigDict(
@@ -349,6 +359,27 @@ class Settings(BaseSettings):
 
     llm: LLMSettings = Field(description="The proxy and the request knobs.")
     roles: RoleMap = Field(description="The model string each role resolves to.")
+    require_roles: tuple[str, ...] = Field(
+        SEED_ROLES,
+        description="The roles the configuration must define, each missing one an error "
+        "(default: the seeds' four); any other role it defines is kept, but one a small "
+        "edit from a required role is an error (probably misspelt). The require_roles= "
+        "argument and config check --require win over this key. In the environment: "
+        "comma-separated.",
+    )
+
+    @field_validator("require_roles")
+    @classmethod
+    def _role_names(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        for name in names:
+            problem = role_name_problem(name)
+            if problem is not None:
+                raise PydanticCustomError(
+                    "require_role",
+                    "{reason}",
+                    {"reason": f"{name!r} is not a role name: {problem}"},
+                )
+        return names
 
     _config_file: Path | None = PrivateAttr(default=None)
     _config_lookup: str = PrivateAttr(default="")
@@ -358,11 +389,12 @@ class Settings(BaseSettings):
         self,
         config_file: str | os.PathLike[str] | None = None,
         *,
-        require_roles: Iterable[str] = SEED_ROLES,
+        require_roles: Iterable[str] | None = None,
         **tables: Any,
     ) -> None:
         load = _start_load(config_file, tables)
-        load.required = _required_roles(require_roles)
+        if require_roles is not None:
+            load.arguments["require_roles"] = _required_roles(require_roles)
         reset = _LOAD.set(load)
         try:
             super().__init__(**load.arguments)
@@ -372,8 +404,11 @@ class Settings(BaseSettings):
             errors = []
         finally:
             _LOAD.reset(reset)
+        _stated_roles(load)
+        typos = _role_typos(load)
         if not errors:
             load.problems.extend(_profile_problems(load, self))
+            typos += _model_typos(load, self)
         missing = _missing_roles(load, errors)
         # Raised outside the handler so the error carries no context holding input values.
         if errors or load.problems or missing:
@@ -386,6 +421,8 @@ class Settings(BaseSettings):
         else:
             self._config_lookup = f"{load.path} (named by {load.path_named_by})"
         self._sources = sources_of(load)
+        for typo in typos:
+            warnings.warn(ConfigTypoWarning(typo), stacklevel=3)
 
     @property
     def config_file(self) -> Path | None:
@@ -428,16 +465,18 @@ class Settings(BaseSettings):
 def load_settings(
     path: str | os.PathLike[str] | None = None,
     *,
-    require_roles: Iterable[str] = SEED_ROLES,
+    require_roles: Iterable[str] | None = None,
     **overrides: Any,
 ) -> Settings:
     """Settings from ``overrides`` (tables: ``llm={...}``, ``roles={...}``), the environment,
     the TOML file at ``path`` (else `NISSE_CONFIG`, else ``nisse.toml`` in the current
     folder when it exists) and defaults, in that precedence.
 
-    ``require_roles`` names the roles this agent uses (default: the seeds' four); each
-    missing one is a problem of the `ConfigError`, and any other role the configuration
-    defines is kept. A ``None`` value inside an override table counts as not given.
+    ``require_roles`` names the roles this agent uses; without it, ``NISSE_REQUIRE_ROLES``
+    or the file's top-level ``require_roles`` does, else the seeds' four. Each missing one
+    is a problem of the `ConfigError`; any other role the configuration defines is kept,
+    unless it is a small edit from a required one stated so (probably misspelt: a problem
+    too). A ``None`` value inside an override table counts as not given.
     """
     return Settings(path, require_roles=require_roles, **overrides)
 
@@ -455,6 +494,67 @@ def _required_roles(names: Iterable[str]) -> tuple[str, ...]:
         if problem is not None:
             raise ValueError(f"require_roles: {name!r} is not a role name: {problem}")
     return roles
+
+
+def _stated_roles(load: Load) -> None:
+    """The roles required, from the highest layer stating them (argument, environment,
+    file); an invalid statement requires none, its error said by validation."""
+    for layer in (load.arguments, load.environment, load.file):
+        if "require_roles" in layer:
+            names = layer["require_roles"]
+            valid = isinstance(names, list | tuple) and all(
+                role_name_problem(name) is None for name in names
+            )
+            load.required = tuple(names) if valid else ()
+            load.required_stated = True
+            return
+
+
+def _role_typos(load: Load) -> list[str]:
+    """A warning for each added role a small edit from another role; a problem instead when
+    that other role is one the configuration was told to require."""
+    found = []
+    for extra, other in role_typos(given_roles(load), load.required):
+        if load.required_stated and other in load.required:
+            load.problems.append(
+                explain(
+                    load,
+                    (f"roles.{extra}",),
+                    f"not a required role, and a small edit from the required role {other}: "
+                    f"is it roles.{other} misspelled? Rename it, or add it to require_roles",
+                )
+            )
+        else:
+            found.append(
+                explain(
+                    load,
+                    (f"roles.{extra}",),
+                    f"a small edit from the role {other}, also set: is one of them misspelled?",
+                )
+            )
+    return found
+
+
+def _model_typos(load: Load, settings: Settings) -> list[str]:
+    """A warning for each role whose model (or ``like``) no rules row covers while one
+    covers a name a small edit from it: the typo would take the fallback rules and route."""
+    prefixes, found = settings.llm.passthrough_prefixes, []
+    for role in settings.roles.names:
+        profile = settings.roles.profile(role)
+        named = profile.like or profile.model
+        typo = model_typo(named, prefixes)
+        if typo is not None:
+            meant, route = typo
+            key = f"roles.{role}.like" if profile.like else f"roles.{role}"
+            found.append(
+                explain(
+                    load,
+                    (key,),
+                    f"model {named!r} matches no model-rules row: did you mean {meant}? it "
+                    f"would route to {route} (as written: {route_for(named, prefixes)})",
+                )
+            )
+    return found
 
 
 def _missing_roles(load: Load, errors: list[ErrorDetails]) -> list[str]:

@@ -180,7 +180,8 @@ def test_an_unknown_top_level_key_is_an_error(tmp_path: Path) -> None:
     """A key outside any table is refused too."""
     path = write_config(tmp_path / "c.toml", {"base_url": "http://h", **COMPLETE})
     assert _problems(path) == (
-        f"base_url: unknown top-level key in file {path}; keys live in the tables [llm], [roles]",
+        f"base_url: unknown top-level key in file {path}; keys live in the tables [llm], "
+        "[roles] (only require_roles stands outside them)",
     )
 
 

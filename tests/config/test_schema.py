@@ -92,6 +92,7 @@ def test_every_key_is_described_with_its_environment_variable() -> None:
         for key, prop in definition["properties"].items():
             described[f"{table}.{key}"] = prop["description"]
     assert schema["additionalProperties"] is False
+    described["require_roles"] = schema["properties"]["require_roles"]["description"]
     # A role table's options share one definition: its descriptions name the variable pattern.
     profile = schema["$defs"]["RoleProfile"]
     assert profile["additionalProperties"] is False
