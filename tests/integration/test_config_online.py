@@ -155,3 +155,21 @@ def test_an_alias_whose_like_the_rules_cannot_place_is_reported(
         "yes unknown; roles.executor.like = 'gpt-nowhere-1' is a model the model rules cannot "
         "place: the role follows the openai defaults; name a model the rules list"
     )
+
+
+def test_a_two_role_file_naming_its_roles_passes_with_no_flag(
+    tmp_path: Path, proxy: LiteLLMProxy, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file with ``require_roles = ["executor", "planner"]`` and only those two roles
+    passes `config check --online` without --require: exit 0, one row per role."""
+    roles = {role: GOOD[role] for role in ("executor", "planner")}
+    document = {
+        "require_roles": list(roles),
+        "llm": {"base_url": proxy.base_url, "token": proxy.token},
+        "roles": roles,
+    }
+    config = str(write_config(tmp_path / "nisse.toml", document))
+    code, lines = _online(config, capsys)
+    assert code == EXIT_OK
+    assert [line.split()[0] for line in lines[3:]] == ["executor", "planner"]
+    assert _row(lines, "planner") == "planner claude-priced anthropic_messages 32000 yes ok"
