@@ -152,3 +152,18 @@ def test_the_schema_describes_require_roles() -> None:
     assert schema["properties"]["require_roles"]["description"].endswith(
         " Environment variable: NISSE_REQUIRE_ROLES."
     )
+
+
+def test_the_getting_started_two_role_file_passes_config_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The two-role file the getting-started page shows passes `config check` with no
+    flag, as the page says."""
+    from tests.docs.pages import DOCS, read_page
+
+    page = read_page(DOCS / "getting-started.md")
+    (block,) = [b for b in page.files if b.marker("file") == "two-roles.toml"]
+    path = write_config(tmp_path / "two-roles.toml", block.code)
+    monkeypatch.setenv("NISSE_LLM_TOKEN", "sk-docs-example")
+    assert main(["config", "check", "--config", str(path)]) == EXIT_OK
+    assert capsys.readouterr().err == ""
