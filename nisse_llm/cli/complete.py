@@ -53,7 +53,8 @@ _REQUEST_OPTIONS: tuple[tuple[str, str, Callable[[str], object], str], ...] = (
         "reasoning",
         "LEVEL",
         _level_or_budget,
-        "off, low, medium, high, or a thinking budget in tokens",
+        "off, minimal, low, medium, high, xhigh, max (as the model offers them), or a "
+        "thinking budget in tokens",
     ),
     ("max_output_tokens", "N", int, "output ceiling for the reply, in tokens"),
     ("tool_choice", "CHOICE", str, "auto, none, required, or a tool name"),

@@ -30,6 +30,7 @@ from nisse_llm.config._tables import (
     env_var,
 )
 from nisse_llm.config._typos import close_name
+from nisse_llm.config.model_rules import LEVELS
 from nisse_llm.config.profiles import (
     PROFILE_KEYS,
 )
@@ -177,7 +178,9 @@ def _describe(load: Load, err: ErrorDetails) -> Iterator[str]:
 
 # What a union-typed option accepts, said once rather than once per branch.
 _OPTION_REASONS: Mapping[str, str] = {
-    "reasoning": 'must be "off", "low", "medium", "high" or a thinking budget in tokens (>= 1)',
+    "reasoning": "must be "
+    + ", ".join(f'"{level}"' for level in ("off", *LEVELS))
+    + " or a thinking budget in tokens (>= 1)",
     "tool_choice": 'must be "auto", "none", "required" or a tool name '
     "(1 to 64 letters, digits, _ or -)",
 }

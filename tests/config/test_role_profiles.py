@@ -214,11 +214,16 @@ def test_an_unknown_key_in_a_role_table_is_named_with_a_suggestion(tmp_path: Pat
     assert "[roles.planner] holds model, max_output_tokens, reasoning" in problem
 
 
+REASONING_WORDS = (
+    'must be "off", "minimal", "low", "medium", "high", "xhigh", "max" or a thinking budget'
+)
+
+
 @pytest.mark.parametrize(
     ("table", "words"),
     [
-        ({"model": GPT, "reasoning": "extreme"}, 'must be "off", "low", "medium", "high"'),
-        ({"model": GPT, "reasoning": 0}, 'must be "off", "low", "medium", "high"'),
+        ({"model": GPT, "reasoning": "extreme"}, REASONING_WORDS),
+        ({"model": GPT, "reasoning": 0}, REASONING_WORDS),
         ({"model": GPT, "temperature": 3.0}, "less than or equal to 2"),
         ({"model": GPT, "top_p": 0}, "greater than 0"),
         ({"model": GPT, "max_output_tokens": "many"}, "valid integer"),
