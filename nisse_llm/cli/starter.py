@@ -27,6 +27,10 @@ _STARTER = """\
 # will work). An unknown key or table
 # is an error, so a typo cannot pass silently.
 
+# The roles this file must define (env NISSE_REQUIRE_ROLES, comma-separated; default: the
+# four seed roles under [roles]). An agent that uses fewer names them here, above [llm]:
+# require_roles = ["executor", "planner"]
+
 [llm]
 # The LiteLLM proxy, without /v1 (the SDK appends each route's path).
 # Env NISSE_LLM_BASE_URL. Required.

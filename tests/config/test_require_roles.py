@@ -167,3 +167,22 @@ def test_the_getting_started_two_role_file_passes_config_check(
     monkeypatch.setenv("NISSE_LLM_TOKEN", "sk-docs-example")
     assert main(["config", "check", "--config", str(path)]) == EXIT_OK
     assert capsys.readouterr().err == ""
+
+
+def test_the_starter_files_require_roles_line_works_uncommented(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`config init`'s file shows require_roles commented out: uncommented, with the other
+    two roles deleted, the file loads as a two-role configuration."""
+    from nisse_llm.cli.starter import starter_toml
+
+    lines = [
+        line.removeprefix("# ") if line.startswith("# require_roles = ") else line
+        for line in starter_toml().splitlines()
+        if not line.startswith(("delegate = ", "consultant = "))
+    ]
+    path = write_config(tmp_path / "nisse.toml", "\n".join(lines) + "\n")
+    monkeypatch.setenv("NISSE_LLM_TOKEN", "sk-starter-example")
+    settings = load_settings(path)
+    assert settings.require_roles == ("executor", "planner")
+    assert settings.pin().roles.names == ("executor", "planner")
