@@ -334,6 +334,14 @@ class _TomlSource(PydanticBaseSettingsSource):
                     f"{table}: must be a table ([{table}]), got {toml_type(data.pop(table))}; "
                     f"from file {load.path}"
                 )
+        for table in ("llm", "roles"):
+            for key in TOP_LEVEL_KEYS:
+                if isinstance(data.get(table), dict) and key in data[table]:
+                    del data[table][key]
+                    load.problems.append(
+                        f"{table}.{key}: {key} is a top-level key, but this one is inside "
+                        f"[{table}]: move it above the first table; from file {load.path}"
+                    )
         llm = data.get("llm")
         if isinstance(llm, dict) and "token" in llm:
             warn_if_exposed(load.path)

@@ -186,3 +186,19 @@ def test_the_starter_files_require_roles_line_works_uncommented(
     settings = load_settings(path)
     assert settings.require_roles == ("executor", "planner")
     assert settings.pin().roles.names == ("executor", "planner")
+
+
+def test_require_roles_written_inside_a_table_is_told_to_move(tmp_path: Path) -> None:
+    """TOML puts a key written under [roles] into that table: the problem says to move
+    require_roles above the first table, rather than calling it a role."""
+    text = (
+        '[llm]\nbase_url = "http://127.0.0.1:4000"\n[roles]\nplanner = "claude-opus-4-8"\n'
+        'executor = "gpt-5.4-mini"\nrequire_roles = ["planner", "executor"]\n'
+    )
+    path = write_config(tmp_path / "c.toml", text)
+    with pytest.raises(ConfigError) as caught:
+        load_settings(path, require_roles=("planner", "executor"), llm={"token": "sk-a-token"})
+    assert caught.value.problems == (
+        "roles.require_roles: require_roles is a top-level key, but this one is inside "
+        f"[roles]: move it above the first table; from file {path}",
+    )
