@@ -173,3 +173,24 @@ def test_a_two_role_file_naming_its_roles_passes_with_no_flag(
     assert code == EXIT_OK
     assert [line.split()[0] for line in lines[3:]] == ["executor", "planner"]
     assert _row(lines, "planner") == "planner claude-priced anthropic_messages 32000 yes ok"
+
+
+def test_a_misspelt_model_is_warned_before_the_proxy_refuses_it(
+    tmp_path: Path, proxy: LiteLLMProxy, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`config check --online` on gpt-6-astro: the load warns with the model meant and its
+    route, and the proxy, which serves no such model, fails the role."""
+    roles = {**GOOD, "consultant": "gpt-6-astro"}
+    config = _config(tmp_path, proxy.base_url, proxy.token, roles)
+    code = main(["config", "check", "--online", "--config", config])
+    out, err = capsys.readouterr()
+    assert code == EXIT_USAGE
+    assert err == (
+        "warning: roles.consultant (env NISSE_ROLE_CONSULTANT): model 'gpt-6-astro' matches "
+        "no model-rules row: did you mean gpt-6-astra? it would route to openai_responses "
+        f"(as written: openai_chat); from file {config}\n"
+    )
+    online = [" ".join(line.split()) for line in out[out.index("online: asking") :].splitlines()]
+    assert _row(online, "consultant").startswith(
+        "consultant gpt-6-astro openai_chat 16384 no fail; the proxy does not serve gpt-6-astro"
+    )
