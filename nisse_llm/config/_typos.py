@@ -2,9 +2,10 @@
 row covers a small edit from one a row does (pure: names in, findings out).
 
 "A small edit" is one rule for both: the names split into the same words (at ``-``, ``.``
-and ``_``) and differ in one word, with `difflib`'s ratio of at least 0.75 between the
-two spellings (the ratio of the missing role's hint, "is it roles.planner misspelled?"),
-or only in where the separators are. A word holding a digit never counts as misspelt:
+and ``_``) and differ in one word, by at most two letters inserted, deleted or replaced
+and with `difflib`'s ratio of at least 0.75 between the two spellings (the ratio of the
+missing role's hint, "is it roles.planner misspelled?"), or only in where the separators
+are. A word holding a digit never counts as misspelt:
 ``worker1`` beside ``worker2``, ``claude-opus-4-1`` beside ``claude-opus-4-5`` and
 ``gpt-a`` beside ``gpt-5`` are different names on purpose.
 """
@@ -21,6 +22,7 @@ from nisse_llm.config.routing import Route, route_for
 __all__ = ["close_name", "model_typo", "role_typos"]
 
 _CUTOFF = 0.75
+_MAX_EDITS = 2
 _SEPARATORS = re.compile(r"[-._]")
 _ROW_NAMES = tuple(name for row in MODEL_RULES for name in row.names)
 
@@ -48,7 +50,20 @@ def _closeness(name: str, other: str) -> float:
     if len(differ) != 1 or any(char.isdigit() for char in "".join(differ[0])):
         return 0.0
     ratio = difflib.SequenceMatcher(None, *differ[0]).ratio()
-    return ratio if ratio >= _CUTOFF else 0.0
+    return ratio if ratio >= _CUTOFF and _edits(*differ[0]) <= _MAX_EDITS else 0.0
+
+
+def _edits(a: str, b: str) -> int:
+    """Letters inserted, deleted or replaced to turn ``a`` into ``b`` (Levenshtein)."""
+    previous = list(range(len(b) + 1))
+    for i, char in enumerate(a, 1):
+        current = [i]
+        for j, other in enumerate(b, 1):
+            current.append(
+                min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char != other))
+            )
+        previous = current
+    return previous[-1]
 
 
 def role_typos(roles: Iterable[str], required: Iterable[str]) -> list[tuple[str, str]]:

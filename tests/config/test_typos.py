@@ -174,11 +174,14 @@ def test_names_apart_on_purpose_load_without_a_warning() -> None:
         ("worker1", ["worker2"], None),  # digits differ: two names on purpose
         ("executor2", ["executor"], None),
         ("reviewer_a", ["reviewer_b"], None),
+        ("selector", ["executor"], None),  # alike, but three letters apart
+        ("consultnat", ["consultant"], "consultant"),
         ("planner", ["planner"], None),
     ],
 )
 def test_the_small_edit_rule(name: str, known: list[str], meant: str | None) -> None:
-    """One word differs by a small edit, or only the separators do; digits never count."""
+    """One word differs by a small edit (at most two letters), or only the separators do;
+    digits never count."""
     assert close_name(name, known) == meant
 
 
