@@ -97,6 +97,35 @@ def test_the_full_log_is_compacted_once_and_later_calls_send_the_compacted_one(
     assert len(marked) < len(agent)
 
 
+def test_a_compaction_of_a_compacted_log_sends_one_summary_note_standing_for_both(
+    tmp_path: Path,
+) -> None:
+    """Compacted again and again as the task grows, every request carries at most one
+    context note, and each new summary is asked of a transcript holding the previous one."""
+    script = _script(8)
+    store = LogStore(tmp_path / "task.jsonl")
+    policy = CompactionPolicy(keep_last_turns=1, summarize_role="delegate", summary_tokens=100)
+    with RoleRouter.from_pin(
+        make_pin(), store=store, compaction=policy, transport=_Window(script)
+    ) as llm:
+        log: list[CanonicalEvent] = [store.append_event(UserText(text="Check all files.")).event]
+        while results := _results(answer := llm.complete("executor", log, [READ_FILE])):
+            store.append_events([*answer, *results])
+            log += [*answer, *results]
+    summaries = [r for r in script.requests if r.route and _summary(r)]
+    assert len(summaries) >= 2
+    for n, request in enumerate(summaries[1:]):
+        assert f"Earlier, part {n}: read files" in (request.last_user_text or "")
+    agent = [r for r in script.requests if r.route and not _summary(r)]
+    notes = [r.body.decode().count("[Context note: ") for r in agent]
+    assert max(notes) == 1, notes
+    assert notes[-1] == 1
+    (marker,) = [
+        i.event for i in LogStore(store.path).read().view if isinstance(i.event, Compaction)
+    ]
+    assert marker.summary == f"Earlier, part {len(summaries) - 1}: read files, all fine."
+
+
 def test_an_overflow_after_a_compaction_in_the_same_call_is_raised(tmp_path: Path) -> None:
     """A call compacted before it is sent and still refused as too long is not compacted again: the refusal reaches the caller."""
     script = Script().chat(openai_failure(400, OVERFLOW, code="context_length_exceeded"))
