@@ -125,6 +125,23 @@ def test_a_token_without_access_to_the_model_is_authentication_failed_403(
     assert auth_script.requests == []
 
 
+@pytest.mark.parametrize("route", list(CLIENTS))
+def test_a_stream_refused_for_its_token_is_authentication_failed_too(
+    auth_proxy: LiteLLMProxy, auth_script: Script, route: Route
+) -> None:
+    """Opening a stream with a token the model is not allowed for raises the same 403
+    `AuthenticationFailed`, before any delta."""
+    client = CLIENTS[route](auth_proxy.base_url, LIMITED)
+    with (
+        client,
+        pytest.raises(AuthenticationFailed) as caught,
+        client.stream(HELLO, None, FORBIDDEN[route]) as stream,
+    ):
+        list(stream)
+    assert caught.value.status == 403
+    assert auth_script.requests == []
+
+
 def test_the_limited_token_still_reaches_its_own_model(
     auth_proxy: LiteLLMProxy, auth_script: Script
 ) -> None:
