@@ -13,6 +13,7 @@ from nisse_llm import _lazy
 from nisse_llm._version import __version__ as __version__
 from nisse_llm.config.routes import has_native_adapter
 from nisse_llm.errors import (
+    AuthenticationFailed,
     BudgetExhausted,
     ConfigError,
     ConfigTypoWarning,
@@ -155,6 +156,7 @@ __all__ = [
     "AsyncOpenAIResponsesClient",
     "AsyncReplyStream",
     "AsyncRoleRouter",
+    "AuthenticationFailed",
     "BudgetExhausted",
     "CallInfo",
     "CallRecord",

@@ -6,6 +6,7 @@ caller must do about it.
     LLMError (RuntimeError)    fail the turn: the request or the answer was wrong
     ├── ConfigError            fix the configuration; nothing was sent
     ├── ModelNotServed         the proxy serves no such model: fix the role's model or the proxy
+    ├── AuthenticationFailed   the proxy refused the token: fix NISSE_LLM_TOKEN (llm.token)
     ├── RenderError            the canonical log is corrupt; nothing was sent
     │   └── ImageError         an image cannot be sent (format, size, signature)
     ├── ContextWindowExceeded  the log outgrew the model's window: keep the work, shorten
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
     from nisse_llm._partial import PartialReply, PartialToolCall
 
 __all__ = [
+    "AuthenticationFailed",
     "BudgetExhausted",
     "ConfigError",
     "ConfigTypoWarning",
@@ -148,6 +150,11 @@ class ModelNotServed(LLMError):
         self.model = model
         #: The router role the call was made for (None for a direct client call).
         self.role = role
+
+
+class AuthenticationFailed(LLMError):
+    """The proxy refused the token (401, or 403 for a model the token may not use): fix
+    ``NISSE_LLM_TOKEN`` (or ``llm.token``); never retried."""
 
 
 class RenderError(LLMError):

@@ -21,6 +21,7 @@ from nisse_llm.cli.starter import DEFAULT_CONFIG_NAME, init_config
 from nisse_llm.config.options import RequestOptions
 from nisse_llm.config.settings import SEED_ROLES, Pin, Settings
 from nisse_llm.errors import (
+    AuthenticationFailed,
     BudgetExhausted,
     ConfigError,
     ContextWindowExceeded,
@@ -44,7 +45,7 @@ __all__ = [
 
 EXIT_OK = 0
 EXIT_ERROR = 1  # any other LLMError, or stale schema files under --check
-EXIT_USAGE = 2  # a configuration or usage error (ModelNotServed included)
+EXIT_USAGE = 2  # a configuration or usage error (ModelNotServed, AuthenticationFailed)
 EXIT_UPSTREAM = 3  # UpstreamUnavailable: keep the work, resume later
 EXIT_BUDGET = 4  # BudgetExhausted: keep the work, tell the operator
 EXIT_CONTEXT = 5  # ContextWindowExceeded: keep the work, shorten the log, call again
@@ -59,7 +60,7 @@ def exit_code(exc: LLMError) -> int:
         return EXIT_BUDGET
     if isinstance(exc, UpstreamUnavailable):
         return EXIT_UPSTREAM
-    if isinstance(exc, ConfigError | ModelNotServed):
+    if isinstance(exc, ConfigError | ModelNotServed | AuthenticationFailed):
         return EXIT_USAGE
     if isinstance(exc, ContextWindowExceeded):
         return EXIT_CONTEXT

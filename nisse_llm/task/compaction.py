@@ -2,7 +2,8 @@
 
 `compact` cuts a log to a token budget by two rules, in order: elide old tool outputs
 and images (a placeholder says what went and how large it was), then drop whole old
-turns, oldest first, where one `Compaction` event now stands. A log is cut only between
+turns, oldest first, where one `Compaction` event now stands (an earlier one among them
+counted for the events it stood for, so the log never holds two). A log is cut only between
 turns: a turn keeps its reasoning, its calls and their results together, so no call
 loses its result, no result its call, and no tool turn its leading thinking. The first
 user message and the last ``keep_last_turns`` turns stay as they are; the kept events
@@ -107,7 +108,11 @@ def _units(events: Sequence[CanonicalEvent]) -> list[tuple[int, int]]:
     for index, event in enumerate(events):
         if index and open_until < index:
             before = events[index - 1]
-            new_user = isinstance(event, _USER_SIDE) and not isinstance(before, _USER_SIDE)
+            # An earlier compaction's marker is a turn of its own: dropped with the old
+            # turns after it, the new marker stands for both.
+            new_user = isinstance(event, _USER_SIDE) and (
+                not isinstance(before, _USER_SIDE) or isinstance(event, Compaction)
+            )
             new_reply = isinstance(event, _ASSISTANT_SIDE) and not isinstance(
                 before, _ASSISTANT_SIDE
             )
@@ -258,7 +263,8 @@ def _build(
             continue
         events.append(elide(event) if index in elided else event)
     if marker is not None:
-        events[marker] = Compaction(removed=len(removed))
+        count = sum(e.removed if isinstance(e, Compaction) else 1 for e in removed)
+        events[marker] = Compaction(removed=count)
     return Plan(
         events=events,
         removed=removed,

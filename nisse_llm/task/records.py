@@ -330,12 +330,16 @@ def compaction_record(view: Sequence[ViewItem], compacted: Sequence[CanonicalEve
         if i < len(view) and _kept(view[i].event, event):
             i += 1
         elif isinstance(event, Compaction) and event.first_seq is None and marker is None:
-            dropped = view[i : i + event.removed]
-            if len(dropped) != event.removed:
+            start, owed = i, event.removed
+            while owed > 0 and i < len(view):  # an earlier marker owes what it stood for
+                gone = view[i].event
+                owed -= gone.removed if isinstance(gone, Compaction) else 1
+                i += 1
+            if owed:
                 raise ValueError("the compaction removes more events than the task file holds")
-            if dropped:
-                first, last = dropped[0].first, dropped[-1].last
-            marker, i = event, i + event.removed
+            if i > start:
+                first, last = view[start].first, view[i - 1].last
+            marker = event
         elif i < len(view) and elide(view[i].event) == event:
             elided.append(view[i].first)
             i += 1

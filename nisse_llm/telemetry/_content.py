@@ -43,9 +43,11 @@ __all__ = [
 
 Part = dict[str, Any]
 
-#: Provider stop reasons as the conventions' finish reasons.
+#: Provider stop reasons (a Responses reply's status among them) as the conventions'
+#: finish reasons.
 _FINISH = {
     "stop": "stop",
+    "completed": "stop",
     "end_turn": "stop",
     "stop_sequence": "stop",
     "tool_calls": "tool_call",

@@ -248,7 +248,7 @@ class _CallSpan:
             "gen_ai.usage.output_tokens": usage.output,
             "gen_ai.usage.cache_read.input_tokens": usage.cache_read,
             "gen_ai.usage.cache_creation.input_tokens": usage.cache_write,
-            "gen_ai.response.finish_reasons": [completion.stop_reason or "stop"],
+            "gen_ai.response.finish_reasons": [_content.finish_reason(completion.stop_reason)],
         }
         if completion.reasoning_tokens is not None:
             attributes["gen_ai.usage.reasoning.output_tokens"] = completion.reasoning_tokens

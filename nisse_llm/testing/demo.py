@@ -14,6 +14,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -295,7 +296,8 @@ def _session(proxy: LiteLLMProxy, script: Script, config: Path, say: _Printer) -
 
         say.step(5, "one failure, classified: the consultant's deployment is over its budget")
         say(
-            f"(the proxy's {CONSULTANT} entry has max_budget $0.000001; the call above spent it)",
+            f"(the proxy's {CONSULTANT} entry has max_budget $0.000001 per budget_duration "
+            f"{_CONSULTANT_BUDGET.budget_duration}; the call above spent it)",
             indent=4,
         )
         seen = len(script.requests)
@@ -308,7 +310,7 @@ def _session(proxy: LiteLLMProxy, script: Script, config: Path, say: _Printer) -
                 f"raised {type(exc).__name__} (an {UpstreamUnavailable.__name__}), HTTP {exc.status}",
                 indent=4,
             )
-            say(f"proxy said: {exc.server_message or exc}", indent=4)
+            say(_budget_words(exc.server_message or str(exc)), indent=4)
             say(
                 f"not retried: {len(slept)} waits, {len(script.requests) - seen} requests reached "
                 f"the upstream, returned in {elapsed:.2f} s",
@@ -322,6 +324,23 @@ def _session(proxy: LiteLLMProxy, script: Script, config: Path, say: _Printer) -
             )
         else:
             raise LLMError("the budget refusal did not happen: the demo's proxy config is wrong")
+
+
+_CONSULTANT_BUDGET = next(m for m in DEMO_MODELS if m.name == CONSULTANT)
+# LiteLLM 1.108's deployment budget refusal ends "...: <spend> >= <budget_duration>": the
+# period stands where the limit belongs.
+_SPEND_VS_PERIOD = re.compile(r"(?P<spend>\d[\d.e-]*) >= (?P<period>\w+)\s*$")
+
+
+def _budget_words(said: str) -> str:
+    """What the proxy's budget refusal says (its text is in the log line just above)."""
+    found = _SPEND_VS_PERIOD.search(said)
+    if found is None:
+        return f"proxy said: {said}"
+    return (
+        'the proxy\'s message (the log line above) ends "<spend> >= <budget period>": '
+        f"${found['spend']} spent in this {found['period']} period"
+    )
 
 
 #: Set to 1 to print the demo's spans, as ``--spans`` does.

@@ -5,7 +5,8 @@ a local proxy to try an agent against, with no key and no network.
 
 The proxy runs from its own venv (``litellm[proxy]==1.108.7``; ``make proxy``), named
 by ``NISSE_LITELLM_BIN``: nisse_llm never imports litellm. It needs no database:
-one token checked by a small ``custom_auth`` hook (real 401s), deployment rate limits
+one token checked by a small ``custom_auth`` hook (real 401s; real 403s for any
+``limited_tokens``, each allowed only its models), deployment rate limits
 and budgets kept in memory. The written config is JSON, which YAML loaders read as is.
 """
 
@@ -59,10 +60,14 @@ STOP_GRACE_S = 10.0
 
 _AUTH_MODULE = "nisse_proxy_auth"
 _TOKEN_ENV = "NISSE_PROXY_TOKEN"
+_LIMITED_ENV = "NISSE_PROXY_LIMITED_TOKENS"
 # A custom_auth hook answering 401 for any other token; without a database LiteLLM
-# answers a wrong master key with 400 "No connected db." instead.
+# answers a wrong master key with 400 "No connected db." instead. A limited token comes
+# back with its models, which LiteLLM's own access check then enforces (403
+# key_model_access_denied for any other model).
 _AUTH_HOOK = f'''"""One-token auth for a test proxy: 401 for any other token, no database needed."""
 
+import json
 import os
 
 from fastapi import HTTPException, Request
@@ -73,6 +78,10 @@ async def user_api_key_auth(request: Request, api_key: str) -> UserAPIKeyAuth:
     expected = os.environ["{_TOKEN_ENV}"]
     if api_key in (expected, "Bearer " + expected):
         return UserAPIKeyAuth(api_key=expected)
+    limited = json.loads(os.environ.get("{_LIMITED_ENV}", "{{}}"))
+    key = api_key.removeprefix("Bearer ")
+    if key in limited:
+        return UserAPIKeyAuth(api_key=key, models=limited[key])
     # Echo the key as LiteLLM's own auth errors do, so clients must redact it.
     raise HTTPException(
         status_code=401,
@@ -273,6 +282,7 @@ class LiteLLMProxy(ServerProcess):
         settings: Mapping[str, Mapping[str, Any]] | None = None,
         env: Mapping[str, str] | None = None,
         port: int | None = None,
+        limited_tokens: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         self.upstream_base = upstream_base.rstrip("/")
         #: Extra keys per config section (``{"litellm_settings": {"callbacks": ["otel"]}}``).
@@ -282,6 +292,8 @@ class LiteLLMProxy(ServerProcess):
         self.executable = litellm_executable(executable)
         #: The one token the proxy accepts (``Authorization: Bearer`` or ``x-api-key``).
         self.token = token or "sk-nisse-" + secrets.token_hex(12)
+        #: More tokens the proxy accepts, each for its models only (403 for any other).
+        self.limited_tokens = {key: list(models) for key, models in (limited_tokens or {}).items()}
         self.request_timeout_s = request_timeout_s
         self.startup_timeout_s = startup_timeout_s
         self.host = host
@@ -327,7 +339,7 @@ class LiteLLMProxy(ServerProcess):
         return config
 
     def _base_config(self) -> dict[str, Any]:
-        return {
+        config: dict[str, Any] = {
             "model_list": [model.entry(self.upstream_base) for model in self.models],
             "litellm_settings": {
                 "num_retries": 0,
@@ -344,6 +356,11 @@ class LiteLLMProxy(ServerProcess):
                 "custom_auth": f"{_AUTH_MODULE}.user_api_key_auth",
             },
         }
+        if self.limited_tokens:
+            # LiteLLM checks a custom-auth key's models only when both are set.
+            config["litellm_settings"]["enable_post_custom_auth_checks"] = True
+            config["general_settings"]["custom_auth_run_common_checks"] = True
+        return config
 
     def output(self, *, tail: int = 12_000) -> str:
         """The process's combined stdout and stderr so far (the last ``tail`` characters)."""
@@ -375,6 +392,7 @@ class LiteLLMProxy(ServerProcess):
                 # Else it downloads its price map at start (no network here, nor in CI).
                 "LITELLM_LOCAL_MODEL_COST_MAP": "True",
                 _TOKEN_ENV: self.token,
+                _LIMITED_ENV: json.dumps(self.limited_tokens),
                 "PYTHONUNBUFFERED": "1",
                 **self.env,
             }

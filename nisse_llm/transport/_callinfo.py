@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping
-from decimal import Decimal, InvalidOperation
+from decimal import Context, Decimal, InvalidOperation
 from typing import Final
 
 from nisse_llm.log.canonical import CallInfo, Usage
@@ -33,6 +33,10 @@ HEADERS: Final = (
 )
 # A header is the server's text: bound what is kept of it.
 _TEXT_LIMIT: Final = 200
+# LiteLLM prints its costs as Python floats, binary noise included: 100 input and 7 output
+# tokens of gpt-5.4-mini cost "0.00010650000000000001" (measured on 1.108.7). A double
+# holds 15 significant decimal digits faithfully (DBL_DIG); the digits past them are noise.
+_FLOAT_DIGITS: Final = Context(prec=15)
 
 
 def _text(headers: Mapping[str, str], name: str, token: str = "") -> str | None:
@@ -54,6 +58,16 @@ def _decimal(headers: Mapping[str, str], name: str) -> Decimal | None:
     except InvalidOperation:
         return None
     return number if number.is_finite() and number >= 0 else None
+
+
+def _money(headers: Mapping[str, str], name: str) -> Decimal | None:
+    """A cost header as the decimal it stands for, without the float's noise."""
+    number = _decimal(headers, name)
+    if number is None or len(number.as_tuple().digits) <= _FLOAT_DIGITS.prec:
+        return number
+    rounded = _FLOAT_DIGITS.plus(number)
+    # Trailing zeros dropped, never as an exponent ("12", not "1.2E+1").
+    return rounded.quantize(Decimal(1)) if rounded == rounded.to_integral() else rounded.normalize()
 
 
 def _float(headers: Mapping[str, str], name: str) -> float | None:
@@ -83,13 +97,13 @@ def call_info(headers: Mapping[str, str], *, streamed: bool = False, token: str 
     }
     if not found:
         return _EMPTY
-    cost = None if streamed else _decimal(found, "x-litellm-response-cost")
+    cost = None if streamed else _money(found, "x-litellm-response-cost")
     # Every value is checked above: construct without validating again.
     return CallInfo.model_construct(
         call_id=_text(found, "x-litellm-call-id", token),
         cost_usd=cost,
         cost_source="proxy" if cost is not None else None,
-        key_spend_usd=_decimal(found, "x-litellm-key-spend"),
+        key_spend_usd=_money(found, "x-litellm-key-spend"),
         model_group=_text(found, "x-litellm-model-group", token),
         model_id=_text(found, "x-litellm-model-id", token),
         proxy_duration_ms=_float(found, "x-litellm-response-duration-ms"),

@@ -1,9 +1,10 @@
 """Classify a non-2xx proxy reply: retry it, or raise which error (pure: no I/O, no httpx).
 
 Order matters: a budget refusal is recognised first, at any status, so it is never
-retried; then a 429 is retried (or not); then a context-window refusal (by its wording,
-at any other status) is `ContextWindowExceeded`; then 5xx/408 are the upstream's fault
-and every other status is the request's.
+retried; then a refused token is `AuthenticationFailed`; then a 429 is retried (or not);
+then a context-window refusal (by its wording, at any other status) is
+`ContextWindowExceeded`; then 5xx/408 are the upstream's fault and every other status
+is the request's.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, NamedTuple, TypedDict
 
 from nisse_llm import defaults
 from nisse_llm.errors import (
+    AuthenticationFailed,
     BudgetExhausted,
     ContextWindowExceeded,
     LLMError,
@@ -134,6 +136,18 @@ def is_budget_refusal(info: ErrorInfo | None, body: bytes) -> bool:
     return _budget_refusal().match(body.decode("utf-8", "replace").lstrip()) is not None
 
 
+def _is_token_refusal(status: int, error_type: str | None, said: str) -> bool:
+    """Whether a reply is the proxy refusing the token: 401, 403 (LiteLLM's answer to a key
+    without access to the model, ``key_model_access_denied``), or its answer to an unknown
+    key when it has no database (400 ``"No connected db."``, ``no_db_connection``);
+    ``said`` is the server's message, or its body when that is not a JSON error."""
+    if status in (401, 403):
+        return True
+    return status == 400 and (
+        error_type == "no_db_connection" or said.lower().startswith("no connected db")
+    )
+
+
 def _seconds(value: str | None) -> float | None:
     # "nan" and "inf" parse as floats; neither is a wait anyone can take.
     try:
@@ -201,6 +215,12 @@ def classify_failure(
     if is_budget_refusal(info, body):
         return BudgetExhausted(
             f"{where}: the proxy refused on budget grounds ({status}): {said}", **details
+        )
+    if _is_token_refusal(status, error_type, said):
+        return AuthenticationFailed(
+            f"{where}: the proxy refused the token ({status}): {said}; check NISSE_LLM_TOKEN "
+            "or llm.token",
+            **details,
         )
     if status == 429:
         asked = requested_wait_s(headers, now=now)

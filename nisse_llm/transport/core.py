@@ -37,7 +37,13 @@ from pydantic import SecretStr
 from nisse_llm import _telemetry
 from nisse_llm.config._egress import check_base_url, check_token, watch_token
 from nisse_llm.config.routing import Route
-from nisse_llm.errors import ConfigError, LLMError, StreamInterrupted, UpstreamUnavailable
+from nisse_llm.errors import (
+    AuthenticationFailed,
+    ConfigError,
+    LLMError,
+    StreamInterrupted,
+    UpstreamUnavailable,
+)
 from nisse_llm.log.canonical import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     CallInfo,
@@ -354,25 +360,12 @@ def public_url(url: httpx.URL) -> str:
     return f"{url.scheme}://{host}:{port}{url.path}"
 
 
-#: A refused token: 401/403, or LiteLLM's answer to an unknown key without a database
-#: (400 "No connected db.", type no_db_connection).
-_TOKEN_REFUSALS = frozenset({401, 403})
-
-
 def with_token_hint(exc: LLMError, token_source: str) -> LLMError:
-    """``exc`` with a hint at the token and where it came from, when the proxy refused it."""
-    if type(exc) is not LLMError:
+    """``exc`` saying where the token came from, when the proxy refused it."""
+    if not isinstance(exc, AuthenticationFailed):
         return exc
-    said = (exc.server_message or "").lower()
-    refused = exc.status in _TOKEN_REFUSALS or (
-        exc.status == 400
-        and (exc.error_type == "no_db_connection" or said.startswith("no connected db"))
-    )
-    if not refused:
-        return exc
-    return LLMError(
-        f"{exc.message}; the proxy refused the token: check NISSE_LLM_TOKEN or llm.token "
-        f"(this one came from {token_source})",
+    return AuthenticationFailed(
+        f"{exc.message} (this one came from {token_source})",
         status=exc.status,
         error_type=exc.error_type,
         server_message=exc.server_message,

@@ -20,15 +20,12 @@ from typing import Any, Literal
 
 from nisse_llm.config.routing import Route
 from nisse_llm.config.settings import Pin
-from nisse_llm.errors import LLMError, UpstreamUnavailable
+from nisse_llm.errors import AuthenticationFailed, LLMError, UpstreamUnavailable
 from nisse_llm.wire.models_info import ModelInfo
 
 __all__ = ["OnlineReport", "RoleCheck", "acheck_online", "check_online", "judge"]
 
 Verdict = Literal["ok", "unknown", "fail"]
-
-#: A refused token: 401/403, or LiteLLM's answer to an unknown key without a database.
-_TOKEN_REFUSED = frozenset({401, 403})
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,11 +142,7 @@ def _refusal_report(exc: LLMError, pin: Pin) -> OnlineReport:
     any other failure is raised again."""
     if isinstance(exc, UpstreamUnavailable):
         return OnlineReport(pin.base_url, reachable=False, token_accepted=False, error=exc)
-    said = (exc.server_message or "").lower()
-    if exc.status in _TOKEN_REFUSED or (
-        exc.status == 400
-        and (exc.error_type == "no_db_connection" or said.startswith("no connected db"))
-    ):
+    if isinstance(exc, AuthenticationFailed):
         return OnlineReport(pin.base_url, reachable=True, token_accepted=False, error=exc)
     raise exc
 

@@ -13,7 +13,12 @@ import pytest
 from nisse_llm.config.options import RequestOptions
 from nisse_llm.config.routing import Route
 from nisse_llm.config.settings import load_settings
-from nisse_llm.errors import ContextWindowExceeded, LLMError, UpstreamUnavailable
+from nisse_llm.errors import (
+    AuthenticationFailed,
+    ContextWindowExceeded,
+    LLMError,
+    UpstreamUnavailable,
+)
 from nisse_llm.log.canonical import CallInfo, Usage, UserText
 from nisse_llm.testing.sse import sse_stream
 from nisse_llm.transport._callinfo import call_info, priced, usage_keywords
@@ -130,6 +135,35 @@ def test_unreadable_numbers_count_as_absent(value: str) -> None:
     info = call_info(headers)
     assert (info.cost_usd, info.cost_source, info.key_spend_usd) == (None, None, None)
     assert (info.proxy_duration_ms, info.attempted_retries) == (None, None)
+
+
+@pytest.mark.parametrize(
+    ("header", "cost"),
+    [
+        # Reported with the issue: the printed cost and the task file's.
+        ("0.00103475000000000001", "0.00103475"),
+        ("0.00048075000000000006", "0.00048075"),
+        # Measured from LiteLLM 1.108.7 (gpt-5.4-mini, claude-haiku-5-5 prices).
+        ("0.00010650000000000001", "0.0001065"),
+        ("0.00040689999999999997", "0.0004069"),
+        ("6.879999999999999e-05", "0.0000688"),
+        ("0.0008667999999999999", "0.0008668"),
+        ("12.000000000000002", "12"),
+        # Short ones are kept as written.
+        ("0.003477", "0.003477"),
+        ("1.35e-05", "0.0000135"),
+        ("0", "0"),
+    ],
+)
+def test_a_cost_printed_from_a_float_loses_its_noise(header: str, cost: str) -> None:
+    """The proxy prints costs as floats, noise digits and all: the cost and the key's spend
+    are the decimals they stand for, to a float's 15 significant digits."""
+    info = call_info({"x-litellm-response-cost": header, "x-litellm-key-spend": header})
+    assert str(info.cost_usd) == cost
+    assert str(info.key_spend_usd) == cost
+    # Only the noise went: what changed is below the float's own precision.
+    assert info.cost_usd is not None
+    assert abs(info.cost_usd - Decimal(header)) <= Decimal(header) * Decimal("1e-15")
 
 
 def test_a_streamed_replys_cost_header_is_not_read() -> None:
@@ -330,7 +364,7 @@ async def _model_info(client: Any, model: str) -> ModelInfo | None:
 
 
 @pytest.mark.parametrize(
-    ("status", "raised"), [(401, LLMError), (500, UpstreamUnavailable), (404, None)]
+    ("status", "raised"), [(401, AuthenticationFailed), (500, UpstreamUnavailable), (404, None)]
 )
 @pytest.mark.parametrize("mode", MODES)
 async def test_model_info_failures_are_classified_like_any_call(

@@ -6,7 +6,13 @@ from datetime import UTC, datetime
 
 import pytest
 
-from nisse_llm.errors import BudgetExhausted, LLMError, ModelNotServed, UpstreamUnavailable
+from nisse_llm.errors import (
+    AuthenticationFailed,
+    BudgetExhausted,
+    LLMError,
+    ModelNotServed,
+    UpstreamUnavailable,
+)
 from nisse_llm.transport._classify import (
     RateLimitPolicy,
     Retry,
@@ -133,8 +139,43 @@ def test_other_statuses_split_by_fault() -> None:
     """5xx and 408 are the upstream's fault; other non-2xx statuses the request's."""
     for status in (500, 502, 503, 504, 529, 408):
         assert type(_classify(status, b"")) is UpstreamUnavailable
-    for status in (301, 400, 401, 403, 404, 413, 422):
+    for status in (301, 400, 404, 413, 422):
         assert type(_classify(status, b"")) is LLMError
+
+
+@pytest.mark.parametrize(
+    ("status", "body"),
+    [
+        (
+            401,
+            error_body("Authentication Error: invalid proxy token. Received API Key = sk-secret"),
+        ),
+        (401, error_body("Authentication Error - Expired Key. Key Expiry time 2026-12-03")),
+        (403, error_body("The requested model 'gpt-b' is not available for this API key")),
+        (403, b"Forbidden"),
+        (400, error_body("No connected db.", type_="no_db_connection", code="400")),
+        (400, b"No connected db."),
+    ],
+)
+def test_a_refused_token_is_authentication_failed(status: int, body: bytes) -> None:
+    """401, 403 and LiteLLM's no-database 400 are `AuthenticationFailed` (an `LLMError`),
+    never a retry, naming the variable to fix, the token redacted."""
+    verdict = _classify(status, body, headers={"retry-after": "1"})
+    assert type(verdict) is AuthenticationFailed
+    assert isinstance(verdict, LLMError)
+    assert verdict.status == status
+    assert verdict.message.startswith(
+        f"POST /chat/completions: the proxy refused the token ({status}): "
+    )
+    assert verdict.message.endswith("; check NISSE_LLM_TOKEN or llm.token")
+    assert "sk-secret" not in verdict.message
+    assert "sk-secret" not in (verdict.server_message or "")
+
+
+def test_a_budget_refusal_worded_as_an_auth_error_stays_a_budget_refusal() -> None:
+    """LiteLLM's "Authentication Error, ExceededBudget: ..." at 401 is the budget, not the token."""
+    verdict = _classify(401, error_body("Authentication Error, ExceededBudget: Key over budget."))
+    assert type(verdict) is BudgetExhausted
 
 
 def test_error_fields_come_from_the_parsed_body() -> None:

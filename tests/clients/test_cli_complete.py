@@ -84,7 +84,7 @@ def test_json_prints_canonical_events(
         (Reply(429, error_body(f"slow down {TOKEN_MARK}", code="429")), 3),
         (Reply(429, error_body(f"Budget has been exceeded! Key={TOKEN_MARK}", code="429")), 4),
         (Reply(400, error_body(f"bad request {TOKEN_MARK}", code="400")), 1),
-        (Reply(401, error_body(f"Invalid key {TOKEN_MARK}", type_="auth_error", code="401")), 1),
+        (Reply(401, error_body(f"Invalid key {TOKEN_MARK}", type_="auth_error", code="401")), 2),
         (Reply(200, b"<html>oops</html>", content_type="text/html"), 1),
         (Reply(400, OVERFLOWS["openai-messages-resulted-in"].body), 5),
         (Reply(400, OVERFLOWS["proxy-chat-shape-openai-entry"].body), 5),
@@ -94,8 +94,8 @@ def test_json_prints_canonical_events(
 def test_exit_codes_by_failure(
     reply: Reply, code: int, config: str, server: LoopbackServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Failures exit 3 (upstream), 4 (budget), 5 (context window) or 1 (other), saying why on
-    stderr without the token."""
+    """Failures exit 3 (upstream), 4 (budget), 5 (context window), 2 (a refused token) or 1
+    (other), saying why on stderr without the token."""
     server.plan(reply)
     assert main(["complete", "--role", "executor", "--config", config, "hi"]) == code
     out, err = capsys.readouterr()

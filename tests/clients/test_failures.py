@@ -12,6 +12,7 @@ import pytest
 
 from nisse_llm.config.routing import Route
 from nisse_llm.errors import (
+    AuthenticationFailed,
     BudgetExhausted,
     ContextWindowExceeded,
     LLMError,
@@ -242,9 +243,24 @@ def _rows() -> dict[str, Row]:
                     ),
                 ),
             ),
-            LLMError,
+            AuthenticationFailed,
             401,
             echoes_token=True,
+        ),
+        "403": Row(
+            (
+                Reply(
+                    403,
+                    error_body(
+                        "The requested model 'gpt-b' is not available for this API key, or "
+                        "the model name is invalid.",
+                        type_="key_model_access_denied",
+                        code="403",
+                    ),
+                ),
+            ),
+            AuthenticationFailed,
+            403,
         ),
         "400-provider": Row(
             (

@@ -68,7 +68,7 @@ def test_failure_logs_one_warning_record(
     (record,) = [r for r in caplog.records if r.name == "nisse_llm"]
     assert record.levelno == logging.WARNING
     assert (record.__dict__["status"], record.__dict__["attempts"]) == (401, 1)
-    assert record.__dict__["error"] == "LLMError"
+    assert record.__dict__["error"] == "AuthenticationFailed"
     assert record.__dict__["usage"] is None
     assert "[redacted]" in record.getMessage()
     assert TOKEN not in _all_text(record)

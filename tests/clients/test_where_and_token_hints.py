@@ -9,7 +9,7 @@ import pytest
 
 from nisse_llm.config.routing import Route
 from nisse_llm.config.settings import load_settings
-from nisse_llm.errors import LLMError, UpstreamUnavailable
+from nisse_llm.errors import AuthenticationFailed, LLMError, UpstreamUnavailable
 from nisse_llm.transport.clients import AnthropicPassthroughClient, LiteLLMClient
 from tests.clients.harness import (
     EVENTS,
@@ -78,8 +78,9 @@ REFUSALS = {
 async def test_a_refused_token_hints_at_the_token_and_its_source(
     server: LoopbackServer, route: Route, mode: Mode, refusal: str
 ) -> None:
-    """401, 403 and LiteLLM's no-database 400 for a wrong key: the hint names the variable,
-    the key, and (for a client built directly) that the token was passed to it."""
+    """401, 403 and LiteLLM's no-database 400 for a wrong key are `AuthenticationFailed`:
+    the hint names the variable, the key, and (for a client built directly) that the token
+    was passed to it."""
     server.plan(REFUSALS[refusal])
     client = make_client(route, mode, server.base_url, sleep=SleepLog())
     try:
@@ -88,11 +89,11 @@ async def test_a_refused_token_hints_at_the_token_and_its_source(
     finally:
         await close(client)
     error = caught.value
-    assert type(error) is LLMError
+    assert type(error) is AuthenticationFailed
     assert error.status == REFUSALS[refusal].status
+    assert f"the proxy refused the token ({error.status})" in str(error)
     assert str(error).endswith(
-        "; the proxy refused the token: check NISSE_LLM_TOKEN or llm.token "
-        "(this one came from the token passed to the client)"
+        "; check NISSE_LLM_TOKEN or llm.token (this one came from the token passed to the client)"
     )
     assert TOKEN not in str(error)
 

@@ -62,11 +62,8 @@ def _results(answer: list[CanonicalEvent]) -> list[CanonicalEvent]:
     return [ToolResult(call_id=e.call_id, output=OUTPUT) for e in answer if isinstance(e, ToolCall)]
 
 
-def test_the_full_log_is_compacted_once_and_later_calls_send_the_compacted_one(
-    tmp_path: Path,
-) -> None:
-    """A caller keeping its full log past 80% of the window gets it compacted (and summarised)
-    before the call, recorded in the store; later calls send the compacted log plus what is new."""
+def _summarised_task(tmp_path: Path) -> tuple[Script, LogStore, list[CanonicalEvent]]:
+    """Eight file reads and an answer through a router that summarises near the window."""
     script = _script(8)
     store = LogStore(tmp_path / "task.jsonl")
     policy = CompactionPolicy(keep_last_turns=1, summarize_role="delegate", summary_tokens=100)
@@ -81,6 +78,15 @@ def test_the_full_log_is_compacted_once_and_later_calls_send_the_compacted_one(
             log += [*answer, *results]
             if not results:
                 break
+    return script, store, log
+
+
+def test_the_full_log_is_compacted_once_and_later_calls_send_the_compacted_one(
+    tmp_path: Path,
+) -> None:
+    """A caller keeping its full log past 80% of the window gets it compacted (and summarised)
+    before the call, recorded in the store; later calls send the compacted log plus what is new."""
+    script, store, log = _summarised_task(tmp_path)
     agent = [r for r in script.requests if r.route and not _summary(r)]
     sizes = [len(r.body) for r in agent]
     assert max(sizes) < len(json.dumps([e.model_dump() for e in log]))  # never the whole log
@@ -95,6 +101,26 @@ def test_the_full_log_is_compacted_once_and_later_calls_send_the_compacted_one(
     marked = [c for c in found.calls if c.llm_call.compacted]
     assert len(marked) == len(compactions)
     assert len(marked) < len(agent)
+
+
+def test_a_compaction_of_a_compacted_log_sends_one_summary_note_standing_for_both(
+    tmp_path: Path,
+) -> None:
+    """Compacted again and again as the task grows, every request carries at most one
+    context note, and each new summary is asked of a transcript holding the previous one."""
+    script, store, _ = _summarised_task(tmp_path)
+    summaries = [r for r in script.requests if r.route and _summary(r)]
+    assert len(summaries) >= 2
+    for n, request in enumerate(summaries[1:]):
+        assert f"Earlier, part {n}: read files" in (request.last_user_text or "")
+    agent = [r for r in script.requests if r.route and not _summary(r)]
+    notes = [r.body.decode().count("[Context note: ") for r in agent]
+    assert max(notes) == 1, notes
+    assert notes[-1] == 1
+    (marker,) = [
+        i.event for i in LogStore(store.path).read().view if isinstance(i.event, Compaction)
+    ]
+    assert marker.summary == f"Earlier, part {len(summaries) - 1}: read files, all fine."
 
 
 def test_an_overflow_after_a_compaction_in_the_same_call_is_raised(tmp_path: Path) -> None:

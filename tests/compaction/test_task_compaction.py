@@ -18,6 +18,7 @@ from nisse_llm.log.canonical import (
 )
 from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
 from nisse_llm.render.openai_chat import OpenAIChatRenderer
+from nisse_llm.render.openai_responses import OpenAIResponsesRenderer
 from nisse_llm.task.compaction import compact, estimate_log_tokens
 from nisse_llm.task.logstore import LogDuplicateId, LogStore
 from nisse_llm.task.records import CallRecord
@@ -106,6 +107,40 @@ def test_compactions_nest_and_elisions_are_rebuilt_from_the_records(tmp_path: Pa
         AnthropicMessagesRenderer().render(task.events, None, "claude-sonnet-4-5"),
     ):
         assert "removed to fit the context window" in json.dumps(body)
+
+
+RENDERERS = {
+    "openai_chat": (OpenAIChatRenderer, "gpt-4o-mini"),
+    "anthropic_messages": (AnthropicMessagesRenderer, "claude-sonnet-4-5"),
+    "openai_responses": (OpenAIResponsesRenderer, "gpt-5.4-mini"),
+}
+
+
+def test_two_nested_compactions_send_one_note_on_every_route(tmp_path: Path) -> None:
+    """A second compaction that drops turns takes the first's marker with it: the next
+    request on every route carries one context note counting both, in memory and resumed."""
+    log = [UserText(text="Fix the parser."), *_turns(8)]
+    store = _task(tmp_path, log)
+    first = compact(log, budget_tokens=estimate_log_tokens(log) // 3, keep_last_turns=2)
+    store.append_compaction(first)
+    (earlier,) = [e for e in first if isinstance(e, Compaction)]
+    more = _turns(8, start=8)
+    store.append_events(more)
+    view = _resume(store).events
+    second = compact(view, budget_tokens=estimate_log_tokens(view) // 3, keep_last_turns=2)
+    store.append_compaction(second)
+    resumed = _resume(store).events
+    _same_log(resumed, second)
+
+    (marker,) = [e for e in resumed if isinstance(e, Compaction)]
+    kept = [e for e in resumed if not isinstance(e, Compaction)]
+    assert earlier.removed < marker.removed == len(log) + len(more) - len(kept)
+    assert marker.first_seq == 2  # it stands for the first marker's records too
+    for renderer, model in RENDERERS.values():
+        for events in (second, resumed):
+            body = renderer().render_bytes(events, None, model).decode()
+            assert body.count("[Context note: ") == 1
+            assert f"[Context note: {marker.removed} earlier event(s)" in body
 
 
 def test_a_log_that_is_not_a_compaction_is_refused_and_nothing_written(tmp_path: Path) -> None:

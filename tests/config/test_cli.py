@@ -15,6 +15,7 @@ from nisse_llm.cli import main as cli
 from nisse_llm.cli.main import exit_code, main
 from nisse_llm.config.settings import load_settings
 from nisse_llm.errors import (
+    AuthenticationFailed,
     BudgetExhausted,
     ConfigError,
     LLMError,
@@ -241,6 +242,7 @@ def test_usage_errors_exit_2(
         (BudgetExhausted("budget gone"), 4),
         (UpstreamUnavailable("proxy down"), 3),
         (ConfigError("bad key"), 2),
+        (AuthenticationFailed("token refused", status=401), 2),
         (LLMError("bad request"), 1),
         (TruncatedResponse("cut off"), 1),
         (RenderError("corrupt log"), 1),

@@ -47,6 +47,10 @@ def test_demo_runs_a_session_and_stops_its_proxy(
     assert re.search(r"total\s+in\s+3592\s+out\s+148\s+\$0\.0\d+", text)
     assert "raised BudgetExhausted (an UpstreamUnavailable), HTTP 429" in text
     assert "not retried: 0 waits, 0 requests reached the upstream" in text
+    # LiteLLM's "<spend> >= <period>" is printed once (the log line) and said plainly.
+    assert text.count(" >= 1d") == 1
+    assert "max_budget $0.000001 per budget_duration 1d" in text
+    assert re.search(r'ends "<spend> >= <budget period>": \$0\.0\d+ spent in this 1d period', text)
     assert "sk-nisse-" not in text  # the proxy token is never printed
     assert "NISSE_LLM_TOKEN" not in os.environ
     pid = int(re.search(r"\(pid (\d+)\)", text).group(1))  # type: ignore[union-attr]

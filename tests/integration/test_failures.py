@@ -7,7 +7,13 @@ from datetime import UTC, datetime
 
 import pytest
 
-from nisse_llm.errors import BudgetExhausted, LLMError, TruncatedResponse, UpstreamUnavailable
+from nisse_llm.errors import (
+    AuthenticationFailed,
+    BudgetExhausted,
+    LLMError,
+    TruncatedResponse,
+    UpstreamUnavailable,
+)
 from nisse_llm.log.canonical import AssistantText, UserText
 from nisse_llm.testing import (
     Failure,
@@ -169,21 +175,22 @@ def test_budget_refusal_is_budget_exhausted_and_never_retried(
 
 
 @pytest.mark.parametrize("route", ["chat", "messages"])
-def test_wrong_token_is_llm_error_401_without_the_token(
+def test_wrong_token_is_authentication_failed_401_without_the_token(
     proxy: LiteLLMProxy, script: Script, route: ClientRoute
 ) -> None:
-    """A token the proxy rejects is a plain `LLMError` (401), and the token never appears in it."""
+    """A token the proxy rejects is `AuthenticationFailed` (401, an `LLMError`), and the
+    token never appears in it."""
     wrong = "sk-wrong-" + "7f3a9c" * 4
-    with client_for(proxy, route, token=wrong) as h, pytest.raises(LLMError) as caught:
+    with client_for(proxy, route, token=wrong) as h, pytest.raises(AuthenticationFailed) as caught:
         h.client.complete(HELLO, None, "gpt-scripted")
     error = caught.value
+    assert isinstance(error, LLMError)
     assert not isinstance(error, UpstreamUnavailable)
     assert error.status == 401
     path = "/chat/completions" if route == "chat" else "/v1/messages"
-    assert str(error).startswith(f"POST {proxy.base_url}{path}: request rejected (401)")
+    assert str(error).startswith(f"POST {proxy.base_url}{path}: the proxy refused the token (401)")
     assert str(error).endswith(
-        "the proxy refused the token: check NISSE_LLM_TOKEN or llm.token "
-        "(this one came from the token passed to the client)"
+        "; check NISSE_LLM_TOKEN or llm.token (this one came from the token passed to the client)"
     )
     assert wrong not in str(error)
     assert wrong not in (error.server_message or "")

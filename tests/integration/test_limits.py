@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -16,6 +17,7 @@ from nisse_llm.config.options import RequestOptions
 from nisse_llm.config.settings import load_settings
 from nisse_llm.errors import ContextWindowExceeded, LLMError
 from nisse_llm.log.canonical import UserText
+from nisse_llm.task.logstore import LogStore
 from nisse_llm.testing import Script, Tokens, failure, reply
 from nisse_llm.testing.proxy import LiteLLMProxy
 from nisse_llm.transport.clients import (
@@ -165,6 +167,41 @@ def test_a_priced_call_returns_the_cost_and_call_id_the_proxy_sent(
     assert abs(streamed.cost_usd - whole.cost_usd) < Decimal("1e-9")
     assert streamed.call_id not in (None, whole.call_id)
     assert client.last_call == streamed
+
+
+# 100 input and 7 output tokens: the proxy's price map multiplies in floats and prints the
+# noise (measured on 1.108.7), which the client drops.
+NOISY_COST = {
+    "gpt": ("0.00010650000000000001", "0.0001065"),
+    "claude": ("0.00040500000000000003", "0.000405"),
+}
+
+
+@pytest.mark.parametrize("family", sorted(NOISY_COST))
+def test_the_cost_headers_float_noise_stays_out_of_the_call_and_the_task_file(
+    proxy: LiteLLMProxy, script: Script, family: str, tmp_path: Path
+) -> None:
+    """The proxy's "0.00010650000000000001" is the call's cost 0.0001065, and the task file
+    records that, not the float's noise."""
+    header, cost = NOISY_COST[family]
+    model = f"{family}-priced"
+    upstream = "openai_chat" if family == "gpt" else "anthropic_messages"
+    script.add(upstream, reply("Hello!", usage=Tokens(100, 7)))
+    roles = dict.fromkeys(("executor", "planner", "delegate", "consultant"), model)
+    pin = load_settings(llm={"base_url": proxy.base_url, "token": proxy.token}, roles=roles).pin()
+    path = tmp_path / "task.jsonl"
+    recorder = HeaderRecorder()
+    with RoleRouter.from_pin(pin, store=LogStore(path).begin(pin), transport=recorder) as llm:
+        llm.complete("executor", HELLO, None)
+        call = llm.client_for("executor").last_call
+    assert recorder.headers[-1]["x-litellm-response-cost"] == header
+    assert call is not None
+    assert str(call.cost_usd) == cost
+    (record,) = LogStore(path).read().calls
+    assert record.llm_call.call is not None
+    assert str(record.llm_call.call.cost_usd) == cost
+    assert header not in path.read_text()
+    assert f'"cost_usd":"{cost}"' in path.read_text()
 
 
 # --- model info ---------------------------------------------------------------------------------

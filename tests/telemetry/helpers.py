@@ -12,8 +12,10 @@ from nisse_llm import (
     AnthropicPassthroughClient,
     AsyncAnthropicPassthroughClient,
     AsyncLiteLLMClient,
+    AsyncOpenAIResponsesClient,
     CanonicalEvent,
     LiteLLMClient,
+    OpenAIResponsesClient,
 )
 from nisse_llm.log.canonical import Completion
 from nisse_llm.testing import Script, ScriptedTransport
@@ -24,6 +26,8 @@ TOKEN = "sk-telemetry-secret-0000"
 MODELS = {"openai_chat": "gpt-5.4-mini", "anthropic_messages": "claude-opus-5-5"}
 PROVIDERS = {"openai_chat": "openai", "anthropic_messages": "anthropic"}
 ROUTES = tuple(MODELS)
+#: The Responses route too, for what every route must report alike.
+EVERY_ROUTE_MODELS = {**MODELS, "openai_responses": "gpt-5.4-mini"}
 
 
 def _no_sleep(seconds: float) -> None:
@@ -43,7 +47,7 @@ class Caller:
 
     @property
     def model(self) -> str:
-        return MODELS[self.route]
+        return EVERY_ROUTE_MODELS[self.route]
 
     def _client(
         self, transport: httpx.BaseTransport | httpx.AsyncBaseTransport, **options: Any
@@ -53,6 +57,8 @@ class Caller:
             ("openai_chat", True): AsyncLiteLLMClient,
             ("anthropic_messages", False): AnthropicPassthroughClient,
             ("anthropic_messages", True): AsyncAnthropicPassthroughClient,
+            ("openai_responses", False): OpenAIResponsesClient,
+            ("openai_responses", True): AsyncOpenAIResponsesClient,
         }
         sleep: Callable[[float], Any] = _no_async_sleep if self.asynchronous else _no_sleep
         return kinds[(self.route, self.asynchronous)](
@@ -98,6 +104,9 @@ class Caller:
 
 
 CALLERS = [Caller(route, asynchronous) for route in ROUTES for asynchronous in (False, True)]
+EVERY_ROUTE_CALLERS = [
+    Caller(route, asynchronous) for route in EVERY_ROUTE_MODELS for asynchronous in (False, True)
+]
 
 
 def caller_id(caller: Caller) -> str:

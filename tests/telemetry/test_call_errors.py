@@ -62,6 +62,19 @@ _FAILURES: list[tuple[str, dict[str, Turn | None], int | None]] = [
         429,
     ),
     (
+        "AuthenticationFailed",
+        {
+            "openai_chat": openai_failure(
+                401, "Authentication Error: invalid proxy token.", type="auth_error"
+            ),
+            # LiteLLM's auth errors are OpenAI-shaped on /v1/messages too.
+            "anthropic_messages": openai_failure(
+                401, "Authentication Error - Expired Key.", type="expired_key"
+            ),
+        },
+        401,
+    ),
+    (
         "ContextWindowExceeded",
         {
             "openai_chat": openai_failure(

@@ -8,9 +8,17 @@ import pytest
 from opentelemetry.trace import SpanKind, StatusCode
 
 from nisse_llm import RequestOptions, UserText
-from nisse_llm.testing import Script, Tokens, reply
+from nisse_llm.testing import Script, Tokens, ToolUse, Turn, reply
+from tests.corpus import READ_FILE
 from tests.telemetry.conftest import Telemetry, attributes, traceparent_of
-from tests.telemetry.helpers import CALLERS, MODELS, PROVIDERS, Caller, caller_id
+from tests.telemetry.helpers import (
+    CALLERS,
+    EVERY_ROUTE_CALLERS,
+    MODELS,
+    PROVIDERS,
+    Caller,
+    caller_id,
+)
 
 _COST_HEADERS = (
     ("x-litellm-call-id", "6f1c0c8e-0000-4000-8000-000000000001"),
@@ -44,9 +52,7 @@ async def test_a_plain_call_is_one_client_span_with_every_attribute(
         "gen_ai.request.max_tokens": 16384,
         "nisse_llm.route": caller.route,
         "gen_ai.response.model": caller.model,
-        "gen_ai.response.finish_reasons": (
-            ("stop",) if caller.route == "openai_chat" else ("end_turn",)
-        ),
+        "gen_ai.response.finish_reasons": ("stop",),
         "gen_ai.usage.input_tokens": 1200,
         "gen_ai.usage.output_tokens": 40,
         "gen_ai.usage.cache_read.input_tokens": 1000,
@@ -62,6 +68,23 @@ async def test_a_plain_call_is_one_client_span_with_every_attribute(
     assert seen == expected
     # The request carried the span as its parent: the proxy's spans nest under it.
     assert script.requests[0].headers["traceparent"] == traceparent_of(span)
+
+
+@pytest.mark.parametrize("caller", EVERY_ROUTE_CALLERS, ids=caller_id)
+@pytest.mark.parametrize(
+    ("turn", "expected"),
+    [(reply("Done."), "stop"), (reply(ToolUse("read_file", {"path": "a.py"})), "tool_call")],
+    ids=["text", "tool-call"],
+)
+async def test_every_route_reports_the_conventions_finish_reason(
+    otel: Telemetry, caller: Caller, turn: Turn, expected: str
+) -> None:
+    """A reply's finish reason is the conventions' value on every route: the chat route's
+    "tool_calls", Anthropic's "end_turn" and "tool_use", and a Responses reply's status
+    "completed" are never reported as they came."""
+    script = Script().add(caller.route, turn)
+    await caller.complete(script, [UserText(text="Read a.py.")], tools=[READ_FILE])
+    assert attributes(otel.span())["gen_ai.response.finish_reasons"] == (expected,)
 
 
 @pytest.mark.parametrize("caller", CALLERS, ids=caller_id)

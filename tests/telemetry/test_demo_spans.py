@@ -26,7 +26,7 @@ def test_the_demo_prints_a_span_per_call_with_spans(
     assert main(["--spans"], out=out) == 0
     lines = [line.strip() for line in out.getvalue().splitlines() if "span '" in line]
     assert lines[0].startswith("span 'chat claude-sonnet-5-5' CLIENT trace ")
-    assert "provider=anthropic role=planner in=412 out=38 finish=end_turn usd=0.001204" in lines[0]
+    assert "provider=anthropic role=planner in=412 out=38 finish=stop usd=0.001204" in lines[0]
     assert any("'chat gpt-5.6-sol'" in line and "provider=openai" in line for line in lines)
     assert "error=BudgetExhausted" in lines[-2]
     assert lines[-1].startswith("span 'invoke_agent demo' INTERNAL")
