@@ -4,7 +4,8 @@
 a local proxy to try an agent against, with no key and no network.
 
 The proxy runs from its own venv (``litellm[proxy]==1.108.7``; ``make proxy``), named
-by ``NISSE_LITELLM_BIN``: nisse_llm never imports litellm. It needs no database:
+by ``NISSE_LITELLM_BIN`` or found as ``.venv-proxy/bin/litellm`` in the current directory
+or above it: nisse_llm never imports litellm. It needs no database:
 one token checked by a small ``custom_auth`` hook (real 401s), deployment rate limits
 and budgets kept in memory. The written config is JSON, which YAML loaders read as is.
 """
@@ -50,6 +51,8 @@ __all__ = [
 
 LITELLM_BIN_ENV = "NISSE_LITELLM_BIN"
 LITELLM_PIN = "litellm[proxy]==1.108.7"
+# Where `make proxy` installs it, relative to the checkout.
+_PROXY_VENV_BIN = Path(".venv-proxy", "bin", "litellm")
 
 # /health/liveliness answers 5 to 11 s after launch on an idle 2-core box, and was
 # measured at 45 s on one shared with other heavy jobs.
@@ -94,21 +97,38 @@ class ProxyStartError(ProxyError):
 
 
 def litellm_executable(explicit: str | os.PathLike[str] | None = None) -> Path:
-    """The LiteLLM executable: ``explicit``, else ``$NISSE_LITELLM_BIN``; checked to exist."""
+    """The LiteLLM executable: ``explicit``, else ``$NISSE_LITELLM_BIN``, else the
+    ``.venv-proxy/bin/litellm`` that ``make proxy`` installs, in the current directory or
+    the nearest folder above it that has one; checked to exist."""
     raw = os.fspath(explicit) if explicit is not None else os.environ.get(LITELLM_BIN_ENV, "")
     if not raw:
-        raise ProxyNotInstalled(
-            f"no LiteLLM proxy executable: run `make proxy` (installs {LITELLM_PIN} into "
-            f".venv-proxy and exports {LITELLM_BIN_ENV}), or set {LITELLM_BIN_ENV} to a "
-            "litellm executable"
-        )
+        return _checkout_executable(Path.cwd())
     path = Path(raw).expanduser()
-    if not (path.is_file() and os.access(path, os.X_OK)):
+    if not _is_executable(path):
         raise ProxyNotInstalled(
             f"{LITELLM_BIN_ENV}={raw} is not an executable file: run `make proxy` "
             f"(installs {LITELLM_PIN}) or point {LITELLM_BIN_ENV} at a litellm executable"
         )
     return path
+
+
+def _is_executable(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)
+
+
+def _checkout_executable(start: Path) -> Path:
+    """``start``'s or the nearest parent's ``.venv-proxy/bin/litellm``; else an error whose
+    last line is the export that would name one installed in ``start``."""
+    for folder in (start, *start.parents):
+        found = folder / _PROXY_VENV_BIN
+        if _is_executable(found):
+            return found
+    raise ProxyNotInstalled(
+        f"no LiteLLM proxy executable: {LITELLM_BIN_ENV} is not set, and there is no "
+        f"{_PROXY_VENV_BIN} in {start} or a folder above it. Install {LITELLM_PIN} there "
+        "(`make proxy` does, in the nisse_llm checkout), then run from that folder or:\n"
+        f"    export {LITELLM_BIN_ENV}={start / _PROXY_VENV_BIN}"
+    )
 
 
 def free_port(host: str = "127.0.0.1") -> int:
