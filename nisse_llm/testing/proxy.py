@@ -62,8 +62,12 @@ STOP_GRACE_S = 10.0
 
 _AUTH_MODULE = "nisse_proxy_auth"
 _TOKEN_ENV = "NISSE_PROXY_TOKEN"
+_LAUNCH_KEY_ENV = "NISSE_PROXY_LAUNCH_KEY"
 # A custom_auth hook answering 401 for any other token; without a database LiteLLM
-# answers a wrong master key with 400 "No connected db." instead.
+# answers a wrong master key with 400 "No connected db." instead. It also accepts the key
+# of this launch, which only the process started with it knows: the readiness check asks
+# with it, so another server on the port (a stale proxy, even one given the same token)
+# is never taken for this one.
 _AUTH_HOOK = f'''"""One-token auth for a test proxy: 401 for any other token, no database needed."""
 
 import os
@@ -76,6 +80,9 @@ async def user_api_key_auth(request: Request, api_key: str) -> UserAPIKeyAuth:
     expected = os.environ["{_TOKEN_ENV}"]
     if api_key in (expected, "Bearer " + expected):
         return UserAPIKeyAuth(api_key=expected)
+    launch = os.environ["{_LAUNCH_KEY_ENV}"]
+    if api_key in (launch, "Bearer " + launch):
+        return UserAPIKeyAuth(api_key=launch)
     # Echo the key as LiteLLM's own auth errors do, so clients must redact it.
     raise HTTPException(
         status_code=401,
@@ -276,6 +283,9 @@ class LiteLLMProxy(ServerProcess):
     Use as a context manager, or `start` / `stop`. ``base_url`` and ``token`` are
     what a nisse_llm client needs. Every deployment reaches the upstream once per
     call: ``num_retries: 0``; a slower upstream gets 408 after ``request_timeout_s``.
+    A ``port`` something else holds is refused before launching (`ProxyStartError`), and
+    the process is ready only when it answers with a key given to it alone, never when
+    another server on the port does.
     """
 
     STOP_GRACE_S = STOP_GRACE_S
@@ -314,6 +324,7 @@ class LiteLLMProxy(ServerProcess):
         )
         super().__init__()
         self._launched_at = 0.0
+        self._launch_key = ""
         #: Seconds from launch to a healthy answer, after `start`.
         self.startup_s: float | None = None
 
@@ -385,16 +396,20 @@ class LiteLLMProxy(ServerProcess):
         return self
 
     def _launch(self) -> None:
+        if self.port is not None:
+            _refuse_a_port_in_use(self.host, self.port)
         self._workdir = Path(tempfile.mkdtemp(prefix="nisse-litellm-"))
         (self._workdir / f"{_AUTH_MODULE}.py").write_text(_AUTH_HOOK)
         self.config_path.write_text(json.dumps(self.config(), indent=2))
         self._port = self.port if self.port is not None else free_port(self.host)
+        self._launch_key = "sk-launch-" + secrets.token_hex(16)
         env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL",)}
         env.update(
             {
                 # Else it downloads its price map at start (no network here, nor in CI).
                 "LITELLM_LOCAL_MODEL_COST_MAP": "True",
                 _TOKEN_ENV: self.token,
+                _LAUNCH_KEY_ENV: self._launch_key,
                 "PYTHONUNBUFFERED": "1",
                 **self.env,
             }
@@ -412,11 +427,16 @@ class LiteLLMProxy(ServerProcess):
         self._launched_at = time.monotonic()
 
     def _wait_healthy(self) -> None:
+        """Until the process started answers: ``GET /v1/models`` accepted with this launch's
+        key and listing this config's models. ``/health/liveliness`` would not do: any
+        server on the port answers it."""
         process = self._process
         assert process is not None
         deadline = self._launched_at + self.startup_timeout_s
-        url = f"{self.base_url}/health/liveliness"
-        with httpx.Client(timeout=1.0) as http:
+        url = f"{self.base_url}/v1/models"
+        served = {model.name for model in self.models}
+        headers = {"Authorization": f"Bearer {self._launch_key}"}
+        with httpx.Client(timeout=1.0, headers=headers) as http:
             while True:
                 code = process.poll()
                 if code is not None:
@@ -424,8 +444,8 @@ class LiteLLMProxy(ServerProcess):
                         f"LiteLLM proxy exited with code {code} before becoming healthy "
                         f"(config {self.config_path}); its output:\n{self.output()}"
                     )
-                with contextlib.suppress(httpx.TransportError):
-                    if http.get(url).status_code == 200:
+                with contextlib.suppress(httpx.TransportError, ValueError):
+                    if _lists(http.get(url), served):
                         self.startup_s = time.monotonic() - self._launched_at
                         return
                 if time.monotonic() > deadline:
@@ -434,6 +454,28 @@ class LiteLLMProxy(ServerProcess):
                         f"{url}; its output:\n{self.output()}"
                     )
                 time.sleep(0.1)
+
+
+def _lists(answer: httpx.Response, served: set[str]) -> bool:
+    """Whether ``answer`` is a 200 model list naming every model of ``served``."""
+    if answer.status_code != 200:
+        return False
+    listed = answer.json().get("data")
+    return isinstance(listed, list) and served <= {str(m.get("id")) for m in listed}
+
+
+def _refuse_a_port_in_use(host: str, port: int) -> None:
+    """Raise `ProxyStartError` when a socket is bound to ``port`` (TIME_WAIT leftovers
+    aside, as uvicorn's own bind allows them)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise ProxyStartError(
+                f"port {port} on {host} is taken by another process ({exc.strerror}): "
+                "stop it, or leave port unset to get a free one"
+            ) from None
 
 
 #: The models ``python -m nisse_llm.testing.proxy`` serves unless told others.
