@@ -446,12 +446,17 @@ async def _fault_rounds(server: _FaultServer, route: Route, rounds: int, pace_s:
 
 @pytest.fixture
 def cpu_hog(request: pytest.FixtureRequest) -> Iterator[int]:
-    """When the test is parametrized ``load="cpu-hog"``: one process per core spinning for
+    """When the test is parametrized ``cpu-hog`` (indirectly): one process per core spinning for
     the test's duration (stopped by its PID after it), so the test runs on a busy machine."""
     if request.param != "cpu-hog":
         yield 0
         return
-    spin = [sys.executable, "-c", "while True: pass"]
+    # Each spins for 10 minutes at most, so none outlives a test process killed outright.
+    spin = [
+        sys.executable,
+        "-c",
+        "import time\nend = time.monotonic() + 600\nwhile time.monotonic() < end: pass",
+    ]
     hogs = [subprocess.Popen(spin) for _ in range(os.cpu_count() or 2)]
     try:
         yield len(hogs)
