@@ -444,7 +444,7 @@ class LiteLLMProxy(ServerProcess):
                         f"LiteLLM proxy exited with code {code} before becoming healthy "
                         f"(config {self.config_path}); its output:\n{self.output()}"
                     )
-                with contextlib.suppress(httpx.TransportError, ValueError):
+                with contextlib.suppress(httpx.TransportError):
                     if _lists(http.get(url), served):
                         self.startup_s = time.monotonic() - self._launched_at
                         return
@@ -460,8 +460,14 @@ def _lists(answer: httpx.Response, served: set[str]) -> bool:
     """Whether ``answer`` is a 200 model list naming every model of ``served``."""
     if answer.status_code != 200:
         return False
-    listed = answer.json().get("data")
-    return isinstance(listed, list) and served <= {str(m.get("id")) for m in listed}
+    try:
+        body = answer.json()
+    except ValueError:
+        return False
+    listed = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(listed, list):
+        return False
+    return served <= {entry.get("id") for entry in listed if isinstance(entry, dict)}
 
 
 def _refuse_a_port_in_use(host: str, port: int) -> None:

@@ -95,18 +95,26 @@ class _StaleProxy(BaseHTTPRequestHandler):
         pass
 
 
+class _AnyServer(_StaleProxy):
+    """Answers 200 to everything, as many a development server does."""
+
+    def do_GET(self) -> None:
+        self._answer(200, b"OK")
+
+
+@pytest.mark.parametrize("stand_in", [_StaleProxy, _AnyServer], ids=["stale-proxy", "any-server"])
 def test_a_server_taking_the_port_after_the_check_is_not_mistaken_for_the_proxy(
-    litellm_bin: Path, upstream: ScriptedServer
+    stand_in: type[_StaleProxy], litellm_bin: Path, upstream: ScriptedServer
 ) -> None:
-    """A stale-proxy stand-in binds the port once the proxy process is launched (LiteLLM
-    binds seconds later): start() never reports it healthy, though it answers liveliness
-    and knows the token; the launched process fails to bind and start() raises."""
+    """A server binds the port once the proxy process is launched (LiteLLM binds seconds
+    later): start() never reports it healthy, though it answers liveliness (and, as a stale
+    proxy, knows the token); the launched process fails to bind and start() raises."""
     port = free_port()
     proxy = LiteLLMProxy(
         upstream.base_url, models=MODELS, executable=litellm_bin, port=port, token=TOKEN
     )
     asked: list[tuple[str, int]] = []
-    handler = type("Handler", (_StaleProxy,), {"asked": asked})
+    handler = type("Handler", (stand_in,), {"asked": asked})
     servers: list[ThreadingHTTPServer] = []
 
     def take_the_port() -> None:
@@ -128,5 +136,6 @@ def test_a_server_taking_the_port_after_the_check_is_not_mistaken_for_the_proxy(
             servers[0].server_close()
         thief.join(timeout=5)
     assert f"port {port} on 127.0.0.1 is taken by another process" in str(caught.value)
-    assert ("/v1/models", 401) in asked  # asked with the launch's key, and refused
+    status = 401 if stand_in is _StaleProxy else 200
+    assert ("/v1/models", status) in asked  # asked, and the answer not taken for ready
     assert proxy.pid is None
