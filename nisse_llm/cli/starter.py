@@ -51,7 +51,7 @@ max_output_tokens = 16384
 executor = "claude-sonnet-5-5"  # env NISSE_ROLE_EXECUTOR
 planner = "claude-opus-5-5"     # env NISSE_ROLE_PLANNER
 delegate = "claude-haiku-5-5"   # env NISSE_ROLE_DELEGATE
-consultant = "openai/gpt-6-astra"   # env NISSE_ROLE_CONSULTANT
+consultant = "gpt-6-astra"      # env NISSE_ROLE_CONSULTANT
 
 # A role may instead be a table: its model plus the request options its calls carry by
 # default (a call's own options override them). Replace its line above with, e.g.:

@@ -4,7 +4,8 @@
 a local proxy to try an agent against, with no key and no network.
 
 The proxy runs from its own venv (``litellm[proxy]==1.108.7``; ``make proxy``), named
-by ``NISSE_LITELLM_BIN``: nisse_llm never imports litellm. It needs no database:
+by ``NISSE_LITELLM_BIN`` or found as ``.venv-proxy/bin/litellm`` in the current directory
+or above it: nisse_llm never imports litellm. It needs no database:
 one token checked by a small ``custom_auth`` hook (real 401s; real 403s for any
 ``limited_tokens``, each allowed only its models), deployment rate limits
 and budgets kept in memory. The written config is JSON, which YAML loaders read as is.
@@ -51,6 +52,8 @@ __all__ = [
 
 LITELLM_BIN_ENV = "NISSE_LITELLM_BIN"
 LITELLM_PIN = "litellm[proxy]==1.108.7"
+# Where `make proxy` installs it, relative to the checkout.
+_PROXY_VENV_BIN = Path(".venv-proxy", "bin", "litellm")
 
 # /health/liveliness answers 5 to 11 s after launch on an idle 2-core box, and was
 # measured at 45 s on one shared with other heavy jobs.
@@ -61,10 +64,14 @@ STOP_GRACE_S = 10.0
 _AUTH_MODULE = "nisse_proxy_auth"
 _TOKEN_ENV = "NISSE_PROXY_TOKEN"
 _LIMITED_ENV = "NISSE_PROXY_LIMITED_TOKENS"
+_LAUNCH_KEY_ENV = "NISSE_PROXY_LAUNCH_KEY"
 # A custom_auth hook answering 401 for any other token; without a database LiteLLM
 # answers a wrong master key with 400 "No connected db." instead. A limited token comes
 # back with its models, which LiteLLM's own access check then enforces (403
-# key_model_access_denied for any other model).
+# key_model_access_denied for any other model). It also accepts the key of this launch,
+# which only the process started with it knows: the readiness check asks with it, so
+# another server on the port (a stale proxy, even one given the same token) is never
+# taken for this one.
 _AUTH_HOOK = f'''"""One-token auth for a test proxy: 401 for any other token, no database needed."""
 
 import json
@@ -82,6 +89,9 @@ async def user_api_key_auth(request: Request, api_key: str) -> UserAPIKeyAuth:
     key = api_key.removeprefix("Bearer ")
     if key in limited:
         return UserAPIKeyAuth(api_key=key, models=limited[key])
+    launch = os.environ["{_LAUNCH_KEY_ENV}"]
+    if api_key in (launch, "Bearer " + launch):
+        return UserAPIKeyAuth(api_key=launch)
     # Echo the key as LiteLLM's own auth errors do, so clients must redact it.
     raise HTTPException(
         status_code=401,
@@ -103,21 +113,38 @@ class ProxyStartError(ProxyError):
 
 
 def litellm_executable(explicit: str | os.PathLike[str] | None = None) -> Path:
-    """The LiteLLM executable: ``explicit``, else ``$NISSE_LITELLM_BIN``; checked to exist."""
+    """The LiteLLM executable: ``explicit``, else ``$NISSE_LITELLM_BIN``, else the
+    ``.venv-proxy/bin/litellm`` that ``make proxy`` installs, in the current directory or
+    the nearest folder above it that has one; checked to exist."""
     raw = os.fspath(explicit) if explicit is not None else os.environ.get(LITELLM_BIN_ENV, "")
     if not raw:
-        raise ProxyNotInstalled(
-            f"no LiteLLM proxy executable: run `make proxy` (installs {LITELLM_PIN} into "
-            f".venv-proxy and exports {LITELLM_BIN_ENV}), or set {LITELLM_BIN_ENV} to a "
-            "litellm executable"
-        )
+        return _checkout_executable(Path.cwd())
     path = Path(raw).expanduser()
-    if not (path.is_file() and os.access(path, os.X_OK)):
+    if not _is_executable(path):
         raise ProxyNotInstalled(
             f"{LITELLM_BIN_ENV}={raw} is not an executable file: run `make proxy` "
             f"(installs {LITELLM_PIN}) or point {LITELLM_BIN_ENV} at a litellm executable"
         )
     return path
+
+
+def _is_executable(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)
+
+
+def _checkout_executable(start: Path) -> Path:
+    """``start``'s or the nearest parent's ``.venv-proxy/bin/litellm``; else an error whose
+    last line is the export that would name one installed in ``start``."""
+    for folder in (start, *start.parents):
+        found = folder / _PROXY_VENV_BIN
+        if _is_executable(found):
+            return found
+    raise ProxyNotInstalled(
+        f"no LiteLLM proxy executable: {LITELLM_BIN_ENV} is not set, and there is no "
+        f"{_PROXY_VENV_BIN} in {start} or a folder above it. Install {LITELLM_PIN} there "
+        "(`make proxy` does, in the nisse_llm checkout), then run from that folder or:\n"
+        f"    export {LITELLM_BIN_ENV}={start / _PROXY_VENV_BIN}"
+    )
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -265,6 +292,9 @@ class LiteLLMProxy(ServerProcess):
     Use as a context manager, or `start` / `stop`. ``base_url`` and ``token`` are
     what a nisse_llm client needs. Every deployment reaches the upstream once per
     call: ``num_retries: 0``; a slower upstream gets 408 after ``request_timeout_s``.
+    A ``port`` something else holds is refused before launching (`ProxyStartError`), and
+    the process is ready only when it answers with a key given to it alone, never when
+    another server on the port does.
     """
 
     STOP_GRACE_S = STOP_GRACE_S
@@ -306,6 +336,7 @@ class LiteLLMProxy(ServerProcess):
         )
         super().__init__()
         self._launched_at = 0.0
+        self._launch_key = ""
         #: Seconds from launch to a healthy answer, after `start`.
         self.startup_s: float | None = None
 
@@ -382,10 +413,13 @@ class LiteLLMProxy(ServerProcess):
         return self
 
     def _launch(self) -> None:
+        if self.port is not None:
+            _refuse_a_port_in_use(self.host, self.port)
         self._workdir = Path(tempfile.mkdtemp(prefix="nisse-litellm-"))
         (self._workdir / f"{_AUTH_MODULE}.py").write_text(_AUTH_HOOK)
         self.config_path.write_text(json.dumps(self.config(), indent=2))
         self._port = self.port if self.port is not None else free_port(self.host)
+        self._launch_key = "sk-launch-" + secrets.token_hex(16)
         env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL",)}
         env.update(
             {
@@ -393,6 +427,7 @@ class LiteLLMProxy(ServerProcess):
                 "LITELLM_LOCAL_MODEL_COST_MAP": "True",
                 _TOKEN_ENV: self.token,
                 _LIMITED_ENV: json.dumps(self.limited_tokens),
+                _LAUNCH_KEY_ENV: self._launch_key,
                 "PYTHONUNBUFFERED": "1",
                 **self.env,
             }
@@ -410,11 +445,16 @@ class LiteLLMProxy(ServerProcess):
         self._launched_at = time.monotonic()
 
     def _wait_healthy(self) -> None:
+        """Until the process started answers: ``GET /v1/models`` accepted with this launch's
+        key and listing this config's models. ``/health/liveliness`` would not do: any
+        server on the port answers it."""
         process = self._process
         assert process is not None
         deadline = self._launched_at + self.startup_timeout_s
-        url = f"{self.base_url}/health/liveliness"
-        with httpx.Client(timeout=1.0) as http:
+        url = f"{self.base_url}/v1/models"
+        served = {model.name for model in self.models}
+        headers = {"Authorization": f"Bearer {self._launch_key}"}
+        with httpx.Client(timeout=1.0, headers=headers) as http:
             while True:
                 code = process.poll()
                 if code is not None:
@@ -423,7 +463,7 @@ class LiteLLMProxy(ServerProcess):
                         f"(config {self.config_path}); its output:\n{self.output()}"
                     )
                 with contextlib.suppress(httpx.TransportError):
-                    if http.get(url).status_code == 200:
+                    if _lists(http.get(url), served):
                         self.startup_s = time.monotonic() - self._launched_at
                         return
                 if time.monotonic() > deadline:
@@ -432,6 +472,34 @@ class LiteLLMProxy(ServerProcess):
                         f"{url}; its output:\n{self.output()}"
                     )
                 time.sleep(0.1)
+
+
+def _lists(answer: httpx.Response, served: set[str]) -> bool:
+    """Whether ``answer`` is a 200 model list naming every model of ``served``."""
+    if answer.status_code != 200:
+        return False
+    try:
+        body = answer.json()
+    except ValueError:
+        return False
+    listed = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(listed, list):
+        return False
+    return served <= {entry.get("id") for entry in listed if isinstance(entry, dict)}
+
+
+def _refuse_a_port_in_use(host: str, port: int) -> None:
+    """Raise `ProxyStartError` when a socket is bound to ``port`` (TIME_WAIT leftovers
+    aside, as uvicorn's own bind allows them)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise ProxyStartError(
+                f"port {port} on {host} is taken by another process ({exc.strerror}): "
+                "stop it, or leave port unset to get a free one"
+            ) from None
 
 
 #: The models ``python -m nisse_llm.testing.proxy`` serves unless told others.

@@ -35,11 +35,11 @@ TABLE = [
 ]
 #: What `config check` prints for config/nisse-llm.example.toml (current models).
 EXAMPLE_TABLE = [
-    "role        model               route",
-    "executor    claude-sonnet-5-5   anthropic_messages",
-    "planner     claude-opus-5-5     anthropic_messages",
-    "delegate    claude-haiku-5-5    anthropic_messages",
-    "consultant  openai/gpt-6-astra  openai_responses",
+    "role        model              route",
+    "executor    claude-sonnet-5-5  anthropic_messages",
+    "planner     claude-opus-5-5    anthropic_messages",
+    "delegate    claude-haiku-5-5   anthropic_messages",
+    "consultant  gpt-6-astra        openai_responses",
 ]
 
 

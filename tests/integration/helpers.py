@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -21,6 +22,8 @@ from nisse_llm.transport.clients import AnthropicPassthroughClient, LiteLLMClien
 REQUEST_TIMEOUT_S = 3.0
 #: The output ceiling the suite's clients send.
 MAX_TOKENS = 1024
+#: The proxy config the docs give for development against real providers.
+DEV_CONFIG = Path(__file__).resolve().parents[2] / "config" / "litellm.dev.yaml"
 
 ClientRoute = Literal["chat", "messages"]
 Family = Literal["gpt", "claude"]
@@ -160,3 +163,36 @@ def proxy_of(
         request_timeout_s=REQUEST_TIMEOUT_S,
     ) as running:
         yield running
+
+
+def dev_proxy_config(litellm_bin: Path) -> dict[str, Any]:
+    """config/litellm.dev.yaml as the proxy's own YAML loader reads it."""
+    loaded = subprocess.run(
+        [
+            str(litellm_bin.parent / "python"),
+            "-c",
+            "import json, sys, yaml; print(json.dumps(yaml.safe_load(open(sys.argv[1]))))",
+            str(DEV_CONFIG),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    config: dict[str, Any] = json.loads(loaded.stdout)
+    return config
+
+
+def dev_proxy_models(config: dict[str, Any]) -> list[ProxyModel]:
+    """The dev config's model entries, reaching the scripted upstream instead of a provider
+    (with a dummy key); every other parameter of each entry kept."""
+    models: list[ProxyModel] = []
+    for entry in config["model_list"]:
+        params = dict(entry["litellm_params"])
+        provider, upstream_model = params.pop("model").split("/", 1)
+        params.pop("api_key", None)
+        models.append(
+            ProxyModel(
+                entry["model_name"], provider, upstream_model=upstream_model, extra_params=params
+            )
+        )
+    return models

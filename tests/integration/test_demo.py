@@ -6,16 +6,14 @@ import io
 import json
 import os
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from nisse_llm.testing.demo import DEMO_MODELS, main
+from tests.integration.helpers import dev_proxy_config
 
 pytestmark = pytest.mark.proxy
-
-DEV_CONFIG = Path(__file__).resolve().parents[2] / "config" / "litellm.dev.yaml"
 
 
 def test_demo_runs_a_session_and_stops_its_proxy(
@@ -60,21 +58,10 @@ def test_demo_runs_a_session_and_stops_its_proxy(
 
 def test_dev_proxy_config_serves_the_demo_model_names(litellm_bin: Path) -> None:
     """config/litellm.dev.yaml defines the demo's models with the same providers and the suite's settings."""
-    python = litellm_bin.parent / "python"
-    loaded = subprocess.run(
-        [
-            str(python),
-            "-c",
-            "import json, sys, yaml; print(json.dumps(yaml.safe_load(open(sys.argv[1]))))",
-            str(DEV_CONFIG),
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    config = json.loads(loaded.stdout)
+    config = dev_proxy_config(litellm_bin)
     served = {e["model_name"]: e["litellm_params"]["model"] for e in config["model_list"]}
-    assert served == {m.name: f"{m.provider}/{m.name}" for m in DEMO_MODELS}
+    demo = {m.name: f"{m.provider}/{m.name}" for m in DEMO_MODELS}
+    assert {name: served.get(name) for name in demo} == demo
     assert config["litellm_settings"]["num_retries"] == 0
     assert config["litellm_settings"]["use_chat_completions_url_for_anthropic_messages"] is True
     assert config["router_settings"]["optional_pre_call_checks"] == ["enforce_model_rate_limits"]

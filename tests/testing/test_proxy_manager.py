@@ -17,6 +17,8 @@ from nisse_llm.testing.proxy import (
     scripted_models,
 )
 
+REPO = Path(__file__).resolve().parents[2]
+
 
 @pytest.fixture
 def fake_litellm(tmp_path: Path) -> Path:
@@ -27,15 +29,87 @@ def fake_litellm(tmp_path: Path) -> Path:
     return exe
 
 
-def test_missing_executable_says_to_run_make_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
-    """With no NISSE_LITELLM_BIN the error names `make proxy`, the variable and the pin."""
+def test_missing_executable_says_to_run_make_proxy(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """With no NISSE_LITELLM_BIN and no .venv-proxy here or above, the error names `make
+    proxy` and the pin, and ends with the exact export line for this folder."""
     monkeypatch.delenv(LITELLM_BIN_ENV, raising=False)
+    monkeypatch.chdir(tmp_path)
     with pytest.raises(ProxyNotInstalled) as caught:
         litellm_executable()
     message = str(caught.value)
     assert "make proxy" in message
-    assert LITELLM_BIN_ENV in message
     assert "litellm[proxy]==1.108.7" in message
+    assert message.splitlines()[-1] == (
+        f"    export NISSE_LITELLM_BIN={tmp_path}/.venv-proxy/bin/litellm"
+    )
+
+
+def _venv_proxy(folder: Path, *, executable: bool = True) -> Path:
+    """A ``.venv-proxy/bin/litellm`` file in ``folder`` (never run by these tests)."""
+    exe = folder / ".venv-proxy" / "bin" / "litellm"
+    exe.parent.mkdir(parents=True)
+    exe.write_text("#!/bin/sh\nexit 1\n")
+    if executable:
+        exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
+    return exe
+
+
+def test_the_checkouts_venv_proxy_is_found_from_a_folder_below(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Unset NISSE_LITELLM_BIN: the .venv-proxy of the current folder or the nearest above it."""
+    monkeypatch.delenv(LITELLM_BIN_ENV, raising=False)
+    checkout = tmp_path / "checkout"
+    exe = _venv_proxy(checkout)
+    deep = checkout / "tests" / "deep"
+    deep.mkdir(parents=True)
+    monkeypatch.chdir(checkout)
+    assert litellm_executable() == checkout / ".venv-proxy" / "bin" / "litellm"
+    monkeypatch.chdir(deep)
+    assert litellm_executable() == exe
+
+
+def test_the_nearest_executable_venv_proxy_wins(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A nearer .venv-proxy shadows a farther one; one whose litellm is not executable is passed over."""
+    monkeypatch.delenv(LITELLM_BIN_ENV, raising=False)
+    outer = _venv_proxy(tmp_path)
+    inner = _venv_proxy(tmp_path / "a")
+    _venv_proxy(tmp_path / "a" / "b", executable=False)
+    (tmp_path / "a" / "b" / "c").mkdir()
+    monkeypatch.chdir(tmp_path / "a" / "b" / "c")
+    assert litellm_executable() == inner
+    monkeypatch.chdir(tmp_path)
+    assert litellm_executable() == outer
+
+
+def test_the_environment_variable_wins_over_a_venv_proxy(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fake_litellm: Path
+) -> None:
+    """NISSE_LITELLM_BIN, when set, is used (and checked) even beside a .venv-proxy."""
+    checkout = tmp_path / "checkout"
+    _venv_proxy(checkout)
+    monkeypatch.chdir(checkout)
+    monkeypatch.setenv(LITELLM_BIN_ENV, str(fake_litellm))
+    assert litellm_executable() == fake_litellm
+    monkeypatch.setenv(LITELLM_BIN_ENV, str(tmp_path / "gone"))
+    with pytest.raises(ProxyNotInstalled, match="is not an executable file"):
+        litellm_executable()
+
+
+def test_this_checkouts_proxy_is_found_without_the_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """From this repository's folder, with NISSE_LITELLM_BIN unset, the kit finds the
+    .venv-proxy that `make proxy` installed (as `make test` has)."""
+    monkeypatch.delenv(LITELLM_BIN_ENV, raising=False)
+    monkeypatch.chdir(REPO / "tests")
+    found = litellm_executable()
+    assert found == REPO / ".venv-proxy" / "bin" / "litellm"
+    assert found.resolve().parent.joinpath("python").exists()
 
 
 def test_a_path_that_is_not_executable_is_refused(tmp_path: Path) -> None:
