@@ -21,6 +21,7 @@ from typing import Literal
 
 from pydantic_core import to_json
 
+from nisse_llm import defaults
 from nisse_llm.errors import ContextWindowExceeded
 from nisse_llm.log.canonical import (
     AssistantText,
@@ -139,7 +140,7 @@ def plan_compaction(
     events: LogLike,
     *,
     budget_tokens: int,
-    keep_last_turns: int = 2,
+    keep_last_turns: int = defaults.KEEP_LAST_TURNS,
     keep_first_user: bool = True,
     tools: Sequence[ToolLike] | None = None,
     system: str | None = None,
@@ -167,7 +168,7 @@ async def aplan_compaction(
     *,
     budget_tokens: int,
     count: Callable[[Sequence[CanonicalEvent]], Awaitable[int]],
-    keep_last_turns: int = 2,
+    keep_last_turns: int = defaults.KEEP_LAST_TURNS,
     keep_first_user: bool = True,
     summary_tokens: int = 0,
 ) -> Plan:
@@ -271,7 +272,7 @@ def compact(
     events: LogLike,
     *,
     budget_tokens: int,
-    keep_last_turns: int = 2,
+    keep_last_turns: int = defaults.KEEP_LAST_TURNS,
     keep_first_user: bool = True,
     tools: Sequence[ToolLike] | None = None,
     system: str | None = None,

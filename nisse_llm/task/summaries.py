@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias, assert_never, cast
 
+from nisse_llm import defaults
 from nisse_llm.log.canonical import (
     AssistantText,
     CanonicalEvent,
@@ -63,10 +64,10 @@ class CompactionPolicy:
 
     threshold: float = 0.8
     target: float = 0.5
-    keep_last_turns: int = 2
+    keep_last_turns: int = defaults.KEEP_LAST_TURNS
     summarize_role: str | None = None
     #: Room kept for the summary, and the summary's output ceiling.
-    summary_tokens: int = 1024
+    summary_tokens: int = defaults.SUMMARY_TOKENS
 
     def __post_init__(self) -> None:
         if not 0 < self.target <= self.threshold <= 1:
@@ -140,11 +141,11 @@ def summarize(
     events: LogLike,
     *,
     budget_tokens: int,
-    keep_last_turns: int = 2,
+    keep_last_turns: int = defaults.KEEP_LAST_TURNS,
     tools: Sequence[ToolLike] | None = None,
     system: str | None = None,
     count: Counter | None = None,
-    summary_tokens: int = 1024,
+    summary_tokens: int = defaults.SUMMARY_TOKENS,
 ) -> list[CanonicalEvent]:
     """`compact`, with ``role`` asked (through ``router``) to summarise the dropped turns.
 
@@ -167,11 +168,11 @@ async def asummarize(
     events: LogLike,
     *,
     budget_tokens: int,
-    keep_last_turns: int = 2,
+    keep_last_turns: int = defaults.KEEP_LAST_TURNS,
     tools: Sequence[ToolLike] | None = None,
     system: str | None = None,
     count: Counter | AsyncCounter | None = None,
-    summary_tokens: int = 1024,
+    summary_tokens: int = defaults.SUMMARY_TOKENS,
 ) -> list[CanonicalEvent]:
     """`summarize` for an `AsyncRoleRouter`; ``count`` may be async (a client's counter)."""
     from nisse_llm.config.options import RequestOptions
