@@ -1,4 +1,4 @@
-"""Clients for the proxy's two routes, sync and async, and choosing one by model.
+"""Clients for every proxy route, sync and async, and choosing one by model.
 
 Every client is the same exchange (`nisse_llm.transport.core`) over a different route:
 `LiteLLMClient` posts chat completions, `AnthropicPassthroughClient` posts Anthropic
