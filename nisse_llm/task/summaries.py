@@ -13,7 +13,7 @@ import inspect
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeAlias, assert_never, cast
+from typing import TYPE_CHECKING, Protocol, TypeAlias, assert_never, cast
 
 from nisse_llm import defaults
 from nisse_llm.log.canonical import (
@@ -25,15 +25,50 @@ from nisse_llm.log.canonical import (
     ToolCall,
     ToolLike,
     ToolResult,
+    ToolsLike,
     UserImage,
     UserText,
 )
 from nisse_llm.task.compaction import Counter, Plan, aplan_compaction, plan_compaction
 
 if TYPE_CHECKING:
-    from nisse_llm.transport.routers import AsyncRoleRouter, RoleRouter
+    from nisse_llm.config.options import RequestOptions
 
 __all__ = ["SUMMARY_INSTRUCTIONS", "CompactionPolicy", "asummarize", "summarize"]
+
+
+class RoleCompleter(Protocol):
+    """What `summarize` asks a summary of: a `RoleRouter` (the routers sit above the task
+    layer, so it is named by what it does)."""
+
+    def complete(
+        self,
+        role: str,
+        events: LogLike,
+        tools: ToolsLike,
+        system: str | None = None,
+        *,
+        options: RequestOptions | None = None,
+    ) -> list[CanonicalEvent]:
+        """The reply of ``role``'s model to ``events``."""
+        ...
+
+
+class AsyncRoleCompleter(Protocol):
+    """`RoleCompleter` for asyncio: an `AsyncRoleRouter`."""
+
+    async def complete(
+        self,
+        role: str,
+        events: LogLike,
+        tools: ToolsLike,
+        system: str | None = None,
+        *,
+        options: RequestOptions | None = None,
+    ) -> list[CanonicalEvent]:
+        """The reply of ``role``'s model to ``events``."""
+        ...
+
 
 #: An async token counter (`AsyncLiteLLMClient`'s, through the proxy).
 AsyncCounter: TypeAlias = Callable[[Sequence[CanonicalEvent]], Awaitable[int]]
@@ -136,7 +171,7 @@ def _plan(
 
 
 def summarize(
-    router: RoleRouter,
+    router: RoleCompleter,
     role: str,
     events: LogLike,
     *,
@@ -163,7 +198,7 @@ def summarize(
 
 
 async def asummarize(
-    router: AsyncRoleRouter,
+    router: AsyncRoleCompleter,
     role: str,
     events: LogLike,
     *,

@@ -422,7 +422,7 @@ class Call:
         self.role: str | None = None
         self.streamed = False
         #: The call's span while telemetry is on (`nisse_llm.instrument`), else None.
-        self.trace: CallTrace | None = None
+        self.trace: CallTrace[Call] | None = None
 
     @property
     def body(self) -> bytes:
