@@ -6,20 +6,16 @@ its generated sync twin.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
 
 import httpx
 from pydantic import SecretStr
 
-from nisse_llm import defaults
-from nisse_llm.config.routing import Route
 from nisse_llm.log.canonical import CallInfo, CanonicalEvent, Completion, LogLike, ToolsLike, Usage
 from nisse_llm.transport._classify import RateLimitPolicy
 from nisse_llm.transport.core import (
     Call,
     Core,
-    PartsRenderer,
     RouteSpec,
     UsageCallback,
     shared_ssl_context,
@@ -37,9 +33,6 @@ if TYPE_CHECKING:
     M = TypeVar("M", bound=BaseModel)
 
 __all__ = [
-    "CHAT_ROUTE",
-    "MESSAGES_ROUTE",
-    "ROUTE_SPECS",
     "ClientBase",
     "ReplyStreamBase",
     "pin_options",
@@ -50,46 +43,8 @@ __all__ = [
 ]
 
 
-def _chat_renderer() -> PartsRenderer:
-    from nisse_llm.render.openai_chat import OpenAIChatRenderer
-
-    return OpenAIChatRenderer()
-
-
-def _messages_renderer() -> PartsRenderer:
-    from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
-
-    return AnthropicMessagesRenderer()
-
-
-CHAT_ROUTE = RouteSpec(
-    name="openai_chat",
-    path="/chat/completions",
-    default_timeout_s=defaults.CHAT_TIMEOUT_S,
-    renderer=_chat_renderer,
-    auth_headers=lambda token: {"authorization": f"Bearer {token}"},
-)
-# LiteLLM authenticates /v1/messages by x-api-key alone, and Authorization wins when
-# both are sent; sending both keeps either proxy configuration working.
-MESSAGES_ROUTE = RouteSpec(
-    name="anthropic_messages",
-    path="/v1/messages",
-    default_timeout_s=defaults.PASSTHROUGH_TIMEOUT_S,
-    renderer=_messages_renderer,
-    auth_headers=lambda token: {
-        "authorization": f"Bearer {token}",
-        "x-api-key": token,
-        "anthropic-version": "2023-06-01",
-    },
-)
-ROUTE_SPECS: Mapping[Route, RouteSpec] = {
-    CHAT_ROUTE.name: CHAT_ROUTE,
-    MESSAGES_ROUTE.name: MESSAGES_ROUTE,
-}
-
-
 def pin_options(pin: Pin, route: RouteSpec) -> dict[str, Any]:
-    read_s = pin.timeout_s if route.name == "openai_chat" else pin.passthrough_timeout_s
+    read_s = pin.passthrough_timeout_s if route.long_turns else pin.timeout_s
     return {
         "timeout_s": read_s,
         "connect_timeout_s": pin.connect_timeout_s,
@@ -125,7 +80,7 @@ def stream_timeout(read_s: float, connect_s: float | None, idle_s: float) -> htt
 
 
 def typed_exchange(
-    route: Route,
+    route: str,
     output_type: type[M],
     events: LogLike,
     tools: ToolsLike,
@@ -301,7 +256,7 @@ class ClientBase:
         return self._core.preflight
 
     @property
-    def route(self) -> Route:
+    def route(self) -> str:
         """The proxy route this client posts to."""
         return self.ROUTE.name
 

@@ -24,6 +24,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "nisse_llm._telemetry",
         ),
     ),
+    ("routes", ("nisse_llm.routes",)),
     ("log", ("nisse_llm.log",)),
     ("config", ("nisse_llm.config",)),
     ("wire", ("nisse_llm.wire",)),
