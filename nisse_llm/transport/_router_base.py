@@ -137,15 +137,13 @@ class RouterBase(Generic[K]):
         def observe(call: Call, usage: Usage | None, outcome: str) -> None:
             if outcome == "ok":
                 self._last_usage = usage
-                self._last_call = call.core.last_call
+                self._last_call = call.info
             if recorder is not None:
                 recorder(call, usage, outcome)
 
+        task_id = None if store is None else store.task_id
         for client in self._clients.values():
-            client._core.on_call = observe
-            if store is not None:
-                client._core.on_start = start
-                client._core.conversation_id = store.task_id
+            client.observe(on_start=start, on_end=observe, conversation_id=task_id)
 
     @property
     def compaction(self) -> CompactionPolicy | None:
