@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, TypeAlias, assert_never, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, assert_never
 
 from nisse_llm import defaults
+from nisse_llm._drive import adrive, drive
 from nisse_llm.log.canonical import (
     AssistantText,
     CanonicalEvent,
@@ -28,8 +29,9 @@ from nisse_llm.log.canonical import (
     ToolsLike,
     UserImage,
     UserText,
+    as_events,
 )
-from nisse_llm.task.compaction import Counter, Plan, aplan_compaction, plan_compaction
+from nisse_llm.task.compaction import Counter, Plan, estimate_log_tokens, plan_steps
 
 if TYPE_CHECKING:
     from nisse_llm.config.options import RequestOptions
@@ -150,24 +152,34 @@ def _with_summary(plan: Plan, reply: Sequence[CanonicalEvent]) -> list[Canonical
     return events
 
 
-def _plan(
-    events: LogLike,
-    budget_tokens: int,
-    keep_last_turns: int,
-    tools: Sequence[ToolLike] | None,
-    system: str | None,
-    count: Counter | None,
-    summary_tokens: int,
-) -> Plan:
-    return plan_compaction(
-        events,
-        budget_tokens=budget_tokens,
-        keep_last_turns=keep_last_turns,
-        tools=tools,
-        system=system,
-        count=count,
+@dataclass(frozen=True, slots=True)
+class _SummaryAsk:
+    """The summarising role's call a summary needs (the other asks are token counts)."""
+
+    role: str
+    events: list[CanonicalEvent]
+    options: RequestOptions
+
+
+def _summarizing(
+    events: LogLike, role: str, budget_tokens: int, keep_last_turns: int, summary_tokens: int
+) -> Generator[list[CanonicalEvent] | _SummaryAsk, Any, list[CanonicalEvent]]:
+    """A summarised compaction as a dialogue: it yields each candidate log to count, then
+    the summary call to make (sans-I/O: `summarize` and `asummarize` drive it)."""
+    from nisse_llm.config.options import RequestOptions
+
+    plan = yield from plan_steps(
+        as_events(events),
+        budget_tokens,
+        keep_last_turns,
+        keep_first_user=True,
         summary_tokens=summary_tokens,
     )
+    if not plan.removed:
+        return plan.events
+    options = RequestOptions(max_output_tokens=summary_tokens)
+    reply = yield _SummaryAsk(role, _request(plan), options)
+    return _with_summary(plan, reply)
 
 
 def summarize(
@@ -187,14 +199,14 @@ def summarize(
     ``summary_tokens`` of the budget are kept for the summary, and cap its length. A log
     that fits, or one only elided, comes back without a call.
     """
-    from nisse_llm.config.options import RequestOptions
 
-    plan = _plan(events, budget_tokens, keep_last_turns, tools, system, count, summary_tokens)
-    if not plan.removed:
-        return plan.events
-    options = RequestOptions(max_output_tokens=summary_tokens)
-    reply = router.complete(role, _request(plan), None, options=options)
-    return _with_summary(plan, reply)
+    def do(ask: list[CanonicalEvent] | _SummaryAsk) -> Any:
+        if isinstance(ask, _SummaryAsk):
+            return router.complete(ask.role, ask.events, None, options=ask.options)
+        return estimate_log_tokens(ask, tools, system) if count is None else count(ask)
+
+    steps = _summarizing(events, role, budget_tokens, keep_last_turns, summary_tokens)
+    return drive(steps, do)
 
 
 async def asummarize(
@@ -210,26 +222,17 @@ async def asummarize(
     summary_tokens: int = defaults.SUMMARY_TOKENS,
 ) -> list[CanonicalEvent]:
     """`summarize` for an `AsyncRoleRouter`; ``count`` may be async (a client's counter)."""
-    from nisse_llm.config.options import RequestOptions
 
-    if count is not None and inspect.iscoroutinefunction(count):
-        plan = await aplan_compaction(
-            events,
-            budget_tokens=budget_tokens,
-            count=count,
-            keep_last_turns=keep_last_turns,
-            summary_tokens=summary_tokens,
-        )
-    else:
-        sync_count = cast(Counter | None, count)
-        plan = _plan(
-            events, budget_tokens, keep_last_turns, tools, system, sync_count, summary_tokens
-        )
-    if not plan.removed:
-        return plan.events
-    options = RequestOptions(max_output_tokens=summary_tokens)
-    reply = await router.complete(role, _request(plan), None, options=options)
-    return _with_summary(plan, reply)
+    async def do(ask: list[CanonicalEvent] | _SummaryAsk) -> Any:
+        if isinstance(ask, _SummaryAsk):
+            return await router.complete(ask.role, ask.events, None, options=ask.options)
+        if count is None:
+            return estimate_log_tokens(ask, tools, system)
+        tokens = count(ask)
+        return await tokens if inspect.isawaitable(tokens) else tokens
+
+    steps = _summarizing(events, role, budget_tokens, keep_last_turns, summary_tokens)
+    return await adrive(steps, do)
 
 
 def policy_budget(

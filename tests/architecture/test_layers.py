@@ -22,6 +22,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "nisse_llm._partial",
             "nisse_llm.errors",
             "nisse_llm._telemetry",
+            "nisse_llm._drive",
         ),
     ),
     ("routes", ("nisse_llm.routes",)),
