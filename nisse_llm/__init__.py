@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from nisse_llm.render.openai_chat import OpenAIChatRenderer
     from nisse_llm.render.openai_responses import OpenAIResponsesRenderer
     from nisse_llm.render.typed import TypedReply
+    from nisse_llm.routes import RouteDescriptor, RouteTable
     from nisse_llm.stream.base import (
         ReasoningDelta,
         RefusalDelta,
@@ -112,6 +113,8 @@ _LAZY = {
     "UsageTotal": "nisse_llm.task.records",
     "UsageTotals": "nisse_llm.task.records",
     "OnlineReport": "nisse_llm.transport.online",
+    "RouteDescriptor": "nisse_llm.routes",
+    "RouteTable": "nisse_llm.routes",
     "check_online": "nisse_llm.transport.online",
     "acheck_online": "nisse_llm.transport.online",
     "Headroom": "nisse_llm.wire.models_info",
@@ -192,6 +195,8 @@ __all__ = [
     "RoleMap",
     "RoleProfile",
     "RoleRouter",
+    "RouteDescriptor",
+    "RouteTable",
     "Settings",
     "StoredEvent",
     "StreamInterrupted",

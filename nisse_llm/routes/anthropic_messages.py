@@ -18,6 +18,7 @@ ANTHROPIC_MESSAGES = RouteDescriptor(
         "anthropic-version": "2023-06-01",
     },
     stream_fields=b',"stream":true}',
+    request_model="nisse_llm.wire.anthropic_messages:AnthropicMessagesRequest",
     renderer="nisse_llm.render.anthropic_messages:AnthropicMessagesRenderer",
     accumulator="nisse_llm.stream.messages:AnthropicStreamAccumulator",
     clients=(

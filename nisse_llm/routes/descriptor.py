@@ -55,6 +55,8 @@ class RouteDescriptor:
     family: Literal["anthropic", "openai"] | None = None
     #: The most stop sequences a request may carry (None: the model's rules decide).
     max_stop_sequences: int | None = None
+    #: The typed request model whose JSON Schema the CLI writes (``""``: none).
+    request_model: str = ""
     #: The path's end a scripted upstream answers on (default: the whole ``path``).
     served_at: str = ""
     #: The package's modules written for this route alone (they may spell its name).

@@ -18,6 +18,7 @@ OPENAI_CHAT = RouteDescriptor(
     auth_headers=lambda token: {"authorization": f"Bearer {token}"},
     # Without include_usage the chat route's stream carries no usage at all.
     stream_fields=b',"stream":true,"stream_options":{"include_usage":true}}',
+    request_model="nisse_llm.wire.openai_chat:OpenAIChatRequest",
     renderer="nisse_llm.render.openai_chat:OpenAIChatRenderer",
     accumulator="nisse_llm.stream.chat:OpenAIChatStreamAccumulator",
     clients=(

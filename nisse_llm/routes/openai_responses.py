@@ -12,6 +12,7 @@ OPENAI_RESPONSES = RouteDescriptor(
     path="/v1/responses",
     auth_headers=lambda token: {"authorization": f"Bearer {token}"},
     stream_fields=b',"stream":true}',
+    request_model="nisse_llm.wire.openai_responses:OpenAIResponsesRequest",
     renderer="nisse_llm.render.openai_responses:OpenAIResponsesRenderer",
     accumulator="nisse_llm.stream.responses:ResponsesStreamAccumulator",
     clients=(
