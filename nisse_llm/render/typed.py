@@ -62,7 +62,6 @@ __all__ = [
     "NOT_RUN",
     "TypedExchange",
     "TypedReply",
-    "answer_rules",
     "answer_tool",
     "check_output_type",
     "closed_schema",
@@ -385,11 +384,3 @@ def _summary(errors: list[dict[str, Any]]) -> str:
         parts.append(f"{where}: {error.get('msg')}")
     more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
     return "; ".join(parts) + more
-
-
-def answer_rules(route: str, model: str, options: RequestOptions | None) -> ModelRules:
-    """The rules a typed request to ``model`` on ``route`` follows: the renderers' own
-    (`nisse_llm.config.option_rules.request_rules`), so the two never disagree."""
-    from nisse_llm.config.option_rules import request_rules
-
-    return request_rules(model, options.like if options else None, route=route)

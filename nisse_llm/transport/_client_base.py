@@ -92,8 +92,10 @@ def typed_exchange(
     repair_attempts: int,
 ) -> TypedExchange[M]:
     """The asks of one ``complete_as`` on ``route``: how ``model`` is asked for an answer
-    of ``output_type`` (see `nisse_llm.render.typed`), and its repairs."""
-    from nisse_llm.render.typed import TypedExchange, answer_rules
+    of ``output_type`` (see `nisse_llm.render.typed`), and its repairs. The model's rules
+    are decided here, the renderers' own (`request_rules`), and handed to the exchange."""
+    from nisse_llm.config.option_rules import request_rules
+    from nisse_llm.render.typed import TypedExchange
 
     return TypedExchange.begin(
         output_type,
@@ -102,7 +104,7 @@ def typed_exchange(
         system,
         options=options,
         repair_attempts=repair_attempts,
-        rules=answer_rules(route, model, options),
+        rules=request_rules(model, options.like if options else None, route=route),
         route=route,
     )
 
