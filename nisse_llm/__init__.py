@@ -66,6 +66,7 @@ if TYPE_CHECKING:
     from nisse_llm.render.openai_chat import OpenAIChatRenderer
     from nisse_llm.render.openai_responses import OpenAIResponsesRenderer
     from nisse_llm.render.typed import TypedReply
+    from nisse_llm.routes import RouteDescriptor, RouteTable
     from nisse_llm.stream.base import (
         ReasoningDelta,
         RefusalDelta,
@@ -114,6 +115,8 @@ _LAZY = {
     "UsageTotal": "nisse_llm.task.records",
     "UsageTotals": "nisse_llm.task.records",
     "OnlineReport": "nisse_llm.transport.online",
+    "RouteDescriptor": "nisse_llm.routes",
+    "RouteTable": "nisse_llm.routes",
     "check_online": "nisse_llm.transport.online",
     "acheck_online": "nisse_llm.transport.online",
     "Headroom": "nisse_llm.wire.models_info",
@@ -196,6 +199,8 @@ __all__ = [
     "RoleMap",
     "RoleProfile",
     "RoleRouter",
+    "RouteDescriptor",
+    "RouteTable",
     "Settings",
     "StoredEvent",
     "StreamInterrupted",

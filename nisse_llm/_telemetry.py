@@ -8,7 +8,7 @@ OpenTelemetry is imported. The implementation lives in `nisse_llm.telemetry`.
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from nisse_llm.config.options import RequestOptions
@@ -21,12 +21,15 @@ if TYPE_CHECKING:
         ToolsLike,
         ToolSpec,
     )
-    from nisse_llm.transport.core import Call
 
 __all__ = ["CallTrace", "ToolTrace", "Tracer", "tracer"]
 
+#: The call a trace follows: the transport's `Call` (a type parameter, so this bottom
+#: module need not name a module above it).
+Call = TypeVar("Call", contravariant=True)
 
-class CallTrace(Protocol):
+
+class CallTrace(Protocol[Call]):
     """One model call's span, from `Core.begin` to the call's end."""
 
     #: Trace-context headers (``traceparent``, ``tracestate``) for the call's requests.
@@ -55,7 +58,7 @@ class ToolTrace(Protocol):
         """The tool answered ``result``; ``error_type`` names what failed, if anything."""
 
 
-class Tracer(Protocol):
+class Tracer(Protocol[Call]):
     """What `nisse_llm.instrument()` installs."""
 
     def call(
@@ -65,7 +68,7 @@ class Tracer(Protocol):
         tools: ToolsLike,
         system: str | None,
         options: RequestOptions | None,
-    ) -> CallTrace:
+    ) -> CallTrace[Call]:
         """Start the span of a model call (its request is not rendered yet)."""
 
     def tool(self, call: ToolCall, spec: ToolSpec | None) -> AbstractContextManager[ToolTrace]:
@@ -76,4 +79,4 @@ class Tracer(Protocol):
 
 
 #: The installed tracer, or None (the default: no telemetry, no cost).
-tracer: Tracer | None = None
+tracer: Tracer[Any] | None = None

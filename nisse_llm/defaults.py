@@ -39,3 +39,7 @@ CALL_DEADLINE_S: Final = 600.0
 STREAM_DEADLINE_S: Final = 3600.0
 #: The configuration file looked for in the working directory when none is named.
 CONFIG_NAME: Final = "nisse.toml"
+#: Compaction keeps the last turns of a log as they are: this many.
+KEEP_LAST_TURNS: Final = 2
+#: Room a summarised compaction keeps for its summary, and the summary's output ceiling.
+SUMMARY_TOKENS: Final = 1024

@@ -26,6 +26,7 @@ from nisse_llm.log.canonical import (
     AssistantText,
     CanonicalEvent,
     Compaction,
+    Completion,
     Reasoning,
     ToolCall,
     ToolResult,
@@ -136,11 +137,13 @@ def _complete(args: argparse.Namespace) -> int:
     options = _request_options(args)
     with RoleRouter.from_pin(pin) as router:
         if args.stream:
-            events = _stream(router, args, options)
+            events, completion = _stream(router, args, options)
         else:
-            events = router.complete(args.role, _prompt(args), None, args.system, options=options)
-        usage = router.client_for(args.role).last_usage
-        call = router.client_for(args.role).last_call
+            completion = router.completion(
+                args.role, _prompt(args), None, args.system, options=options
+            )
+            events = completion.events
+    usage, call = completion.usage, completion.call
     for event in events:
         if args.json:
             sys.stdout.write(_EVENT.dump_json(event).decode() + "\n")
@@ -168,8 +171,9 @@ def _prompt(args: argparse.Namespace) -> list[CanonicalEvent]:
 
 def _stream(
     router: RoleRouter, args: argparse.Namespace, options: RequestOptions | None
-) -> list[CanonicalEvent]:
-    """Print text deltas as they arrive; return the events still to print (not the text)."""
+) -> tuple[list[CanonicalEvent], Completion]:
+    """Print text deltas as they arrive; return the events still to print (not the text)
+    and the call's completion."""
     from nisse_llm.stream.deltas import TextDelta
 
     out = sys.stdout
@@ -187,9 +191,10 @@ def _stream(
             if printed:
                 out.write("\n")
                 out.flush()
+    completion = stream.completion
     if not printed:
-        return stream.events  # a server that ignored "stream" sent the text whole
-    return [event for event in stream.events if not isinstance(event, AssistantText)]
+        return completion.events, completion  # a server that ignored "stream" sent it whole
+    return [e for e in completion.events if not isinstance(e, AssistantText)], completion
 
 
 def _print_event(event: CanonicalEvent) -> None:

@@ -18,6 +18,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from nisse_llm.config.settings import ENV_VARS, ROLE_NAME_PATTERN, LLMSettings, RoleMap, Settings
 from nisse_llm.log.canonical import CanonicalEvent, StoredEvent
+from nisse_llm.routes import ROUTE_TABLE
 
 __all__ = [
     "CONFIG_SCHEMA_FILE",
@@ -141,17 +142,14 @@ TARGETS: tuple[SchemaTarget, ...] = (
     SchemaTarget("canonical-event" + SUFFIX, _canonical_event_schema),
     SchemaTarget("stored-event" + SUFFIX, lambda: _model_schema(StoredEvent)),
     SchemaTarget("stored-record" + SUFFIX, _stored_record_schema),
-    SchemaTarget(
-        "openai-chat-request" + SUFFIX,
-        _lazy_model("nisse_llm.wire.openai_chat", "OpenAIChatRequest"),
-    ),
-    SchemaTarget(
-        "anthropic-messages-request" + SUFFIX,
-        _lazy_model("nisse_llm.wire.anthropic_messages", "AnthropicMessagesRequest"),
-    ),
-    SchemaTarget(
-        "openai-responses-request" + SUFFIX,
-        _lazy_model("nisse_llm.wire.openai_responses", "OpenAIResponsesRequest"),
+    # Each route's request body, by the route table: openai-chat-request.schema.json...
+    *(
+        SchemaTarget(
+            route.name.replace("_", "-") + "-request" + SUFFIX,
+            _lazy_model(*route.request_model.split(":")),
+        )
+        for route in ROUTE_TABLE
+        if route.request_model
     ),
 )
 

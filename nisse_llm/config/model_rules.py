@@ -44,7 +44,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Literal, TypeAlias
 
-from nisse_llm.config.routes import Route
+from nisse_llm.routes.anthropic_messages import ANTHROPIC_MESSAGES
+from nisse_llm.routes.openai_chat import OPENAI_CHAT
+from nisse_llm.routes.openai_responses import OPENAI_RESPONSES
 
 __all__ = [
     "LEVELS",
@@ -90,7 +92,7 @@ class ModelRules:
     #: Structured answers natively (``output_config.format`` / strict ``response_format``).
     structured: bool = False
     #: The route the model takes by default.
-    route: Route = "openai_chat"
+    route: str = OPENAI_CHAT.name
     #: Where the row's facts come from (module docstring).
     sources: tuple[str, ...] = ()
     #: False for a family's fallback, used for models no row covers.
@@ -133,7 +135,7 @@ def _claude(
         display=adaptive,
         forced_tool=forced_tool,
         structured=True,
-        route="anthropic_messages",
+        route=ANTHROPIC_MESSAGES.name,
         sources=sources,
     )
 
@@ -143,7 +145,7 @@ def _gpt(
     levels: tuple[Level, ...],
     can_turn_off: bool,
     none_effort: bool = False,
-    route: Route = "openai_chat",
+    route: str = OPENAI_CHAT.name,
     sources: tuple[str, ...],
 ) -> ModelRules:
     return ModelRules(
@@ -211,7 +213,7 @@ MODEL_RULES: Final[tuple[ModelRules, ...]] = (
         "gpt-6-luna",
         levels=_GPT_CURRENT,
         can_turn_off=False,
-        route="openai_responses",
+        route=OPENAI_RESPONSES.name,
         sources=("sdk", "docs", "proxy"),
     ),
     _gpt(
@@ -223,7 +225,7 @@ MODEL_RULES: Final[tuple[ModelRules, ...]] = (
         levels=_GPT_CURRENT,
         can_turn_off=True,
         none_effort=True,
-        route="openai_responses",
+        route=OPENAI_RESPONSES.name,
         sources=("sdk", "docs", "proxy"),
     ),
     _gpt(
@@ -269,7 +271,7 @@ UNPLACED: Final[dict[Family, ModelRules]] = {
         adaptive=False,
         budgets=True,
         can_turn_off=True,
-        route="anthropic_messages",
+        route=ANTHROPIC_MESSAGES.name,
         placed=False,
     ),
     "openai": ModelRules(

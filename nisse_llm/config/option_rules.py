@@ -34,6 +34,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final, Literal
 
 from nisse_llm.config.model_rules import Family, ModelRules, rules_for
+from nisse_llm.routes.openai_chat import CHAT_MAX_STOP_SEQUENCES
+from nisse_llm.routes.table import ROUTE_TABLE
 
 if TYPE_CHECKING:
     from nisse_llm.config.options import ReasoningEffort, RequestOptions
@@ -66,8 +68,6 @@ class Violation:
 
 #: "budget_tokens ... Must be >=1024" (Anthropic extended thinking).
 ANTHROPIC_MIN_THINKING_BUDGET: Final = 1024
-#: "Up to 4 sequences" (OpenAI chat completions ``stop``); LiteLLM passes the list through.
-CHAT_MAX_STOP_SEQUENCES: Final = 4
 #: The thinking budget of each effort level on Claude models that take budgets rather than
 #: adaptive thinking, before the ceiling's cap (at most half the output ceiling, so the
 #: answer keeps at least the other half; never below the API's minimum of 1,024).
@@ -97,13 +97,13 @@ def request_rules(
     model: str,
     like: str | None,
     *,
-    route: Literal["openai_chat", "anthropic_messages", "openai_responses"],
+    route: str,
     prefixes: tuple[str, ...] = (),
 ) -> ModelRules:
     """The rules a request to ``model`` (standing for ``like``, if given) on ``route`` keeps:
     every model on the messages route is served by Anthropic's API."""
     named = like or model
-    anthropic = route == "anthropic_messages" or is_anthropic_model(named, prefixes)
+    anthropic = ROUTE_TABLE[route].family == "anthropic" or is_anthropic_model(named, prefixes)
     return rules_for(named, "anthropic" if anthropic else "openai")
 
 
@@ -172,7 +172,7 @@ def model_violations(
     *,
     rules: ModelRules,
     model: str,
-    route: Literal["openai_chat", "anthropic_messages", "openai_responses"],
+    route: str,
     ceiling: int,
 ) -> list[Violation]:
     """Every rule ``options`` break for ``model`` (following ``rules``) on ``route`` under
@@ -233,16 +233,12 @@ def model_violations(
                 'only the default sampling ("Only the default (1) value is supported")',
             )
         )
-    if (
-        route == "openai_chat"
-        and options.stop is not None
-        and len(options.stop) > CHAT_MAX_STOP_SEQUENCES
-    ):
+    most = ROUTE_TABLE[route].max_stop_sequences
+    if most is not None and options.stop is not None and len(options.stop) > most:
         problems.append(
             Violation(
                 ("stop",),
-                f"{len(options.stop)} stop sequences: the chat route takes at most "
-                f"{CHAT_MAX_STOP_SEQUENCES}",
+                f"{len(options.stop)} stop sequences: the {route} route takes at most {most}",
             )
         )
     return problems

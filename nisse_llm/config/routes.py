@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Literal, TypeAlias
 
 from nisse_llm import defaults
+from nisse_llm.routes.table import ROUTES, Route
 
 __all__ = ["DEFAULT_PASSTHROUGH_PREFIXES", "ROUTES", "Route", "has_native_adapter"]
 
-Route: TypeAlias = Literal["openai_chat", "anthropic_messages", "openai_responses"]
-ROUTES: tuple[Route, ...] = ("openai_chat", "anthropic_messages", "openai_responses")
 
 # Spec A13: delegations take the vendor-native route where one exists, because a
 # normalising middlebox is lossy exactly where long-running work lives.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import cast
 
 from nisse_llm.config.model_rules import placed_rules
 from nisse_llm.config.routes import (
@@ -11,6 +12,7 @@ from nisse_llm.config.routes import (
     Route,
     has_native_adapter,
 )
+from nisse_llm.routes.table import ROUTE_TABLE
 
 __all__ = [
     "DEFAULT_PASSTHROUGH_PREFIXES",
@@ -22,12 +24,16 @@ __all__ = [
 
 
 def route_for(model: str, prefixes: Iterable[str] = DEFAULT_PASSTHROUGH_PREFIXES) -> Route:
-    """The route a model's requests take: the messages passthrough where native, the
-    Responses route where the model's rule row says so (OpenAI's current reasoning models,
-    `nisse_llm.config.model_rules`), else chat."""
-    if has_native_adapter(model, prefixes):
-        return "anthropic_messages"
+    """The route a model's requests take, by the route table: the route chosen by prefix
+    (the messages passthrough) where native, a route chosen by rule row where the model's
+    row names it (Responses, for OpenAI's current reasoning models), else the default."""
+    native = ROUTE_TABLE.chosen_by("prefixes")
+    if native and has_native_adapter(model, prefixes):
+        return cast(Route, native[0].name)
     row = placed_rules(model)
-    if row is not None and row.family == "openai" and row.route == "openai_responses":
-        return "openai_responses"
-    return "openai_chat"
+    if row is not None and any(
+        route.name == row.route and route.family in (None, row.family)
+        for route in ROUTE_TABLE.chosen_by("rules_row")
+    ):
+        return cast(Route, row.route)
+    return cast(Route, ROUTE_TABLE.default.name)

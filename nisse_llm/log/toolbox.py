@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -30,6 +30,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import to_json
 
 from nisse_llm import _telemetry
+from nisse_llm._drive import adrive, drive
 from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult, ToolSpec
 from nisse_llm.log.images import Image
 from nisse_llm.log.tools import arguments_model
@@ -171,10 +172,17 @@ class Toolbox:
 
         An async tool runs in a fresh event loop; inside a running loop use `arun`.
         """
+        return drive(self._runs(events), self._run_one)
+
+    def _runs(
+        self, events: Iterable[CanonicalEvent]
+    ) -> Generator[ToolCall, tuple[ToolResult, str | None], list[ToolResult]]:
+        """The run of every call, each traced: it yields the call to run and is sent its
+        result and what failed (sans-I/O, so `run` and `arun` share it)."""
         results: list[ToolResult] = []
         for call in _calls(events):
             with self._trace(call) as span:
-                result, error_type = self._run_one(call)
+                result, error_type = yield call
                 span.ended(result, error_type)
             results.append(result)
         return results
@@ -205,13 +213,7 @@ class Toolbox:
 
         Calls run one after another, in order, as the model listed them.
         """
-        results: list[ToolResult] = []
-        for call in _calls(events):
-            with self._trace(call) as span:
-                result, error_type = await self._arun_one(call)
-                span.ended(result, error_type)
-            results.append(result)
-        return results
+        return await adrive(self._runs(events), self._arun_one)
 
     async def _arun_one(self, call: ToolCall) -> tuple[ToolResult, str | None]:
         prepared = self._prepare(call)

@@ -66,11 +66,13 @@ from nisse_llm.config.option_rules import (
 from nisse_llm.errors import RenderError
 from nisse_llm.log.canonical import DEFAULT_MAX_OUTPUT_TOKENS
 from nisse_llm.render._walk import encode_model, json_bytes
+from nisse_llm.routes.anthropic_messages import ANTHROPIC_MESSAGES
+from nisse_llm.routes.openai_chat import OPENAI_CHAT
+from nisse_llm.routes.openai_responses import OPENAI_RESPONSES
 
 if TYPE_CHECKING:
     from nisse_llm.config.model_rules import ModelRules
     from nisse_llm.config.options import RequestOptions
-    from nisse_llm.config.routing import Route
     from nisse_llm.wire.anthropic_messages import (
         AnthropicThinkingConfig,
         AnthropicToolChoice,
@@ -127,7 +129,7 @@ def _checked(
     opts: RequestOptions,
     model: str,
     max_tokens: int | None,
-    route: Route,
+    route: str,
     tools: Sequence[str],
     prefixes: tuple[str, ...] = (),
 ) -> tuple[int | None, ModelRules]:
@@ -180,7 +182,7 @@ def messages_fields(
     )
 
     opts = options or _NO_OPTIONS
-    ceiling, rules = _checked(opts, model, max_tokens, "anthropic_messages", tools)
+    ceiling, rules = _checked(opts, model, max_tokens, ANTHROPIC_MESSAGES.name, tools)
     ceiling = DEFAULT_MAX_OUTPUT_TOKENS if ceiling is None else ceiling
     thinking: AnthropicThinkingConfig | None = None
     effort = None
@@ -262,7 +264,7 @@ def chat_replays_thinking(
     return (
         options is not None
         and thinks(options)
-        and request_rules(model, options.like, route="openai_chat", prefixes=prefixes).family
+        and request_rules(model, options.like, route=OPENAI_CHAT.name, prefixes=prefixes).family
         == "anthropic"
     )
 
@@ -282,7 +284,7 @@ def chat_fields(
     (a model routed by one is an Anthropic model); ``unthought_loop`` as for
     `messages_fields` (Anthropic models only)."""
     opts = options or _NO_OPTIONS
-    ceiling, rules = _checked(opts, model, max_tokens, "openai_chat", tools, prefixes)
+    ceiling, rules = _checked(opts, model, max_tokens, OPENAI_CHAT.name, tools, prefixes)
     fields: dict[str, Any] = {}
     choice = opts.tool_choice
     if stubbed:
@@ -381,7 +383,7 @@ def responses_fields(
             f"stop sequences {list(opts.stop)!r} cannot be sent on the Responses route "
             f"(it has no stop field): clear them for {model!r} (stop=()) or use the chat route"
         )
-    ceiling, rules = _checked(opts, model, max_tokens, "openai_responses", tools)
+    ceiling, rules = _checked(opts, model, max_tokens, OPENAI_RESPONSES.name, tools)
     fields: dict[str, Any] = {}
     choice = opts.tool_choice
     if stubbed:

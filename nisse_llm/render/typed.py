@@ -52,17 +52,16 @@ from nisse_llm.log.canonical import (
     as_tool_specs,
 )
 from nisse_llm.log.toolbox import validation_feedback
+from nisse_llm.routes import ROUTE_TABLE
 
 if TYPE_CHECKING:
     from nisse_llm.config.model_rules import ModelRules
-    from nisse_llm.config.routing import Route
 
 __all__ = [
     "ACCEPTED",
     "NOT_RUN",
     "TypedExchange",
     "TypedReply",
-    "answer_rules",
     "answer_tool",
     "check_output_type",
     "closed_schema",
@@ -136,9 +135,9 @@ def native_schema(
     route or (OpenAI's strict mode) the schema cannot carry it (module docstring)."""
     if not rules.structured:
         return None
-    if route == "anthropic_messages":
+    if ROUTE_TABLE[route].family == "anthropic":
         return closed_schema(output_type.model_json_schema(), require_all=False)
-    if route in ("openai_chat", "openai_responses") and rules.family == "openai":
+    if rules.family == "openai":
         return closed_schema(output_type.model_json_schema(), require_all=True)
     return None
 
@@ -385,11 +384,3 @@ def _summary(errors: list[dict[str, Any]]) -> str:
         parts.append(f"{where}: {error.get('msg')}")
     more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
     return "; ".join(parts) + more
-
-
-def answer_rules(route: Route, model: str, options: RequestOptions | None) -> ModelRules:
-    """The rules a typed request to ``model`` on ``route`` follows: the renderers' own
-    (`nisse_llm.config.option_rules.request_rules`), so the two never disagree."""
-    from nisse_llm.config.option_rules import request_rules
-
-    return request_rules(model, options.like if options else None, route=route)

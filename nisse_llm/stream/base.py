@@ -17,7 +17,6 @@ from typing import Any, Protocol, TypeAlias
 
 from pydantic_core import from_json
 
-from nisse_llm.config.routing import Route
 from nisse_llm.errors import LLMError, PartialReply, StreamInterrupted
 from nisse_llm.log.canonical import TOOL_NAME_PATTERN, Completion
 from nisse_llm.stream._fragments import TextFragment
@@ -225,7 +224,8 @@ def load_event(data: bytes) -> dict[str, Any]:
 class StreamAccumulator(ABC):
     """Bytes in, deltas out; at the end the route's non-streaming body, parsed."""
 
-    route: Route
+    #: The route's name (its descriptor's, in `nisse_llm.routes`).
+    route: str
 
     def __init__(self, *, requested_model: str, parse: ParseFn) -> None:
         self.requested_model = requested_model

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from nisse_llm.config.routing import Route
 from nisse_llm.errors import PartialReply, PartialToolCall
+from nisse_llm.routes.openai_chat import OPENAI_CHAT
 from nisse_llm.stream._envelope import Envelope
 from nisse_llm.stream._fragments import Joined, TextFragment, fragment
 from nisse_llm.stream.base import (
@@ -118,7 +118,7 @@ class OpenAIChatStreamAccumulator(StreamAccumulator):
     yielded for choice 0, the one a reply is parsed from.
     """
 
-    route: Route = "openai_chat"
+    route = OPENAI_CHAT.name
 
     def __init__(self, *, requested_model: str, parse: ParseFn) -> None:
         super().__init__(requested_model=requested_model, parse=parse)

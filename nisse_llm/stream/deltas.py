@@ -19,17 +19,17 @@ before its final event, or carries an ``error`` event, raises `StreamInterrupted
 Where the pieces live: the delta types and the driver every accumulator shares in
 `nisse_llm.stream.base`; the chat route's accumulator in `nisse_llm.stream.chat`, the
 messages route's in `nisse_llm.stream.messages`, the Responses route's in
-`nisse_llm.stream.responses` (loaded with its first stream). This module picks one per
-route and re-exports them all.
+`nisse_llm.stream.responses` (loaded with its first stream). This module picks one by
+the route table and re-exports them all.
 """
 
 from __future__ import annotations
 
 import json
 
-from nisse_llm.config.routing import Route
 from nisse_llm.errors import PartialReply, PartialToolCall, StreamInterrupted
 from nisse_llm.log.canonical import AssistantText, Completion, Reasoning, ToolCall
+from nisse_llm.routes import ROUTE_TABLE, RouteDescriptor, load
 from nisse_llm.stream._sse import ServerSentEvent, SSEDecoder
 from nisse_llm.stream.base import (
     ParseFn,
@@ -65,16 +65,16 @@ __all__ = [
 ]
 
 
-def accumulator_for(route: Route, *, requested_model: str, parse: ParseFn) -> StreamAccumulator:
-    """A fresh accumulator for one streamed reply on ``route``."""
-    if route == "openai_responses":
-        from nisse_llm.stream.responses import ResponsesStreamAccumulator
-
-        return ResponsesStreamAccumulator(requested_model=requested_model, parse=parse)
-    cls: type[StreamAccumulator] = (
-        OpenAIChatStreamAccumulator if route == "openai_chat" else AnthropicStreamAccumulator
+def accumulator_for(
+    route: str | RouteDescriptor, *, requested_model: str, parse: ParseFn
+) -> StreamAccumulator:
+    """A fresh accumulator for one streamed reply on ``route`` (a descriptor, or a name in
+    the route table)."""
+    described = ROUTE_TABLE[route] if isinstance(route, str) else route
+    accumulator: StreamAccumulator = load(described.accumulator)(
+        requested_model=requested_model, parse=parse
     )
-    return cls(requested_model=requested_model, parse=parse)
+    return accumulator
 
 
 def completion_deltas(completion: Completion) -> list[StreamDelta]:

@@ -6,8 +6,8 @@ from typing import Any
 
 from pydantic_core import from_json
 
-from nisse_llm.config.routing import Route
 from nisse_llm.errors import LLMError, PartialReply, PartialToolCall
+from nisse_llm.routes.anthropic_messages import ANTHROPIC_MESSAGES
 from nisse_llm.stream._envelope import Envelope
 from nisse_llm.stream._fragments import Joined, TextFragment, fragment
 from nisse_llm.stream.base import (
@@ -85,7 +85,7 @@ class AnthropicStreamAccumulator(StreamAccumulator):
     not know are ignored, as Anthropic's versioning policy asks of clients.
     """
 
-    route: Route = "anthropic_messages"
+    route = ANTHROPIC_MESSAGES.name
 
     def __init__(self, *, requested_model: str, parse: ParseFn) -> None:
         super().__init__(requested_model=requested_model, parse=parse)

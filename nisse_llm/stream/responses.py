@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from nisse_llm.config.routing import Route
 from nisse_llm.errors import LLMError, PartialReply, PartialToolCall, StreamInterrupted
+from nisse_llm.routes.openai_responses import OPENAI_RESPONSES
 from nisse_llm.stream._fragments import Joined, fragment
 from nisse_llm.stream.base import (
     EXCERPT,
@@ -57,7 +57,7 @@ class _Item:
 class ResponsesStreamAccumulator(StreamAccumulator):
     """Rebuilds a Responses reply from its stream (module docstring)."""
 
-    route: Route = "openai_responses"
+    route = OPENAI_RESPONSES.name
 
     def __init__(self, *, requested_model: str, parse: ParseFn) -> None:
         super().__init__(requested_model=requested_model, parse=parse)

@@ -22,6 +22,8 @@ from typing import Literal
 
 from pydantic_core import to_json
 
+from nisse_llm import defaults
+from nisse_llm._drive import adrive, drive
 from nisse_llm.errors import ContextWindowExceeded
 from nisse_llm.log.canonical import (
     AssistantText,
@@ -48,6 +50,7 @@ __all__ = [
     "elide",
     "estimate_log_tokens",
     "plan_compaction",
+    "plan_steps",
     "repair",
 ]
 
@@ -144,7 +147,7 @@ def plan_compaction(
     events: LogLike,
     *,
     budget_tokens: int,
-    keep_last_turns: int = 2,
+    keep_last_turns: int = defaults.KEEP_LAST_TURNS,
     keep_first_user: bool = True,
     tools: Sequence[ToolLike] | None = None,
     system: str | None = None,
@@ -152,19 +155,12 @@ def plan_compaction(
     summary_tokens: int = 0,
 ) -> Plan:
     """`compact`, returning the whole `Plan`; ``summary_tokens`` is room kept for a summary."""
-    planner = _planner(
+    planner = plan_steps(
         as_events(events), budget_tokens, keep_last_turns, keep_first_user, summary_tokens
     )
-    candidate = next(planner)
-    while True:
-        tokens = (
-            estimate_log_tokens(candidate, tools, system) if count is None else count(candidate)
-        )
-        try:
-            candidate = planner.send(tokens)
-        except StopIteration as done:
-            plan: Plan = done.value
-            return plan
+    if count is None:
+        return drive(planner, lambda candidate: estimate_log_tokens(candidate, tools, system))
+    return drive(planner, count)
 
 
 async def aplan_compaction(
@@ -172,25 +168,18 @@ async def aplan_compaction(
     *,
     budget_tokens: int,
     count: Callable[[Sequence[CanonicalEvent]], Awaitable[int]],
-    keep_last_turns: int = 2,
+    keep_last_turns: int = defaults.KEEP_LAST_TURNS,
     keep_first_user: bool = True,
     summary_tokens: int = 0,
 ) -> Plan:
     """`plan_compaction` with an async ``count`` (an async client's token counter)."""
-    planner = _planner(
+    planner = plan_steps(
         as_events(events), budget_tokens, keep_last_turns, keep_first_user, summary_tokens
     )
-    candidate = next(planner)
-    while True:
-        tokens = await count(candidate)
-        try:
-            candidate = planner.send(tokens)
-        except StopIteration as done:
-            plan: Plan = done.value
-            return plan
+    return await adrive(planner, count)
 
 
-def _planner(
+def plan_steps(
     log: list[CanonicalEvent],
     budget_tokens: int,
     keep_last_turns: int,
@@ -198,7 +187,7 @@ def _planner(
     summary_tokens: int,
 ) -> Generator[list[CanonicalEvent], int, Plan]:
     """The compaction as a dialogue with a counter: it yields each candidate log and is sent
-    its count (sans-I/O, so sync and async counters drive the same rules)."""
+    its count (sans-I/O, so sync and async counters drive the same rules: `drive`)."""
     target = budget_tokens - summary_tokens
     total = yield log
     if total <= budget_tokens:
@@ -277,7 +266,7 @@ def compact(
     events: LogLike,
     *,
     budget_tokens: int,
-    keep_last_turns: int = 2,
+    keep_last_turns: int = defaults.KEEP_LAST_TURNS,
     keep_first_user: bool = True,
     tools: Sequence[ToolLike] | None = None,
     system: str | None = None,

@@ -307,7 +307,9 @@ class LogStore(Closing):
         self._task_id = _task_id(found)
         return self
 
-    def resume(self, token: str | SecretStr, *, base_url: str | None = None) -> ResumedTask:
+    def resume(
+        self, token: str | SecretStr, *, base_url: str | None = None
+    ) -> ResumedTask[LogStore]:
         """Everything this task file holds, ready to continue: pin, events, pending calls, usage.
 
         ``events`` is the compacted view, repaired where a record would make it unrenderable

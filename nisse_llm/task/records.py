@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Annotated, Any, Generic, Literal, TypeAlias, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, NonNegativeInt, Tag
 
@@ -39,7 +39,6 @@ from nisse_llm.log.canonical import (
 if TYPE_CHECKING:
     from nisse_llm.config.settings import Pin
     from nisse_llm.task.compaction import LogFix
-    from nisse_llm.task.logstore import LogStore
 
 __all__ = [
     "TASK_FORMAT",
@@ -237,8 +236,13 @@ def pending_calls(events: Iterable[CanonicalEvent]) -> list[ToolCall]:
     return [e for e in events if isinstance(e, ToolCall) and e.call_id not in answered]
 
 
+#: The store a task was resumed from (`LogStore`; a type parameter, so the records need
+#: not name the store that writes them).
+Store = TypeVar("Store")
+
+
 @dataclass(frozen=True, slots=True)
-class ResumedTask:
+class ResumedTask(Generic[Store]):
     """Everything a task file says, ready to continue from (`LogStore.resume`).
 
     ``events`` is the log the next request sends: the compacted view (every `Compaction`
@@ -253,7 +257,7 @@ class ResumedTask:
     pending_calls: list[ToolCall]
     usage: UsageTotals
     #: The store the task was resumed from, for appending (``RoleRouter.from_pin(pin, store=...)``).
-    store: LogStore
+    store: Store
     #: The torn bytes a crash left at the end of the file and `resume` removed (None if none).
     repaired: bytes | None = None
     #: Every event record, compactions included, in file order.

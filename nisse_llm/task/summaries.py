@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeAlias, assert_never, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, assert_never
 
+from nisse_llm import defaults
+from nisse_llm._drive import adrive, drive
 from nisse_llm.log.canonical import (
     AssistantText,
     CanonicalEvent,
@@ -24,15 +26,51 @@ from nisse_llm.log.canonical import (
     ToolCall,
     ToolLike,
     ToolResult,
+    ToolsLike,
     UserImage,
     UserText,
+    as_events,
 )
-from nisse_llm.task.compaction import Counter, Plan, aplan_compaction, plan_compaction
+from nisse_llm.task.compaction import Counter, Plan, estimate_log_tokens, plan_steps
 
 if TYPE_CHECKING:
-    from nisse_llm.transport.routers import AsyncRoleRouter, RoleRouter
+    from nisse_llm.config.options import RequestOptions
 
 __all__ = ["SUMMARY_INSTRUCTIONS", "CompactionPolicy", "asummarize", "summarize"]
+
+
+class RoleCompleter(Protocol):
+    """What `summarize` asks a summary of: a `RoleRouter` (the routers sit above the task
+    layer, so it is named by what it does)."""
+
+    def complete(
+        self,
+        role: str,
+        events: LogLike,
+        tools: ToolsLike,
+        system: str | None = None,
+        *,
+        options: RequestOptions | None = None,
+    ) -> list[CanonicalEvent]:
+        """The reply of ``role``'s model to ``events``."""
+        ...
+
+
+class AsyncRoleCompleter(Protocol):
+    """`RoleCompleter` for asyncio: an `AsyncRoleRouter`."""
+
+    async def complete(
+        self,
+        role: str,
+        events: LogLike,
+        tools: ToolsLike,
+        system: str | None = None,
+        *,
+        options: RequestOptions | None = None,
+    ) -> list[CanonicalEvent]:
+        """The reply of ``role``'s model to ``events``."""
+        ...
+
 
 #: An async token counter (`AsyncLiteLLMClient`'s, through the proxy).
 AsyncCounter: TypeAlias = Callable[[Sequence[CanonicalEvent]], Awaitable[int]]
@@ -63,10 +101,10 @@ class CompactionPolicy:
 
     threshold: float = 0.8
     target: float = 0.5
-    keep_last_turns: int = 2
+    keep_last_turns: int = defaults.KEEP_LAST_TURNS
     summarize_role: str | None = None
     #: Room kept for the summary, and the summary's output ceiling.
-    summary_tokens: int = 1024
+    summary_tokens: int = defaults.SUMMARY_TOKENS
 
     def __post_init__(self) -> None:
         if not 0 < self.target <= self.threshold <= 1:
@@ -114,86 +152,87 @@ def _with_summary(plan: Plan, reply: Sequence[CanonicalEvent]) -> list[Canonical
     return events
 
 
-def _plan(
-    events: LogLike,
-    budget_tokens: int,
-    keep_last_turns: int,
-    tools: Sequence[ToolLike] | None,
-    system: str | None,
-    count: Counter | None,
-    summary_tokens: int,
-) -> Plan:
-    return plan_compaction(
-        events,
-        budget_tokens=budget_tokens,
-        keep_last_turns=keep_last_turns,
-        tools=tools,
-        system=system,
-        count=count,
+@dataclass(frozen=True, slots=True)
+class _SummaryAsk:
+    """The summarising role's call a summary needs (the other asks are token counts)."""
+
+    role: str
+    events: list[CanonicalEvent]
+    options: RequestOptions
+
+
+def _summarizing(
+    events: LogLike, role: str, budget_tokens: int, keep_last_turns: int, summary_tokens: int
+) -> Generator[list[CanonicalEvent] | _SummaryAsk, Any, list[CanonicalEvent]]:
+    """A summarised compaction as a dialogue: it yields each candidate log to count, then
+    the summary call to make (sans-I/O: `summarize` and `asummarize` drive it)."""
+    from nisse_llm.config.options import RequestOptions
+
+    plan = yield from plan_steps(
+        as_events(events),
+        budget_tokens,
+        keep_last_turns,
+        keep_first_user=True,
         summary_tokens=summary_tokens,
     )
+    if not plan.removed:
+        return plan.events
+    options = RequestOptions(max_output_tokens=summary_tokens)
+    reply = yield _SummaryAsk(role, _request(plan), options)
+    return _with_summary(plan, reply)
 
 
 def summarize(
-    router: RoleRouter,
+    router: RoleCompleter,
     role: str,
     events: LogLike,
     *,
     budget_tokens: int,
-    keep_last_turns: int = 2,
+    keep_last_turns: int = defaults.KEEP_LAST_TURNS,
     tools: Sequence[ToolLike] | None = None,
     system: str | None = None,
     count: Counter | None = None,
-    summary_tokens: int = 1024,
+    summary_tokens: int = defaults.SUMMARY_TOKENS,
 ) -> list[CanonicalEvent]:
     """`compact`, with ``role`` asked (through ``router``) to summarise the dropped turns.
 
     ``summary_tokens`` of the budget are kept for the summary, and cap its length. A log
     that fits, or one only elided, comes back without a call.
     """
-    from nisse_llm.config.options import RequestOptions
 
-    plan = _plan(events, budget_tokens, keep_last_turns, tools, system, count, summary_tokens)
-    if not plan.removed:
-        return plan.events
-    options = RequestOptions(max_output_tokens=summary_tokens)
-    reply = router.complete(role, _request(plan), None, options=options)
-    return _with_summary(plan, reply)
+    def do(ask: list[CanonicalEvent] | _SummaryAsk) -> Any:
+        if isinstance(ask, _SummaryAsk):
+            return router.complete(ask.role, ask.events, None, options=ask.options)
+        return estimate_log_tokens(ask, tools, system) if count is None else count(ask)
+
+    steps = _summarizing(events, role, budget_tokens, keep_last_turns, summary_tokens)
+    return drive(steps, do)
 
 
 async def asummarize(
-    router: AsyncRoleRouter,
+    router: AsyncRoleCompleter,
     role: str,
     events: LogLike,
     *,
     budget_tokens: int,
-    keep_last_turns: int = 2,
+    keep_last_turns: int = defaults.KEEP_LAST_TURNS,
     tools: Sequence[ToolLike] | None = None,
     system: str | None = None,
     count: Counter | AsyncCounter | None = None,
-    summary_tokens: int = 1024,
+    summary_tokens: int = defaults.SUMMARY_TOKENS,
 ) -> list[CanonicalEvent]:
     """`summarize` for an `AsyncRoleRouter`; ``count`` may be async (a client's counter)."""
-    from nisse_llm.config.options import RequestOptions
 
-    if count is not None and inspect.iscoroutinefunction(count):
-        plan = await aplan_compaction(
-            events,
-            budget_tokens=budget_tokens,
-            count=count,
-            keep_last_turns=keep_last_turns,
-            summary_tokens=summary_tokens,
-        )
-    else:
-        sync_count = cast(Counter | None, count)
-        plan = _plan(
-            events, budget_tokens, keep_last_turns, tools, system, sync_count, summary_tokens
-        )
-    if not plan.removed:
-        return plan.events
-    options = RequestOptions(max_output_tokens=summary_tokens)
-    reply = await router.complete(role, _request(plan), None, options=options)
-    return _with_summary(plan, reply)
+    async def do(ask: list[CanonicalEvent] | _SummaryAsk) -> Any:
+        if isinstance(ask, _SummaryAsk):
+            return await router.complete(ask.role, ask.events, None, options=ask.options)
+        if count is None:
+            return estimate_log_tokens(ask, tools, system)
+        tokens = count(ask)
+        return await tokens if inspect.isawaitable(tokens) else tokens
+
+    steps = _summarizing(events, role, budget_tokens, keep_last_turns, summary_tokens)
+    return await adrive(steps, do)
 
 
 def policy_budget(

@@ -54,7 +54,7 @@ _TOOL_OPERATION = "execute_tool"
 def _provider(call: Call) -> str:
     """``anthropic`` or ``openai``: who serves the model behind the proxy, by the route and
     the model rules the renderers use."""
-    anthropic = call.core.route.name == "anthropic_messages" or is_anthropic_model(call.model)
+    anthropic = call.core.route.family == "anthropic" or is_anthropic_model(call.model)
     return "anthropic" if anthropic else "openai"
 
 

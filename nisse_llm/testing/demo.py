@@ -37,6 +37,7 @@ from nisse_llm.log.canonical import (
     Usage,
     UserText,
 )
+from nisse_llm.routes import ROUTE_TABLE
 from nisse_llm.testing.bodies import Tokens, ToolUse
 from nisse_llm.testing.proxy import LiteLLMProxy, ProxyError, ProxyModel
 from nisse_llm.testing.script import Script
@@ -217,13 +218,6 @@ def _write_config(directory: Path, base_url: str) -> Path:
     return path
 
 
-_PATHS = {
-    "anthropic_messages": "/v1/messages",
-    "openai_chat": "/chat/completions",
-    "openai_responses": "/v1/responses",
-}
-
-
 def _session(proxy: LiteLLMProxy, script: Script, config: Path, say: _Printer) -> None:
     from nisse_llm.config.settings import load_settings
     from nisse_llm.transport.routers import RoleRouter
@@ -248,12 +242,11 @@ def _session(proxy: LiteLLMProxy, script: Script, config: Path, say: _Printer) -
     with RoleRouter.from_pin(pin, sleep=sleep) as router:
 
         def ask(role: str, log: Sequence[CanonicalEvent]) -> list[CanonicalEvent]:
-            client = router.client_for(role)
-            events = router.complete(role, log, TOOLS)
-            usage = client.last_usage or Usage()
-            info = client.last_call or CallInfo()
+            completion = router.completion(role, log, TOOLS)
+            events, usage = completion.events, completion.usage
+            info = completion.call or CallInfo()
             model = pin.model_for(role)
-            path = _PATHS[client.route]
+            path = ROUTE_TABLE[pin.route(role)].path
             usage_rows.append((role, model, path, usage, info))
             say(
                 f"{role} ({model} via {path}; usage: in {usage.input}, out {usage.output}):",

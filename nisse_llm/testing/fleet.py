@@ -301,10 +301,10 @@ class LiteLLMFleet(Started):
             self.redis.start()
             # Launched together, the instances boot in parallel (each takes 5 to 60 s).
             for proxy in self.instances:
-                proxy._launch()
+                proxy.launch()
             for proxy in self.instances:
                 try:
-                    proxy._wait_healthy()
+                    proxy.wait_healthy()
                 except ProxyStartError as exc:
                     if "address already in use" not in str(exc).lower():
                         raise

@@ -406,6 +406,15 @@ class LiteLLMProxy(ServerProcess):
 
     # -- lifecycle -----------------------------------------------------------------------
 
+    def launch(self) -> None:
+        """Launch the proxy without waiting for it (a fleet launches every instance, then
+        waits for each: `wait_healthy`); `start` does both, retrying a lost port."""
+        self._launch()
+
+    def wait_healthy(self) -> None:
+        """Wait until the launched proxy is healthy (`ProxyStartError` if it is not in time)."""
+        self._wait_healthy()
+
     def start(self) -> Self:
         """Write the config, launch the proxy and wait until it is healthy."""
         if self._process is None:

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeAlias, TypeVar
 
 import httpx
 
-from nisse_llm.config.routing import Route
 from nisse_llm.config.settings import SEED_ROLES, Pin, role_name_problem
 from nisse_llm.testing.client import ScriptExhausted
 from nisse_llm.testing.script import Script, ScriptedAnswer
@@ -159,7 +158,7 @@ class _Scripted(RouterBase[_Client]):
     their scripted turns, and the script every request is recorded in."""
 
     #: The client class of each route: the sync or the async ones.
-    _CLIENTS: ClassVar[Mapping[Route, type[Any]]]
+    _CLIENTS: ClassVar[Mapping[str, type[Any]]]
     _turns: _RoleTurns
     _script: Script
 

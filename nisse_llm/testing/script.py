@@ -14,19 +14,17 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections import deque
+from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, assert_never
+from typing import TYPE_CHECKING, Any, assert_never
 
-from nisse_llm.config.routing import ROUTES, Route
+from nisse_llm.routes import ROUTE_TABLE, load
+from nisse_llm.routes.anthropic_messages import ANTHROPIC_MESSAGES
+from nisse_llm.routes.openai_chat import OPENAI_CHAT
+from nisse_llm.routes.openai_responses import OPENAI_RESPONSES
 from nisse_llm.testing.bodies import (
-    anthropic_error_body,
-    anthropic_message_body,
     estimate_tokens,
-    openai_chat_body,
-    openai_error_body,
-    openai_responses_body,
 )
 from nisse_llm.testing.sse import sse_stream
 from nisse_llm.testing.turns import (
@@ -35,6 +33,9 @@ from nisse_llm.testing.turns import (
     Reply,
     Turn,
 )
+
+if TYPE_CHECKING:
+    from nisse_llm.testing.route_kits import RouteKit
 
 __all__ = [
     "RecordedRequest",
@@ -49,19 +50,14 @@ _SSE = (("content-type", "text/event-stream"), ("cache-control", "no-cache"))
 _EMPTY_MODEL_LIST = b'{"object": "list", "data": []}'
 
 
-def route_of_path(path: str) -> Route | None:
-    """The upstream route a request path speaks, or ``None`` for any other path.
+def route_of_path(path: str) -> str | None:
+    """The upstream route a request path speaks (by the route table), or ``None`` for any
+    other path.
 
     Matched on the path's end, so a base URL with a prefix (``/v1``, ``/api``) works.
     """
-    bare = path.split("?", 1)[0].rstrip("/")
-    if bare.endswith("/chat/completions"):
-        return "openai_chat"
-    if bare.endswith("/v1/messages"):
-        return "anthropic_messages"
-    if bare.endswith("/responses"):
-        return "openai_responses"
-    return None
+    route = ROUTE_TABLE.for_path(path)
+    return None if route is None else route.name
 
 
 @dataclass(frozen=True)
@@ -73,7 +69,7 @@ class RecordedRequest:
     #: Header names lower-cased; a repeated header keeps its last value.
     headers: Mapping[str, str]
     body: bytes
-    route: Route | None
+    route: str | None
     #: When it arrived (``time.time()``, seconds since the epoch): for per-window counts.
     received_at: float = 0.0
 
@@ -188,7 +184,7 @@ class _Rule:
     """Turns that answer only requests passing ``test``, in order."""
 
     test: RequestPredicate
-    route: Route | None
+    route: str | None
     turns: deque[Turn]
 
 
@@ -210,8 +206,8 @@ class ScriptedAnswer:
 
 
 def _check_route(route: object) -> None:
-    if route not in ROUTES:
-        raise ValueError(f"unknown route {route!r}; expected one of {ROUTES}")
+    if route not in ROUTE_TABLE:
+        raise ValueError(f"unknown route {route!r}; expected one of {ROUTE_TABLE.names()}")
 
 
 def _check_turns(turns: tuple[object, ...]) -> None:
@@ -222,9 +218,7 @@ def _check_turns(turns: tuple[object, ...]) -> None:
 
 @dataclass
 class _State:
-    queues: dict[Route, deque[Turn]] = field(
-        default_factory=lambda: {route: deque() for route in ROUTES}
-    )
+    queues: defaultdict[str, deque[Turn]] = field(default_factory=lambda: defaultdict(deque))
     rules: list[_Rule] = field(default_factory=list)
     requests: list[RecordedRequest] = field(default_factory=list)
     unscripted: list[RecordedRequest] = field(default_factory=list)
@@ -250,7 +244,7 @@ class Script:
         self._state = _State()
         self._fallback = fallback
 
-    def add(self, route: Route, *turns: Turn) -> Script:
+    def add(self, route: str, *turns: Turn) -> Script:
         """Append turns to a route's queue; returns the script for chaining."""
         _check_route(route)
         _check_turns(turns)
@@ -264,7 +258,7 @@ class Script:
         model: str | None = None,
         user_text: str | None = None,
         tool_result: str | None = None,
-        route: Route | None = None,
+        route: str | None = None,
         where: RequestPredicate | None = None,
     ) -> Script:
         """Queue turns that answer only matching requests, in order; returns the script.
@@ -296,28 +290,28 @@ class Script:
 
     def chat(self, *turns: Turn) -> Script:
         """Append turns answered on ``/chat/completions`` (the OpenAI-compatible upstream)."""
-        return self.add("openai_chat", *turns)
+        return self.add(OPENAI_CHAT.name, *turns)
 
     def messages(self, *turns: Turn) -> Script:
         """Append turns answered on ``/v1/messages`` (the Anthropic upstream)."""
-        return self.add("anthropic_messages", *turns)
+        return self.add(ANTHROPIC_MESSAGES.name, *turns)
 
     def responses(self, *turns: Turn) -> Script:
         """Append turns answered on ``/responses`` and ``/v1/responses`` (OpenAI's
         Responses API: the route of `OpenAIResponsesClient`, and where the proxy bridges
         a chat request that has tools and a reasoning effort for current OpenAI models)."""
-        return self.add("openai_responses", *turns)
+        return self.add(OPENAI_RESPONSES.name, *turns)
 
     def reset(self) -> None:
         """Forget every queued turn and every recorded request."""
         with self._lock:
             self._state = _State()
 
-    def pending(self, route: Route | None = None) -> int:
+    def pending(self, route: str | None = None) -> int:
         """How many turns are still queued (on one route, or on all)."""
         with self._lock:
             queues = self._state.queues
-            plain = sum(len(queues[r]) for r in ([route] if route else ROUTES))
+            plain = sum(len(queues[r]) for r in ([route] if route else list(queues)))
             matched = sum(
                 len(rule.turns)
                 for rule in self._state.rules
@@ -347,7 +341,7 @@ class Script:
         with self._lock:
             return list(self._state.listings)
 
-    def requests_to(self, route: Route) -> list[RecordedRequest]:
+    def requests_to(self, route: str) -> list[RecordedRequest]:
         """The requests received on one route, oldest first."""
         return [r for r in self.requests if r.route == route]
 
@@ -394,7 +388,9 @@ class Script:
             state.answered += 1
             serial = state.answered
         if route is None:
-            return _error(404, "openai_chat", f"scripted upstream: no route for {method} {path}")
+            return _error(
+                404, ROUTE_TABLE.default.name, f"scripted upstream: no route for {method} {path}"
+            )
         if turn is None:
             return _error(500, route, f"scripted upstream: no turn left for {route}")
         return _answer(turn, route, request, serial)
@@ -408,16 +404,17 @@ def _matched_turn(rules: list[_Rule], request: RecordedRequest) -> Turn | None:
     return None
 
 
-def _error(status: int, route: Route, message: str) -> ScriptedAnswer:
-    body = (
-        anthropic_error_body("api_error", message)
-        if route == "anthropic_messages"
-        else openai_error_body(message, type="server_error")
-    )
+def _error(status: int, route: str, message: str) -> ScriptedAnswer:
+    body = _kit(route).error_body(message)
     return ScriptedAnswer(status=status, headers=_JSON, body=json.dumps(body).encode())
 
 
-def _answer(turn: Turn, route: Route, request: RecordedRequest, serial: int) -> ScriptedAnswer:
+def _kit(route: str) -> RouteKit:
+    kit: RouteKit = load(ROUTE_TABLE[route].kit)
+    return kit
+
+
+def _answer(turn: Turn, route: str, request: RecordedRequest, serial: int) -> ScriptedAnswer:
     if isinstance(turn, Disconnect):
         return ScriptedAnswer(status=0, headers=(), body=b"", delay_s=turn.delay_s, disconnect=True)
     if isinstance(turn, Failure):
@@ -429,16 +426,13 @@ def _answer(turn: Turn, route: Route, request: RecordedRequest, serial: int) -> 
     assert_never(turn)
 
 
-def _map_reply(turn: Reply, route: Route, request: RecordedRequest, serial: int) -> ScriptedAnswer:
+def _map_reply(turn: Reply, route: str, request: RecordedRequest, serial: int) -> ScriptedAnswer:
     sent = request.json
     model = turn.model or (sent.get("model") if isinstance(sent, dict) else None) or "scripted"
     usage = turn.usage or estimate_tokens(request.body, turn.parts)
-    build = {
-        "anthropic_messages": anthropic_message_body,
-        "openai_chat": openai_chat_body,
-        "openai_responses": openai_responses_body,
-    }[route]
-    body = build(turn.parts, model=str(model), usage=usage, truncated=turn.truncated, serial=serial)
+    body = _kit(route).reply_body(
+        turn.parts, model=str(model), usage=usage, truncated=turn.truncated, serial=serial
+    )
     streamed = isinstance(sent, dict) and sent.get("stream") is True
     data = sse_stream(route, body) if streamed else json.dumps(body).encode()
     break_at = turn.break_at

@@ -20,7 +20,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from nisse_llm.config.routing import Route
+from nisse_llm.routes import ROUTE_TABLE, load
 from nisse_llm.stream._sse import ServerSentEvent
 
 __all__ = [
@@ -314,15 +314,17 @@ def openai_responses_events(
 # --- bytes -------------------------------------------------------------------------------
 
 
+def _kit(route: str) -> Any:
+    """The testing kit's `RouteKit` of ``route`` (`nisse_llm.testing.route_kits`)."""
+    return load(ROUTE_TABLE[route].kit)
+
+
 def stream_events(
-    route: Route, body: Mapping[str, Any], *, chunk_size: int = 8
+    route: str, body: Mapping[str, Any], *, chunk_size: int = 8
 ) -> list[ServerSentEvent]:
-    """The events that stream ``body`` on ``route``."""
-    if route == "openai_chat":
-        return openai_chat_events(body, chunk_size=chunk_size)
-    if route == "openai_responses":
-        return openai_responses_events(body, chunk_size=chunk_size)
-    return anthropic_messages_events(body, chunk_size=chunk_size)
+    """The events that stream ``body`` on ``route`` (its kit's, by the route table)."""
+    events: list[ServerSentEvent] = _kit(route).events(body, chunk_size=chunk_size)
+    return events
 
 
 def encode_sse(
@@ -343,7 +345,7 @@ def encode_sse(
 
 
 def sse_stream(
-    route: Route, body: Mapping[str, Any], *, chunk_size: int = 8, newline: str = "\n"
+    route: str, body: Mapping[str, Any], *, chunk_size: int = 8, newline: str = "\n"
 ) -> bytes:
     """``body`` streamed on ``route``, as the bytes a server sends."""
     return encode_sse(stream_events(route, body, chunk_size=chunk_size), newline=newline)
@@ -368,7 +370,7 @@ def without_final_event(events: Sequence[ServerSentEvent]) -> list[ServerSentEve
 
 
 def with_error_event(
-    route: Route,
+    route: str,
     events: Sequence[ServerSentEvent],
     *,
     after: int,
@@ -381,14 +383,5 @@ def with_error_event(
     chunk ``{"error": {...}}`` in the OpenAI error shape; the Responses API an ``error``
     event with ``code`` and ``message``.
     """
-    if route == "openai_responses":
-        error = _event({"type": "error", "code": error_type, "message": message}, "error")
-    elif route == "anthropic_messages":
-        error = _event(
-            {"type": "error", "error": {"type": error_type, "message": message}}, "error"
-        )
-    else:
-        error = _event(
-            {"error": {"message": message, "type": error_type, "param": None, "code": "500"}}
-        )
+    error: ServerSentEvent = _kit(route).error_event(error_type, message)
     return [*events[:after], error]

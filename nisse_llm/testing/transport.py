@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Generator, Iterator
 
 import httpx
 
+from nisse_llm._drive import adrive, drive
 from nisse_llm.testing.script import Script, ScriptedAnswer
 
 __all__ = ["ScriptedTransport"]
@@ -41,18 +42,21 @@ class ScriptedTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         """Record the request and answer it with the script's next turn."""
-        answer = self.answer(request, request.read())
-        wait, timed_out = _wait_for(answer, request)
-        if wait:
-            self._sleep(wait)
-        return _finish(answer, request, timed_out)
+        return drive(self._handling(request, request.read()), self._sleep)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         """Record the request and answer it with the script's next turn."""
-        answer = self.answer(request, await request.aread())
+        return await adrive(self._handling(request, await request.aread()), asyncio.sleep)
+
+    def _handling(
+        self, request: httpx.Request, body: bytes
+    ) -> Generator[float, None, httpx.Response]:
+        """The answer to one request; it yields the wait before it, if any (sans-I/O: the
+        sync and async handlers sleep as they do)."""
+        answer = self.answer(request, body)
         wait, timed_out = _wait_for(answer, request)
         if wait:
-            await asyncio.sleep(wait)
+            yield wait
         return _finish(answer, request, timed_out)
 
 

@@ -6,20 +6,18 @@ its generated sync twin.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
 
 import httpx
 from pydantic import SecretStr
 
-from nisse_llm import defaults
-from nisse_llm.config.routing import Route
 from nisse_llm.log.canonical import CallInfo, CanonicalEvent, Completion, LogLike, ToolsLike, Usage
 from nisse_llm.transport._classify import RateLimitPolicy
 from nisse_llm.transport.core import (
     Call,
+    CallObserver,
     Core,
-    PartsRenderer,
     RouteSpec,
     UsageCallback,
     shared_ssl_context,
@@ -37,9 +35,6 @@ if TYPE_CHECKING:
     M = TypeVar("M", bound=BaseModel)
 
 __all__ = [
-    "CHAT_ROUTE",
-    "MESSAGES_ROUTE",
-    "ROUTE_SPECS",
     "ClientBase",
     "ReplyStreamBase",
     "pin_options",
@@ -50,46 +45,8 @@ __all__ = [
 ]
 
 
-def _chat_renderer() -> PartsRenderer:
-    from nisse_llm.render.openai_chat import OpenAIChatRenderer
-
-    return OpenAIChatRenderer()
-
-
-def _messages_renderer() -> PartsRenderer:
-    from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
-
-    return AnthropicMessagesRenderer()
-
-
-CHAT_ROUTE = RouteSpec(
-    name="openai_chat",
-    path="/chat/completions",
-    default_timeout_s=defaults.CHAT_TIMEOUT_S,
-    renderer=_chat_renderer,
-    auth_headers=lambda token: {"authorization": f"Bearer {token}"},
-)
-# LiteLLM authenticates /v1/messages by x-api-key alone, and Authorization wins when
-# both are sent; sending both keeps either proxy configuration working.
-MESSAGES_ROUTE = RouteSpec(
-    name="anthropic_messages",
-    path="/v1/messages",
-    default_timeout_s=defaults.PASSTHROUGH_TIMEOUT_S,
-    renderer=_messages_renderer,
-    auth_headers=lambda token: {
-        "authorization": f"Bearer {token}",
-        "x-api-key": token,
-        "anthropic-version": "2023-06-01",
-    },
-)
-ROUTE_SPECS: Mapping[Route, RouteSpec] = {
-    CHAT_ROUTE.name: CHAT_ROUTE,
-    MESSAGES_ROUTE.name: MESSAGES_ROUTE,
-}
-
-
 def pin_options(pin: Pin, route: RouteSpec) -> dict[str, Any]:
-    read_s = pin.timeout_s if route.name == "openai_chat" else pin.passthrough_timeout_s
+    read_s = pin.passthrough_timeout_s if route.long_turns else pin.timeout_s
     return {
         "timeout_s": read_s,
         "connect_timeout_s": pin.connect_timeout_s,
@@ -125,7 +82,7 @@ def stream_timeout(read_s: float, connect_s: float | None, idle_s: float) -> htt
 
 
 def typed_exchange(
-    route: Route,
+    route: str,
     output_type: type[M],
     events: LogLike,
     tools: ToolsLike,
@@ -135,8 +92,10 @@ def typed_exchange(
     repair_attempts: int,
 ) -> TypedExchange[M]:
     """The asks of one ``complete_as`` on ``route``: how ``model`` is asked for an answer
-    of ``output_type`` (see `nisse_llm.render.typed`), and its repairs."""
-    from nisse_llm.render.typed import TypedExchange, answer_rules
+    of ``output_type`` (see `nisse_llm.render.typed`), and its repairs. The model's rules
+    are decided here, the renderers' own (`request_rules`), and handed to the exchange."""
+    from nisse_llm.config.option_rules import request_rules
+    from nisse_llm.render.typed import TypedExchange
 
     return TypedExchange.begin(
         output_type,
@@ -145,7 +104,7 @@ def typed_exchange(
         system,
         options=options,
         repair_attempts=repair_attempts,
-        rules=answer_rules(route, model, options),
+        rules=request_rules(model, options.like if options else None, route=route),
         route=route,
     )
 
@@ -295,13 +254,28 @@ class ClientBase:
         ``call_id``)."""
         return self._core.last_call
 
+    def observe(
+        self,
+        *,
+        on_start: Callable[[Call], None] | None = None,
+        on_end: CallObserver | None = None,
+        conversation_id: str | None = None,
+    ) -> None:
+        """Tell ``on_start`` of each call before its request leaves and ``on_end`` as it ends
+        (a router writes its task file's records so); ``conversation_id`` names the task
+        the calls belong to. Each replaces the one set before."""
+        core = self._core
+        core.on_start = on_start
+        core.on_call = on_end
+        core.conversation_id = conversation_id
+
     @property
     def preflight(self) -> bool:
         """Whether each request is checked against its model's window before it is sent."""
         return self._core.preflight
 
     @property
-    def route(self) -> Route:
+    def route(self) -> str:
         """The proxy route this client posts to."""
         return self.ROUTE.name
 

@@ -12,7 +12,6 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Self, TypeVar
 
 from nisse_llm.config._bounds import check_client_numbers
-from nisse_llm.config.routing import Route
 from nisse_llm.log.canonical import CallInfo, CanonicalEvent, Usage
 from nisse_llm.transport._client_base import ClientBase
 from nisse_llm.transport.clients import (
@@ -32,7 +31,6 @@ if TYPE_CHECKING:
 __all__ = [
     "ASYNC_KINDS",
     "SYNC_KINDS",
-    "Kinds",
     "RouterBase",
     "acting",
     "call_recorder",
@@ -40,27 +38,9 @@ __all__ = [
 ]
 
 
-class Kinds(dict[Route, Any]):
-    """Route -> client class for the routers; the Responses route's class is imported on
-    first need, so a program that never takes that route loads none of it."""
-
-    def __init__(self, classes: Mapping[Route, Any], responses: str) -> None:
-        super().__init__(classes)
-        self._responses = responses
-
-    def __missing__(self, route: Route) -> Any:
-        if route != "openai_responses":
-            raise KeyError(route)
-        from nisse_llm.transport import responses_client
-
-        self[route] = cls = getattr(responses_client, self._responses)
-        return cls
-
-
-SYNC_KINDS: Mapping[Route, type[SyncRouteClient]] = Kinds(SYNC_CLIENTS, "OpenAIResponsesClient")
-ASYNC_KINDS: Mapping[Route, type[AsyncRouteClient]] = Kinds(
-    ASYNC_CLIENTS, "AsyncOpenAIResponsesClient"
-)
+#: Route name -> the class of a router's clients on it (every route of the table).
+SYNC_KINDS: Mapping[str, type[SyncRouteClient]] = SYNC_CLIENTS
+ASYNC_KINDS: Mapping[str, type[AsyncRouteClient]] = ASYNC_CLIENTS
 
 K = TypeVar("K", bound=ClientBase)
 
@@ -130,12 +110,12 @@ class RouterBase(Generic[K]):
     """Role -> model by the pin alone, model -> route by the pin's prefixes, one client per route."""
 
     #: Route -> the class of this router's clients on it (`SYNC_KINDS` or `ASYNC_KINDS`).
-    _kinds: ClassVar[Mapping[Route, type[Any]]]
+    _kinds: ClassVar[Mapping[str, type[Any]]]
 
     def __init__(
         self,
         pin: Pin,
-        clients: Mapping[Route, K],
+        clients: Mapping[str, K],
         *,
         store: LogStore | None = None,
         compaction: CompactionPolicy | None = None,
@@ -157,15 +137,13 @@ class RouterBase(Generic[K]):
         def observe(call: Call, usage: Usage | None, outcome: str) -> None:
             if outcome == "ok":
                 self._last_usage = usage
-                self._last_call = call.core.last_call
+                self._last_call = call.info
             if recorder is not None:
                 recorder(call, usage, outcome)
 
+        task_id = None if store is None else store.task_id
         for client in self._clients.values():
-            client._core.on_call = observe
-            if store is not None:
-                client._core.on_start = start
-                client._core.conversation_id = store.task_id
+            client.observe(on_start=start, on_end=observe, conversation_id=task_id)
 
     @property
     def compaction(self) -> CompactionPolicy | None:
@@ -225,8 +203,8 @@ class RouterBase(Generic[K]):
 
     @classmethod
     def _clients_for(
-        cls, pin: Pin, kinds: Mapping[Route, type[K]], options: Mapping[str, Any]
-    ) -> dict[Route, K]:
+        cls, pin: Pin, kinds: Mapping[str, type[K]], options: Mapping[str, Any]
+    ) -> dict[str, K]:
         check_client_numbers(f"{cls.__name__}.from_pin", options)
         routes = {pin.route(role) for role in pin.roles.pinned()}
         return {route: kinds[route].from_pin(pin, **options) for route in sorted(routes)}

@@ -1,8 +1,9 @@
-"""Clients for the proxy's two routes, sync and async, and choosing one by model.
+"""Clients for every proxy route, sync and async, and choosing one by model.
 
-Every client is the same exchange (`nisse_llm.transport.core`) over a different route:
-`LiteLLMClient` posts chat completions, `AnthropicPassthroughClient` posts Anthropic
-messages; the async twins differ only in awaiting the send and the sleep, and are the
+Every client is the same exchange (`nisse_llm.transport.core`) over a different route of
+the route table (`nisse_llm.routes`): `LiteLLMClient` posts chat completions,
+`AnthropicPassthroughClient` posts Anthropic messages (`OpenAIResponsesClient`, in
+`nisse_llm.transport.responses_client`, the Responses API); the async twins differ only in awaiting the send and the sleep, and are the
 one source of the sync code (`nisse_llm.transport._async.clients`, from which
 ``tests/gen_sync.py`` generates `nisse_llm.transport._sync.clients`). ``stream()``
 is ``complete()`` read as server-sent events: a `ReplyStream` (or `AsyncReplyStream`)
@@ -11,13 +12,15 @@ yields typed deltas, then holds the very events ``complete()`` would have return
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TypeVar
 
-from nisse_llm.config.routing import DEFAULT_PASSTHROUGH_PREFIXES, Route, has_native_adapter
+from nisse_llm.config.routing import DEFAULT_PASSTHROUGH_PREFIXES, has_native_adapter
 from nisse_llm.log.canonical import Usage
+from nisse_llm.routes import ROUTE_TABLE, RouteDescriptor
+from nisse_llm.routes.anthropic_messages import ANTHROPIC_MESSAGES
+from nisse_llm.routes.openai_chat import OPENAI_CHAT
 from nisse_llm.transport._async.clients import AsyncReplyStream, AsyncRouteClient
-from nisse_llm.transport._client_base import CHAT_ROUTE, MESSAGES_ROUTE, ROUTE_SPECS
 from nisse_llm.transport._sync.clients import ReplyStream, SyncRouteClient
 from nisse_llm.transport.core import UsageCallback
 
@@ -45,28 +48,29 @@ __all__ = [
 class LiteLLMClient(SyncRouteClient):
     """The chat-completions route: ``POST {base}/chat/completions``."""
 
-    ROUTE = CHAT_ROUTE
+    ROUTE = OPENAI_CHAT
 
 
 class AnthropicPassthroughClient(SyncRouteClient):
     """The Anthropic messages passthrough: ``POST {base}/v1/messages``."""
 
-    ROUTE = MESSAGES_ROUTE
+    ROUTE = ANTHROPIC_MESSAGES
 
 
 class AsyncLiteLLMClient(AsyncRouteClient):
     """`LiteLLMClient` for asyncio: ``await complete(...)``, ``aclose()``, ``async with``."""
 
-    ROUTE = CHAT_ROUTE
+    ROUTE = OPENAI_CHAT
 
 
 class AsyncAnthropicPassthroughClient(AsyncRouteClient):
     """`AnthropicPassthroughClient` for asyncio."""
 
-    ROUTE = MESSAGES_ROUTE
+    ROUTE = ANTHROPIC_MESSAGES
 
 
 C = TypeVar("C")
+K = TypeVar("K")
 
 
 def select_client(
@@ -83,12 +87,28 @@ def select_client(
     return passthrough if has_native_adapter(model, prefixes) else normalized
 
 
-#: Route -> client class, for the routers (the Responses route's loads on first need).
-SYNC_CLIENTS: Mapping[Route, type[SyncRouteClient]] = {
-    "openai_chat": LiteLLMClient,
-    "anthropic_messages": AnthropicPassthroughClient,
-}
-ASYNC_CLIENTS: Mapping[Route, type[AsyncRouteClient]] = {
-    "openai_chat": AsyncLiteLLMClient,
-    "anthropic_messages": AsyncAnthropicPassthroughClient,
-}
+class _ClientClasses(Mapping[str, type[K]]):
+    """Route name -> its client class, read from the route table on each lookup (a route's
+    classes load on first need, so a program that never takes a route loads none of it)."""
+
+    def __init__(self, *, asynchronous: bool) -> None:
+        self._asynchronous = asynchronous
+
+    def __getitem__(self, route: str) -> type[K]:
+        cls: type[K] = ROUTE_TABLE[route].client_class(asynchronous=self._asynchronous)
+        return cls
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(ROUTE_TABLE.names())
+
+    def __len__(self) -> int:
+        return len(ROUTE_TABLE.names())
+
+
+#: Route name -> client class, every route of the table (sync, then async).
+SYNC_CLIENTS: Mapping[str, type[SyncRouteClient]] = _ClientClasses(asynchronous=False)
+ASYNC_CLIENTS: Mapping[str, type[AsyncRouteClient]] = _ClientClasses(asynchronous=True)
+#: The routes' descriptors, under their former names here.
+CHAT_ROUTE = OPENAI_CHAT
+MESSAGES_ROUTE = ANTHROPIC_MESSAGES
+ROUTE_SPECS: Mapping[str, RouteDescriptor] = {route.name: route for route in ROUTE_TABLE}

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final, NoReturn, TypeAlias
 
@@ -36,7 +36,6 @@ from pydantic import SecretStr
 
 from nisse_llm import _telemetry
 from nisse_llm.config._egress import check_base_url, check_token, watch_token
-from nisse_llm.config.routing import Route
 from nisse_llm.errors import (
     AuthenticationFailed,
     ConfigError,
@@ -55,6 +54,7 @@ from nisse_llm.log.canonical import (
 )
 from nisse_llm.render import Renderer
 from nisse_llm.render._cache import PromptCache
+from nisse_llm.routes.descriptor import RouteDescriptor
 from nisse_llm.transport._callinfo import call_info, priced, usage_keywords
 from nisse_llm.transport._classify import RateLimitPolicy, Retry, classify_failure, redact
 from nisse_llm.transport._limits import ACCEPT_ENCODING, DeadlineExceeded, ReplyTooLarge
@@ -110,13 +110,6 @@ HTTPX_ERRORS: tuple[type[Exception], ...] = (
 )
 
 _DEBUG_LIMIT = 2000
-# Spliced before a rendered body's closing brace: the history is never encoded twice.
-# Without include_usage the chat route's stream carries no usage at all.
-_STREAM_FIELDS: Final[dict[Route, bytes]] = {
-    "openai_chat": b',"stream":true,"stream_options":{"include_usage":true}}',
-    "anthropic_messages": b',"stream":true}',
-    "openai_responses": b',"stream":true}',
-}
 #: What a streamed request asks for instead of a JSON body.
 _STREAM_ACCEPT: Final = {"accept": "text/event-stream"}
 # A parser that breaks its contract on a malformed body still yields an LLMError here.
@@ -127,15 +120,8 @@ _PARSE_BUGS = (ValueError, TypeError, KeyError, IndexError, AttributeError)
 PartsRenderer: TypeAlias = Renderer
 
 
-@dataclass(frozen=True, slots=True)
-class RouteSpec:
-    """One proxy route: its name, path, default timeout, renderer and auth headers."""
-
-    name: Route
-    path: str
-    default_timeout_s: float
-    renderer: Callable[[], PartsRenderer]
-    auth_headers: Callable[[str], dict[str, str]]
+#: One proxy route, as the route table describes it (`nisse_llm.routes`).
+RouteSpec: TypeAlias = RouteDescriptor
 
 
 def _debug_text(data: bytes, token: str) -> str:
@@ -213,7 +199,7 @@ class Core:
         self.on_start: Callable[[Call], None] | None = None
         #: The prompt-cache policy of every call that does not override it (None: off).
         self.prompt_cache = _cache_policy(prompt_cache)
-        self.renderer = route.renderer()
+        self.renderer: PartsRenderer = route.new_renderer()
         # Built once: the body goes out as pre-encoded bytes, so the type is ours to set.
         self.headers = {
             **route.auth_headers(self._token.get_secret_value()),
@@ -304,7 +290,8 @@ class Core:
         except LLMError as exc:
             call.fail(exc)
         if stream:
-            parts[-1] = parts[-1][:-1] + _STREAM_FIELDS[self.route.name]
+            # Spliced before the body's closing brace: the history is never encoded twice.
+            parts[-1] = parts[-1][:-1] + self.route.stream_fields
         if self.on_start is not None:
             try:
                 self.on_start(call)
@@ -415,7 +402,7 @@ class Call:
         self.role: str | None = None
         self.streamed = False
         #: The call's span while telemetry is on (`nisse_llm.instrument`), else None.
-        self.trace: CallTrace | None = None
+        self.trace: CallTrace[Call] | None = None
 
     @property
     def body(self) -> bytes:
@@ -499,9 +486,7 @@ class Call:
         from nisse_llm.stream.deltas import accumulator_for
 
         core = self.core
-        return accumulator_for(
-            core.route.name, requested_model=self.model, parse=core.renderer.parse
-        )
+        return accumulator_for(core.route, requested_model=self.model, parse=core.renderer.parse)
 
     def finish_stream(self, acc: StreamAccumulator) -> Completion:
         """End a stream that arrived whole: its completion, metered and logged as `finish` does."""

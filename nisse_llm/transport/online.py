@@ -14,10 +14,12 @@ is reported as unknown, never as passing. Nothing here sends a completion.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass
+from operator import methodcaller
 from typing import Any, Literal
 
+from nisse_llm._drive import adrive, drive
 from nisse_llm.config.routing import Route
 from nisse_llm.config.settings import Pin
 from nisse_llm.errors import AuthenticationFailed, LLMError, UpstreamUnavailable
@@ -147,6 +149,21 @@ def _refusal_report(exc: LLMError, pin: Pin) -> OnlineReport:
     raise exc
 
 
+def _questions(pin: Pin) -> Generator[methodcaller, Any, OnlineReport]:
+    """The check as a dialogue with one of the router's clients: it yields each question
+    (a call of a client method) and is sent the answer (sans-I/O: the sync and async
+    checks drive it)."""
+    try:
+        served = yield methodcaller("served_models")
+    except LLMError as exc:
+        return _refusal_report(exc, pin)
+    models = {pin.model_for(role) for role in pin.roles.names}
+    infos = {}
+    for model in sorted(models):
+        infos[model] = yield methodcaller("model_info", model)
+    return judge(pin, served, infos)
+
+
 def check_online(pin: Pin, **client_options: Any) -> OnlineReport:
     """Ask the proxy about ``pin`` (see the module docstring); ``client_options`` go to the
     router's clients (a transport, a sleep). Errors other than an unreachable proxy or a
@@ -155,13 +172,7 @@ def check_online(pin: Pin, **client_options: Any) -> OnlineReport:
 
     with RoleRouter.from_pin(pin, **client_options) as router:
         client = router.client_for(pin.roles.names[0])
-        try:
-            served = client.served_models()
-        except LLMError as exc:
-            return _refusal_report(exc, pin)
-        models = {pin.model_for(role) for role in pin.roles.names}
-        infos = {model: client.model_info(model) for model in sorted(models)}
-    return judge(pin, served, infos)
+        return drive(_questions(pin), lambda ask: ask(client))
 
 
 async def acheck_online(pin: Pin, **client_options: Any) -> OnlineReport:
@@ -170,10 +181,4 @@ async def acheck_online(pin: Pin, **client_options: Any) -> OnlineReport:
 
     async with AsyncRoleRouter.from_pin(pin, **client_options) as router:
         client = router.client_for(pin.roles.names[0])
-        try:
-            served = await client.served_models()
-        except LLMError as exc:
-            return _refusal_report(exc, pin)
-        models = {pin.model_for(role) for role in pin.roles.names}
-        infos = {model: await client.model_info(model) for model in sorted(models)}
-    return judge(pin, served, infos)
+        return await adrive(_questions(pin), lambda ask: ask(client))

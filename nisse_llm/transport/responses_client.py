@@ -11,37 +11,24 @@ this route loads none of it.
 
 from __future__ import annotations
 
-from nisse_llm import defaults
+from nisse_llm.routes.openai_responses import OPENAI_RESPONSES
 from nisse_llm.transport.clients import AsyncRouteClient, SyncRouteClient
-from nisse_llm.transport.core import PartsRenderer, RouteSpec
 
 __all__ = ["RESPONSES_ROUTE", "AsyncOpenAIResponsesClient", "OpenAIResponsesClient"]
 
 
-def _responses_renderer() -> PartsRenderer:
-    from nisse_llm.render.openai_responses import OpenAIResponsesRenderer
-
-    return OpenAIResponsesRenderer()
-
-
-#: A reasoning model thinks before it answers: the read timeout is the passthrough's.
-RESPONSES_ROUTE = RouteSpec(
-    name="openai_responses",
-    path="/v1/responses",
-    default_timeout_s=defaults.PASSTHROUGH_TIMEOUT_S,
-    renderer=_responses_renderer,
-    auth_headers=lambda token: {"authorization": f"Bearer {token}"},
-)
+#: The route's descriptor, under its former name here.
+RESPONSES_ROUTE = OPENAI_RESPONSES
 
 
 class OpenAIResponsesClient(SyncRouteClient):
     """The OpenAI Responses route: ``POST {base}/v1/responses`` (current OpenAI reasoning
     models with tools, their reasoning carried from turn to turn)."""
 
-    ROUTE = RESPONSES_ROUTE
+    ROUTE = OPENAI_RESPONSES
 
 
 class AsyncOpenAIResponsesClient(AsyncRouteClient):
     """`OpenAIResponsesClient` for asyncio."""
 
-    ROUTE = RESPONSES_ROUTE
+    ROUTE = OPENAI_RESPONSES

@@ -1,1 +1,1 @@
-"""Typed request and response bodies of the two proxy routes (pure: no I/O)."""
+"""Typed request and response bodies of the proxy's routes (pure: no I/O)."""

@@ -1,5 +1,5 @@
 """nisse_llm's import graph read from its source: every import at any depth (inside
-functions too), except those under ``if TYPE_CHECKING:``."""
+functions too), those under ``if TYPE_CHECKING:`` marked as type-only."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ class Import:
     target: str
     line: int
     names: tuple[str, ...]
+    #: Under ``if TYPE_CHECKING:``: read by the type checker, never run.
+    type_only: bool = False
 
 
 def modules() -> dict[str, Path]:
@@ -39,25 +41,29 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def _statements(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
-    found: list[ast.Import | ast.ImportFrom] = []
+def _statements(tree: ast.AST) -> list[tuple[ast.Import | ast.ImportFrom, bool]]:
+    """Every import statement, and whether it sits under ``if TYPE_CHECKING:``."""
+    found: list[tuple[ast.Import | ast.ImportFrom, bool]] = []
 
-    def visit(node: ast.AST) -> None:
+    def visit(node: ast.AST, type_only: bool) -> None:
         if isinstance(node, ast.If) and _is_type_checking(node.test):
+            for child in node.body:
+                visit(child, True)
             for child in node.orelse:
-                visit(child)
+                visit(child, type_only)
             return
         if isinstance(node, ast.Import | ast.ImportFrom):
-            found.append(node)
+            found.append((node, type_only))
         for child in ast.iter_child_nodes(node):
-            visit(child)
+            visit(child, type_only)
 
-    visit(tree)
+    visit(tree, False)
     return found
 
 
-def imports() -> list[Import]:
-    """Every import of one of the package's modules by another. ``from pkg import sub``
+def imports(*, type_only: bool = False) -> list[Import]:
+    """Every import of one of the package's modules by another (with ``type_only``, those
+    under ``if TYPE_CHECKING:`` too, marked so). ``from pkg import sub``
     of a submodule counts as importing ``pkg.sub``; a package's ``__init__`` runs before
     any of its children, so importing a child does not count as importing its parents."""
     known = modules()
@@ -65,11 +71,13 @@ def imports() -> list[Import]:
     for name, path in known.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
         is_package = path.name == "__init__.py"
-        for node in _statements(tree):
+        for node, typing_only in _statements(tree):
+            if typing_only and not type_only:
+                continue
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.name.split(".")[0] == PACKAGE:
-                        found.append(Import(name, alias.name, node.lineno, ()))
+                        found.append(Import(name, alias.name, node.lineno, (), typing_only))
                 continue
             if node.level:
                 base = name.split(".") if is_package else name.split(".")[:-1]
@@ -81,10 +89,10 @@ def imports() -> list[Import]:
                 continue
             taken = tuple(alias.name for alias in node.names)
             submodules = [f"{module}.{n}" for n in taken if f"{module}.{n}" in known]
-            found.extend(Import(name, sub, node.lineno, ()) for sub in submodules)
+            found.extend(Import(name, sub, node.lineno, (), typing_only) for sub in submodules)
             rest = tuple(n for n in taken if f"{module}.{n}" not in known)
             if rest:
-                found.append(Import(name, module, node.lineno, rest))
+                found.append(Import(name, module, node.lineno, rest, typing_only))
     return [i for i in found if i.target in known and i.target != i.importer]
 
 

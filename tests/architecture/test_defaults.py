@@ -8,6 +8,7 @@ import inspect
 import pytest
 
 import nisse_llm
+import nisse_llm.task.compaction
 from nisse_llm import defaults
 from nisse_llm.config.settings import LLMSettings
 from nisse_llm.transport._classify import RateLimitPolicy
@@ -89,3 +90,28 @@ def test_every_client_keyword_default_comes_from_the_defaults_module(client: typ
         else defaults.PASSTHROUGH_TIMEOUT_S
     )
     assert client.ROUTE.default_timeout_s == expected
+
+
+@pytest.mark.parametrize(
+    "function",
+    [
+        nisse_llm.compact,
+        nisse_llm.summarize,
+        nisse_llm.asummarize,
+        nisse_llm.CompactionPolicy,
+        nisse_llm.task.compaction.plan_compaction,
+        nisse_llm.task.compaction.aplan_compaction,
+    ],
+)
+def test_compaction_keeps_its_turns_and_summary_room_by_the_defaults_module(
+    function: object,
+) -> None:
+    """Every compaction entry keeps the same last turns and summary room, from one place."""
+    parameters = inspect.signature(function).parameters  # type: ignore[arg-type]
+    assert parameters["keep_last_turns"].default == defaults.KEEP_LAST_TURNS
+    if "summary_tokens" in parameters and function in (
+        nisse_llm.summarize,
+        nisse_llm.asummarize,
+        nisse_llm.CompactionPolicy,
+    ):
+        assert parameters["summary_tokens"].default == defaults.SUMMARY_TOKENS

@@ -204,3 +204,47 @@ def test_the_readme_example_runs_as_written() -> None:
     block = readme[start + len("```python\n") : readme.index("```\n", start + 10)]
     assert "ScriptedRouter(" in block
     exec(compile(block, "docs/guides/testing.md", "exec"), {})
+
+
+#: A model of each route, as the docs name them: the route each one's requests take.
+MODELS_BY_ROUTE = {
+    "openai_chat": ("gpt-4o-mini", "/chat/completions"),
+    "anthropic_messages": ("claude-haiku-4-5", "/v1/messages"),
+    "openai_responses": ("gpt-5.4-mini", "/v1/responses"),
+}
+
+
+@pytest.mark.parametrize("route", list(MODELS_BY_ROUTE))
+def test_a_model_of_each_route_is_scripted_completed_and_streamed(route: str) -> None:
+    """Whatever route the executor's model takes (Responses included), `ScriptedRouter`
+    completes and streams it down that route, and records the route."""
+    model, path = MODELS_BY_ROUTE[route]
+    with ScriptedRouter({"executor": ["First.", "Second."]}, models={"executor": model}) as llm:
+        assert llm.pin.route("executor") == route
+        assert llm.client_for("executor").route == route
+        first = llm.complete("executor", LOG, None)
+        with llm.stream("executor", LOG, None) as stream:
+            shown = "".join(d.text for d in stream if isinstance(d, TextDelta))
+        sent = llm.requests_for("executor")
+    assert first[0].text == "First."  # type: ignore[union-attr]
+    assert shown == "Second."
+    assert [(r.path, r.route, r.model) for r in sent] == [(path, route, model)] * 2
+
+
+@pytest.mark.parametrize("route", list(MODELS_BY_ROUTE))
+def test_the_async_twin_takes_a_model_of_each_route(route: str) -> None:
+    """`AsyncScriptedRouter` completes and streams a model of every route, Responses too."""
+    model, path = MODELS_BY_ROUTE[route]
+
+    async def run() -> tuple[str, str, list[Any]]:
+        async with AsyncScriptedRouter(
+            {"executor": ["First.", "Second."]}, models={"executor": model}
+        ) as llm:
+            first = await llm.complete("executor", LOG, None)
+            async with llm.stream("executor", LOG, None) as stream:
+                shown = "".join([d.text async for d in stream if isinstance(d, TextDelta)])
+            return first[0].text, shown, llm.requests_for("executor")  # type: ignore[union-attr]
+
+    first, shown, sent = asyncio.run(run())
+    assert (first, shown) == ("First.", "Second.")
+    assert [(r.path, r.route) for r in sent] == [(path, route)] * 2

@@ -14,6 +14,7 @@ from nisse_llm._closing import AsyncClosing
 from nisse_llm.config.options import RequestOptions
 from nisse_llm.log.canonical import CanonicalEvent, Completion, LogLike, ToolsLike, Usage
 from nisse_llm.render.typed import TypedReply
+from nisse_llm.routes.openai_chat import OPENAI_CHAT
 from nisse_llm.testing._scripted import ClientTurn, ScriptedCall, ScriptedCore
 from nisse_llm.transport._client_base import typed_exchange
 
@@ -85,7 +86,7 @@ class AsyncScriptedClient(AsyncClosing):
         """A typed answer from the scripted turns, as the real clients make it: script the
         answer as ``reply(ToolUse("<Model's class name>", {...}))``."""
         exchange = typed_exchange(
-            "openai_chat", output_type, events, tools, model, system, options, repair_attempts
+            OPENAI_CHAT.name, output_type, events, tools, model, system, options, repair_attempts
         )
         while True:
             completion = await self.completion(exchange.log, exchange.tools, model, exchange.system)

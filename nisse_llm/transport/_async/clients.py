@@ -73,9 +73,7 @@ class AsyncReplyStream(ReplyStreamBase, AsyncClosing):
         if self._acc is None:  # not an event stream: the reply was read whole
             self._whole(response)
             return self
-        call.received(response)
         self._response = response
-        await client._stream_opened(call)
         self._chunks = response.aiter_bytes()
         return self
 
@@ -233,7 +231,7 @@ class AsyncRouteClient(AsyncClientLimits, ClientBase, AsyncClosing):
         """The one retry loop of a call: send it until an answer that is not retried.
 
         For a stream (``opened`` given), a 2xx answer ``opened`` takes for an event stream
-        comes back unread; any other answer is read whole first.
+        comes back received but unread; any other answer is read whole first.
         """
         core = self._core
         if core.preflight:
@@ -259,6 +257,8 @@ class AsyncRouteClient(AsyncClientLimits, ClientBase, AsyncClosing):
                 response = await self._attempt(request, read=opened is None)
             if opened is not None:
                 if 200 <= response.status_code < 300 and opened(response):
+                    call.received(response)
+                    await self._stream_opened(call)
                     return response
                 try:
                     with call.reading():

@@ -99,6 +99,19 @@ class AsyncClientLimits:
             return estimate_input_tokens(rendered), "estimate"
         return request.parse(response, read_token_count), "proxy"
 
+    async def count_tokens(
+        self,
+        model: str,
+        events: LogLike,
+        tools: ToolsLike,
+        system: str | None = None,
+        options: RequestOptions | None = None,
+    ) -> int:
+        """The input tokens the request would send to ``model``: the proxy's count, or the
+        local estimate where the proxy has no counter."""
+        rendered = render_request(self._core, model, events, tools, system, options)[0]
+        return (await self._count(model, rendered))[0]
+
     async def headroom(
         self,
         model: str,

@@ -25,7 +25,6 @@ from nisse_llm.log.canonical import (
     as_tool_specs,
 )
 from nisse_llm.transport._async.headroom import AsyncRouterLimits
-from nisse_llm.transport._headroom import render_request
 from nisse_llm.transport._router_base import ASYNC_KINDS, RouterBase, acting, compacting
 from nisse_llm.transport.clients import AsyncReplyStream, AsyncRouteClient
 
@@ -129,9 +128,7 @@ class AsyncRoleRouter(AsyncRouterLimits, RouterBase[AsyncRouteClient], AsyncClos
         assert policy is not None
 
         async def count(events: Sequence[CanonicalEvent]) -> int:
-            rendered = render_request(client._core, model, events, tools, system, options)[0]
-            tokens: int = (await client._count(model, rendered))[0]
-            return tokens
+            return await client.count_tokens(model, events, tools, system, options)
 
         budget = policy_budget(policy, window, await count(log), refused=refused)
         if policy.summarize_role is None:

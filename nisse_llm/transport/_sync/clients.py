@@ -74,9 +74,7 @@ class ReplyStream(ReplyStreamBase, Closing):
         if self._acc is None:  # not an event stream: the reply was read whole
             self._whole(response)
             return self
-        call.received(response)
         self._response = response
-        client._stream_opened(call)
         self._chunks = response.iter_bytes()
         return self
 
@@ -232,7 +230,7 @@ class SyncRouteClient(ClientLimits, ClientBase, Closing):
         """The one retry loop of a call: send it until an answer that is not retried.
 
         For a stream (``opened`` given), a 2xx answer ``opened`` takes for an event stream
-        comes back unread; any other answer is read whole first.
+        comes back received but unread; any other answer is read whole first.
         """
         core = self._core
         if core.preflight:
@@ -258,6 +256,8 @@ class SyncRouteClient(ClientLimits, ClientBase, Closing):
                 response = self._attempt(request, read=opened is None)
             if opened is not None:
                 if 200 <= response.status_code < 300 and opened(response):
+                    call.received(response)
+                    self._stream_opened(call)
                     return response
                 try:
                     with call.reading():

@@ -25,7 +25,6 @@ from nisse_llm.log.canonical import (
     as_events,
     as_tool_specs,
 )
-from nisse_llm.transport._headroom import render_request
 from nisse_llm.transport._router_base import SYNC_KINDS, RouterBase, acting, compacting
 from nisse_llm.transport._sync.headroom import RouterLimits
 from nisse_llm.transport.clients import ReplyStream, SyncRouteClient
@@ -122,9 +121,7 @@ class RoleRouter(RouterLimits, RouterBase[SyncRouteClient], Closing):
         assert policy is not None
 
         def count(events: Sequence[CanonicalEvent]) -> int:
-            rendered = render_request(client._core, model, events, tools, system, options)[0]
-            tokens: int = (client._count(model, rendered))[0]
-            return tokens
+            return client.count_tokens(model, events, tools, system, options)
 
         budget = policy_budget(policy, window, count(log), refused=refused)
         if policy.summarize_role is None:
