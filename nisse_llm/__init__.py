@@ -59,6 +59,7 @@ if TYPE_CHECKING:
         load_settings,
     )
     from nisse_llm.log.toolbox import Toolbox
+    from nisse_llm.mcp.server import McpServer
     from nisse_llm.render._cache import PromptCache
     from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
     from nisse_llm.render.openai_chat import OpenAIChatRenderer
@@ -140,6 +141,7 @@ _LAZY = {
     "PromptCache": "nisse_llm.render._cache",
     "select_client": "nisse_llm.transport.clients",
     "Toolbox": "nisse_llm.log.toolbox",
+    "McpServer": "nisse_llm.mcp.server",
     "TypedReply": "nisse_llm.render.typed",
     "instrument": "nisse_llm.telemetry",
     "uninstrument": "nisse_llm.telemetry",
@@ -171,6 +173,7 @@ __all__ = [
     "LiteLLMClient",
     "LogFix",
     "LogStore",
+    "McpServer",
     "ModelInfo",
     "ModelNotServed",
     "ModelRefusal",
