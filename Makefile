@@ -15,7 +15,7 @@ export NISSE_PROXY_OTEL_PATH ?= $(abspath $(PROXY_OTEL))
 # A published MCP server for the tests and the docs' example, kept apart like the proxy.
 MCP_VENV ?= .venv-mcp
 MCP_GIT_PIN := mcp-server-git==2026.10.19
-export NISSE_MCP_GIT_BIN ?= $(abspath $(MCP_VENV))/bin/mcp-server-git
+export NISSE_GIT_MCP_BIN ?= $(abspath $(MCP_VENV))/bin/mcp-server-git
 
 .PHONY: demo test lint docs bench bench-smoke fleet setup proxy mcp clean
 

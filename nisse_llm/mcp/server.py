@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from nisse_llm import defaults
 
 if TYPE_CHECKING:
+    from nisse_llm.config.settings import Settings
     from nisse_llm.mcp.connection import McpConnection
 
 __all__ = ["McpServer"]
@@ -106,6 +107,34 @@ class McpServer(BaseModel):
             tools=None if tools is None else tuple(tools),
             max_result_bytes=max_result_bytes,
         )
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> tuple[McpServer, ...]:
+        """Every server the configuration's ``[mcp.servers.NAME]`` tables declare, in order:
+        ``Toolbox.from_mcp(*McpServer.from_settings(settings))``."""
+        servers = []
+        for name, entry in settings.mcp.servers.items():
+            if entry.command is not None:
+                server = cls.stdio(
+                    entry.command,
+                    entry.args,
+                    env=entry.env,
+                    cwd=entry.cwd,
+                    name=name,
+                    timeout_s=entry.timeout_s,
+                    tools=entry.tools,
+                )
+            else:
+                assert entry.url is not None
+                server = cls.http(
+                    entry.url,
+                    headers=entry.headers,
+                    name=name,
+                    timeout_s=entry.timeout_s,
+                    tools=entry.tools,
+                )
+            servers.append(server)
+        return tuple(servers)
 
     def connect(self, *more: McpServer) -> McpConnection:
         """Start this server and ``more``, list their tools, and hold the sessions open until

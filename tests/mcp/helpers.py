@@ -17,11 +17,11 @@ from nisse_llm import defaults
 from nisse_llm.mcp import McpServer
 from nisse_llm.testing.proxy import free_port
 
-__all__ = ["MCP_GIT_BIN_ENV", "http_test_server", "mcp_git_bin", "stdio_test_server"]
+__all__ = ["MCP_GIT_BIN_ENV", "REPO", "http_test_server", "mcp_git_bin", "stdio_test_server"]
 
 REPO = Path(__file__).resolve().parents[2]
 #: The published server's executable (`make mcp` installs it; the Makefile exports this).
-MCP_GIT_BIN_ENV = "NISSE_MCP_GIT_BIN"
+MCP_GIT_BIN_ENV = "NISSE_GIT_MCP_BIN"
 MCP_GIT_PIN = "mcp-server-git==2026.10.19"
 
 
