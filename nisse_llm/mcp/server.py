@@ -143,12 +143,25 @@ class McpServer(BaseModel):
         Raises `UpstreamUnavailable` when a server does not start or list its tools, and
         `ConfigError` when ``tools`` names a tool a server does not have.
         """
-        from nisse_llm.mcp.connection import McpConnection
-
-        return McpConnection((self, *more))
+        return _connection_class()((self, *more))
 
     async def aconnect(self, *more: McpServer) -> McpConnection:
         """`connect` for asyncio: the servers start without blocking the running loop."""
-        from nisse_llm.mcp.connection import McpConnection
+        return await _connection_class().astart((self, *more))
 
-        return await McpConnection.astart((self, *more))
+
+def _connection_class() -> type[McpConnection]:
+    """The SDK-backed connection, or an `ImportError` saying which extra to install."""
+    try:
+        from nisse_llm.mcp.connection import McpConnection
+    except ModuleNotFoundError as exc:
+        if exc.name not in _SDK_MODULES:
+            raise
+        raise ImportError(
+            f"MCP servers need the mcp extra ({exc.name} is missing): pip install 'nisse-llm[mcp]'"
+        ) from exc
+    return McpConnection
+
+
+#: What the ``mcp`` extra installs that the connection imports.
+_SDK_MODULES = frozenset({"mcp", "mcp_types", "httpx2"})

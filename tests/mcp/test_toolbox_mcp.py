@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import logging
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -216,3 +218,24 @@ def test_the_token_never_reaches_the_servers_environment(monkeypatch: pytest.Mon
     named = stdio_test_server(tools=["environment"], env={"NISSE_LLM_TOKEN": "sk-named"})
     with Toolbox.from_mcp(named) as box:
         assert json.loads(_call(box, "environment").output)["NISSE_LLM_TOKEN"] == "sk-named"
+
+
+def test_the_package_imports_without_the_sdk_and_says_which_extra_to_install() -> None:
+    """Without the mcp SDK, nisse_llm and McpServer import; starting a server is an
+    ImportError naming the extra."""
+    code = (
+        "import sys\n"
+        "sys.modules['mcp'] = None\n"
+        "from nisse_llm import McpServer, Toolbox\n"
+        "server = McpServer.stdio('mcp-server-git')\n"
+        "try:\n"
+        "    Toolbox.from_mcp(server)\n"
+        "except ImportError as exc:\n"
+        "    print(exc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.strip() == (
+        "MCP servers need the mcp extra (mcp is missing): pip install 'nisse-llm[mcp]'"
+    )
