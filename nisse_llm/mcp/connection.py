@@ -83,6 +83,10 @@ class _Session:
         try:
             await asyncio.wait_for(asyncio.shield(ready), defaults.MCP_START_TIMEOUT_S)
         except Exception as exc:
+            # Still starting (a server that never answers ``initialize``): nothing waits on
+            # the stop event yet, so the task is cancelled, which ends the process too.
+            if self._task is not None and not ready.done():
+                self._task.cancel()
             await self.stop()
             raise UpstreamUnavailable(
                 f"MCP server {self.server.name!r} did not start: {_why(exc)}{self._tail()}"
@@ -133,6 +137,7 @@ class _Session:
         return stdio_client(params, errlog=errlog)
 
     async def stop(self) -> None:
+        """Leave the session: the SDK closes the server's stdin, then terminates it."""
         self._stop.set()
         if self._task is not None:
             await asyncio.gather(self._task, return_exceptions=True)

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.mcp.helpers import http_test_server, mcp_git_bin
+from tests.mcp.helpers import HttpTestServer, mcp_git_bin
 
 
 @pytest.fixture(scope="module")
 def mcp_http_url() -> Iterator[str]:
     """The test MCP server over streamable HTTP, for the module's tests."""
-    with http_test_server() as url:
-        yield url
+    with HttpTestServer() as server:
+        yield server.url
 
 
 @pytest.fixture(scope="session")

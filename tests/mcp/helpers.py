@@ -7,8 +7,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ from nisse_llm import defaults
 from nisse_llm.mcp import McpServer
 from nisse_llm.testing.proxy import free_port
 
-__all__ = ["MCP_GIT_BIN_ENV", "REPO", "http_test_server", "mcp_git_bin", "stdio_test_server"]
+__all__ = ["MCP_GIT_BIN_ENV", "REPO", "HttpTestServer", "mcp_git_bin", "stdio_test_server"]
 
 REPO = Path(__file__).resolve().parents[2]
 #: The published server's executable (`make mcp` installs it; the Makefile exports this).
@@ -46,30 +45,44 @@ def stdio_test_server(
     )
 
 
-@contextmanager
-def http_test_server() -> Iterator[str]:
-    """The test tree's MCP server over streamable HTTP, running; yields its URL."""
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tests.mcp.server", "http", str(port)],
-        cwd=REPO,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
+class HttpTestServer:
+    """The test tree's MCP server over streamable HTTP on one port: ``with`` starts it,
+    `stop` and `start` take it away and bring it back on the same URL."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "tests.mcp.server", "http", str(self.port)],
+            cwd=REPO,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 60
         while True:
             try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return
             except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
+                if self._process.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError("the test MCP server did not start listening") from None
                 time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self._process is not None:
+            self._process.terminate()
+            self._process.wait(timeout=30)
+            self._process = None
+
+    def __enter__(self) -> HttpTestServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
 
 def mcp_git_bin() -> Path:

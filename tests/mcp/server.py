@@ -101,6 +101,12 @@ def environment() -> dict[str, Any]:
     return dict(os.environ)
 
 
+@server.tool()
+def pid() -> int:
+    """The server's process id."""
+    return os.getpid()
+
+
 @server.tool(name="repo.status/long" + "x" * 70, description=HOSTILE_DESCRIPTION)
 def dotted() -> str:
     return "dotted answered"

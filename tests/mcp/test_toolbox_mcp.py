@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 
 import pytest
 
-from nisse_llm import ConfigError, Toolbox, ToolCall, ToolResult, UpstreamUnavailable
+from nisse_llm import ConfigError, Toolbox, ToolCall, ToolResult, UpstreamUnavailable, defaults
 from nisse_llm.log.tools import TOOL_NAME_PATTERN
 from nisse_llm.mcp import McpServer
-from tests.mcp.helpers import stdio_test_server
+from tests.mcp.helpers import HttpTestServer, stdio_test_server
 
 MIB = 1024 * 1024
 
@@ -110,6 +112,45 @@ def test_a_tool_list_naming_a_missing_tool_is_a_config_error() -> None:
     """``tools=`` naming a tool the server lacks fails at start, naming what it has."""
     with pytest.raises(ConfigError, match=r"has no tool nope; it has: .*echo"):
         Toolbox.from_mcp(stdio_test_server(tools=["echo", "nope"]))
+
+
+def test_a_server_that_never_answers_initialize_is_upstream_unavailable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A command that starts but never speaks MCP fails after the start timeout, not never."""
+    monkeypatch.setattr(defaults, "MCP_START_TIMEOUT_S", 2.0)
+    mute = McpServer.stdio("sh", ["-c", "sleep 600"], name="mute")
+    with pytest.raises(UpstreamUnavailable, match=r"'mute' did not start: no answer within 2s"):
+        Toolbox.from_mcp(mute)
+
+
+def test_closing_the_box_stops_the_servers_and_the_loop_thread() -> None:
+    """After close, the stdio server's process is gone and the box's MCP thread too."""
+    before = _mcp_threads()
+    with Toolbox.from_mcp(stdio_test_server(tools=["pid"])) as box:
+        pid = int(_call(box, "pid").output)
+        os.kill(pid, 0)  # alive while the box is open
+        assert len(_mcp_threads() - before) == 1
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    assert _mcp_threads() - before == set()
+
+
+def _mcp_threads() -> set[threading.Thread]:
+    return {thread for thread in threading.enumerate() if thread.name == "nisse-llm-mcp"}
+
+
+def test_an_http_server_that_went_away_is_an_error_then_reconnected() -> None:
+    """A call to an HTTP server that stopped is an error result; once it is back, the next
+    call reconnects and is answered."""
+    with HttpTestServer() as web, Toolbox.from_mcp(McpServer.http(web.url, name="web")) as box:
+        assert _call(box, "echo", text="before").output == "before"
+        web.stop()
+        gone = _call(box, "echo", text="during")
+        assert gone.is_error
+        assert "MCP server 'web'" in gone.output
+        web.start()
+        assert _call(box, "echo", text="after").output == "after"
 
 
 def test_a_server_that_does_not_start_is_upstream_unavailable() -> None:
