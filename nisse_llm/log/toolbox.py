@@ -95,6 +95,13 @@ def _result(call: ToolCall, value: Any) -> ToolResult:
     return ToolResult(call_id=call.call_id, output=result_text(value))
 
 
+def _answered(call: ToolCall, value: Any) -> tuple[ToolResult, str | None]:
+    """The result of a tool that returned, and its failure kind when it answered an error
+    result itself (an MCP tool's ``isError``, or its server failing)."""
+    result = _result(call, value)
+    return result, "tool_error" if result.is_error else None
+
+
 def _quote(value: Any) -> str:
     text = result_text(value) if not isinstance(value, str) else repr(value)
     return text if len(text) <= _QUOTE_LIMIT else text[: _QUOTE_LIMIT - 3] + "..."
@@ -278,7 +285,7 @@ class Toolbox(Closing):
                 value = asyncio.run(_awaited(value))
         except Exception as exc:
             return self._failed(call, exc), type(exc).__name__
-        return _result(call, value), None
+        return _answered(call, value)
 
     async def arun(
         self, events: Sequence[CanonicalEvent] | Iterable[CanonicalEvent]
@@ -309,7 +316,7 @@ class Toolbox(Closing):
                     value = await value
         except Exception as exc:
             return self._failed(call, exc), type(exc).__name__
-        return _result(call, value), None
+        return _answered(call, value)
 
     def _trace(self, call: ToolCall) -> AbstractContextManager[ToolTrace]:
         """The span of ``call``'s run: the tracer's while telemetry is on, else a no-op."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from opentelemetry.trace import StatusCode
+
 from nisse_llm import Toolbox, ToolCall
 from tests.mcp.helpers import stdio_test_server
 from tests.telemetry.conftest import Telemetry, attributes
@@ -31,3 +33,14 @@ def test_an_mcp_call_is_an_execute_tool_span_naming_its_server(otel: Telemetry) 
         "mcp.method.name": "tools/call",
         "nisse_llm.mcp.server": "scratch",
     }
+
+
+def test_an_mcp_error_result_marks_its_span_failed(otel: Telemetry) -> None:
+    """A result the server flags as an error sets the span's error type and status."""
+    call = ToolCall(call_id="call_no", tool="refuse", arguments={"reason": "read-only"})
+    with Toolbox.from_mcp(stdio_test_server(tools=["refuse"])) as box:
+        (result,) = box.run([call])
+    assert result.is_error
+    (span,) = otel.spans()
+    assert attributes(span)["error.type"] == "tool_error"
+    assert span.status.status_code is StatusCode.ERROR
