@@ -139,3 +139,14 @@ def test_config_show_lists_each_key_with_its_source_and_hides_credentials(
     assert "ghp_secret123" not in out
     assert "issue-secret" not in out
     assert TOKEN not in out
+
+
+def test_an_argument_wins_over_the_environment_and_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``load_settings(mcp=...)`` changes one key of a server, keeping the file's others."""
+    monkeypatch.setenv("NISSE_MCP_GIT_TIMEOUT_S", "12")
+    settings = load_settings(_write(tmp_path), mcp={"servers": {"git": {"timeout_s": 5}}})
+    git = settings.mcp.servers["git"]
+    assert (git.timeout_s, git.command) == (5, "mcp-server-git")
+    assert settings.sources["mcp.servers.git.timeout_s"] == "argument mcp="
