@@ -114,8 +114,11 @@ class _Session:
         server = self.server
         if server.transport == "http":
             assert server.url is not None
+            # The SDK's read timeout (300 s: a server may hold its event stream open), or
+            # longer when a call may take longer; the call's own timeout is ``timeout_s``.
+            read = max(300.0, server.timeout_s + 5)
             client = create_mcp_http_client(
-                headers=server.headers, timeout=httpx2.Timeout(30.0, read=server.timeout_s + 5)
+                headers=server.headers, timeout=httpx2.Timeout(30.0, read=read)
             )
             stack.push_async_callback(client.aclose)
             return streamable_http_client(

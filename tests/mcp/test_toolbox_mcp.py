@@ -108,6 +108,19 @@ def test_python_functions_and_mcp_tools_share_one_box() -> None:
         assert [result.output for result in box.run(calls)] == ["X", "y"]
 
 
+def test_a_function_named_like_an_mcp_tool_is_refused_and_the_server_stopped() -> None:
+    """Two tools of one name cannot share a box: ValueError, and the started server stops."""
+
+    def echo(text: str) -> str:
+        """A local echo."""
+        return text
+
+    before = _mcp_threads()
+    with pytest.raises(ValueError, match="two tools are named 'echo'"):
+        Toolbox.from_mcp(stdio_test_server(tools=["echo"]), tools=[echo])
+    assert _mcp_threads() - before == set()
+
+
 def test_a_tool_list_naming_a_missing_tool_is_a_config_error() -> None:
     """``tools=`` naming a tool the server lacks fails at start, naming what it has."""
     with pytest.raises(ConfigError, match=r"has no tool nope; it has: .*echo"):
