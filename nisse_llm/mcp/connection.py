@@ -74,6 +74,7 @@ class _Session:
         self.stderr = _StderrTail(defaults.MCP_STDERR_BYTES)
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._starting = asyncio.Lock()  # two calls finding the server gone start it once
 
     async def start(self) -> None:
         """Start the server, ``initialize`` and list its tools; `UpstreamUnavailable` if not."""
@@ -153,11 +154,12 @@ class _Session:
     async def call(self, tool: str, arguments: dict[str, Any]) -> ToolResult:
         """The tool's result, or an error result saying why there is none."""
         server = self.server
-        if self.session is None:
-            try:
-                await self.start()
-            except UpstreamUnavailable as exc:
-                return self._failed(tool, f"it did not start again ({exc.message})")
+        async with self._starting:
+            if self.session is None:
+                try:
+                    await self.start()
+                except UpstreamUnavailable as exc:
+                    return self._failed(tool, f"it did not start again ({exc.message})")
         session = self.session
         assert session is not None
         try:

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -222,6 +223,15 @@ def test_a_server_exiting_mid_call_is_an_error_and_the_next_call_restarts_it(
         assert _call(box, "echo", text="alive").output == "alive"
     (warning,) = [r for r in caplog.records if r.name == "nisse_llm.mcp"]
     assert "about to crash" in warning.getMessage()
+
+
+def test_calls_from_two_threads_after_a_crash_restart_the_server_once() -> None:
+    """Two threads calling a server that died both reach one new process."""
+    with Toolbox.from_mcp(stdio_test_server(tools=["crash", "pid"])) as box:
+        assert _call(box, "crash").is_error
+        with ThreadPoolExecutor(2) as pool:
+            pids = set(pool.map(lambda _: _call(box, "pid").output, range(2)))
+    assert len(pids) == 1
 
 
 def test_a_50_mib_result_is_cut_to_the_cap_with_a_note(mcp_http_url: str) -> None:
