@@ -166,17 +166,22 @@ class _Session:
             async with asyncio.timeout(server.timeout_s):
                 result = await session.call_tool(tool, arguments)
         except TimeoutError:
-            await self.stop()
+            await self._retire(session)
             return self._failed(tool, f"no answer within {server.timeout_s:g}s")
         except MCPError as exc:
             if exc.code != CONNECTION_CLOSED:  # the server answered: the call was refused
                 return _error(f"MCP server {server.name!r} refused {tool!r}: {exc.message}")
-            await self.stop()
+            await self._retire(session)
             return self._failed(tool, "the server closed the connection")
         except Exception as exc:
-            await self.stop()
+            await self._retire(session)
             return self._failed(tool, _why(exc))
         return tool_result(result, max_bytes=server.max_result_bytes)
+
+    async def _retire(self, session: ClientSession) -> None:
+        """Stop the server behind ``session``, unless another call has replaced it already."""
+        if self.session is session:
+            await self.stop()
 
     def _failed(self, tool: str, why: str) -> ToolResult:
         """An error result for the model, and a WARNING (with the stderr tail) for people."""
