@@ -18,6 +18,7 @@ import asyncio
 import logging
 import os
 import threading
+import weakref
 from collections.abc import Coroutine, Sequence
 from concurrent.futures import Future
 from contextlib import AsyncExitStack
@@ -238,7 +239,7 @@ class McpTool:
 class McpConnection(Closing):
     """Started MCP servers and their `tools`, until `close` (which stops them)."""
 
-    __slots__ = ("_closed", "_loop", "_sessions", "_thread", "tools")
+    __slots__ = ("__weakref__", "_closed", "_finalizer", "_loop", "_sessions", "_thread", "tools")
 
     def __init__(self, servers: Sequence[McpServer]) -> None:
         names = [server.name for server in servers]
@@ -252,6 +253,10 @@ class McpConnection(Closing):
         self._sessions = tuple(_Session(server) for server in servers)
         self._closed = False
         self.tools: tuple[McpTool, ...] = ()
+        # A connection dropped without close, or still open at exit, stops its servers too.
+        self._finalizer = weakref.finalize(
+            self, _shut_down, self._loop, self._thread, self._sessions
+        )
         try:
             self._submit(self._open()).result()
         except BaseException:
@@ -312,15 +317,22 @@ class McpConnection(Closing):
 
     def close(self) -> None:
         """Stop every server, end the sessions and the loop's thread; idempotent."""
-        if self._closed:
-            return
         self._closed = True
-        if self._thread.is_alive():
-            stop = self._submit(_stop_all(self._sessions))
-            stop.result()
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join()
-        self._loop.close()
+        self._finalizer()
+
+
+def _shut_down(
+    loop: asyncio.AbstractEventLoop, thread: threading.Thread, sessions: Sequence[_Session]
+) -> None:
+    if threading.current_thread() is thread:  # collected on the loop's own thread
+        stopping = loop.create_task(_stop_all(sessions))
+        stopping.add_done_callback(lambda _: loop.stop())
+        return
+    if thread.is_alive():
+        asyncio.run_coroutine_threadsafe(_stop_all(sessions), loop).result()
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join()
+    loop.close()
 
 
 async def _stop_all(sessions: Sequence[_Session]) -> None:

@@ -3,6 +3,7 @@ stdio and streamable HTTP: specs, every kind of result, and a server that misbeh
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import os
@@ -107,6 +108,16 @@ def test_python_functions_and_mcp_tools_share_one_box() -> None:
             ToolCall(call_id="b", tool="echo", arguments={"text": "y"}),
         ]
         assert [result.output for result in box.run(calls)] == ["X", "y"]
+
+
+def test_a_box_dropped_without_close_stops_its_server() -> None:
+    """Forgetting ``close`` leaks no server: collecting the box stops it."""
+    box = Toolbox.from_mcp(stdio_test_server(tools=["pid"]))
+    pid = int(_call(box, "pid").output)
+    del box
+    gc.collect()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
 
 
 def test_a_function_named_like_an_mcp_tool_is_refused_and_the_server_stopped() -> None:
