@@ -12,15 +12,19 @@ export NISSE_LITELLM_BIN ?= $(abspath $(PROXY_VENV))/bin/litellm
 # kept apart and put on the proxy's PYTHONPATH by the telemetry test alone.
 PROXY_OTEL ?= .venv-proxy-otel
 export NISSE_PROXY_OTEL_PATH ?= $(abspath $(PROXY_OTEL))
+# A published MCP server for the tests and the docs' example, kept apart like the proxy.
+MCP_VENV ?= .venv-mcp
+MCP_GIT_PIN := mcp-server-git==2026.10.19
+export NISSE_GIT_MCP_BIN ?= $(abspath $(MCP_VENV))/bin/mcp-server-git
 
-.PHONY: demo test lint docs bench bench-smoke fleet setup proxy clean
+.PHONY: demo test lint docs bench bench-smoke fleet setup proxy mcp clean
 
 # The main job: a short agent session through a real local LiteLLM proxy.
 demo: setup proxy
 	$(PY) -m nisse_llm.testing.demo
 
 # The whole suite, as CI runs it: lint, format, types, then every test.
-test: setup proxy lint
+test: setup proxy mcp lint
 	$(PY) -m pytest
 
 # The documentation site, built strictly into site/ (the test suite builds it too).
@@ -77,5 +81,14 @@ $(PROXY_OTEL)/.installed: $(PROXY_VENV)/.installed
 		"opentelemetry-sdk==$$($(PROXY_VENV)/bin/python -c 'from importlib.metadata import version; print(version("opentelemetry-api"))')"
 	touch $@
 
+# mcp-server-git, the published server the MCP tests and docs run against.
+mcp: $(MCP_VENV)/.installed
+
+$(MCP_VENV)/.installed:
+	$(PYTHON) -m venv $(MCP_VENV)
+	$(MCP_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(MCP_VENV)/bin/python -m pip install --quiet '$(MCP_GIT_PIN)'
+	touch $@
+
 clean:
-	rm -rf $(VENV) $(PROXY_VENV) $(PROXY_OTEL) $(BENCH_VENV) site .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(PROXY_VENV) $(PROXY_OTEL) $(MCP_VENV) $(BENCH_VENV) site .pytest_cache .mypy_cache .ruff_cache

@@ -61,6 +61,7 @@ if TYPE_CHECKING:
         load_settings,
     )
     from nisse_llm.log.toolbox import Toolbox
+    from nisse_llm.mcp.server import McpServer
     from nisse_llm.render._cache import PromptCache
     from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
     from nisse_llm.render.openai_chat import OpenAIChatRenderer
@@ -145,6 +146,7 @@ _LAZY = {
     "PromptCache": "nisse_llm.render._cache",
     "select_client": "nisse_llm.transport.clients",
     "Toolbox": "nisse_llm.log.toolbox",
+    "McpServer": "nisse_llm.mcp.server",
     "TypedReply": "nisse_llm.render.typed",
     "instrument": "nisse_llm.telemetry",
     "uninstrument": "nisse_llm.telemetry",
@@ -178,6 +180,7 @@ __all__ = [
     "LiteLLMClient",
     "LogFix",
     "LogStore",
+    "McpServer",
     "ModelInfo",
     "ModelNotServed",
     "ModelRefusal",

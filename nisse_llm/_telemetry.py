@@ -71,8 +71,11 @@ class Tracer(Protocol[Call]):
     ) -> CallTrace[Call]:
         """Start the span of a model call (its request is not rendered yet)."""
 
-    def tool(self, call: ToolCall, spec: ToolSpec | None) -> AbstractContextManager[ToolTrace]:
-        """A span around one tool execution, current inside the ``with``."""
+    def tool(
+        self, call: ToolCall, spec: ToolSpec | None, *, server: str | None = None
+    ) -> AbstractContextManager[ToolTrace]:
+        """A span around one tool execution, current inside the ``with`` (``server``: the
+        MCP server answering the call, if one does)."""
 
     def context_headers(self) -> dict[str, str]:
         """Trace-context headers naming the current span (for requests beside a call)."""

@@ -43,3 +43,15 @@ CONFIG_NAME: Final = "nisse.toml"
 KEEP_LAST_TURNS: Final = 2
 #: Room a summarised compaction keeps for its summary, and the summary's output ceiling.
 SUMMARY_TOKENS: Final = 1024
+#: Seconds one MCP tool call may take before it is an error result (and the server restarted).
+MCP_TIMEOUT_S: Final = 60.0
+#: Largest MCP tool result handed to the model, text and images together; more is cut with a
+#: note. 4 MiB: about a million tokens of text, far past any context window.
+MCP_MAX_RESULT_BYTES: Final = 4 * 1024 * 1024
+#: Largest message read from an MCP server over HTTP (its result is then cut to the size
+#: above): a tool's answer is often sent twice, as text and as structured content.
+MCP_MAX_MESSAGE_BYTES: Final = 256 * 1024 * 1024
+#: Seconds an MCP server may take to start and list its tools.
+MCP_START_TIMEOUT_S: Final = 30.0
+#: How much of an MCP server's stderr is kept (its tail), for the WARNING of a failure.
+MCP_STDERR_BYTES: Final = 64 * 1024

@@ -16,6 +16,7 @@ from typing import TextIO
 from nisse_llm.cli._settings import load_for
 from nisse_llm.cli._terminal import printable
 from nisse_llm.cli.complete import register as _register_complete
+from nisse_llm.cli.mcp import mcp_online_rows, mcp_rows
 from nisse_llm.cli.schema import check_schemas, write_schemas
 from nisse_llm.cli.starter import DEFAULT_CONFIG_NAME, init_config
 from nisse_llm.config.options import RequestOptions
@@ -89,9 +90,28 @@ def _config_check(args: argparse.Namespace) -> int:
     _table(sys.stdout, [header, *rows])
     print("settings:")
     _table(sys.stdout, [("  key", "value", "source"), *_setting_rows(settings)])
+    _print_mcp(settings)
     if args.online:
-        return _online(pin)
+        proxy = _online(pin)
+        servers = _mcp_online(settings)  # checked whatever the proxy said
+        return proxy or servers
     return EXIT_OK
+
+
+def _print_mcp(settings: Settings) -> None:
+    if settings.mcp.servers:
+        print("mcp servers:")
+        _table(sys.stdout, [("  key", "value", "source"), *mcp_rows(settings)])
+
+
+def _mcp_online(settings: Settings) -> int:
+    """Each MCP server started, initialized and asked for its tools."""
+    if not settings.mcp.servers:
+        return EXIT_OK
+    print("mcp: starting each server and listing its tools")
+    rows, ok = mcp_online_rows(settings)
+    _table(sys.stdout, rows)
+    return EXIT_OK if ok else EXIT_UPSTREAM
 
 
 def _online(pin: Pin) -> int:
@@ -142,7 +162,7 @@ def _setting_rows(settings: Settings) -> list[tuple[str, str, str]]:
     rows = []
     for key, source in settings.sources.items():
         table, *path = key.split(".")
-        if table == "roles" and len(path) == 1:
+        if (table == "roles" and len(path) == 1) or table == "mcp":  # mcp: its own table
             continue
         if key == "llm.token":
             shown = "(set, never shown)"
@@ -189,6 +209,7 @@ def _config_show(args: argparse.Namespace) -> int:
             for role, entry in record["roles"].items()
         ],
     )
+    _print_mcp(settings)
     return EXIT_OK
 
 

@@ -69,6 +69,20 @@ def config_schema() -> dict[str, Any]:
     for key, prop in profile["properties"].items():
         env = "NISSE_ROLE_<ROLE>" if key == "model" else f"NISSE_ROLE_<ROLE>_{key.upper()}"
         prop["description"] += f" Environment variable: {env}."
+    server = schema["$defs"]["McpServerSettings"]
+    server["description"] = (
+        "An [mcp.servers.NAME] table: a command started over stdio, or a streamable HTTP url. "
+        "Every key may instead come from its environment variable."
+    )
+    for key, prop in server["properties"].items():
+        env = {"env": "ENV_<VAR>", "headers": "HEADER_<HEADER>"}.get(key, key.upper())
+        prop["description"] += f" Environment variable: NISSE_MCP_<NAME>_{env}."
+    # A command or a url, never both (neither is required: the environment may give it).
+    server["dependentSchemas"] = {
+        "url": {"properties": {"command": False, "args": False, "env": False, "cwd": False}},
+        "command": {"properties": {"headers": False}},
+    }
+    schema["$defs"]["McpSettings"]["properties"]["servers"]["additionalProperties"] = False
     schema["description"] = (
         "The nisse-llm TOML configuration file. Precedence, highest first: explicit "
         "arguments, environment variables, this file, defaults."

@@ -30,6 +30,7 @@ from nisse_llm.config._tables import (
     env_var,
 )
 from nisse_llm.config._typos import close_name
+from nisse_llm.config.mcp import McpServerSettings, McpSettings
 from nisse_llm.config.model_rules import LEVELS
 from nisse_llm.config.profiles import (
     PROFILE_KEYS,
@@ -151,6 +152,13 @@ def _describe(load: Load, err: ErrorDetails) -> Iterator[str]:
             yield missing_key(load, ".".join(loc[:2]))
     elif kind == "extra_forbidden":
         yield _unknown(load, loc)
+    elif loc[0] == "mcp" and loc[3:4] == ("[key]",):
+        origin = _origin(load, loc[:3]) or "an unknown source"
+        yield (
+            f"mcp.servers.{loc[2]}: not a server name; use lowercase letters, digits and _, "
+            f"starting with a letter (it names the server's NISSE_MCP_<NAME>_ variables); "
+            f"from {origin}"
+        )
     elif kind == "role_name":
         name = str(err.get("ctx", {}).get("name"))
         origin = _origin(load, ("roles", name)) or "an unknown source"
@@ -196,6 +204,10 @@ def _split_key(loc: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
             return ".".join(loc[:3]), loc[3:]
         if loc[2] == "model":
             return ".".join(loc[:2]), loc[3:]
+    if loc[0] == "mcp" and len(loc) >= 5 and loc[3] in ("env", "headers"):
+        return ".".join(loc[:5]), loc[5:]  # mcp.servers.NAME.env.VAR
+    if loc[0] == "mcp" and len(loc) >= 3:  # mcp.servers.NAME.KEY
+        return ".".join(loc[:4]), loc[4:]
     return ".".join(loc[:2]), loc[2:]
 
 
@@ -213,7 +225,7 @@ def _reason(load: Load, loc: tuple[str, ...], err: ErrorDetails) -> str:
     return _PLAIN.get(kind) or lower_first(err["msg"])
 
 
-_TABLES: Mapping[str, type[BaseModel]] = {"llm": LLMSettings, "roles": RoleMap}
+_TABLES: Mapping[str, type[BaseModel]] = {"llm": LLMSettings, "roles": RoleMap, "mcp": McpSettings}
 #: The keys of the file outside its tables.
 TOP_LEVEL_KEYS: tuple[str, ...] = ("require_roles",)
 
@@ -279,6 +291,11 @@ def _unknown(load: Load, loc: tuple[str, ...]) -> str:
         known = ["model", *PROFILE_KEYS]
         hint = _did_you_mean(name, known, template=table + ".{}")
         return f"{table}.{name}: unknown key in {origin}{hint}; [{table}] holds " + ", ".join(known)
+    if loc[0] == "mcp" and len(loc) >= 4:  # a key inside a server's table
+        table, name = f"mcp.servers.{loc[2]}", loc[3]
+        known = list(McpServerSettings.model_fields)
+        hint = _did_you_mean(name, known, template=table + ".{}")
+        return f"{table}.{name}: unknown key in {origin}{hint}; [{table}] holds " + ", ".join(known)
     table, name = loc[0], loc[1]
     known = list(_TABLES[table].model_fields) if table in _TABLES else []
     hint = _did_you_mean(name, known, template=table + ".{}")
@@ -322,7 +339,8 @@ def sources_of(load: Load) -> dict[str, str]:
     """Every key's source: each key any layer set, and every table field's default."""
     keys: dict[tuple[str, ...], None] = {(key,): None for key in TOP_LEVEL_KEYS}
     for table, model in _TABLES.items():
-        keys.update(((table, name), None) for name in model.model_fields)
+        if table != "mcp":  # its keys are each server's, listed where a layer sets them
+            keys.update(((table, name), None) for name in model.model_fields)
     for layer in (load.arguments, load.environment, load.file):
         keys.update(dict.fromkeys(_flat_keys(layer)))
     found = {}
@@ -343,8 +361,9 @@ def sources_of(load: Load) -> dict[str, str]:
 
 
 def _flat_keys(data: Mapping[str, Any], prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    depth = 4 if prefix[:1] == ("mcp",) else 2  # mcp.servers.NAME.env.VAR
     for key, value in data.items():
-        if isinstance(value, Mapping) and len(prefix) < 2:
+        if isinstance(value, Mapping) and len(prefix) < depth:
             yield from _flat_keys(value, (*prefix, str(key)))
         elif prefix:
             yield (*prefix, str(key))
@@ -385,6 +404,9 @@ def _redact(text: str, secrets: set[str]) -> str:
 
 def _holds_userinfo(key: str, value: Any) -> bool:
     # A base URL with user:password@ is not echoed: the password would be in the message.
+    # Nor an MCP server's env or headers (credentials), nor a whole server's table.
+    if key.startswith("mcp."):
+        return isinstance(value, Mapping) or ".env." in key or ".headers." in key
     return key == "llm.base_url" and "@" in str(value)
 
 

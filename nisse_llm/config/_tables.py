@@ -79,11 +79,14 @@ ENV_VARS: Mapping[str, str] = {
 }
 
 _ROLE_ENV_PREFIX = "NISSE_ROLE_"
+#: An MCP server's variables: ``NISSE_MCP_<NAME>_<KEY>`` (`nisse_llm.config.mcp`).
+MCP_ENV_PREFIX = "NISSE_MCP_"
 
 
 def env_var(key: str) -> str:
-    """The environment variable of a TOML key: `ENV_VARS`'s, or for any role's key
-    ``NISSE_ROLE_<ROLE>`` / ``NISSE_ROLE_<ROLE>_<OPTION>``."""
+    """The environment variable of a TOML key: `ENV_VARS`'s, for any role's key
+    ``NISSE_ROLE_<ROLE>`` / ``NISSE_ROLE_<ROLE>_<OPTION>``, for an MCP server's
+    ``NISSE_MCP_<NAME>_<KEY>``."""
     known = ENV_VARS.get(key)
     if known is not None:
         return known
@@ -92,7 +95,20 @@ def env_var(key: str) -> str:
         return _ROLE_ENV_PREFIX + rest[0].upper()
     if table == "roles" and len(rest) == 2:
         return option_env_var(rest[0], rest[1])
+    if table == "mcp" and len(rest) >= 3:
+        return mcp_env_var(*rest[1:4])
+    if table == "mcp" and len(rest) == 2:  # a whole server's table
+        return f"{MCP_ENV_PREFIX}{rest[1].upper()}_*"
     return key
+
+
+def mcp_env_var(server: str, key: str, entry: str | None = None) -> str:
+    """The environment variable of an MCP server's key (or of one ``env``/``headers`` entry)."""
+    name = f"{MCP_ENV_PREFIX}{server.upper()}"
+    if key in ("env", "headers") and entry is not None:
+        kind = "ENV" if key == "env" else "HEADER"
+        return f"{name}_{kind}_{entry.upper().replace('-', '_')}"
+    return f"{name}_{key.upper()}"
 
 
 def misread_option(name: str, roles: set[str]) -> str | None:

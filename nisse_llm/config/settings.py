@@ -67,6 +67,7 @@ from nisse_llm.config._tables import (
     role_name_problem,
 )
 from nisse_llm.config._typos import model_typo, role_typos
+from nisse_llm.config.mcp import McpSettings, mcp_env
 from nisse_llm.config.options import RequestOptions
 from nisse_llm.config.profiles import (
     RoleProfile,
@@ -313,6 +314,10 @@ class _EnvSource(PydanticBaseSettingsSource):
             if problem is not None:
                 load.problems.append(problem)
                 del data["roles"][name]
+        servers, problems = mcp_env(os.environ)
+        load.problems.extend(problems)
+        if servers:
+            data["mcp"] = {"servers": servers}
         load.environment = data
         return copy_tables(data)
 
@@ -328,7 +333,7 @@ class _TomlSource(PydanticBaseSettingsSource):
         if load.path is None:
             return {}
         data, load.file_text = read_toml(load.path, load.path_named_by)
-        for table in ("llm", "roles"):
+        for table in ("llm", "roles", "mcp"):
             if table in data and not isinstance(data[table], dict):
                 load.problems.append(
                     f"{table}: must be a table ([{table}]), got {toml_type(data.pop(table))}; "
@@ -352,8 +357,8 @@ class _TomlSource(PydanticBaseSettingsSource):
 
 
 class Settings(BaseSettings):
-    """The whole configuration: the ``[llm]`` and ``[roles]`` tables, and the roles the
-    configuration must define (``require_roles``).
+    """The whole configuration: the ``[llm]``, ``[roles]`` and ``[mcp]`` tables, and the
+    roles the configuration must define (``require_roles``).
 
     Build it with `load_settings`; ``Settings(config_file, llm=..., roles=...)`` does the
     same. Every failure is a `ConfigError`; a name that is probably misspelt (a role a
@@ -388,6 +393,10 @@ class Settings(BaseSettings):
                     {"reason": f"{name!r} is not a role name: {problem}"},
                 )
         return names
+
+    mcp: McpSettings = Field(
+        default_factory=McpSettings, description="The MCP tool servers agents may use."
+    )
 
     _config_file: Path | None = PrivateAttr(default=None)
     _config_lookup: str = PrivateAttr(default="")

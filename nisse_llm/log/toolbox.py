@@ -14,7 +14,11 @@ A tool's return value becomes the result's text deterministically: a ``str`` as 
 ``bytes`` decoded as UTF-8 (invalid bytes replaced), anything else as compact JSON
 (pydantic's serializer: models, dataclasses, dates, sets...; ``None`` is ``null``). An
 `Image`, or a list or tuple of strings and images holding at least one image, becomes the
-result's ``images`` beside the strings joined by newlines (a screenshot tool, say).
+result's ``images`` beside the strings joined by newlines (a screenshot tool, say). A
+`ToolResult` is the answer as it is (what an MCP tool returns, its own errors included).
+
+`Toolbox.from_mcp` adds the tools of MCP servers (`McpServer`, the ``mcp`` extra) beside the
+functions: the same `specs`, `run` and `arun`; `close` (or leaving a ``with``) stops them.
 """
 
 from __future__ import annotations
@@ -26,10 +30,11 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, RootModel, ValidationError
 from pydantic_core import to_json
 
 from nisse_llm import _telemetry
+from nisse_llm._closing import Closing
 from nisse_llm._drive import adrive, drive
 from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult, ToolSpec
 from nisse_llm.log.images import Image
@@ -37,6 +42,8 @@ from nisse_llm.log.tools import arguments_model
 
 if TYPE_CHECKING:
     from nisse_llm._telemetry import ToolTrace
+    from nisse_llm.mcp.connection import McpConnection
+    from nisse_llm.mcp.server import McpServer
 
 __all__ = ["Toolbox", "result_text", "validation_feedback"]
 
@@ -51,6 +58,11 @@ class _Tool:
     arguments: type[BaseModel]
     positional: tuple[bool, ...]  # per field: pass positionally (a positional-only parameter)
     is_async: bool
+    server: str | None = None  # the MCP server answering it, if any
+
+
+class _McpArguments(RootModel[dict[str, Any]]):
+    """An MCP tool's arguments, passed whole: its server checks them against its schema."""
 
 
 def _entry(fn: Callable[..., Any]) -> _Tool:
@@ -74,12 +86,21 @@ def result_text(value: Any) -> str:
 
 
 def _result(call: ToolCall, value: Any) -> ToolResult:
+    if isinstance(value, ToolResult):
+        return value.model_copy(update={"call_id": call.call_id})
     parts = value if isinstance(value, list | tuple) else (value,)
     images = tuple(part for part in parts if isinstance(part, Image))
     if images and all(isinstance(part, Image | str) for part in parts):
         text = "\n".join(part for part in parts if isinstance(part, str))
         return ToolResult(call_id=call.call_id, output=text, images=images)
     return ToolResult(call_id=call.call_id, output=result_text(value))
+
+
+def _answered(call: ToolCall, value: Any) -> tuple[ToolResult, str | None]:
+    """The result of a tool that returned, and its failure kind when it answered an error
+    result itself (an MCP tool's ``isError``, or its server failing)."""
+    result = _result(call, value)
+    return result, "tool_error" if result.is_error else None
 
 
 def _quote(value: Any) -> str:
@@ -100,24 +121,92 @@ def validation_feedback(tool: str, error: ValidationError) -> str:
     return "\n".join(lines)
 
 
-class Toolbox:
+class Toolbox(Closing):
     """Python functions as tools: their `specs`, and `run` / `arun` to answer tool calls.
 
     ``Toolbox([read_file, write_file])``; each function's spec comes from
     `ToolSpec.from_function`. ``propagate_errors=True`` lets a tool's exception reach the
     caller instead of becoming an error result (validation and unknown names stay results).
+    ``repeatable`` names the tools that may run again after a crash (they only read, or a
+    second run changes nothing more).
     """
 
     def __init__(
-        self, tools: Iterable[Callable[..., Any]], *, propagate_errors: bool = False
+        self,
+        tools: Iterable[Callable[..., Any]],
+        *,
+        propagate_errors: bool = False,
+        repeatable: Iterable[str] = (),
     ) -> None:
         self._tools: dict[str, _Tool] = {}
         for fn in tools:
-            entry = _entry(fn)
-            if entry.spec.name in self._tools:
-                raise ValueError(f"two tools are named {entry.spec.name!r}")
-            self._tools[entry.spec.name] = entry
+            self._add(_entry(fn))
         self.propagate_errors = propagate_errors
+        self.repeatable = frozenset(repeatable)
+        self._connections: list[McpConnection] = []
+
+    def _add(self, entry: _Tool) -> None:
+        if entry.spec.name in self._tools:
+            raise ValueError(f"two tools are named {entry.spec.name!r}")
+        self._tools[entry.spec.name] = entry
+
+    @classmethod
+    def from_mcp(
+        cls,
+        *servers: McpServer,
+        tools: Iterable[Callable[..., Any]] = (),
+        propagate_errors: bool = False,
+        repeatable: Iterable[str] = (),
+    ) -> Toolbox:
+        """The tools of ``servers`` (started now, stopped by `close`) beside the functions
+        ``tools``. A tool its server marks read-only or idempotent is ``repeatable``.
+
+        Raises `UpstreamUnavailable` when a server does not start or list its tools.
+        """
+        box = cls(tools, propagate_errors=propagate_errors, repeatable=repeatable)
+        if servers:
+            first, *more = servers
+            box._serve(first.connect(*more))
+        return box
+
+    @classmethod
+    async def afrom_mcp(
+        cls,
+        *servers: McpServer,
+        tools: Iterable[Callable[..., Any]] = (),
+        propagate_errors: bool = False,
+        repeatable: Iterable[str] = (),
+    ) -> Toolbox:
+        """`from_mcp` for asyncio: the servers start without blocking the running loop."""
+        box = cls(tools, propagate_errors=propagate_errors, repeatable=repeatable)
+        if servers:
+            first, *more = servers
+            box._serve(await first.aconnect(*more))
+        return box
+
+    def _serve(self, connection: McpConnection) -> None:
+        """Answer the tools of ``connection`` (and close it with the box)."""
+        self._connections.append(connection)
+        try:
+            for tool in connection.tools:
+                self._add(
+                    _Tool(
+                        tool.spec, tool, _McpArguments, (True,), is_async=False, server=tool.server
+                    )
+                )
+        except ValueError:
+            self.close()
+            raise
+        self.repeatable |= {tool.spec.name for tool in connection.tools if tool.repeatable}
+
+    def close(self) -> None:
+        """Stop the MCP servers the box started (nothing to do for functions alone)."""
+        while self._connections:
+            self._connections.pop().close()
+
+    async def aclose(self) -> None:
+        """`close` for asyncio, in a worker thread (the servers take a moment to stop)."""
+        await asyncio.to_thread(self.close)
 
     @property
     def specs(self) -> list[ToolSpec]:
@@ -204,7 +293,7 @@ class Toolbox:
                 value = asyncio.run(_awaited(value))
         except Exception as exc:
             return self._failed(call, exc), type(exc).__name__
-        return _result(call, value), None
+        return _answered(call, value)
 
     async def arun(
         self, events: Sequence[CanonicalEvent] | Iterable[CanonicalEvent]
@@ -229,7 +318,7 @@ class Toolbox:
                     value = await value
         except Exception as exc:
             return self._failed(call, exc), type(exc).__name__
-        return _result(call, value), None
+        return _answered(call, value)
 
     def _trace(self, call: ToolCall) -> AbstractContextManager[ToolTrace]:
         """The span of ``call``'s run: the tracer's while telemetry is on, else a no-op."""
@@ -237,7 +326,9 @@ class Toolbox:
         if tracer is None:
             return _UNTRACED
         tool = self._tools.get(call.tool)
-        return tracer.tool(call, None if tool is None else tool.spec)
+        if tool is None:
+            return tracer.tool(call, None)
+        return tracer.tool(call, tool.spec, server=tool.server)
 
 
 def _calls(events: Iterable[CanonicalEvent]) -> Iterator[ToolCall]:

@@ -124,13 +124,18 @@ class OpenTelemetryTracer:
         return headers
 
     @contextmanager
-    def tool(self, call: ToolCall, spec: ToolSpec | None) -> Iterator[_ToolSpan]:
+    def tool(
+        self, call: ToolCall, spec: ToolSpec | None, *, server: str | None = None
+    ) -> Iterator[_ToolSpan]:
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": _TOOL_OPERATION,
             "gen_ai.tool.name": call.tool,
             "gen_ai.tool.call.id": call.call_id,
-            "gen_ai.tool.type": "function",
+            "gen_ai.tool.type": "function" if server is None else "extension",
         }
+        if server is not None:  # the MCP semantic conventions' method, and which server
+            attributes["mcp.method.name"] = "tools/call"
+            attributes["nisse_llm.mcp.server"] = server
         if spec is not None and spec.description:
             attributes["gen_ai.tool.description"] = spec.description
         if self.capture_content:

@@ -32,6 +32,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("render", ("nisse_llm.render",)),
     ("stream", ("nisse_llm.stream",)),
     ("task", ("nisse_llm.task",)),
+    ("mcp", ("nisse_llm.mcp",)),
     ("transport", ("nisse_llm.transport",)),
     ("telemetry", ("nisse_llm.telemetry",)),
     ("testing", ("nisse_llm.testing",)),

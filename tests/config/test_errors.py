@@ -151,7 +151,7 @@ def test_an_unknown_table_with_every_role_set_elsewhere_keeps_the_suggestion(
         monkeypatch.setenv(f"NISSE_ROLE_{role.upper()}", model)
     path = write_config(tmp_path / "c.toml", {"llm": COMPLETE["llm"], "role": {"x": "y"}})
     assert _problems(path) == (
-        f"[role]: unknown table in file {path} (did you mean [roles]?); the tables are [llm], [roles]",
+        f"[role]: unknown table in file {path} (did you mean [roles]?); the tables are [llm], [roles], [mcp]",
     )
 
 
@@ -181,7 +181,7 @@ def test_an_unknown_top_level_key_is_an_error(tmp_path: Path) -> None:
     path = write_config(tmp_path / "c.toml", {"base_url": "http://h", **COMPLETE})
     assert _problems(path) == (
         f"base_url: unknown top-level key in file {path}; keys live in the tables [llm], "
-        "[roles] (only require_roles stands outside them)",
+        "[roles], [mcp] (only require_roles stands outside them)",
     )
 
 
@@ -313,7 +313,7 @@ def test_bad_arguments_name_the_argument() -> None:
         "from the argument llm="
     ) in problems
     assert (
-        "[rolez]: unknown table in the argument rolez= (did you mean [roles]?); the tables are [llm], [roles]"
+        "[rolez]: unknown table in the argument rolez= (did you mean [roles]?); the tables are [llm], [roles], [mcp]"
         in problems
     )
 

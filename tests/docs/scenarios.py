@@ -4,6 +4,7 @@ to every request."""
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -90,3 +91,19 @@ def _front_page(script: Script, workdir: Path) -> None:
 
 SCENARIOS["README.md"] = _front_page
 SCENARIOS["docs/index.md"] = _front_page
+
+
+def _mcp(script: Script, workdir: Path) -> None:
+    git = ["git", "-C", str(workdir), "-c", "user.name=Ada", "-c", "user.email=ada@example.com"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run(
+        [*git, "commit", "-q", "--allow-empty", "-m", "Fix add() in calc.py"], check=True
+    )
+    script.when(
+        reply(ToolUse("git_log", {"repo_path": ".", "max_count": 1})),
+        user_text="What was the last commit about?",
+    )
+    script.when(reply("It fixed add() in calc.py."), tool_result="Message: Fix add() in calc.py")
+
+
+SCENARIOS["docs/guides/mcp.md"] = _mcp

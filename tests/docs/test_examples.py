@@ -11,6 +11,7 @@ in process for most pages, the real LiteLLM proxy in front of it for pages marke
 
 from __future__ import annotations
 
+import os
 import sys
 import tomllib
 import types
@@ -25,6 +26,7 @@ from nisse_llm.testing.proxy import LiteLLMProxy
 from tests.docs.conftest import answer_done
 from tests.docs.pages import DOCS, Page, all_pages, read_page
 from tests.docs.scenarios import SCENARIOS
+from tests.mcp.helpers import mcp_git_bin
 
 PAGES = all_pages()
 RUNNABLE = [page for page in PAGES if page.python]
@@ -78,6 +80,9 @@ def test_page_examples_run(
 ) -> None:
     """Every python block of the page runs as written, against the scripted model (through
     the real proxy where the page says so), and no request goes unanswered by design."""
+    if any(block.marker("requires") == "mcp-server-git" for block in page.blocks):
+        # The page runs the published server by its name, as a reader who installed it would.
+        monkeypatch.setenv("PATH", f"{mcp_git_bin().parent}{os.pathsep}{os.environ['PATH']}")
     if page.needs_proxy:
         proxy: LiteLLMProxy = request.getfixturevalue("docs_proxy")
         upstream: ScriptedServer = request.getfixturevalue("docs_upstream")
