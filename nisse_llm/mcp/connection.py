@@ -23,7 +23,7 @@ from collections.abc import Coroutine, Sequence
 from concurrent.futures import Future
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 import httpx2
 from mcp import ClientSession, StdioServerParameters, stdio_client
@@ -41,9 +41,38 @@ from nisse_llm.mcp.names import clean_text, provider_names
 from nisse_llm.mcp.results import tool_result
 
 if TYPE_CHECKING:
-    from nisse_llm.mcp.server import McpServer
+    from collections.abc import Mapping
 
-__all__ = ["McpConnection", "McpTool"]
+__all__ = ["McpConnection", "McpTool", "ServerSettings"]
+
+
+class ServerSettings(Protocol):
+    """What a connection reads of a server (`McpServer` is one): named here, so that
+    `McpServer` can start connections without the two modules importing each other."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def transport(self) -> Literal["stdio", "http"]: ...
+    @property
+    def command(self) -> str | None: ...
+    @property
+    def args(self) -> tuple[str, ...]: ...
+    @property
+    def env(self) -> Mapping[str, str]: ...
+    @property
+    def cwd(self) -> str | None: ...
+    @property
+    def url(self) -> str | None: ...
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+    @property
+    def timeout_s(self) -> float: ...
+    @property
+    def tools(self) -> tuple[str, ...] | None: ...
+    @property
+    def max_result_bytes(self) -> int: ...
+
 
 logger = logging.getLogger("nisse_llm.mcp")
 _T = TypeVar("_T")
@@ -68,7 +97,7 @@ class _StderrTail(asyncio.Protocol):
 class _Session:
     """One server's session, held open by a task of the connection's loop until stopped."""
 
-    def __init__(self, server: McpServer) -> None:
+    def __init__(self, server: ServerSettings) -> None:
         self.server = server
         self.session: ClientSession | None = None
         self.listed: list[Tool] = []
@@ -120,7 +149,7 @@ class _Session:
             # longer when a call may take longer; the call's own timeout is ``timeout_s``.
             read = max(300.0, server.timeout_s + 5)
             client = create_mcp_http_client(
-                headers=server.headers, timeout=httpx2.Timeout(30.0, read=read)
+                headers=dict(server.headers), timeout=httpx2.Timeout(30.0, read=read)
             )
             stack.push_async_callback(client.aclose)
             return streamable_http_client(
@@ -241,7 +270,7 @@ class McpConnection(Closing):
 
     __slots__ = ("__weakref__", "_closed", "_finalizer", "_loop", "_sessions", "_thread", "tools")
 
-    def __init__(self, servers: Sequence[McpServer]) -> None:
+    def __init__(self, servers: Sequence[ServerSettings]) -> None:
         names = [server.name for server in servers]
         if len(set(names)) < len(names):
             raise ValueError(f"two MCP servers share a name: {names}")
@@ -264,7 +293,7 @@ class McpConnection(Closing):
             raise
 
     @classmethod
-    async def astart(cls, servers: Sequence[McpServer]) -> McpConnection:
+    async def astart(cls, servers: Sequence[ServerSettings]) -> McpConnection:
         """A connection started in a worker thread, so the running loop keeps running."""
         return await asyncio.to_thread(cls, servers)
 
