@@ -51,9 +51,11 @@ from nisse_llm.task.records import (
     StoredCall,
     StoredHeader,
     StoredRecord,
+    StoredToolRun,
     TaskHeader,
     TaskHeaderMissing,
     TaskPinMismatch,
+    ToolRunRecord,
     UsageTotals,
     ViewItem,
     compacted_view,
@@ -79,7 +81,7 @@ __all__ = [
 ]
 
 _STORED: TypeAdapter[StoredRecord] = TypeAdapter(StoredRecord)
-R = TypeVar("R", StoredEvent, StoredCall, StoredHeader)
+R = TypeVar("R", bound=StoredEvent | StoredCall | StoredToolRun | StoredHeader)
 _NEWLINE = b"\n"
 # Reading backwards for the last line: large enough that a typical record is one read.
 _TAIL_CHUNK = 64 * 1024
@@ -127,6 +129,12 @@ class LogRead:
     def unknown_calls(self) -> list[StoredCall]:
         """The start records of calls that never ended: outcome unknown, possibly billed."""
         return unknown_calls(self.starts, self.calls)
+
+    @property
+    def tool_runs(self) -> list[StoredToolRun]:
+        """The tool-run records, in order (a start before each tool runs; see
+        `ToolRunRecord`)."""
+        return [r for r in self.records if isinstance(r, StoredToolRun)]
 
     @property
     def usage(self) -> UsageTotals:
@@ -272,6 +280,22 @@ class LogStore(Closing):
         """
         return self._append_next([record], StoredCall.now)[0]
 
+    def append_tool_run(self, record: ToolRunRecord) -> StoredToolRun:
+        """Append a tool-run record (a tool's start, before it runs); return it."""
+        return self._append_next([record], StoredToolRun.now)[0]
+
+    def append_tool_outcome(self, record: ToolRunRecord, result: ToolResult) -> None:
+        """Append a tool-run record and the `ToolResult` that answers its call, in one write
+        (both or neither are in the file after a crash); `LogDuplicateId` as for
+        `append_event`."""
+
+        def make(seq: int, item: ToolRunRecord | ToolResult) -> StoredToolRun | StoredEvent:
+            if isinstance(item, ToolRunRecord):
+                return StoredToolRun.now(seq, item)
+            return StoredEvent.now(seq, item)
+
+        self._append_next([record, result], make)
+
     def begin(self, pin: Pin) -> LogStore:
         """Start the task ``pin`` in this file, or check that the file's task is this one.
 
@@ -345,6 +369,7 @@ class LogStore(Closing):
             history=found.events,
             repairs=fixes,
             unknown_calls=found.unknown_calls,
+            tool_runs=found.tool_runs,
         )
 
     def _header_of(self, first: StoredRecord | None) -> StoredHeader:

@@ -6,12 +6,17 @@ task file is one of three shapes, told apart by its key::
     {"seq": 0, "at": ..., "header": {"format": 1, "pin": {...pin.record()...}}}
     {"seq": 1, "at": ..., "event": {"kind": "user_text", ...}}        # a StoredEvent
     {"seq": 2, "at": ..., "llm_call": {"role": ..., "usage": {...}, "outcome": "ok", ...}}
+    {"seq": 3, "at": ..., "tool_run": {"call_id": ..., "tool": ..., "outcome": "started"}}
 
-Files written before task records hold ``event`` lines only and read unchanged.
+Files written before task records hold ``event`` lines only and read unchanged, and files
+written before tool-run records hold none of them.
 
 A call is written twice: a ``"started"`` record before its request leaves, and its end
 record (``start`` naming the first) when it ends; a start with no end is a call of
-unknown outcome (the process died mid-call). A `Compaction` event names the records it
+unknown outcome (the process died mid-call). A tool run is written before the tool
+runs (``"started"``); its `ToolResult` event follows. A start with no result is a run of
+unknown outcome, and the ``"unknown"`` record (``start`` naming it) says the loop gave up on
+learning it. A `Compaction` event names the records it
 replaces; `compacted_view` applies them, in file order, to give the log a request sends.
 """
 
@@ -48,9 +53,11 @@ __all__ = [
     "StoredCall",
     "StoredHeader",
     "StoredRecord",
+    "StoredToolRun",
     "TaskHeader",
     "TaskHeaderMissing",
     "TaskPinMismatch",
+    "ToolRunRecord",
     "UsageTotal",
     "UsageTotals",
     "ViewItem",
@@ -127,10 +134,34 @@ class StoredCall(_Frozen):
         return cls(seq=seq, at=datetime.now(UTC), llm_call=record)
 
 
+class ToolRunRecord(_Frozen):
+    """One run of a tool call: ``"started"`` is written (fsynced) before the tool runs, and
+    its `ToolResult` event follows; ``"unknown"`` (``start`` naming the start record) says
+    the run was cut and its outcome could not be learnt, so an error result stands for it."""
+
+    call_id: str
+    tool: str
+    outcome: Literal["started", "unknown"] = "started"
+    start: NonNegativeInt | None = Field(default=None, exclude_if=lambda v: v is None)
+
+
+class StoredToolRun(_Frozen):
+    """A `ToolRunRecord` in the task file."""
+
+    seq: NonNegativeInt
+    at: datetime
+    tool_run: ToolRunRecord
+
+    @classmethod
+    def now(cls, seq: int, record: ToolRunRecord) -> StoredToolRun:
+        """A tool-run record stamped with the current UTC time."""
+        return cls(seq=seq, at=datetime.now(UTC), tool_run=record)
+
+
 def _record_kind(value: Any) -> str | None:
     """Which record a line is, by its key (a dict while validating, a model when dumping)."""
     if isinstance(value, Mapping):
-        for key in ("event", "llm_call", "header"):
+        for key in ("event", "llm_call", "tool_run", "header"):
             if key in value:
                 return key
         return None
@@ -138,22 +169,25 @@ def _record_kind(value: Any) -> str | None:
         return "event"
     if isinstance(value, StoredCall):
         return "llm_call"
+    if isinstance(value, StoredToolRun):
+        return "tool_run"
     return "header" if isinstance(value, StoredHeader) else None
 
 
-#: Any line of a task file: a header, an event or a call record.
+#: Any line of a task file: a header, an event, a call record or a tool-run record.
 StoredRecord: TypeAlias = Annotated[
     Annotated[StoredEvent, Tag("event")]
     | Annotated[StoredCall, Tag("llm_call")]
+    | Annotated[StoredToolRun, Tag("tool_run")]
     | Annotated[StoredHeader, Tag("header")],
     Discriminator(
         _record_kind,
         custom_error_type="record_kind",
-        custom_error_message="a record holds one of 'event', 'llm_call' or 'header'",
+        custom_error_message="a record holds one of 'event', 'llm_call', 'tool_run' or 'header'",
     ),
 ]
 
-RECORD_TYPES = (StoredEvent, StoredCall, StoredHeader)
+RECORD_TYPES = (StoredEvent, StoredCall, StoredToolRun, StoredHeader)
 
 
 class UsageTotal(Usage):
@@ -262,6 +296,8 @@ class ResumedTask:
     repairs: list[LogFix] = field(default_factory=list)
     #: Calls that started and never ended: possibly billed, outcome unknown.
     unknown_calls: list[StoredCall] = field(default_factory=list)
+    #: Every tool-run record, in file order (see `ToolRunRecord`).
+    tool_runs: list[StoredToolRun] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

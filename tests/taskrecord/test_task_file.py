@@ -36,6 +36,7 @@ from nisse_llm.task.records import (
     StoredCall,
     StoredHeader,
     TaskHeader,
+    ToolRunRecord,
     UsageTotal,
     UsageTotals,
 )
@@ -248,20 +249,30 @@ def test_usage_total_adds_cost_as_an_exact_decimal() -> None:
 
 
 def test_every_record_kind_matches_the_published_schema(tmp_path: Path) -> None:
-    """Header, event and call lines validate against schemas/stored-record.schema.json,
-    and a line with none of the three keys does not."""
+    """Header, event, call and tool-run lines validate against
+    schemas/stored-record.schema.json, and a line with none of the four keys does not."""
     path = tmp_path / "task.jsonl"
     store = LogStore(path).begin(make_pin())
     store.append_event(UserText(text="a"))
     store.append_call(call_record(3))
+    start = store.append_tool_run(ToolRunRecord(call_id="call_1", tool="write_file"))
+    store.append_tool_outcome(
+        ToolRunRecord(call_id="call_1", tool="write_file", outcome="unknown", start=start.seq),
+        ToolResult(call_id="call_1", output="x", is_error=True),
+    )
 
     lines = [json.loads(line) for line in path.read_text().splitlines()]
 
-    assert [next(k for k in ("header", "event", "llm_call") if k in x) for x in lines] == [
+    kinds = ("header", "event", "llm_call", "tool_run")
+    assert [next(k for k in kinds if k in x) for x in lines] == [
         "header",
         "event",
         "llm_call",
+        "tool_run",
+        "tool_run",
+        "event",
     ]
+    assert [r.tool_run.outcome for r in LogStore(path).read().tool_runs] == ["started", "unknown"]
     for line in lines:
         jsonschema.validate(line, SCHEMA)
     with pytest.raises(jsonschema.ValidationError):
@@ -269,7 +280,8 @@ def test_every_record_kind_matches_the_published_schema(tmp_path: Path) -> None:
 
 
 def test_a_line_of_no_known_kind_names_the_keys(tmp_path: Path) -> None:
-    """A complete line holding none of event, llm_call or header is corrupt, said plainly."""
+    """A complete line holding none of event, llm_call, tool_run or header is corrupt, said
+    plainly."""
     path = tmp_path / "task.jsonl"
     path.write_bytes(b'{"seq": 0, "at": "2026-01-01T00:00:00Z", "note": "x"}\n')
 
@@ -277,7 +289,8 @@ def test_a_line_of_no_known_kind_names_the_keys(tmp_path: Path) -> None:
         LogStore(path).read()
 
     assert str(caught.value) == (
-        f"{path}:1: not a valid log record (a record holds one of 'event', 'llm_call' or 'header')"
+        f"{path}:1: not a valid log record (a record holds one of 'event', 'llm_call', "
+        "'tool_run' or 'header')"
     )
 
 
