@@ -105,10 +105,16 @@ class Toolbox:
     ``Toolbox([read_file, write_file])``; each function's spec comes from
     `ToolSpec.from_function`. ``propagate_errors=True`` lets a tool's exception reach the
     caller instead of becoming an error result (validation and unknown names stay results).
+    ``repeatable`` names the tools that may run again when a run was cut and its outcome is
+    unknown (reads, test runs; see `is_repeatable`); a tool is not repeatable by default.
     """
 
     def __init__(
-        self, tools: Iterable[Callable[..., Any]], *, propagate_errors: bool = False
+        self,
+        tools: Iterable[Callable[..., Any]],
+        *,
+        propagate_errors: bool = False,
+        repeatable: Iterable[str] = (),
     ) -> None:
         self._tools: dict[str, _Tool] = {}
         for fn in tools:
@@ -117,6 +123,20 @@ class Toolbox:
                 raise ValueError(f"two tools are named {entry.spec.name!r}")
             self._tools[entry.spec.name] = entry
         self.propagate_errors = propagate_errors
+        if isinstance(repeatable, str):
+            raise TypeError(f"repeatable holds tool names: write {{{repeatable!r}}}")
+        #: The names given as ``repeatable`` (a function marked by `ToolSpec.from_function`
+        #: is repeatable too: see `is_repeatable`).
+        self.repeatable = frozenset(repeatable)
+        unknown = sorted(self.repeatable - set(self._tools))
+        if unknown:
+            raise ValueError(f"repeatable names no tool of the box: {', '.join(unknown)}")
+
+    def is_repeatable(self, name: str) -> bool:
+        """Whether the tool ``name`` may run again when its outcome is unknown: named in
+        ``repeatable``, or its function marked ``ToolSpec.from_function(fn, repeatable=True)``."""
+        tool = self._tools.get(name)
+        return name in self.repeatable or (tool is not None and tool.spec.repeatable)
 
     @property
     def specs(self) -> list[ToolSpec]:
