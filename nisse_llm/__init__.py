@@ -23,6 +23,7 @@ from nisse_llm.errors import (
     ModelRefusal,
     OutputValidationError,
     RenderError,
+    RunLimitReached,
     StreamInterrupted,
     TaskHeaderMissing,
     TaskPinMismatch,
@@ -50,6 +51,7 @@ from nisse_llm.log.images import Image
 
 if TYPE_CHECKING:
     from nisse_llm._partial import PartialReply
+    from nisse_llm.agent import AsyncTask, RunResult, Step, Task
     from nisse_llm.config.options import RequestOptions
     from nisse_llm.config.profiles import RoleProfile
     from nisse_llm.config.settings import (
@@ -142,6 +144,10 @@ _LAZY = {
     "Toolbox": "nisse_llm.log.toolbox",
     "TypedReply": "nisse_llm.render.typed",
     "instrument": "nisse_llm.telemetry",
+    "Task": "nisse_llm.agent",
+    "AsyncTask": "nisse_llm.agent",
+    "RunResult": "nisse_llm.agent",
+    "Step": "nisse_llm.agent",
     "uninstrument": "nisse_llm.telemetry",
 }
 
@@ -154,6 +160,7 @@ __all__ = [
     "AsyncOpenAIResponsesClient",
     "AsyncReplyStream",
     "AsyncRoleRouter",
+    "AsyncTask",
     "BudgetExhausted",
     "CallInfo",
     "CallRecord",
@@ -192,9 +199,13 @@ __all__ = [
     "RoleMap",
     "RoleProfile",
     "RoleRouter",
+    "RunLimitReached",
+    "RunResult",
     "Settings",
+    "Step",
     "StoredEvent",
     "StreamInterrupted",
+    "Task",
     "TaskHeaderMissing",
     "TaskPinMismatch",
     "TextDelta",

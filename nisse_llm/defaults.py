@@ -39,3 +39,5 @@ CALL_DEADLINE_S: Final = 600.0
 STREAM_DEADLINE_S: Final = 3600.0
 #: The configuration file looked for in the working directory when none is named.
 CONFIG_NAME: Final = "nisse.toml"
+#: Model calls one `Task.run` makes at most before it stops with `RunLimitReached`.
+RUN_MAX_STEPS: Final = 50

@@ -32,6 +32,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("task", ("nisse_llm.task",)),
     ("transport", ("nisse_llm.transport",)),
     ("telemetry", ("nisse_llm.telemetry",)),
+    ("agent", ("nisse_llm.agent",)),
     ("testing", ("nisse_llm.testing",)),
     ("cli", ("nisse_llm.cli",)),
     ("facade", ("nisse_llm", "nisse_llm.__main__", "nisse_llm.clients", "nisse_llm.logstore")),
