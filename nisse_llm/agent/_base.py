@@ -13,6 +13,7 @@ from nisse_llm.agent.plan import is_done, unknown_tool_runs
 from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult, UserText
 from nisse_llm.log.toolbox import Toolbox
 from nisse_llm.task.logstore import LogStore
+from nisse_llm.task.records import unfinished_batch
 
 if TYPE_CHECKING:
     from nisse_llm._telemetry import AgentTrace
@@ -94,9 +95,14 @@ class TaskBase:
 
     @staticmethod
     def _begin(store: LogStore, pin: Pin, prompt: str | None) -> None:
-        """Begin or check the task, and write ``prompt`` if the task holds no event yet."""
+        """Begin or check the task, finish a batch a crash cut short, and write ``prompt``
+        if the task holds no event yet."""
         store.begin(pin)
-        if prompt is not None and not store.read().events:
+        found = store.read()
+        missing = unfinished_batch(found.records)
+        if missing:
+            store.append_batch(missing)
+        if prompt is not None and not found.events:
             store.append_event(UserText(text=prompt))
 
     @property

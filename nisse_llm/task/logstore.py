@@ -46,8 +46,10 @@ from nisse_llm.errors import (
 from nisse_llm.log.canonical import CanonicalEvent, LogLike, StoredEvent, ToolCall, ToolResult
 from nisse_llm.task.records import (
     RECORD_TYPES,
+    BatchRecord,
     CallRecord,
     ResumedTask,
+    StoredBatch,
     StoredCall,
     StoredHeader,
     StoredRecord,
@@ -81,7 +83,7 @@ __all__ = [
 ]
 
 _STORED: TypeAdapter[StoredRecord] = TypeAdapter(StoredRecord)
-R = TypeVar("R", bound=StoredEvent | StoredCall | StoredToolRun | StoredHeader)
+R = TypeVar("R", bound=StoredEvent | StoredCall | StoredToolRun | StoredBatch | StoredHeader)
 _NEWLINE = b"\n"
 # Reading backwards for the last line: large enough that a typical record is one read.
 _TAIL_CHUNK = 64 * 1024
@@ -248,6 +250,22 @@ class LogStore(Closing):
         """Append events as the next records, in one write (a reply is logged whole or not at
         all); `LogDuplicateId` as for `append_event`."""
         return self._append_next(list(events), StoredEvent.now)
+
+    def append_batch(self, events: Iterable[CanonicalEvent]) -> list[StoredEvent]:
+        """`append_events`, all or nothing even across a crash: several events follow a
+        batch record holding them, in the same write, so a write a crash cut short is
+        finished from it (`nisse_llm.task.records.unfinished_batch`)."""
+        events = list(events)
+        if len(events) < 2:
+            return self.append_events(events)
+
+        def make(seq: int, item: BatchRecord | CanonicalEvent) -> StoredBatch | StoredEvent:
+            if isinstance(item, BatchRecord):
+                return StoredBatch.now(seq, item)
+            return StoredEvent.now(seq, item)
+
+        written = self._append_next([BatchRecord(events=events), *events], make)
+        return [record for record in written if isinstance(record, StoredEvent)]
 
     def append_compaction(self, compacted: LogLike) -> StoredEvent:
         """Record that the task's log is now ``compacted`` (`compact` or `summarize` applied

@@ -116,7 +116,7 @@ class AsyncTask(TaskBase, AsyncClosing):
         """Append a user message (its text, then its images), durably, in one write."""
         events: list[CanonicalEvent] = [UserText(text=text)]
         events += [UserImage(image=image) for image in images]
-        self._log += [record.event for record in self._store.append_events(events)]
+        self._log += [record.event for record in self._store.append_batch(events)]
 
     async def step(
         self, role: str, *, tools: Tools = None, options: RequestOptions | None = None
@@ -129,7 +129,7 @@ class AsyncTask(TaskBase, AsyncClosing):
         box = toolbox_of(tools)
         finished = await self._finish(box)
         completion = await self._router.completion(role, self._log, box, options=options)
-        self._log += [record.event for record in self._store.append_events(completion.events)]
+        self._log += [record.event for record in self._store.append_batch(completion.events)]
         results = [
             await self._run_tool(box, Finish(e, "run"))
             for e in completion.events
@@ -191,7 +191,7 @@ class AsyncTask(TaskBase, AsyncClosing):
                     options=options,
                     repair_attempts=repair_attempts,
                 )
-                self._log += [r.event for r in self._store.append_events(typed.events)]
+                self._log += [r.event for r in self._store.append_batch(typed.events)]
                 counts.add(typed.usage, self._router.last_call)
             finally:
                 span.ended(counts.steps, counts.usage)
