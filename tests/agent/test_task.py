@@ -99,6 +99,23 @@ def test_say_goes_on_from_a_done_task(tmp_path: Path) -> None:
     assert sent[-1] == "And the other test?"
 
 
+def test_say_writes_the_text_and_its_images_together(tmp_path: Path) -> None:
+    """A message with an image is one batch: text then image, in the log the model gets."""
+    from nisse_llm import UserImage
+    from nisse_llm.log.images import Image
+    from nisse_llm.testing.images import png
+
+    path = tmp_path / "task.jsonl"
+    llm = scripted(path, "A red square.")
+    image = Image.from_bytes(png(8, 8))
+    with Task.open(path, llm.pin, router=llm) as task:
+        task.say("What is this?", images=[image])
+        assert task.run("executor", tools=None).text == "A red square."
+    assert task.history[:2] == [UserText(text="What is this?"), UserImage(image=image)]
+    kinds = [type(r).__name__ for r in LogStore(path).read().records]
+    assert kinds[1:4] == ["StoredBatch", "StoredEvent", "StoredEvent"]
+
+
 def test_step_appends_the_reply_and_runs_parallel_calls_in_order(tmp_path: Path) -> None:
     """One step: both calls of the reply run, their results follow in the reply's order."""
     path = tmp_path / "task.jsonl"
