@@ -330,3 +330,16 @@ def test_the_final_answer_is_an_assistant_text(tmp_path: Path) -> None:
     with Task.open(path, llm.pin, router=llm, prompt=QUESTION) as task:
         task.run("executor", tools=None)
         assert task.events[-1] == AssistantText(text="Done.", model="scripted-executor")
+
+
+def test_open_refuses_a_file_begun_with_another_pin(tmp_path: Path) -> None:
+    """A task file is reopened only with its own pin: another is `TaskPinMismatch`."""
+    from nisse_llm import TaskPinMismatch
+
+    path = tmp_path / "task.jsonl"
+    llm = scripted(path, "Done.")
+    with Task.open(path, llm.pin, router=llm, prompt=QUESTION) as task:
+        task.run("executor", tools=None)
+    other = ScriptedRouter({"executor": ["x"]}, models={"executor": "scripted-other"})
+    with pytest.raises(TaskPinMismatch):
+        Task.open(path, other.pin)

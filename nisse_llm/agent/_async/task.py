@@ -70,8 +70,17 @@ class AsyncTask(TaskBase, AsyncClosing):
         if router is not None:
             opened = checked_router(router, opened, pin, compaction)
             owned = False
-        self._begin(opened, pin, prompt)
-        resumed = opened.resume(pin.token, base_url=pin.base_url)
+        try:
+            self._begin(opened, pin, prompt)
+            resumed = opened.resume(pin.token, base_url=pin.base_url)
+            self._router = router or AsyncRoleRouter.from_pin(
+                pin, store=opened, compaction=compaction
+            )
+        except BaseException:
+            if owned:
+                opened.close()
+            raise
+        self._owns_router = router is None
         super().__init__(
             opened,
             pin,
@@ -80,8 +89,6 @@ class AsyncTask(TaskBase, AsyncClosing):
             reconcile=reconcile,
             repairs=resumed.repairs,
         )
-        self._router = router or AsyncRoleRouter.from_pin(pin, store=opened, compaction=compaction)
-        self._owns_router = router is None
 
     @classmethod
     def open(

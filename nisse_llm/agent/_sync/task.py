@@ -71,8 +71,15 @@ class Task(TaskBase, Closing):
         if router is not None:
             opened = checked_router(router, opened, pin, compaction)
             owned = False
-        self._begin(opened, pin, prompt)
-        resumed = opened.resume(pin.token, base_url=pin.base_url)
+        try:
+            self._begin(opened, pin, prompt)
+            resumed = opened.resume(pin.token, base_url=pin.base_url)
+            self._router = router or RoleRouter.from_pin(pin, store=opened, compaction=compaction)
+        except BaseException:
+            if owned:
+                opened.close()
+            raise
+        self._owns_router = router is None
         super().__init__(
             opened,
             pin,
@@ -81,8 +88,6 @@ class Task(TaskBase, Closing):
             reconcile=reconcile,
             repairs=resumed.repairs,
         )
-        self._router = router or RoleRouter.from_pin(pin, store=opened, compaction=compaction)
-        self._owns_router = router is None
 
     @classmethod
     def open(
