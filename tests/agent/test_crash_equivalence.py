@@ -34,8 +34,8 @@ from tests.taskrecord.helpers import BASE_URL, TOKEN
 #: Kill points an uninterrupted run passes (a resumed process passes fewer: a draw past
 #: its last point lets it finish).
 POINTS = 80
-#: Examples per run: up to 3 kills each (about 2 land), so some 200 kill points in about
-#: two minutes on the 2 shared cores.
+#: Examples per run: 1 to 3 kills drawn each, of which about 70% land (a later process has
+#: fewer points to pass), so some 140 kills a run, in about two minutes on 2 shared cores.
 EXAMPLES = 100
 
 _CONTEXT = multiprocessing.get_context("forkserver")
