@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Generic, Literal, TypeVar
 
+from pydantic import BaseModel, ValidationError
+
 from nisse_llm.errors import RunLimitReached
 from nisse_llm.log.canonical import (
     AssistantText,
@@ -32,6 +34,7 @@ from nisse_llm.log.canonical import (
     ToolResult,
     Usage,
 )
+from nisse_llm.render.typed import ACCEPTED, answer_tool
 from nisse_llm.task.records import StoredToolRun, pending_calls
 
 __all__ = [
@@ -44,11 +47,13 @@ __all__ = [
     "final_text",
     "finish_plan",
     "is_done",
+    "typed_answer",
     "unknown_result",
     "unknown_tool_runs",
 ]
 
 T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
 
 #: How a cut step's tool call is finished (see the module docstring).
 FinishHow = Literal["run", "rerun", "reconcile", "unknown"]
@@ -133,6 +138,25 @@ def final_text(events: Sequence[CanonicalEvent]) -> str:
         elif not isinstance(event, Reasoning | Compaction):
             break
     return "\n".join(reversed(texts))
+
+
+def typed_answer(events: Sequence[CanonicalEvent], output_type: type[M]) -> M | None:
+    """The answer of ``output_type`` the log ends with (a `run_as` that finished), if any:
+    its answer tool's accepted call, or a last reply whose text validates."""
+    tail = [e for e in events if not isinstance(e, Compaction)][-2:]
+    if len(tail) == 2 and isinstance(tail[1], ToolResult) and tail[1].output == ACCEPTED:
+        call = tail[0]
+        if isinstance(call, ToolCall) and call.tool == answer_tool(output_type).name:
+            try:
+                return output_type.model_validate(call.arguments)
+            except ValidationError:
+                return None
+    if not is_done(events):
+        return None
+    try:
+        return output_type.model_validate_json(final_text(events))
+    except ValidationError:
+        return None
 
 
 @dataclass(frozen=True, slots=True)

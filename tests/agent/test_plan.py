@@ -15,6 +15,7 @@ from nisse_llm.agent.plan import (
     final_text,
     finish_plan,
     is_done,
+    typed_answer,
     unknown_result,
     unknown_tool_runs,
 )
@@ -156,3 +157,25 @@ def test_limits_must_allow_a_call() -> None:
         RunLimits(max_steps=0)
     with pytest.raises(ValueError, match="max_tokens"):
         RunLimits(max_steps=1, max_tokens=0)
+
+
+def test_typed_answer_is_read_back_from_the_logs_end() -> None:
+    """An accepted answer call, or a last reply whose text validates, is the answer; a log
+    that goes on after it, or text of another shape, is none."""
+    from pydantic import BaseModel
+
+    from nisse_llm.render.typed import ACCEPTED
+
+    class Verdict(BaseModel):
+        fixed: bool
+
+    call = ToolCall(call_id="call_v", tool="Verdict", arguments={"fixed": True})
+    answered: list[CanonicalEvent] = [call, ToolResult(call_id="call_v", output=ACCEPTED)]
+    assert typed_answer(answered, Verdict) == Verdict(fixed=True)
+    assert typed_answer([*answered, UserText(text="again")], Verdict) is None
+    said: list[CanonicalEvent] = [
+        UserText(text="q"),
+        AssistantText(text='{"fixed": false}', model="m"),
+    ]
+    assert typed_answer(said, Verdict) == Verdict(fixed=False)
+    assert typed_answer([UserText(text="q"), AssistantText(text="no", model="m")], Verdict) is None

@@ -171,7 +171,8 @@ class Verdict(BaseModel):
 
 
 def test_run_as_ends_with_a_typed_answer(tmp_path: Path) -> None:
-    """After the tool loop, one typed call: its value is the output, its exchange in the log."""
+    """After the tool loop, one typed call: its value is the output, its exchange in the log;
+    reopened, the task returns that answer with no call."""
     path = tmp_path / "task.jsonl"
     tools = SideEffects(tmp_path / "effects.jsonl")
     llm = scripted(
@@ -185,6 +186,12 @@ def test_run_as_ends_with_a_typed_answer(tmp_path: Path) -> None:
     assert result.output == Verdict(fixed=True, reason="the test passes")
     assert result.steps == 4
     assert any(isinstance(e, ToolCall) and e.tool == "Verdict" for e in task.history)
+    requests = len(llm.script.requests)
+
+    with Task.open(path, llm.pin, router=llm, prompt=QUESTION) as again:
+        resumed = again.run_as("executor", Verdict, tools=_box(tools))
+    assert (resumed.output, resumed.steps) == (result.output, 0)
+    assert len(llm.script.requests) == requests
 
 
 def _cut_mid_tool(path: Path, tools: SideEffects, exc: BaseException) -> None:

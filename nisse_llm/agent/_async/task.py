@@ -31,6 +31,7 @@ from nisse_llm.agent.plan import (
     Step,
     final_text,
     finish_plan,
+    typed_answer,
     unknown_result,
 )
 from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult, UserImage, UserText
@@ -182,9 +183,13 @@ class AsyncTask(TaskBase, AsyncClosing):
         repair_attempts: int = 0,
     ) -> RunResult[M]:
         """`run`, then a typed answer through ``complete_as`` (one more step, its exchange
-        appended); the result's ``output`` is the answer."""
+        appended); the result's ``output`` is the answer. A task whose log ends with such
+        an answer (a `run_as` that finished) returns it without calling the model."""
         limits = _limits(max_steps, max_cost_usd, max_tokens)
         counts = RunCounts()
+        found = typed_answer(self._log, output_type)
+        if found is not None:
+            return counts.result(self._log, found)
         with self._agent_span(role) as span:
             try:
                 box = toolbox_of(tools)
