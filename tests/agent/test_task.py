@@ -350,3 +350,33 @@ def test_open_refuses_a_file_begun_with_another_pin(tmp_path: Path) -> None:
     other = ScriptedRouter({"executor": ["x"]}, models={"executor": "scripted-other"})
     with pytest.raises(TaskPinMismatch):
         Task.open(path, other.pin)
+
+
+def test_a_task_builds_and_closes_its_own_router_and_file(tmp_path: Path) -> None:
+    """Given no router, the task builds one over its pin, recording in its file with its
+    compaction policy, and closing the task closes both (a given store stays open)."""
+    from nisse_llm import CompactionPolicy
+    from tests.taskrecord.helpers import make_pin
+
+    policy = CompactionPolicy(keep_last_turns=1)
+    path = tmp_path / "task.jsonl"
+    with Task.open(path, make_pin(), compaction=policy, prompt=QUESTION) as task:
+        assert task.router.compaction is policy
+        assert task.router.store is task.store
+        assert task.store.next_seq == 2  # the header and the prompt
+    assert not _held_open(path)
+
+    given = LogStore(path)
+    with Task.open(given, make_pin()) as again:
+        assert again.store is given
+    assert _held_open(path)
+    given.close()
+    assert not _held_open(path)
+
+
+def _held_open(path: Path) -> bool:
+    """Whether this process holds a descriptor on ``path``."""
+    import os
+
+    fds = Path("/proc/self/fd")
+    return any(os.path.realpath(fds / fd) == str(path.resolve()) for fd in os.listdir(fds))
