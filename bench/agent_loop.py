@@ -6,7 +6,8 @@ loops make the same calls and the same appends to a task file (the call records,
 reply after its batch record, the tool's start record, its result), round after round,
 interleaved:
 
-- ``task.step``: `Task.step` through a router recording in the task's file;
+- ``task.run``: `Task.run` through a router recording in the task's file, stopped by its
+  ``max_steps`` (the stub never stops asking for the tool);
 - ``hand-written``: the same router, ``completion``, ``append_batch``, ``Toolbox.run``,
   ``append_tool_run`` and ``append_event`` written out.
 
@@ -30,7 +31,15 @@ from pathlib import Path
 from typing import Any
 
 from bench.harness import stub_server
-from nisse_llm import LogStore, Task, Toolbox, ToolCall, UserText, load_settings
+from nisse_llm import (
+    LogStore,
+    RunLimitReached,
+    Task,
+    Toolbox,
+    ToolCall,
+    UserText,
+    load_settings,
+)
 from nisse_llm.config.settings import Pin
 from nisse_llm.task.records import ToolRunRecord
 from nisse_llm.transport.routers import RoleRouter
@@ -131,13 +140,17 @@ def _task(store: LogStore, llm: RoleRouter, tools: Toolbox, steps: int) -> Calla
     task = Task.open(store, llm.pin, router=llm, prompt=PROMPT)
 
     def run() -> None:
-        for _ in range(steps):
-            task.step(ROLE, tools=tools)
+        # The stub always asks for a tool: the run ends at its step limit.
+        try:
+            task.run(ROLE, tools=tools, max_steps=steps)
+        except RunLimitReached:
+            return
+        raise AssertionError("the run ended before its step limit")
 
     return run
 
 
-LOOPS = {"task.step": _task, "hand-written": _hand_written}
+LOOPS = {"task.run": _task, "hand-written": _hand_written}
 
 
 def _round(kind: str, base_url: str, folder: Path, steps: int) -> Sample:

@@ -23,8 +23,8 @@ def test_agent_loop_bench_reports_both_loops() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     row = re.compile(
-        r"^\| (task\.step|hand-written) \| \d+ \| \d+\.\d\d \| \d+\.\d\dx \| \d+% \| \d+% \|$"
+        r"^\| (task\.run|hand-written) \| \d+ \| \d+\.\d\d \| \d+\.\d\dx \| \d+% \| \d+% \|$"
     )
     rows = [line for line in proc.stdout.splitlines() if row.match(line)]
-    assert [line.split(" | ")[0] for line in rows] == ["| task.step", "| hand-written"]
+    assert [line.split(" | ")[0] for line in rows] == ["| task.run", "| hand-written"]
     assert rows[1].split(" | ")[3] == "1.00x"

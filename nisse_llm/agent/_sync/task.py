@@ -81,6 +81,8 @@ class Task(TaskBase, Closing):
                 opened.close()
             raise
         self._owns_router = router is None
+        #: Whether every tool call of the log is answered (unknown until searched).
+        self._settled = False
         super().__init__(
             opened,
             pin,
@@ -137,11 +139,13 @@ class Task(TaskBase, Closing):
         finished = self._finish(box)
         completion = self._router.completion(role, self._log, box, options=options)
         self._log += [record.event for record in self._store.append_batch(completion.events)]
+        self._settled = False
         results = [
             self._run_tool(box, Finish(e, "run"))
             for e in completion.events
             if isinstance(e, ToolCall)
         ]
+        self._settled = True
         return Step(completion=completion, results=results, finished=finished)
 
     def run(
@@ -228,12 +232,18 @@ class Task(TaskBase, Closing):
                 return
 
     def _finish(self, box: Toolbox) -> list[ToolResult]:
-        """Answer the tool calls a cut step left unanswered (the file's tool-run records are
-        read only when there are some)."""
-        if not pending_calls(self._log):
+        """Answer the tool calls a cut step left unanswered (the log is searched for them
+        only after an opening or a cut step, the file's tool-run records read only when
+        there are some)."""
+        if self._settled:
             return []
-        plan = finish_plan(self._log, self._store.read().tool_runs, box.is_repeatable)
-        return [self._run_tool(box, finish) for finish in plan]
+        if pending_calls(self._log):
+            plan = finish_plan(self._log, self._store.read().tool_runs, box.is_repeatable)
+            finished = [self._run_tool(box, finish) for finish in plan]
+        else:
+            finished = []
+        self._settled = True
+        return finished
 
     def _run_tool(self, box: Toolbox, finish: Finish) -> ToolResult:
         """Answer one tool call as ``finish`` says: its start written before it runs, its
