@@ -380,3 +380,20 @@ def _held_open(path: Path) -> bool:
 
     fds = Path("/proc/self/fd")
     return any(os.path.realpath(fds / fd) == str(path.resolve()) for fd in os.listdir(fds))
+
+
+def test_a_file_from_a_hand_written_loop_is_continued(tmp_path: Path) -> None:
+    """A task file with no tool-run records (a loop of the agent's own) opens as a task:
+    its unanswered call, never recorded as started, is run, and the run finishes."""
+    path = tmp_path / "task.jsonl"
+    tools = SideEffects(tmp_path / "effects.jsonl")
+    llm = scripted(path, "Read it.")
+    call = ToolCall(call_id="call_old", tool="read_file", arguments={"path": "a.py"})
+    llm.store.append_events([UserText(text=QUESTION), AssistantText(text="x", model="m"), call])
+
+    with Task.open(path, llm.pin, router=llm) as task:
+        result = task.run("executor", tools=_box(tools))
+
+    assert result.text == "Read it."
+    assert ToolResult(call_id="call_old", output="contents of a.py") in task.history
+    assert [r["tool"] for r in tools.runs()] == ["read_file"]
