@@ -25,6 +25,7 @@ from nisse_llm.errors import (
     ModelRefusal,
     OutputValidationError,
     RenderError,
+    RunLimitReached,
     StreamInterrupted,
     TaskHeaderMissing,
     TaskPinMismatch,
@@ -52,6 +53,7 @@ from nisse_llm.log.images import Image
 
 if TYPE_CHECKING:
     from nisse_llm._partial import PartialReply
+    from nisse_llm.agent import AsyncTask, RunResult, Step, Task
     from nisse_llm.config.options import RequestOptions
     from nisse_llm.config.profiles import RoleProfile
     from nisse_llm.config.settings import (
@@ -149,6 +151,10 @@ _LAZY = {
     "McpServer": "nisse_llm.mcp.server",
     "TypedReply": "nisse_llm.render.typed",
     "instrument": "nisse_llm.telemetry",
+    "Task": "nisse_llm.agent",
+    "AsyncTask": "nisse_llm.agent",
+    "RunResult": "nisse_llm.agent",
+    "Step": "nisse_llm.agent",
     "uninstrument": "nisse_llm.telemetry",
 }
 
@@ -161,6 +167,7 @@ __all__ = [
     "AsyncOpenAIResponsesClient",
     "AsyncReplyStream",
     "AsyncRoleRouter",
+    "AsyncTask",
     "AuthenticationFailed",
     "BudgetExhausted",
     "CallInfo",
@@ -204,9 +211,13 @@ __all__ = [
     "RoleRouter",
     "RouteDescriptor",
     "RouteTable",
+    "RunLimitReached",
+    "RunResult",
     "Settings",
+    "Step",
     "StoredEvent",
     "StreamInterrupted",
+    "Task",
     "TaskHeaderMissing",
     "TaskPinMismatch",
     "TextDelta",

@@ -20,9 +20,10 @@ if TYPE_CHECKING:
         ToolResult,
         ToolsLike,
         ToolSpec,
+        Usage,
     )
 
-__all__ = ["CallTrace", "ToolTrace", "Tracer", "tracer"]
+__all__ = ["AgentTrace", "CallTrace", "ToolTrace", "Tracer", "tracer"]
 
 #: The call a trace follows: the transport's `Call` (a type parameter, so this bottom
 #: module need not name a module above it).
@@ -58,6 +59,14 @@ class ToolTrace(Protocol):
         """The tool answered ``result``; ``error_type`` names what failed, if anything."""
 
 
+class AgentTrace(Protocol):
+    """One run of a task's loop (current while it runs: its calls' and tools' spans are
+    its children)."""
+
+    def ended(self, steps: int, usage: Usage) -> None:
+        """The run made ``steps`` model calls, which used ``usage`` in all."""
+
+
 class Tracer(Protocol[Call]):
     """What `nisse_llm.instrument()` installs."""
 
@@ -79,6 +88,10 @@ class Tracer(Protocol[Call]):
 
     def context_headers(self) -> dict[str, str]:
         """Trace-context headers naming the current span (for requests beside a call)."""
+
+    def agent(self, name: str, conversation_id: str | None) -> AbstractContextManager[AgentTrace]:
+        """A span around one run of a task's loop, current inside the ``with``; an
+        exception leaving it is the span's error."""
 
 
 #: The installed tracer, or None (the default: no telemetry, no cost).

@@ -55,3 +55,5 @@ MCP_MAX_MESSAGE_BYTES: Final = 256 * 1024 * 1024
 MCP_START_TIMEOUT_S: Final = 30.0
 #: How much of an MCP server's stderr is kept (its tail), for the WARNING of a failure.
 MCP_STDERR_BYTES: Final = 64 * 1024
+#: Model calls one `Task.run` makes at most before it stops with `RunLimitReached`.
+RUN_MAX_STEPS: Final = 50

@@ -14,6 +14,7 @@ caller must do about it.
     ├── TruncatedResponse      the model hit the output ceiling; raise it or retry the turn
     ├── ModelRefusal           the model declined (refusal or content filter); a failed turn
     ├── OutputValidationError  the answer did not fit the requested type; a failed turn
+    ├── RunLimitReached        a task's run hit its step, cost or token limit; the task resumes
     └── UpstreamUnavailable    keep the work and resume later: not the work's fault
         ├── BudgetExhausted    keep the work; resume after the operator restores the budget
         └── StreamInterrupted  a streamed reply broke mid-way; what arrived rides along
@@ -74,6 +75,7 @@ __all__ = [
     "PartialReply",
     "PartialToolCall",
     "RenderError",
+    "RunLimitReached",
     "StreamInterrupted",
     "TaskHeaderMissing",
     "TaskPinMismatch",
@@ -262,6 +264,26 @@ class OutputValidationError(LLMError):
         self.events: list[Any] = [] if events is None else events
         #: The `Usage` of every attempt, summed (``None`` when no call completed).
         self.usage = usage
+
+
+class RunLimitReached(LLMError):
+    """A task's run stopped at one of its limits: the task file is whole; raise the limit or
+    end the task (``run`` again resumes where it stopped).
+
+    ``limit`` names the limit (``"max_steps"``, ``"max_cost_usd"`` or ``"max_tokens"``);
+    ``steps``, ``tokens`` and ``cost_usd`` are the run's counts when it stopped.
+    """
+
+    def __init__(self, message: str, *, limit: str, steps: int, tokens: int, cost_usd: Any) -> None:
+        super().__init__(message)
+        #: Which limit was reached.
+        self.limit = limit
+        #: Model calls the run made (its steps).
+        self.steps = steps
+        #: Tokens the run's calls used (input and output).
+        self.tokens = tokens
+        #: The run's cost in USD as the proxy reported it (a ``Decimal``).
+        self.cost_usd = cost_usd
 
 
 def __getattr__(name: str) -> Any:

@@ -27,6 +27,7 @@ SOURCES = (
     "nisse_llm/transport/_async/clients.py",
     "nisse_llm/transport/_async/routers.py",
     "nisse_llm/testing/_async/client.py",
+    "nisse_llm/agent/_async/task.py",
     "bench/_async/fleet_driver.py",
 )
 #: Async name -> sync name, beside unasync's own (``__aenter__``, ``StopAsyncIteration``...).
@@ -53,6 +54,8 @@ NAMES = {
     "AsyncHTTPTransport": "HTTPTransport",
     "handle_async_request": "handle_request",
     "run_async": "run_sync",
+    "AsyncTask": "Task",
+    "arun": "run",
 }
 #: Phrases of docstrings and comments (code loses its ``async``/``await`` to unasync).
 PHRASES = {"async with": "with", "async for": "for", "await ": ""}

@@ -127,8 +127,8 @@ class Toolbox(Closing):
     ``Toolbox([read_file, write_file])``; each function's spec comes from
     `ToolSpec.from_function`. ``propagate_errors=True`` lets a tool's exception reach the
     caller instead of becoming an error result (validation and unknown names stay results).
-    ``repeatable`` names the tools that may run again after a crash (they only read, or a
-    second run changes nothing more).
+    ``repeatable`` names the tools that may run again when a run was cut and its outcome is
+    unknown (reads, test runs; see `is_repeatable`); a tool is not repeatable by default.
     """
 
     def __init__(
@@ -142,8 +142,26 @@ class Toolbox(Closing):
         for fn in tools:
             self._add(_entry(fn))
         self.propagate_errors = propagate_errors
-        self.repeatable = frozenset(repeatable)
+        self.repeatable: frozenset[str] = frozenset()
         self._connections: list[McpConnection] = []
+        self._mark_repeatable(repeatable)
+
+    def _mark_repeatable(self, names: Iterable[str]) -> None:
+        if isinstance(names, str):
+            raise TypeError(f"repeatable holds tool names: write {{{names!r}}}")
+        #: The names given as ``repeatable`` (a function marked by `ToolSpec.from_function`
+        #: is repeatable too: see `is_repeatable`).
+        marked = frozenset(names)
+        unknown = sorted(marked - set(self._tools))
+        if unknown:
+            raise ValueError(f"repeatable names no tool of the box: {', '.join(unknown)}")
+        self.repeatable |= marked
+
+    def is_repeatable(self, name: str) -> bool:
+        """Whether the tool ``name`` may run again when its outcome is unknown: named in
+        ``repeatable``, or its function marked ``ToolSpec.from_function(fn, repeatable=True)``."""
+        tool = self._tools.get(name)
+        return name in self.repeatable or (tool is not None and tool.spec.repeatable)
 
     def _add(self, entry: _Tool) -> None:
         if entry.spec.name in self._tools:
@@ -163,10 +181,11 @@ class Toolbox(Closing):
 
         Raises `UpstreamUnavailable` when a server does not start or list its tools.
         """
-        box = cls(tools, propagate_errors=propagate_errors, repeatable=repeatable)
+        box = cls(tools, propagate_errors=propagate_errors)
         if servers:
             first, *more = servers
             box._serve(first.connect(*more))
+        box._mark_repeatable(repeatable)
         return box
 
     @classmethod
@@ -178,10 +197,11 @@ class Toolbox(Closing):
         repeatable: Iterable[str] = (),
     ) -> Toolbox:
         """`from_mcp` for asyncio: the servers start without blocking the running loop."""
-        box = cls(tools, propagate_errors=propagate_errors, repeatable=repeatable)
+        box = cls(tools, propagate_errors=propagate_errors)
         if servers:
             first, *more = servers
             box._serve(await first.aconnect(*more))
+        box._mark_repeatable(repeatable)
         return box
 
     def _serve(self, connection: McpConnection) -> None:

@@ -41,6 +41,7 @@ from pydantic import (
 __all__ = [
     "ANTHROPIC_STRICT_KEYWORDS",
     "OPENAI_STRICT_KEYWORDS",
+    "REPEATABLE_MARK",
     "TOOL_NAME_PATTERN",
     "Dialect",
     "HasToolSpecs",
@@ -306,10 +307,23 @@ def _no_schema(fn: Callable[..., Any], tool: str, model: type[BaseModel]) -> Typ
     return TypeError(f"tool {tool!r}: its parameters have no JSON Schema")
 
 
+#: The attribute `ToolSpec.from_function` sets on a function marked repeatable (or not).
+REPEATABLE_MARK = "__nisse_llm_repeatable__"
+
+
 def spec_from_function(
-    fn: Callable[..., Any], *, name: str | None = None, description: str | None = None
+    fn: Callable[..., Any],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    repeatable: bool | None = None,
 ) -> ToolSpec:
     """`ToolSpec.from_function`: name, docstring summary and parameters of ``fn``."""
+    if repeatable is None:
+        repeatable = bool(getattr(fn, REPEATABLE_MARK, False))
+    else:
+        # A bound method keeps its attributes on the function behind it.
+        setattr(getattr(fn, "__func__", fn), REPEATABLE_MARK, repeatable)
     summary, _ = parse_docstring(fn.__doc__)
     tool = _check_name(name or str(getattr(fn, "__name__", "")), fn, _NAME_FUNCTION)
     model = arguments_model(fn, tool=tool)
@@ -321,6 +335,7 @@ def spec_from_function(
         name=tool,
         description=summary if description is None else description,
         parameters=portable_schema(schema),
+        repeatable=repeatable,
     )
 
 
@@ -503,14 +518,26 @@ class ToolSpec(BaseModel):
     name: Annotated[str, Field(pattern=TOOL_NAME_PATTERN)]
     description: str = ""
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    #: Whether the tool may run again when a run was cut and its outcome is unknown (a
+    #: read, a test run); never sent to the model (left out of every dump).
+    repeatable: bool = Field(default=False, exclude=True)
 
     @classmethod
     def from_function(
-        cls, fn: Callable[..., Any], *, name: str | None = None, description: str | None = None
+        cls,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        repeatable: bool | None = None,
     ) -> ToolSpec:
         """A spec from a function (sync or async): its name, its docstring's summary, and a
-        schema of its parameters from their type hints and the docstring's ``Args:``."""
-        return spec_from_function(fn, name=name, description=description)
+        schema of its parameters from their type hints and the docstring's ``Args:``.
+
+        ``repeatable=True`` (or False) also marks ``fn`` itself, so a `Toolbox` holding it
+        knows; None reads the mark (not repeatable when unmarked).
+        """
+        return spec_from_function(fn, name=name, description=description, repeatable=repeatable)
 
     @classmethod
     def from_model(

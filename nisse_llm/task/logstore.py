@@ -46,14 +46,18 @@ from nisse_llm.errors import (
 from nisse_llm.log.canonical import CanonicalEvent, LogLike, StoredEvent, ToolCall, ToolResult
 from nisse_llm.task.records import (
     RECORD_TYPES,
+    BatchRecord,
     CallRecord,
     ResumedTask,
+    StoredBatch,
     StoredCall,
     StoredHeader,
     StoredRecord,
+    StoredToolRun,
     TaskHeader,
     TaskHeaderMissing,
     TaskPinMismatch,
+    ToolRunRecord,
     UsageTotals,
     ViewItem,
     compacted_view,
@@ -79,7 +83,7 @@ __all__ = [
 ]
 
 _STORED: TypeAdapter[StoredRecord] = TypeAdapter(StoredRecord)
-R = TypeVar("R", StoredEvent, StoredCall, StoredHeader)
+R = TypeVar("R", bound=StoredEvent | StoredCall | StoredToolRun | StoredBatch | StoredHeader)
 _NEWLINE = b"\n"
 # Reading backwards for the last line: large enough that a typical record is one read.
 _TAIL_CHUNK = 64 * 1024
@@ -127,6 +131,12 @@ class LogRead:
     def unknown_calls(self) -> list[StoredCall]:
         """The start records of calls that never ended: outcome unknown, possibly billed."""
         return unknown_calls(self.starts, self.calls)
+
+    @property
+    def tool_runs(self) -> list[StoredToolRun]:
+        """The tool-run records, in order (a start before each tool runs; see
+        `ToolRunRecord`)."""
+        return [r for r in self.records if isinstance(r, StoredToolRun)]
 
     @property
     def usage(self) -> UsageTotals:
@@ -241,6 +251,22 @@ class LogStore(Closing):
         all); `LogDuplicateId` as for `append_event`."""
         return self._append_next(list(events), StoredEvent.now)
 
+    def append_batch(self, events: Iterable[CanonicalEvent]) -> list[StoredEvent]:
+        """`append_events`, all or nothing even across a crash: several events follow a
+        batch record holding them, in the same write, so a write a crash cut short is
+        finished from it (`nisse_llm.task.records.unfinished_batch`)."""
+        events = list(events)
+        if len(events) < 2:
+            return self.append_events(events)
+
+        def make(seq: int, item: BatchRecord | CanonicalEvent) -> StoredBatch | StoredEvent:
+            if isinstance(item, BatchRecord):
+                return StoredBatch.now(seq, item)
+            return StoredEvent.now(seq, item)
+
+        written = self._append_next([BatchRecord(events=events), *events], make)
+        return [record for record in written if isinstance(record, StoredEvent)]
+
     def append_compaction(self, compacted: LogLike) -> StoredEvent:
         """Record that the task's log is now ``compacted`` (`compact` or `summarize` applied
         to the view `resume` gives, perhaps with events not yet appended at its end).
@@ -271,6 +297,22 @@ class LogStore(Closing):
         `RoleRouter.from_pin(pin, store=...)` calls this for every call it makes.
         """
         return self._append_next([record], StoredCall.now)[0]
+
+    def append_tool_run(self, record: ToolRunRecord) -> StoredToolRun:
+        """Append a tool-run record (a tool's start, before it runs); return it."""
+        return self._append_next([record], StoredToolRun.now)[0]
+
+    def append_tool_outcome(self, record: ToolRunRecord, result: ToolResult) -> None:
+        """Append a tool-run record and the `ToolResult` that answers its call, in one write
+        (both or neither are in the file after a crash); `LogDuplicateId` as for
+        `append_event`."""
+
+        def make(seq: int, item: ToolRunRecord | ToolResult) -> StoredToolRun | StoredEvent:
+            if isinstance(item, ToolRunRecord):
+                return StoredToolRun.now(seq, item)
+            return StoredEvent.now(seq, item)
+
+        self._append_next([record, result], make)
 
     def begin(self, pin: Pin) -> LogStore:
         """Start the task ``pin`` in this file, or check that the file's task is this one.
@@ -347,6 +389,7 @@ class LogStore(Closing):
             history=found.events,
             repairs=fixes,
             unknown_calls=found.unknown_calls,
+            tool_runs=found.tool_runs,
         )
 
     def _header_of(self, first: StoredRecord | None) -> StoredHeader:

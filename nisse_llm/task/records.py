@@ -6,12 +6,21 @@ task file is one of three shapes, told apart by its key::
     {"seq": 0, "at": ..., "header": {"format": 1, "pin": {...pin.record()...}}}
     {"seq": 1, "at": ..., "event": {"kind": "user_text", ...}}        # a StoredEvent
     {"seq": 2, "at": ..., "llm_call": {"role": ..., "usage": {...}, "outcome": "ok", ...}}
+    {"seq": 3, "at": ..., "tool_run": {"call_id": ..., "tool": ..., "outcome": "started"}}
+    {"seq": 4, "at": ..., "batch": {"events": [...]}}      # then those events, same write
 
-Files written before task records hold ``event`` lines only and read unchanged.
+Files written before task records hold ``event`` lines only and read unchanged, and files
+written before tool-run records hold none of them.
 
 A call is written twice: a ``"started"`` record before its request leaves, and its end
 record (``start`` naming the first) when it ends; a start with no end is a call of
-unknown outcome (the process died mid-call). A `Compaction` event names the records it
+unknown outcome (the process died mid-call). A tool run is written before the tool
+runs (``"started"``); its `ToolResult` event follows. A start with no result is a run of
+unknown outcome, and the ``"unknown"`` record (``start`` naming it) says the loop gave up on
+learning it. A crash inside a write of several records keeps its first ones whole, so
+a batch of events that must not be cut (a reply: its text and its tool calls) is written
+after a ``batch`` record holding them all, in the same write: a batch cut short is
+finished from it (`unfinished_batch`). A `Compaction` event names the records it
 replaces; `compacted_view` applies them, in file order, to give the log a request sends.
 """
 
@@ -42,14 +51,18 @@ if TYPE_CHECKING:
 
 __all__ = [
     "TASK_FORMAT",
+    "BatchRecord",
     "CallRecord",
     "ResumedTask",
+    "StoredBatch",
     "StoredCall",
     "StoredHeader",
     "StoredRecord",
+    "StoredToolRun",
     "TaskHeader",
     "TaskHeaderMissing",
     "TaskPinMismatch",
+    "ToolRunRecord",
     "UsageTotal",
     "UsageTotals",
     "ViewItem",
@@ -57,6 +70,7 @@ __all__ = [
     "compaction_record",
     "pending_calls",
     "pin_difference",
+    "unfinished_batch",
     "unknown_calls",
 ]
 
@@ -126,10 +140,55 @@ class StoredCall(_Frozen):
         return cls(seq=seq, at=datetime.now(UTC), llm_call=record)
 
 
+class ToolRunRecord(_Frozen):
+    """One run of a tool call: ``"started"`` is written (fsynced) before the tool runs, and
+    its `ToolResult` event follows; ``"unknown"`` (``start`` naming the start record) says
+    the run was cut and its outcome could not be learnt, so an error result stands for it."""
+
+    call_id: str
+    tool: str
+    outcome: Literal["started", "unknown"] = "started"
+    start: NonNegativeInt | None = Field(default=None, exclude_if=lambda v: v is None)
+
+
+class StoredToolRun(_Frozen):
+    """A `ToolRunRecord` in the task file."""
+
+    seq: NonNegativeInt
+    at: datetime
+    tool_run: ToolRunRecord
+
+    @classmethod
+    def now(cls, seq: int, record: ToolRunRecord) -> StoredToolRun:
+        """A tool-run record stamped with the current UTC time."""
+        return cls(seq=seq, at=datetime.now(UTC), tool_run=record)
+
+
+class BatchRecord(_Frozen):
+    """Events appended together that must all be in the log or none: written first, in
+    the same write as the events' own records, so a crash that cuts the write leaves what
+    is missing here."""
+
+    events: list[CanonicalEvent]
+
+
+class StoredBatch(_Frozen):
+    """A `BatchRecord` in the task file."""
+
+    seq: NonNegativeInt
+    at: datetime
+    batch: BatchRecord
+
+    @classmethod
+    def now(cls, seq: int, record: BatchRecord) -> StoredBatch:
+        """A batch record stamped with the current UTC time."""
+        return cls(seq=seq, at=datetime.now(UTC), batch=record)
+
+
 def _record_kind(value: Any) -> str | None:
     """Which record a line is, by its key (a dict while validating, a model when dumping)."""
     if isinstance(value, Mapping):
-        for key in ("event", "llm_call", "header"):
+        for key in ("event", "llm_call", "tool_run", "batch", "header"):
             if key in value:
                 return key
         return None
@@ -137,22 +196,30 @@ def _record_kind(value: Any) -> str | None:
         return "event"
     if isinstance(value, StoredCall):
         return "llm_call"
+    if isinstance(value, StoredToolRun):
+        return "tool_run"
+    if isinstance(value, StoredBatch):
+        return "batch"
     return "header" if isinstance(value, StoredHeader) else None
 
 
-#: Any line of a task file: a header, an event or a call record.
+#: Any line of a task file: a header, an event, a call record or a tool-run record.
 StoredRecord: TypeAlias = Annotated[
     Annotated[StoredEvent, Tag("event")]
     | Annotated[StoredCall, Tag("llm_call")]
+    | Annotated[StoredToolRun, Tag("tool_run")]
+    | Annotated[StoredBatch, Tag("batch")]
     | Annotated[StoredHeader, Tag("header")],
     Discriminator(
         _record_kind,
         custom_error_type="record_kind",
-        custom_error_message="a record holds one of 'event', 'llm_call' or 'header'",
+        custom_error_message=(
+            "a record holds one of 'event', 'llm_call', 'tool_run', 'batch' or 'header'"
+        ),
     ),
 ]
 
-RECORD_TYPES = (StoredEvent, StoredCall, StoredHeader)
+RECORD_TYPES = (StoredEvent, StoredCall, StoredToolRun, StoredBatch, StoredHeader)
 
 
 class UsageTotal(Usage):
@@ -229,6 +296,26 @@ def unknown_calls(starts: Iterable[StoredCall], ends: Iterable[StoredCall]) -> l
     return [c for c in starts if c.llm_call.outcome == "started" and c.seq not in ended]
 
 
+def unfinished_batch(records: Sequence[object]) -> list[CanonicalEvent]:
+    """The events of the file's last batch that a crash kept out of the file (the records
+    after it hold only its first ones); empty when the batch is whole."""
+    at = next(
+        (n for n in range(len(records) - 1, -1, -1) if isinstance(records[n], StoredBatch)),
+        None,
+    )
+    if at is None:
+        return []
+    batch = records[at]
+    assert isinstance(batch, StoredBatch)
+    wanted = batch.batch.events
+    kept = 0
+    for record in records[at + 1 : at + 1 + len(wanted)]:
+        if not isinstance(record, StoredEvent) or record.event != wanted[kept]:
+            break
+        kept += 1
+    return list(wanted[kept:])
+
+
 def pending_calls(events: Iterable[CanonicalEvent]) -> list[ToolCall]:
     """The tool calls of a log that no `ToolResult` answers, in log order."""
     events = list(events)
@@ -266,6 +353,8 @@ class ResumedTask(Generic[Store]):
     repairs: list[LogFix] = field(default_factory=list)
     #: Calls that started and never ended: possibly billed, outcome unknown.
     unknown_calls: list[StoredCall] = field(default_factory=list)
+    #: Every tool-run record, in file order (see `ToolRunRecord`).
+    tool_runs: list[StoredToolRun] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

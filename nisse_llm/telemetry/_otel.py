@@ -25,6 +25,7 @@ from nisse_llm.log.canonical import (
     ToolResult,
     ToolsLike,
     ToolSpec,
+    Usage,
 )
 from nisse_llm.telemetry import _content
 from nisse_llm.transport._classify import redact
@@ -49,6 +50,7 @@ TOKEN_BUCKETS = (
 
 _OPERATION = "chat"
 _TOOL_OPERATION = "execute_tool"
+_AGENT_OPERATION = "invoke_agent"
 
 
 def _provider(call: Call) -> str:
@@ -152,6 +154,45 @@ class OpenTelemetryTracer:
             except BaseException as exc:  # a tool's own exception (propagate_errors=True)
                 span.set_attribute("error.type", type(exc).__name__)
                 raise
+
+    @contextmanager
+    def agent(self, name: str, conversation_id: str | None) -> Iterator[_AgentSpan]:
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": _AGENT_OPERATION,
+            "gen_ai.agent.name": name,
+        }
+        if conversation_id is not None:
+            attributes["gen_ai.conversation.id"] = conversation_id
+        with self.tracer.start_as_current_span(
+            f"{_AGENT_OPERATION} {name}",
+            kind=SpanKind.INTERNAL,
+            attributes=attributes,
+            record_exception=True,
+            set_status_on_exception=True,
+        ) as span:
+            try:
+                yield _AgentSpan(span)
+            except BaseException as exc:  # a limit reached, a failed call, a cancellation
+                span.set_attribute("error.type", type(exc).__name__)
+                raise
+
+
+class _AgentSpan:
+    __slots__ = ("_span",)
+
+    def __init__(self, span: Span) -> None:
+        self._span = span
+
+    def ended(self, steps: int, usage: Usage) -> None:
+        self._span.set_attributes(
+            {
+                "gen_ai.usage.input_tokens": usage.input,
+                "gen_ai.usage.output_tokens": usage.output,
+                "gen_ai.usage.cache_read.input_tokens": usage.cache_read,
+                "gen_ai.usage.cache_creation.input_tokens": usage.cache_write,
+                "nisse_llm.steps": steps,
+            }
+        )
 
 
 class _ToolSpan:

@@ -35,6 +35,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("mcp", ("nisse_llm.mcp",)),
     ("transport", ("nisse_llm.transport",)),
     ("telemetry", ("nisse_llm.telemetry",)),
+    ("agent", ("nisse_llm.agent",)),
     ("testing", ("nisse_llm.testing",)),
     ("cli", ("nisse_llm.cli",)),
     ("facade", ("nisse_llm", "nisse_llm.__main__", "nisse_llm.clients", "nisse_llm.logstore")),

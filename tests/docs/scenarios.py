@@ -55,6 +55,33 @@ def _task_files(script: Script, workdir: Path) -> None:
 SCENARIOS["docs/guides/task-files.md"] = _task_files
 
 
+def _agent_loop(script: Script, workdir: Path) -> None:
+    (workdir / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    (workdir / "notes.txt").write_text("Ship on Friday.\n")
+    fixed = "def add(a, b):\n    return a + b\n"
+    script.when(
+        reply("Reading it.", ToolUse("read_file", {"path": "calc.py"})),
+        user_text="Fix add() in calc.py.",
+    )
+    script.when(
+        reply(ToolUse("write_file", {"path": "calc.py", "text": fixed})), tool_result="a - b"
+    )
+    script.when(reply("Fixed: add() now adds."), tool_result="wrote")
+    script.when(
+        reply(ToolUse("read_file", {"path": "notes.txt"})),
+        user_text="Read notes.txt, then decide.",
+    )
+    script.when(reply("It is fixed."), user_text="Is calc.py fixed?")
+    script.when(
+        reply(ToolUse("Verdict", {"fixed": True, "summary": "add() adds"})),
+        where=lambda r: "Is calc.py fixed?" in r.user_texts and "It is fixed." in r.body.decode(),
+    )
+    script.when(reply("Hello!"), user_text="Say hello.")
+
+
+SCENARIOS["docs/guides/agent-loop.md"] = _agent_loop
+
+
 def _cost(script: Script, workdir: Path) -> None:
     too_long = "prompt is too long: 250000 tokens > 200000 maximum"
     script.when(

@@ -36,8 +36,10 @@ from nisse_llm.task.records import (
     StoredCall,
     StoredHeader,
     TaskHeader,
+    ToolRunRecord,
     UsageTotal,
     UsageTotals,
+    unfinished_batch,
 )
 from tests.taskrecord.helpers import BASE_URL, TOKEN, call_record, make_pin
 
@@ -248,28 +250,62 @@ def test_usage_total_adds_cost_as_an_exact_decimal() -> None:
 
 
 def test_every_record_kind_matches_the_published_schema(tmp_path: Path) -> None:
-    """Header, event and call lines validate against schemas/stored-record.schema.json,
-    and a line with none of the three keys does not."""
+    """Header, event, call, tool-run and batch lines validate against
+    schemas/stored-record.schema.json, and a line with none of the five keys does not."""
     path = tmp_path / "task.jsonl"
     store = LogStore(path).begin(make_pin())
     store.append_event(UserText(text="a"))
     store.append_call(call_record(3))
+    start = store.append_tool_run(ToolRunRecord(call_id="call_1", tool="write_file"))
+    store.append_tool_outcome(
+        ToolRunRecord(call_id="call_1", tool="write_file", outcome="unknown", start=start.seq),
+        ToolResult(call_id="call_1", output="x", is_error=True),
+    )
+    store.append_batch([AssistantText(text="b", model="m"), UserText(text="c")])
 
     lines = [json.loads(line) for line in path.read_text().splitlines()]
 
-    assert [next(k for k in ("header", "event", "llm_call") if k in x) for x in lines] == [
+    kinds = ("header", "event", "llm_call", "tool_run", "batch")
+    assert [next(k for k in kinds if k in x) for x in lines] == [
         "header",
         "event",
         "llm_call",
+        "tool_run",
+        "tool_run",
+        "event",
+        "batch",
+        "event",
+        "event",
     ]
+    assert [r.tool_run.outcome for r in LogStore(path).read().tool_runs] == ["started", "unknown"]
     for line in lines:
         jsonschema.validate(line, SCHEMA)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"seq": 1, "at": "2026-01-01T00:00:00Z"}, SCHEMA)
 
 
+def test_a_batch_cut_by_a_crash_is_what_the_batch_record_lacks(tmp_path: Path) -> None:
+    """A batch whose write kept its record and its first event lacks the rest; a whole
+    batch lacks nothing; a single event needs no batch record."""
+    path = tmp_path / "task.jsonl"
+    store = LogStore(path).begin(make_pin())
+    reply = [AssistantText(text="a", model="m"), ToolCall(call_id="call_1", tool="t", arguments={})]
+    store.append_batch(reply)
+    assert unfinished_batch(LogStore(path).read().records) == []
+    store.append_batch([UserText(text="one")])
+    assert [type(r).__name__ for r in LogStore(path).read().records][-1] == "StoredEvent"
+
+    lines = path.read_bytes().splitlines(keepends=True)
+    cut = tmp_path / "cut.jsonl"
+    cut.write_bytes(b"".join(lines[:-2]))  # the batch record and its first event
+    assert unfinished_batch(LogStore(cut).read().records) == reply[1:]
+    cut.write_bytes(b"".join(lines[:-3]))  # the batch record alone
+    assert unfinished_batch(LogStore(cut).read().records) == reply
+
+
 def test_a_line_of_no_known_kind_names_the_keys(tmp_path: Path) -> None:
-    """A complete line holding none of event, llm_call or header is corrupt, said plainly."""
+    """A complete line holding none of event, llm_call, tool_run, batch or header is
+    corrupt, said plainly."""
     path = tmp_path / "task.jsonl"
     path.write_bytes(b'{"seq": 0, "at": "2026-01-01T00:00:00Z", "note": "x"}\n')
 
@@ -277,7 +313,8 @@ def test_a_line_of_no_known_kind_names_the_keys(tmp_path: Path) -> None:
         LogStore(path).read()
 
     assert str(caught.value) == (
-        f"{path}:1: not a valid log record (a record holds one of 'event', 'llm_call' or 'header')"
+        f"{path}:1: not a valid log record (a record holds one of 'event', 'llm_call', "
+        "'tool_run', 'batch' or 'header')"
     )
 
 

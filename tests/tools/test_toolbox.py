@@ -277,3 +277,44 @@ def test_a_list_without_images_stays_json() -> None:
     """A list of plain values is JSON text, not an image result."""
     assert Toolbox([grep]).run([_call("grep", pattern="x", paths=["a"])])[0].images == ()
     assert result_text(["a", 1]) == '["a",1]'
+
+
+def test_a_tool_is_not_repeatable_unless_named_or_marked() -> None:
+    """`is_repeatable` is False by default, True for a name given in ``repeatable`` and for
+    a function marked by ``ToolSpec.from_function(fn, repeatable=True)``."""
+
+    def marked(path: str) -> str:
+        """Read a file."""
+        return path
+
+    spec = ToolSpec.from_function(marked, repeatable=True)
+    box = Toolbox([add, explode, marked], repeatable={"add"})
+
+    assert spec.repeatable is True
+    assert (box.is_repeatable("add"), box.is_repeatable("explode")) == (True, False)
+    assert box.is_repeatable("marked") is True
+    assert box.repeatable == frozenset({"add"})
+    assert Toolbox([add]).is_repeatable("add") is False
+
+
+def test_repeatable_never_reaches_the_wire() -> None:
+    """A repeatable spec dumps, and so renders, exactly as the same spec unmarked."""
+
+    def run_tests(path: str) -> str:
+        """Run the tests."""
+        return path
+
+    marked = ToolSpec.from_function(run_tests, repeatable=True)
+    unmarked = ToolSpec.from_function(run_tests, repeatable=False)
+
+    assert (marked.repeatable, unmarked.repeatable) == (True, False)
+    assert marked.model_dump() == unmarked.model_dump()
+    assert "repeatable" not in marked.model_dump_json()
+
+
+def test_repeatable_names_are_checked() -> None:
+    """A name the box does not hold, or one string in place of a set, is refused."""
+    with pytest.raises(ValueError, match="repeatable names no tool of the box: nope"):
+        Toolbox([add], repeatable={"nope"})
+    with pytest.raises(TypeError, match="repeatable holds tool names"):
+        Toolbox([add], repeatable="add")

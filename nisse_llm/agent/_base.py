@@ -1,0 +1,186 @@
+"""What `Task` and `AsyncTask` share beside their I/O: opening the store, the router's checks,
+and the task's state read back from its file."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
+
+from nisse_llm import _telemetry
+from nisse_llm.agent.plan import is_done, unknown_tool_runs
+from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult, UserText
+from nisse_llm.log.toolbox import Toolbox
+from nisse_llm.task.logstore import LogStore
+from nisse_llm.task.records import unfinished_batch
+
+if TYPE_CHECKING:
+    from nisse_llm._telemetry import AgentTrace
+    from nisse_llm.config.settings import Pin
+    from nisse_llm.task.compaction import LogFix
+    from nisse_llm.task.logstore import LogRead
+    from nisse_llm.task.records import StoredCall, StoredToolRun, UsageTotals
+    from nisse_llm.transport._router_base import RouterBase
+
+__all__ = ["Reconcile", "TaskBase", "TaskStore", "open_store", "toolbox_of"]
+
+#: Where a task lives: a task file's path, or a `LogStore`.
+TaskStore = str | os.PathLike[str] | LogStore
+#: The task's hook for a cut run of a tool that may not run again: its result, if known.
+Reconcile = Callable[[ToolCall], ToolResult | None]
+
+_NO_TOOLS = Toolbox([])
+
+
+def open_store(store: TaskStore) -> tuple[LogStore, bool]:
+    """The store a task is kept in, and whether the task opened it (and so closes it).
+
+    The one place a task's ``store`` argument is resolved: a task key looked up in a
+    configured store would be resolved here too.
+    """
+    if isinstance(store, LogStore):
+        return store, False
+    if isinstance(store, str | os.PathLike):
+        return LogStore(store), True
+    raise TypeError(f"a task's store is a path or a LogStore, not {type(store).__name__}")
+
+
+def toolbox_of(tools: Toolbox | Iterable[Callable[..., Any]] | None) -> Toolbox:
+    """``tools`` as a `Toolbox` (an empty one for None)."""
+    if tools is None:
+        return _NO_TOOLS
+    return tools if isinstance(tools, Toolbox) else Toolbox(tools)
+
+
+def checked_router(router: RouterBase[Any], store: LogStore, pin: Pin, compaction: Any) -> LogStore:
+    """The store calls are recorded in: ``router``'s, which must be ``store``'s file and
+    ``pin``; a `ValueError` says what to fix."""
+    if compaction is not None:
+        raise ValueError(
+            "a task given a router compacts as the router does: pass compaction= to it"
+        )
+    if router.pin != pin:
+        raise ValueError("the router was built over another pin than the task's")
+    held = router.store
+    if held is None or os.path.realpath(held.path) != os.path.realpath(store.path):
+        raise ValueError(
+            f"the router must record its calls in the task's file {str(store.path)!r}: build it "
+            "with store=LogStore(path) (every call is written before it leaves)"
+        )
+    return held
+
+
+class TaskBase:
+    """A task's store and pin, the log the next request sends, and its state in the file."""
+
+    def __init__(
+        self,
+        store: LogStore,
+        pin: Pin,
+        log: list[CanonicalEvent],
+        *,
+        owned: bool,
+        reconcile: Reconcile | None,
+        repairs: list[LogFix],
+    ) -> None:
+        self._store = store
+        self._pin = pin
+        #: The log the next request is built from: the view when opened, then every event
+        #: appended since (the router substitutes what it compacted).
+        self._log = log
+        self._owned = owned
+        self._reconcile = reconcile
+        self._repairs = repairs
+
+    @staticmethod
+    def _begin(store: LogStore, pin: Pin, prompt: str | None) -> None:
+        """Begin or check the task, finish a batch a crash cut short, and write ``prompt``
+        if the task holds no event yet."""
+        store.begin(pin)
+        found = store.read()
+        missing = unfinished_batch(found.records)
+        if missing:
+            store.append_batch(missing)
+        if prompt is not None and not found.events:
+            store.append_event(UserText(text=prompt))
+
+    @property
+    def store(self) -> LogStore:
+        """The task file."""
+        return self._store
+
+    @property
+    def pin(self) -> Pin:
+        """The pin the task runs with."""
+        return self._pin
+
+    @property
+    def done(self) -> bool:
+        """Whether the model's last reply ended the run (it asked for no tool)."""
+        return is_done(self._log)
+
+    @property
+    def events(self) -> list[CanonicalEvent]:
+        """The log the next request sends: the file's compacted view, repaired."""
+        from nisse_llm.task.compaction import repair
+
+        view = [item.event for item in self._read().view]
+        return repair(view, answer_dangling=False)[0]
+
+    @property
+    def history(self) -> list[CanonicalEvent]:
+        """Every event the task file holds, compactions included, in file order."""
+        return [record.event for record in self._read().events]
+
+    @property
+    def usage(self) -> UsageTotals:
+        """The usage of every recorded call (tokens and cost, overall and per role)."""
+        return self._read().usage
+
+    @property
+    def unknown_calls(self) -> list[StoredCall]:
+        """The start records of model calls that never ended: possibly billed."""
+        return self._read().unknown_calls
+
+    @property
+    def unknown_tool_runs(self) -> list[ToolCall]:
+        """The tool calls whose run was cut and whose outcome is unknown (answered by an
+        error result saying so)."""
+        found = self._read()
+        return unknown_tool_runs((r.event for r in found.events), found.tool_runs)
+
+    @property
+    def tool_runs(self) -> list[StoredToolRun]:
+        """Every tool-run record of the file."""
+        return self._read().tool_runs
+
+    @property
+    def repairs(self) -> list[LogFix]:
+        """What the view needed changed to render when the task was opened (see `repair`)."""
+        return list(self._repairs)
+
+    def _read(self) -> LogRead:
+        return self._store.read()
+
+    def _agent_span(self, role: str) -> AbstractContextManager[AgentTrace]:
+        tracer = _telemetry.tracer
+        if tracer is None:
+            return _UNTRACED
+        return tracer.agent(role, self._store.task_id)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self._store.path)!r})"
+
+
+class _Untraced(AbstractContextManager["_Untraced"]):
+    """A run's span while telemetry is off: it records nothing."""
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def ended(self, steps: int, usage: Any) -> None:
+        return None
+
+
+_UNTRACED = _Untraced()

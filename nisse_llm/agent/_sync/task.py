@@ -1,0 +1,284 @@
+# Generated from nisse_llm/agent/_async/task.py by tests/gen_sync.py (unasync); do not edit.
+"""The durable agent loop, written once: ``_async/task.py`` is the source, ``_sync/task.py``
+is generated from it by ``tests/gen_sync.py`` (unasync).
+
+``Task.open(path, pin, prompt=...)`` begins the task or resumes it; ``run`` steps until
+the model answers without tool calls. Every step is written before it acts (see
+`nisse_llm.agent.plan`, which decides what a resumed task does), so a task killed at any
+instant reopens to the log an uninterrupted run would have.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from nisse_llm import defaults
+from nisse_llm._closing import Closing
+from nisse_llm.agent._base import (
+    Reconcile,
+    TaskBase,
+    TaskStore,
+    checked_router,
+    open_store,
+    toolbox_of,
+)
+from nisse_llm.agent.plan import (
+    Finish,
+    RunCounts,
+    RunLimits,
+    RunResult,
+    Step,
+    final_text,
+    finish_plan,
+    typed_answer,
+    unknown_result,
+)
+from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult, UserImage, UserText
+from nisse_llm.log.toolbox import Toolbox
+from nisse_llm.task.records import ToolRunRecord, pending_calls
+from nisse_llm.transport.routers import RoleRouter
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from nisse_llm.config.options import RequestOptions
+    from nisse_llm.config.settings import Pin
+    from nisse_llm.log.images import Image
+    from nisse_llm.task.summaries import CompactionPolicy
+
+    M = TypeVar("M", bound=BaseModel)
+
+__all__ = ["Task"]
+
+Tools = Toolbox | Iterable[Callable[..., Any]] | None
+
+
+class Task(TaskBase, Closing):
+    """One durable agent task in one task file: open it, say, run; kill it and open again."""
+
+    def __init__(
+        self,
+        store: TaskStore,
+        pin: Pin,
+        *,
+        router: RoleRouter | None = None,
+        compaction: CompactionPolicy | None = None,
+        prompt: str | None = None,
+        reconcile: Reconcile | None = None,
+    ) -> None:
+        opened, owned = open_store(store)
+        if router is not None:
+            opened = checked_router(router, opened, pin, compaction)
+            owned = False
+        try:
+            self._begin(opened, pin, prompt)
+            resumed = opened.resume(pin.token, base_url=pin.base_url)
+            self._router = router or RoleRouter.from_pin(pin, store=opened, compaction=compaction)
+        except BaseException:
+            if owned:
+                opened.close()
+            raise
+        self._owns_router = router is None
+        #: Whether every tool call of the log is answered (unknown until searched).
+        self._settled = False
+        super().__init__(
+            opened,
+            pin,
+            resumed.events,
+            owned=owned,
+            reconcile=reconcile,
+            repairs=resumed.repairs,
+        )
+
+    @classmethod
+    def open(
+        cls,
+        store: TaskStore,
+        pin: Pin,
+        *,
+        router: RoleRouter | None = None,
+        compaction: CompactionPolicy | None = None,
+        prompt: str | None = None,
+        reconcile: Reconcile | None = None,
+    ) -> Task:
+        """Begin the task ``pin`` in ``store`` (a path or a `LogStore`), or resume it.
+
+        A new or empty file gets the pin's header and, with ``prompt``, the first user
+        message; a file begun before is checked against ``pin`` (`TaskPinMismatch`),
+        repaired of a torn tail, and continued; ``prompt`` is then not written again.
+        ``router`` (default: one built over ``pin``, with ``compaction``) must record its
+        calls in the same file. ``reconcile(call)`` is asked for the result of a cut run
+        of a tool that may not run again (None: unknown).
+        """
+        return cls(
+            store, pin, router=router, compaction=compaction, prompt=prompt, reconcile=reconcile
+        )
+
+    @property
+    def router(self) -> RoleRouter:
+        """The router the task's model calls go through."""
+        return self._router
+
+    def say(self, text: str, *, images: Iterable[Image] = ()) -> None:
+        """Append a user message (its text, then its images), durably, in one write."""
+        events: list[CanonicalEvent] = [UserText(text=text)]
+        events += [UserImage(image=image) for image in images]
+        self._log += [record.event for record in self._store.append_batch(events)]
+
+    def step(
+        self, role: str, *, tools: Tools = None, options: RequestOptions | None = None
+    ) -> Step:
+        """One model call for ``role`` with the task's log, its reply appended before this
+        returns, then each tool call it asked for run and its result appended as it comes.
+
+        Tool calls a cut step left unanswered are answered first (`finish_plan`).
+        """
+        box = toolbox_of(tools)
+        finished = self._finish(box)
+        completion = self._router.completion(role, self._log, box, options=options)
+        self._log += [record.event for record in self._store.append_batch(completion.events)]
+        self._settled = False
+        results = [
+            self._run_tool(box, Finish(e, "run"))
+            for e in completion.events
+            if isinstance(e, ToolCall)
+        ]
+        self._settled = True
+        return Step(completion=completion, results=results, finished=finished)
+
+    def run(
+        self,
+        role: str,
+        *,
+        tools: Tools,
+        max_steps: int = defaults.RUN_MAX_STEPS,
+        max_cost_usd: Decimal | float | None = None,
+        max_tokens: int | None = None,
+        options: RequestOptions | None = None,
+    ) -> RunResult[str]:
+        """Step until the model answers without tool calls; its answer is the result.
+
+        A task already done returns its answer without calling the model. Before each
+        model call the run's limits are checked: `RunLimitReached` names the one reached,
+        and the task stays resumable. Other errors are `complete`'s.
+        """
+        limits = _limits(max_steps, max_cost_usd, max_tokens)
+        counts = RunCounts()
+        with self._agent_span(role) as span:
+            try:
+                self._steps(role, tools, limits, counts, options)
+            finally:
+                span.ended(counts.steps, counts.usage)
+        return counts.result(self._log, final_text(self._log))
+
+    def run_as(
+        self,
+        role: str,
+        output_type: type[M],
+        *,
+        tools: Tools,
+        max_steps: int = defaults.RUN_MAX_STEPS,
+        max_cost_usd: Decimal | float | None = None,
+        max_tokens: int | None = None,
+        options: RequestOptions | None = None,
+        repair_attempts: int = 0,
+    ) -> RunResult[M]:
+        """`run`, then a typed answer through ``complete_as`` (one more step, its exchange
+        appended); the result's ``output`` is the answer. A task whose log ends with such
+        an answer (a `run_as` that finished) returns it without calling the model."""
+        limits = _limits(max_steps, max_cost_usd, max_tokens)
+        counts = RunCounts()
+        found = typed_answer(self._log, output_type)
+        if found is not None:
+            return counts.result(self._log, found)
+        with self._agent_span(role) as span:
+            try:
+                box = toolbox_of(tools)
+                self._steps(role, box, limits, counts, options)
+                counts.check(limits)
+                typed = self._router.complete_as(
+                    output_type,
+                    role,
+                    self._log,
+                    box,
+                    options=options,
+                    repair_attempts=repair_attempts,
+                )
+                self._log += [r.event for r in self._store.append_batch(typed.events)]
+                counts.add(typed.usage, self._router.last_call)
+            finally:
+                span.ended(counts.steps, counts.usage)
+        return counts.result(self._log, typed.value)
+
+    def _steps(
+        self,
+        role: str,
+        tools: Tools,
+        limits: RunLimits,
+        counts: RunCounts,
+        options: RequestOptions | None,
+    ) -> None:
+        box = toolbox_of(tools)
+        if self.done:
+            return
+        while True:
+            self._finish(box)
+            counts.check(limits)
+            step = self.step(role, tools=box, options=options)
+            counts.add(step.completion.usage, step.completion.call)
+            if not step.more:
+                return
+
+    def _finish(self, box: Toolbox) -> list[ToolResult]:
+        """Answer the tool calls a cut step left unanswered (the log is searched for them
+        only after an opening or a cut step, the file's tool-run records read only when
+        there are some)."""
+        if self._settled:
+            return []
+        if pending_calls(self._log):
+            plan = finish_plan(self._log, self._store.read().tool_runs, box.is_repeatable)
+            finished = [self._run_tool(box, finish) for finish in plan]
+        else:
+            finished = []
+        self._settled = True
+        return finished
+
+    def _run_tool(self, box: Toolbox, finish: Finish) -> ToolResult:
+        """Answer one tool call as ``finish`` says: its start written before it runs, its
+        result as soon as it exists."""
+        call = finish.call
+        if finish.how == "reconcile" and self._reconcile is not None:
+            found = self._reconcile(call)
+            if found is not None:
+                return self._answered(found.model_copy(update={"call_id": call.call_id}))
+        if finish.how in ("reconcile", "unknown"):
+            result = unknown_result(call)
+            record = ToolRunRecord(
+                call_id=call.call_id, tool=call.tool, outcome="unknown", start=finish.start
+            )
+            self._store.append_tool_outcome(record, result)
+            self._log.append(result)
+            return result
+        self._store.append_tool_run(ToolRunRecord(call_id=call.call_id, tool=call.tool))
+        (result,) = box.run([call])
+        return self._answered(result)
+
+    def _answered(self, result: ToolResult) -> ToolResult:
+        self._log.append(self._store.append_event(result).event)
+        return result
+
+    def close(self) -> None:
+        """Close what the task opened: its router and its file (not those it was given)."""
+        if self._owns_router:
+            self._router.close()
+        if self._owned:
+            self._store.close()
+
+
+def _limits(
+    max_steps: int, max_cost_usd: Decimal | float | None, max_tokens: int | None
+) -> RunLimits:
+    cost = None if max_cost_usd is None else Decimal(str(max_cost_usd))
+    return RunLimits(max_steps=max_steps, max_cost_usd=cost, max_tokens=max_tokens)

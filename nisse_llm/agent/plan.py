@@ -1,0 +1,266 @@
+"""What the durable loop decides, with no I/O: how a cut step is finished, when a run stops,
+and what a run or a step returns. `AsyncTask` and its generated twin `Task` only act on it.
+
+A step writes, in order: the call's start record (the router), the reply's events in one
+write, then per tool call a tool-run start record, the tool's run, and its `ToolResult`.
+A process killed anywhere leaves a prefix of that. On reopening, each tool call the view
+leaves unanswered is finished by `finish_plan`:
+
+- no start record: the tool never ran; run it;
+- a start record and no result: the run was cut, its outcome unknown. A repeatable tool
+  runs again; another is asked of the task's ``reconcile`` hook, and failing that gets
+  `unknown_result` (an error result the model reads) beside an ``"unknown"`` record;
+- an ``"unknown"`` record and no result (killed between the two): `unknown_result` again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Generic, Literal, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from nisse_llm.errors import RunLimitReached
+from nisse_llm.log.canonical import (
+    AssistantText,
+    CallInfo,
+    CanonicalEvent,
+    Compaction,
+    Completion,
+    Reasoning,
+    ToolCall,
+    ToolResult,
+    Usage,
+)
+from nisse_llm.render.typed import ACCEPTED, answer_tool
+from nisse_llm.task.records import StoredToolRun, pending_calls
+
+__all__ = [
+    "Finish",
+    "FinishHow",
+    "RunCounts",
+    "RunLimits",
+    "RunResult",
+    "Step",
+    "final_text",
+    "finish_plan",
+    "is_done",
+    "typed_answer",
+    "unknown_result",
+    "unknown_tool_runs",
+]
+
+T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
+
+#: How a cut step's tool call is finished (see the module docstring).
+FinishHow = Literal["run", "rerun", "reconcile", "unknown"]
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """One unanswered tool call and how to answer it; ``start`` is the number of its
+    tool-run start record (None if it never started)."""
+
+    call: ToolCall
+    how: FinishHow
+    start: int | None = None
+
+
+def finish_plan(
+    events: Sequence[CanonicalEvent],
+    tool_runs: Iterable[StoredToolRun],
+    is_repeatable: Callable[[str], bool],
+) -> list[Finish]:
+    """How to answer each tool call ``events`` leave unanswered, in log order, given the
+    task file's tool-run records and which tools may run again."""
+    starts: dict[str, int] = {}
+    given_up: set[str] = set()
+    for record in tool_runs:
+        run = record.tool_run
+        if run.outcome == "started":
+            starts.setdefault(run.call_id, record.seq)
+        else:
+            given_up.add(run.call_id)
+    plan: list[Finish] = []
+    for call in pending_calls(events):
+        start = starts.get(call.call_id)
+        if call.call_id in given_up:
+            plan.append(Finish(call, "unknown", start))
+        elif start is None:
+            plan.append(Finish(call, "run"))
+        elif is_repeatable(call.tool):
+            plan.append(Finish(call, "rerun", start))
+        else:
+            plan.append(Finish(call, "reconcile", start))
+    return plan
+
+
+def unknown_result(call: ToolCall) -> ToolResult:
+    """The error result that stands for a run cut mid-way whose outcome is unknown."""
+    return ToolResult(
+        call_id=call.call_id,
+        output=(
+            f"Tool {call.tool!r} was interrupted while it ran (the agent stopped), and its "
+            "outcome is unknown: it may or may not have taken effect. It was not run again. "
+            "Check its effect before calling it again."
+        ),
+        is_error=True,
+    )
+
+
+def unknown_tool_runs(
+    history: Iterable[CanonicalEvent], tool_runs: Iterable[StoredToolRun]
+) -> list[ToolCall]:
+    """The tool calls whose run was cut and given up as unknown, in the order given up."""
+    calls = {e.call_id: e for e in history if isinstance(e, ToolCall)}
+    ids = [r.tool_run.call_id for r in tool_runs if r.tool_run.outcome == "unknown"]
+    return [calls[i] for i in dict.fromkeys(ids) if i in calls]
+
+
+def is_done(events: Sequence[CanonicalEvent]) -> bool:
+    """Whether the model spoke last and asked for nothing: its reply ended a run."""
+    for event in reversed(events):
+        if isinstance(event, Compaction):
+            continue
+        return isinstance(event, AssistantText | Reasoning) and not pending_calls(events)
+    return False
+
+
+def final_text(events: Sequence[CanonicalEvent]) -> str:
+    """The text of the model's last reply (its texts after the last non-model event)."""
+    texts: list[str] = []
+    for event in reversed(events):
+        if isinstance(event, AssistantText):
+            texts.append(event.text)
+        elif not isinstance(event, Reasoning | Compaction):
+            break
+    return "\n".join(reversed(texts))
+
+
+def typed_answer(events: Sequence[CanonicalEvent], output_type: type[M]) -> M | None:
+    """The answer of ``output_type`` the log ends with (a `run_as` that finished), if any:
+    its answer tool's accepted call, or a last reply whose text validates."""
+    tail = [e for e in events if not isinstance(e, Compaction)][-2:]
+    if len(tail) == 2 and isinstance(tail[1], ToolResult) and tail[1].output == ACCEPTED:
+        call = tail[0]
+        if isinstance(call, ToolCall) and call.tool == answer_tool(output_type).name:
+            try:
+                return output_type.model_validate(call.arguments)
+            except ValidationError:
+                return None
+    if not is_done(events):
+        return None
+    try:
+        return output_type.model_validate_json(final_text(events))
+    except ValidationError:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One step of a task: the model call's `Completion`, the results of the tool calls it
+    asked for, and whether it asked for any (``more``: the run goes on).
+
+    ``finished`` holds the results of an earlier, cut step's calls, answered before this
+    step called the model.
+    """
+
+    completion: Completion
+    results: list[ToolResult]
+    finished: list[ToolResult] = field(default_factory=list)
+
+    @property
+    def more(self) -> bool:
+        """Whether the model asked for tools (and so for another step)."""
+        return any(isinstance(e, ToolCall) for e in self.completion.events)
+
+    @property
+    def text(self) -> str:
+        """The reply's text."""
+        return final_text(self.completion.events)
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult(Generic[T]):
+    """What a run ended with: the final ``text``, the ``output`` (the text, or `run_as`'s
+    typed answer), the ``steps`` (model calls) this run made, their ``usage`` and their
+    ``cost_usd`` as the proxy reported it (calls of unknown cost add nothing)."""
+
+    text: str
+    output: T
+    steps: int
+    usage: Usage
+    cost_usd: Decimal
+
+
+@dataclass(frozen=True, slots=True)
+class RunLimits:
+    """A run's limits: model calls, cost in USD and tokens (None: no limit)."""
+
+    max_steps: int
+    max_cost_usd: Decimal | None = None
+    max_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_steps < 1:
+            raise ValueError(f"max_steps must be at least 1, got {self.max_steps}")
+        for name in ("max_cost_usd", "max_tokens"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise ValueError(f"{name} must be above 0, got {value}")
+
+
+@dataclass(slots=True)
+class RunCounts:
+    """What a run has used so far: its steps, their usage and their cost."""
+
+    steps: int = 0
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: Decimal = Decimal(0)
+
+    def add(self, usage: Usage, call: CallInfo | None) -> None:
+        """Count one model call: its usage, and its cost if the proxy said it."""
+        self.steps += 1
+        self.usage = self.usage + usage
+        cost = None if call is None else call.cost_usd
+        if cost is not None:
+            self.cost_usd += cost
+
+    @property
+    def tokens(self) -> int:
+        """Input and output tokens of the run's calls."""
+        return self.usage.input + self.usage.output
+
+    def check(self, limits: RunLimits) -> None:
+        """`RunLimitReached` if another model call would pass one of ``limits``."""
+        reached: tuple[str, str] | None = None
+        if self.steps >= limits.max_steps:
+            reached = "max_steps", f"{self.steps} steps of {limits.max_steps}"
+        elif limits.max_cost_usd is not None and self.cost_usd >= limits.max_cost_usd:
+            reached = "max_cost_usd", f"${self.cost_usd} of ${limits.max_cost_usd}"
+        elif limits.max_tokens is not None and self.tokens >= limits.max_tokens:
+            reached = "max_tokens", f"{self.tokens} tokens of {limits.max_tokens}"
+        if reached is None:
+            return
+        limit, used = reached
+        raise RunLimitReached(
+            f"the run reached its {limit} ({used}) before the model answered; the task "
+            "file is whole: run again (with a higher limit) to go on",
+            limit=limit,
+            steps=self.steps,
+            tokens=self.tokens,
+            cost_usd=self.cost_usd,
+        )
+
+    def result(self, events: Sequence[CanonicalEvent], output: T) -> RunResult[T]:
+        """The run's result, its final text read from ``events``."""
+        return RunResult(
+            text=final_text(events),
+            output=output,
+            steps=self.steps,
+            usage=self.usage,
+            cost_usd=self.cost_usd,
+        )
