@@ -280,9 +280,9 @@ class ImageError(RenderError):
 class LogCorrupt(Exception):
     """The log file holds a line that is not a valid record: inspect it by hand."""
 
-    def __init__(self, message: str, *, path: Path, line: int | None = None) -> None:
+    def __init__(self, message: str, *, path: Path | str, line: int | None = None) -> None:
         super().__init__(message)
-        #: The log file.
+        #: The log file (a database store: the task's URL and key).
         self.path = path
         #: 1-based number of the offending line, when one line is at fault.
         self.line = line
@@ -326,18 +326,18 @@ class LogDuplicateId(ValueError):
 class TaskHeaderMissing(LookupError):
     """The file holds no task header (missing, empty, or events only): `begin` a new task."""
 
-    def __init__(self, message: str, *, path: Path) -> None:
+    def __init__(self, message: str, *, path: Path | str) -> None:
         super().__init__(message)
-        #: The file that was to hold a task.
+        #: The file that was to hold a task (a database store: the task's URL and key).
         self.path = path
 
 
 class TaskPinMismatch(ValueError):
     """The task file was begun with another pin: open the right file, or begin a new task."""
 
-    def __init__(self, message: str, *, path: Path, stored: str, given: str) -> None:
+    def __init__(self, message: str, *, path: Path | str, stored: str, given: str) -> None:
         super().__init__(message)
-        #: The task file.
+        #: The task file (a database store: the task's URL and key).
         self.path = path
         #: The fingerprint in the file's header, and the one `begin` was given.
         self.stored = stored

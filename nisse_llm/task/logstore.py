@@ -28,7 +28,8 @@ import fcntl
 import hashlib
 import os
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -152,18 +153,33 @@ class _Tail:
 
 
 class LogStore(Closing):
-    """One canonical log in one JSON-lines file: append-only, fsynced, readable after a crash."""
+    """One canonical log in one JSON-lines file: append-only, fsynced, readable after a crash.
+
+    It is also the task store interface: the record logic (header and pin check, numbering,
+    id claims, compaction, resume) is written here once, over a few ``_x_*`` methods that
+    work inside ``_exclusive()``; another store (`PostgresLogStore`) overrides only those,
+    `read`, `next_seq`, `close` and ``_where``.
+    """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
-        self._lock = threading.Lock()
         self._fd: int | None = None
         # The file's state after our last append; trusted only while size and mtime match.
         self._tail: _Tail | None = None
-        # The call ids and answered ids in the file, as of the file state ``_ids_at``.
+        self._init_records()
+
+    def _init_records(self) -> None:
+        """The state the record logic keeps, whatever holds the records."""
+        self._lock = threading.Lock()
+        # The call ids and answered ids in the log, as of the log state ``_ids_at``.
         self._ids: tuple[set[str], set[str]] | None = None
-        self._ids_at: _Tail | None = None
+        self._ids_at: object = None
         self._task_id: str | None = None
+
+    @property
+    def _where(self) -> Path | str:
+        """What messages and errors name as the task's place."""
+        return self.path
 
     @property
     def task_id(self) -> str | None:
@@ -222,10 +238,8 @@ class LogStore(Closing):
         batch = [records] if isinstance(records, RECORD_TYPES) else list(records)
         if not batch:
             return
-        with self._lock:
-            fd = self._open()
-            with _Flock(fd, fcntl.LOCK_EX):
-                self._append_locked(fd, batch)
+        with self._exclusive():
+            self._x_write(batch)
 
     def append_event(self, event: CanonicalEvent) -> StoredEvent:
         """Append an event as the next record, stamped with the current UTC time; return it.
@@ -253,16 +267,12 @@ class LogStore(Closing):
         from nisse_llm.log.canonical import as_events
 
         events = as_events(compacted)
-        with self._lock:
-            fd = self._open()
-            with _Flock(fd, fcntl.LOCK_EX):
-                _check_same_file(fd, self.path)
-                found = _parse(fd, self.path)
-                record = compaction_record(compacted_view(found.events), events)
-                tail = self._current_tail(fd)
-                seq = 0 if tail.last_seq is None else tail.last_seq + 1
-                stored = StoredEvent.now(seq, record)
-                self._append_locked(fd, [stored])
+        with self._exclusive():
+            found = self._x_read()
+            record = compaction_record(compacted_view(found.events), events)
+            last_seq = self._x_last_seq()
+            stored = StoredEvent.now(0 if last_seq is None else last_seq + 1, record)
+            self._x_write([stored])
         return stored
 
     def append_call(self, record: CallRecord) -> StoredCall:
@@ -282,25 +292,22 @@ class LogStore(Closing):
         ``store = LogStore(path).begin(pin)`` reads naturally.
         """
         record = _pin_record(pin)
-        with self._lock:
-            fd = self._open()
-            with _Flock(fd, fcntl.LOCK_EX):
-                self._repair_locked(fd)
-                tail = self._current_tail(fd)
-                if tail.last_seq is None:
-                    header = StoredHeader.now(0, TaskHeader(pin=record))
-                    self._append_locked(fd, [header])
-                    self._task_id = _task_id(header)
-                    return self
-                first = _first_record(fd, self.path)
+        with self._exclusive():
+            self._x_repair()
+            if self._x_last_seq() is None:
+                header = StoredHeader.now(0, TaskHeader(pin=record))
+                self._x_write([header])
+                self._task_id = _task_id(header)
+                return self
+            first = self._x_first()
         found = self._header_of(first)
         stored = found.header.pin
         if stored != record:
             raise TaskPinMismatch(
-                f"{self.path}: the task was begun with pin {stored.get('fingerprint')}, "
+                f"{self._where}: the task was begun with pin {stored.get('fingerprint')}, "
                 f"not {record.get('fingerprint')}{pin_difference(stored, record)}; "
                 "resume it with resume(token), or begin a new task in another file",
-                path=self.path,
+                path=self._where,
                 stored=str(stored.get("fingerprint")),
                 given=str(record.get("fingerprint")),
             )
@@ -321,15 +328,10 @@ class LogStore(Closing):
         header, `LogCorrupt` for an invalid line, and `ConfigError` for a header whose pin
         record was damaged or names another base URL.
         """
-        if self._fd is None and not self.path.exists():
-            raise TaskHeaderMissing(
-                f"{self.path}: no such task file; begin(pin) starts one", path=self.path
-            )
-        with self._lock:
-            fd = self._open()
-            with _Flock(fd, fcntl.LOCK_EX):
-                repaired = self._repair_locked(fd)
-                found = _parse(fd, self.path)
+        self._x_check_begun()
+        with self._exclusive():
+            repaired = self._x_repair()
+            found = self._x_read()
         from nisse_llm.task.compaction import repair
 
         header = self._header_of(found.records[0] if found.records else None)
@@ -352,37 +354,36 @@ class LogStore(Closing):
             return first
         what = "is empty" if first is None else "holds events but no task header"
         raise TaskHeaderMissing(
-            f"{self.path}: {what}; begin(pin) starts a task in a new or empty file",
-            path=self.path,
+            f"{self._where}: {what}; begin(pin) starts a task in a new or empty file",
+            path=self._where,
         )
 
     def _append_next(self, items: Sequence[Any], make: Callable[[int, Any], R]) -> list[R]:
         """Number ``items`` after the file's last record, stamp them now, append in one write."""
         if not items:
             return []
-        with self._lock:
-            fd = self._open()
-            with _Flock(fd, fcntl.LOCK_EX):
-                tail = self._current_tail(fd)
-                if any(isinstance(item, ToolCall | ToolResult) for item in items):
-                    self._check_ids(fd, tail, items)
-                seq = 0 if tail.last_seq is None else tail.last_seq + 1
-                records = [make(seq + n, item) for n, item in enumerate(items)]
-                self._append_locked(fd, records)
-                if self._ids is not None:
-                    _ids_after(self._ids, items)
-                    self._ids_at = self._tail
+        with self._exclusive():
+            if any(isinstance(item, ToolCall | ToolResult) for item in items):
+                self._check_ids(items)
+            last_seq = self._x_last_seq()
+            seq = 0 if last_seq is None else last_seq + 1
+            records = [make(seq + n, item) for n, item in enumerate(items)]
+            self._x_write(records)
+            if self._ids is not None:
+                _ids_after(self._ids, items)
+                self._ids_at = self._x_state()
         return records
 
-    def _check_ids(self, fd: int, tail: _Tail, items: Sequence[Any]) -> None:
-        """`LogDuplicateId` if ``items`` reuse a call id of the file or of each other.
+    def _check_ids(self, items: Sequence[Any]) -> None:
+        """`LogDuplicateId` if ``items`` reuse a call id of the log or of each other.
 
-        The file's ids are read once and kept while the file is only appended to by this
-        store (another writer's append changes its size: it is read again)."""
-        if self._ids is None or self._ids_at != tail:
-            found = _parse(fd, self.path)
+        The log's ids are read once and kept while the log is only appended to by this
+        store (another writer's append changes its state: it is read again)."""
+        state = self._x_state()
+        if self._ids is None or self._ids_at != state:
+            found = self._x_read()
             self._ids = _ids_after((set(), set()), [r.event for r in found.events])
-            self._ids_at = tail
+            self._ids_at = state
         calls, answered = self._ids
         new_calls: set[str] = set()
         new_answers: set[str] = set()
@@ -390,7 +391,7 @@ class LogStore(Closing):
         def claim(call_id: str, in_file: set[str], new: set[str], taken: str) -> None:
             if call_id in in_file or call_id in new:
                 detail = taken.format(call_id)
-                raise LogDuplicateId(f"{self.path}: {detail}; nothing was written")
+                raise LogDuplicateId(f"{self._where}: {detail}; nothing was written")
             new.add(call_id)
 
         for item in items:
@@ -411,10 +412,49 @@ class LogStore(Closing):
         bytes were never acknowledged by an `append`. Raises `LogCorrupt` if a complete
         line is invalid, which is not a crash's doing and needs a person.
         """
+        with self._exclusive():
+            return self._x_repair()
+
+    @contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        """Hold the log for a read-then-write (the ``_x_*`` methods work only inside it):
+        the file store takes its thread lock and an exclusive ``flock``."""
         with self._lock:
             fd = self._open()
             with _Flock(fd, fcntl.LOCK_EX):
-                return self._repair_locked(fd)
+                yield
+
+    def _x_check_begun(self) -> None:
+        if self._fd is None and not self.path.exists():
+            raise TaskHeaderMissing(
+                f"{self.path}: no such task file; begin(pin) starts one", path=self.path
+            )
+
+    def _x_fd(self) -> int:
+        assert self._fd is not None, "only inside _exclusive()"
+        return self._fd
+
+    def _x_last_seq(self) -> int | None:
+        return self._current_tail(self._x_fd()).last_seq
+
+    def _x_state(self) -> object:
+        """A value that changes whenever the log does (the ids read are kept while it holds)."""
+        return self._current_tail(self._x_fd())
+
+    def _x_read(self) -> LogRead:
+        fd = self._x_fd()
+        _check_same_file(fd, self.path)
+        return _parse(fd, self.path)
+
+    def _x_first(self) -> StoredRecord:
+        return _first_record(self._x_fd(), self.path)
+
+    def _x_repair(self) -> bytes | None:
+        return self._repair_locked(self._x_fd())
+
+    def _x_write(self, batch: Sequence[StoredRecord], lines: Sequence[bytes] | None = None) -> None:
+        """Append ``batch`` (encoded as ``lines`` when given: bytes kept as they came)."""
+        self._append_locked(self._x_fd(), batch, lines)
 
     def _repair_locked(self, fd: int) -> bytes | None:
         _check_same_file(fd, self.path)
@@ -459,7 +499,9 @@ class LogStore(Closing):
         self._tail = tail
         return tail
 
-    def _append_locked(self, fd: int, batch: Sequence[StoredRecord]) -> None:
+    def _append_locked(
+        self, fd: int, batch: Sequence[StoredRecord], lines: Sequence[bytes] | None = None
+    ) -> None:
         _check_same_file(fd, self.path)
         tail = self._current_tail(fd)
         if tail.torn_offset is not None:
@@ -471,20 +513,8 @@ class LogStore(Closing):
                 offset=tail.torn_offset,
                 tail=torn,
             )
-        previous = tail.last_seq
-        for record in batch:
-            if previous is not None and record.seq <= previous:
-                raise LogSequenceError(
-                    f"{self.path}: sequence number {record.seq} is not above {previous}; "
-                    "nothing was written"
-                )
-            if previous is not None and isinstance(record, StoredHeader):
-                raise LogSequenceError(
-                    f"{self.path}: a task header must be the file's first record; "
-                    "nothing was written"
-                )
-            previous = record.seq
-        data = b"".join(_STORED.dump_json(record) + _NEWLINE for record in batch)
+        previous = self._check_batch(tail.last_seq, batch)
+        data = b"".join(line + _NEWLINE for line in lines or self._encode(batch))
         self._tail = None
         _write_all(fd, data)
         os.fsync(fd)
@@ -492,6 +522,39 @@ class LogStore(Closing):
         self._tail = _Tail(
             size=stat.st_size, mtime_ns=stat.st_mtime_ns, last_seq=previous, torn_offset=None
         )
+
+    def _check_batch(self, last_seq: int | None, batch: Sequence[StoredRecord]) -> int | None:
+        """`LogSequenceError` unless ``batch`` numbers rise above ``last_seq`` and a header
+        comes only first; the batch's last number."""
+        previous = last_seq
+        for record in batch:
+            if previous is not None and record.seq <= previous:
+                raise LogSequenceError(
+                    f"{self._where}: sequence number {record.seq} is not above {previous}; "
+                    "nothing was written"
+                )
+            if previous is not None and isinstance(record, StoredHeader):
+                raise LogSequenceError(
+                    f"{self._where}: a task header must be the file's first record; "
+                    "nothing was written"
+                )
+            previous = record.seq
+        return previous
+
+    @staticmethod
+    def _encode(batch: Iterable[StoredRecord]) -> list[bytes]:
+        """Each record's line, without its newline: the bytes every store keeps."""
+        return [_STORED.dump_json(record) for record in batch]
+
+    def _decode(self, lines: Iterable[bytes]) -> LogRead:
+        """The records of complete lines, checked as a file's are (`LogCorrupt` naming the
+        1-based line)."""
+        records: list[StoredRecord] = []
+        for number, line in enumerate(lines, 1):
+            record = _parse_line(line, self._where, number)
+            _check_order(records, record, self._where, number)
+            records.append(record)
+        return LogRead(records=records)
 
 
 def _ids_after(
@@ -582,7 +645,7 @@ def _parse(fd: int, path: Path) -> LogRead:
 
 
 def _check_order(
-    records: list[StoredRecord], record: StoredRecord, path: Path, number: int
+    records: list[StoredRecord], record: StoredRecord, path: Path | str, number: int
 ) -> None:
     if records and record.seq <= records[-1].seq:
         raise LogCorrupt(
@@ -597,7 +660,7 @@ def _check_order(
         )
 
 
-def _parse_line(line: bytes | bytearray, path: Path, number: int) -> StoredRecord:
+def _parse_line(line: bytes | bytearray, path: Path | str, number: int) -> StoredRecord:
     try:
         return _STORED.validate_json(line)
     except ValidationError as exc:
