@@ -24,8 +24,10 @@ from nisse_llm.errors import (
     OutputValidationError,
     RenderError,
     StreamInterrupted,
+    TaskBusy,
     TaskHeaderMissing,
     TaskPinMismatch,
+    TaskStoreUnavailable,
     TruncatedResponse,
     UnknownRoleError,
     UpstreamUnavailable,
@@ -73,6 +75,7 @@ if TYPE_CHECKING:
     )
     from nisse_llm.task.compaction import LogFix, compact, repair
     from nisse_llm.task.logstore import LogStore
+    from nisse_llm.task.postgres import PostgresLogStore
     from nisse_llm.task.records import CallRecord, ResumedTask, UsageTotal, UsageTotals
     from nisse_llm.task.summaries import CompactionPolicy, asummarize, summarize
     from nisse_llm.telemetry import instrument, uninstrument
@@ -101,6 +104,7 @@ _LAZY = {
     "Pin": "nisse_llm.config.settings",
     "RoleMap": "nisse_llm.config.settings",
     "LogStore": "nisse_llm.task.logstore",
+    "PostgresLogStore": "nisse_llm.task.postgres",
     "LogFix": "nisse_llm.task.compaction",
     "compact": "nisse_llm.task.compaction",
     "repair": "nisse_llm.task.compaction",
@@ -181,6 +185,7 @@ __all__ = [
     "OutputValidationError",
     "PartialReply",
     "Pin",
+    "PostgresLogStore",
     "PromptCache",
     "Reasoning",
     "ReasoningDelta",
@@ -195,8 +200,10 @@ __all__ = [
     "Settings",
     "StoredEvent",
     "StreamInterrupted",
+    "TaskBusy",
     "TaskHeaderMissing",
     "TaskPinMismatch",
+    "TaskStoreUnavailable",
     "TextDelta",
     "ToolArgumentsDelta",
     "ToolCall",

@@ -13,9 +13,11 @@ caller must do about it.
     ├── TruncatedResponse      the model hit the output ceiling; raise it or retry the turn
     ├── ModelRefusal           the model declined (refusal or content filter); a failed turn
     ├── OutputValidationError  the answer did not fit the requested type; a failed turn
+    ├── TaskBusy               another driver holds the task's lease: leave the task to it
     └── UpstreamUnavailable    keep the work and resume later: not the work's fault
         ├── BudgetExhausted    keep the work; resume after the operator restores the budget
-        └── StreamInterrupted  a streamed reply broke mid-way; what arrived rides along
+        ├── StreamInterrupted  a streamed reply broke mid-way; what arrived rides along
+        └── TaskStoreUnavailable  the task store (database) is down: resume the task later
 
     The caller's own mistakes, outside the tree (an ``except LLMError`` never hides them):
     UnknownRoleError (ValueError)  a role that does not exist
@@ -47,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 # What a broken stream delivered is defined apart and loaded with the first stream error
 # (or the first use of its name here), so the error tree itself defines no dataclasses.
 if TYPE_CHECKING:
+    from datetime import datetime
     from pathlib import Path
 
     from nisse_llm._partial import PartialReply, PartialToolCall
@@ -70,8 +73,10 @@ __all__ = [
     "PartialToolCall",
     "RenderError",
     "StreamInterrupted",
+    "TaskBusy",
     "TaskHeaderMissing",
     "TaskPinMismatch",
+    "TaskStoreUnavailable",
     "TruncatedResponse",
     "UnknownRoleError",
     "UpstreamUnavailable",
@@ -220,6 +225,31 @@ class StreamInterrupted(UpstreamUnavailable):
         super().__init__(message, error_type=error_type, server_message=server_message)
         #: Everything that arrived before the break, for diagnosis (never a result to act on).
         self.partial = partial
+
+
+class TaskStoreUnavailable(UpstreamUnavailable):
+    """The task store could not be reached or failed mid-call: keep the work and resume the
+    task later; what was acknowledged is kept, nothing after it was."""
+
+    def __init__(self, message: str, *, sqlstate: str | None = None) -> None:
+        super().__init__(message)
+        #: The database's error code (SQLSTATE), when it sent one.
+        self.sqlstate = sqlstate
+
+
+class TaskBusy(LLMError):
+    """Another driver holds the task's lease: leave the task to it (or wait until it ends)."""
+
+    def __init__(
+        self, message: str, *, task: str, holder: str | None, since: datetime | None
+    ) -> None:
+        super().__init__(message)
+        #: The task's key.
+        self.task = task
+        #: Who holds the lease (host and process, or the name the holder gave), if known.
+        self.holder = holder
+        #: When the holder took it, if known.
+        self.since = since
 
 
 class OutputValidationError(LLMError):

