@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from nisse_llm.testing.postgres import LocalPostgres, postgres_bin
+from tests.taskrecord.stores import KINDS, Place
 
 
 @pytest.fixture(autouse=True)
@@ -35,3 +37,13 @@ def postgres() -> Iterator[LocalPostgres]:
         )
     with LocalPostgres() as server:
         yield server
+
+
+@pytest.fixture(params=KINDS)
+def place(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Place]:
+    """One task's place in the store under test: a task file, or a key in the session's
+    PostgreSQL (tests taking it hold both stores to the same promises)."""
+    server = request.getfixturevalue("postgres") if request.param == "postgres" else None
+    found = Place(request.param, tmp_path, server)
+    yield found
+    found.close()
