@@ -77,6 +77,7 @@ if TYPE_CHECKING:
     from nisse_llm.task.logstore import LogStore
     from nisse_llm.task.postgres import PostgresLogStore
     from nisse_llm.task.records import CallRecord, ResumedTask, UsageTotal, UsageTotals
+    from nisse_llm.task.stores import open_task_store
     from nisse_llm.task.summaries import CompactionPolicy, asummarize, summarize
     from nisse_llm.telemetry import instrument, uninstrument
     from nisse_llm.transport.clients import (
@@ -105,6 +106,7 @@ _LAZY = {
     "RoleMap": "nisse_llm.config.settings",
     "LogStore": "nisse_llm.task.logstore",
     "PostgresLogStore": "nisse_llm.task.postgres",
+    "open_task_store": "nisse_llm.task.stores",
     "LogFix": "nisse_llm.task.compaction",
     "compact": "nisse_llm.task.compaction",
     "repair": "nisse_llm.task.compaction",
@@ -228,6 +230,7 @@ __all__ = [
     "instrument",
     "load_settings",
     "mint_call_id",
+    "open_task_store",
     "repair",
     "select_client",
     "summarize",

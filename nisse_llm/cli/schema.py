@@ -57,6 +57,9 @@ def config_schema() -> dict[str, Any]:
         )
         for key, prop in definition["properties"].items():
             prop["description"] += f" Environment variable: {ENV_VARS[f'{table}.{key}']}."
+    schema["properties"]["task_store"]["description"] += (
+        f" Environment variable: {ENV_VARS['task_store']}."
+    )
     profile = schema["$defs"]["RoleProfile"]
     profile["description"] = (
         "A role as a table: its model and the request options its calls carry by default. "

@@ -311,6 +311,7 @@ def sources_of(load: Load) -> dict[str, str]:
         keys.update(((table, name), None) for name in model.model_fields)
     for layer in (load.arguments, load.environment, load.file):
         keys.update(dict.fromkeys(_flat_keys(layer)))
+    keys[("task_store",)] = None  # the one top-level value
     found = {}
     for loc in keys:
         # A role's model is the role's own key, whether written as a string or in its table.

@@ -65,6 +65,7 @@ ENV_VARS: Mapping[str, str] = {
     "llm.max_response_bytes": "NISSE_MAX_RESPONSE_BYTES",
     "llm.call_deadline_s": "NISSE_CALL_DEADLINE_S",
     "llm.stream_deadline_s": "NISSE_STREAM_DEADLINE_S",
+    "task_store": "NISSE_TASK_STORE",
     "roles.executor": "NISSE_ROLE_EXECUTOR",
     "roles.planner": "NISSE_ROLE_PLANNER",
     "roles.delegate": "NISSE_ROLE_DELEGATE",

@@ -306,6 +306,9 @@ class _EnvSource(PydanticBaseSettingsSource):
             if problem is not None:
                 load.problems.append(problem)
                 del data["roles"][name]
+        store = os.environ.get(ENV_VARS["task_store"], "").strip()
+        if store:
+            data["task_store"] = store
         load.environment = data
         return copy_tables(data)
 
@@ -349,6 +352,13 @@ class Settings(BaseSettings):
 
     llm: LLMSettings = Field(description="The proxy and the request knobs.")
     roles: RoleMap = Field(description="The model string each role resolves to.")
+    task_store: SecretStr | None = Field(
+        default=None,
+        description=(
+            "Where tasks live: a folder (default: tasks/ beside the config file) or a "
+            "postgresql:// URL (its password is a secret)."
+        ),
+    )
 
     _config_file: Path | None = PrivateAttr(default=None)
     _config_lookup: str = PrivateAttr(default="")
@@ -478,6 +488,8 @@ def _start_load(config_file: str | os.PathLike[str] | None, tables: Mapping[str,
     for name, table in tables.items():
         if isinstance(table, Mapping):
             load.arguments[name] = {k: v for k, v in table.items() if v is not None}
+        elif name == "task_store" and table is not None:  # the one top-level value
+            load.arguments[name] = table
         elif table is not None:
             load.problems.append(
                 f"{name}: the argument {name}= must be a table (a dict), got {type(table).__name__}"

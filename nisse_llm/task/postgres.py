@@ -38,6 +38,7 @@ from psycopg.conninfo import conninfo_to_dict
 from pydantic import SecretStr
 
 from nisse_llm.errors import TaskBusy, TaskStoreUnavailable
+from nisse_llm.task.dsn import redacted_url, scrubbed
 from nisse_llm.task.logstore import LogRead, LogStore
 from nisse_llm.task.records import StoredRecord
 
@@ -316,38 +317,12 @@ def translated(url: SecretStr) -> Iterator[None]:
     try:
         yield
     except psycopg.Error as exc:
-        message = _scrubbed(str(exc).strip() or type(exc).__name__, url)
+        message = scrubbed(str(exc).strip() or type(exc).__name__, url)
         raise TaskStoreUnavailable(
             f"the task store at {redacted_url(url)} failed ({type(exc).__name__}: {message}); "
             "the work is kept: resume the task when the database is back",
             sqlstate=exc.sqlstate,
         ) from None
-
-
-def redacted_url(url: str | SecretStr) -> str:
-    """``url`` with its password (in the authority or a ``password=`` option) shown as ``***``."""
-    text = url.get_secret_value() if isinstance(url, SecretStr) else url
-    password = _password(text)
-    return text if password is None else _scrubbed(text, SecretStr(text))
-
-
-def _password(text: str) -> str | None:
-    try:
-        value = conninfo_to_dict(text).get("password")
-    except psycopg.Error:
-        return None
-    return None if value is None else str(value)
-
-
-def _scrubbed(message: str, url: SecretStr) -> str:
-    password = _password(url.get_secret_value())
-    if not password:
-        return message
-    from urllib.parse import quote
-
-    for form in {password, quote(password, safe=""), quote(password)}:
-        message = message.replace(form, "***")
-    return message
 
 
 def _one(cursor: psycopg.Cursor[Any]) -> Any:

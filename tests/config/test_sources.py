@@ -51,7 +51,8 @@ def test_each_key_names_the_layer_it_came_from(layered: tuple[Settings, Path]) -
     assert sources["llm.connect_timeout_s"] == "default"
     # Every key of the file's tables is accounted for, and no other (a role's request
     # options appear once a layer sets them: test_role_profiles).
-    assert set(sources) == {key for key in ENV_VARS if key.count(".") == 1}
+    assert sources["task_store"] == "default"  # the one top-level key
+    assert set(sources) == {key for key in ENV_VARS if key.count(".") == 1} | {"task_store"}
 
 
 def test_a_dotted_key_before_any_table_gets_its_line(tmp_path: Path) -> None:
