@@ -83,6 +83,9 @@ class PostgresLogStore(LogStore):
         self.holder = holder or f"{socket.gethostname()} pid {os.getpid()}"
         self._conn: psycopg.Connection[Any] | None = None
         self._leased = False
+        # The task's last number, known only inside a transaction (read once there).
+        self._last: int | None = None
+        self._last_known = False
         self._init_records()
 
     @property
@@ -137,16 +140,21 @@ class PostgresLogStore(LogStore):
             except BaseException:
                 self._ids = None
                 raise
+            finally:
+                self._last_known = False
 
     def _x_check_begun(self) -> None:
         """Nothing to check before the lease: an unknown key reads as an empty log."""
 
     def _x_last_seq(self) -> int | None:
-        row = self._connection().execute(
-            "SELECT max(seq) FROM nisse_task_records WHERE task = %s", (self.key,)
-        )
-        last = _one(row)
-        return None if last is None else int(last)
+        # Read once per transaction: under the lease no one else appends meanwhile.
+        if not self._last_known:
+            row = self._connection().execute(
+                "SELECT max(seq) FROM nisse_task_records WHERE task = %s", (self.key,)
+            )
+            last = _one(row)
+            self._last, self._last_known = None if last is None else int(last), True
+        return self._last
 
     def _x_state(self) -> object:
         return self._x_last_seq()
@@ -166,13 +174,14 @@ class PostgresLogStore(LogStore):
         return None
 
     def _x_write(self, batch: Sequence[StoredRecord], lines: Sequence[bytes] | None = None) -> None:
-        self._check_batch(self._x_last_seq(), batch)
+        last = self._check_batch(self._x_last_seq(), batch)
         encoded = lines if lines is not None else self._encode(batch)
         with self._connection().cursor() as cursor:
             cursor.executemany(
                 "INSERT INTO nisse_task_records (task, seq, record) VALUES (%s, %s, %s)",
                 [(self.key, r.seq, line.decode()) for r, line in zip(batch, encoded, strict=True)],
             )
+        self._last = last
 
     def _lines(self, conn: psycopg.Connection[Any]) -> Iterator[bytes]:
         cursor = conn.execute(
