@@ -42,8 +42,10 @@ bench-smoke: setup
 	$(PY) -m bench --smoke
 
 # The fleet load run: 16 agent processes on two proxy instances sharing one Redis; writes bench/FLEET.md.
+# Then the durable fleet: workers on a PostgreSQL job queue, one killed; bench/FLEET-DURABLE.md.
 fleet: setup proxy
 	$(PY) -m bench.fleet
+	$(PY) -m bench.fleet_durable
 
 setup: $(VENV)/.installed
 
