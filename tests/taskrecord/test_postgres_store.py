@@ -89,8 +89,9 @@ def test_a_closed_store_frees_its_task_at_once(postgres: LocalPostgres) -> None:
     for n in range(20):
         second = PostgresLogStore(postgres.url, "lease-closed", holder=f"driver-{n}")
         first.close()
-        second.append_event(UserText(text=str(n)))
+        second.append_event(UserText(text=str(n)))  # TaskBusy if the lock outlived close
         first = second
+    assert [r.event for r in first.read().events] == [UserText(text=str(n)) for n in range(20)]
     first.close()
 
 
