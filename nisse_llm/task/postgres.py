@@ -58,9 +58,13 @@ _CREATE = (
 )
 #: Upgrades by the version they start from: each turns it into the next (none yet).
 _MIGRATIONS: dict[int, tuple[str, ...]] = {}
-# A dead client's session (and lease) is dropped within idle + interval * count seconds.
+# TCP keepalive on both ends: the server drops a vanished client's session (and its
+# lease) within idle + interval * count seconds, and the client notices a vanished server.
 _KEEPALIVE = {"keepalives": "1", "keepalives_idle": "10", "keepalives_interval": "5"}
 _KEEPALIVE_COUNT = "3"
+_SERVER_KEEPALIVE = (
+    "-c tcp_keepalives_idle=10 -c tcp_keepalives_interval=5 -c tcp_keepalives_count=3"
+)
 _CONNECT_TIMEOUT_S = "10"
 
 
@@ -251,12 +255,13 @@ class PostgresLogStore(LogStore):
 
 
 def connect(url: SecretStr, *, holder: str = "nisse_llm") -> psycopg.Connection[Any]:
-    """A connection to ``url`` (autocommit; keepalives and a connect timeout unless the URL
-    sets its own), its tables created or upgraded (`ensure_schema`)."""
+    """A connection to ``url`` (autocommit; keepalives both ways and a connect timeout,
+    each unless the URL sets its own), its tables created or upgraded (`ensure_schema`)."""
     with translated(url):
         given = conninfo_to_dict(url.get_secret_value())
         options: dict[str, Any] = {**_KEEPALIVE, "keepalives_count": _KEEPALIVE_COUNT}
         options |= {"connect_timeout": _CONNECT_TIMEOUT_S, "application_name": holder[:63]}
+        options["options"] = _SERVER_KEEPALIVE
         extra = {k: v for k, v in options.items() if k not in given}
         conn = psycopg.connect(url.get_secret_value(), autocommit=True, **extra)
         try:

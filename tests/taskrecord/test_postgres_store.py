@@ -13,10 +13,11 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from pydantic import SecretStr
 
 from nisse_llm.errors import TaskBusy, TaskStoreUnavailable, UpstreamUnavailable
 from nisse_llm.log.canonical import UserText
-from nisse_llm.task.postgres import SCHEMA_VERSION, PostgresLogStore
+from nisse_llm.task.postgres import SCHEMA_VERSION, PostgresLogStore, connect
 from nisse_llm.testing.postgres import LocalPostgres
 from tests.taskrecord.helpers import BASE_URL, TOKEN, make_pin
 
@@ -81,6 +82,19 @@ def test_a_second_driver_gets_task_busy_and_takes_over_when_the_holder_dies(
     assert [r.seq for r in store.read().records] == [0, 1, 2]
     store.close()
     print(f"lease taken over {taken_over_s:.3f} s after the holder's SIGKILL")
+
+
+def test_the_server_drops_a_vanished_drivers_session_within_the_stated_bound(
+    postgres: LocalPostgres,
+) -> None:
+    """A store's session asks the server for TCP keepalive (10 s idle, 3 probes 5 s
+    apart): a driver whose machine vanishes loses its lease within about 25 s."""
+    with connect(SecretStr(postgres.url)) as conn:
+        shown = [
+            conn.execute(f"SHOW {name}").fetchone()
+            for name in ("tcp_keepalives_idle", "tcp_keepalives_interval", "tcp_keepalives_count")
+        ]
+    assert shown == [("10",), ("5",), ("3",)]
 
 
 def test_a_closed_store_frees_its_task_at_once(postgres: LocalPostgres) -> None:
