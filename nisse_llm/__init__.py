@@ -27,8 +27,10 @@ from nisse_llm.errors import (
     RenderError,
     RunLimitReached,
     StreamInterrupted,
+    TaskBusy,
     TaskHeaderMissing,
     TaskPinMismatch,
+    TaskStoreUnavailable,
     TruncatedResponse,
     UnknownRoleError,
     UpstreamUnavailable,
@@ -79,7 +81,9 @@ if TYPE_CHECKING:
     )
     from nisse_llm.task.compaction import LogFix, compact, repair
     from nisse_llm.task.logstore import LogStore
+    from nisse_llm.task.postgres import PostgresLogStore
     from nisse_llm.task.records import CallRecord, ResumedTask, UsageTotal, UsageTotals
+    from nisse_llm.task.stores import open_task_store
     from nisse_llm.task.summaries import CompactionPolicy, asummarize, summarize
     from nisse_llm.telemetry import instrument, uninstrument
     from nisse_llm.transport.clients import (
@@ -107,6 +111,8 @@ _LAZY = {
     "Pin": "nisse_llm.config.settings",
     "RoleMap": "nisse_llm.config.settings",
     "LogStore": "nisse_llm.task.logstore",
+    "PostgresLogStore": "nisse_llm.task.postgres",
+    "open_task_store": "nisse_llm.task.stores",
     "LogFix": "nisse_llm.task.compaction",
     "compact": "nisse_llm.task.compaction",
     "repair": "nisse_llm.task.compaction",
@@ -198,6 +204,7 @@ __all__ = [
     "OutputValidationError",
     "PartialReply",
     "Pin",
+    "PostgresLogStore",
     "PromptCache",
     "Reasoning",
     "ReasoningDelta",
@@ -218,8 +225,10 @@ __all__ = [
     "StoredEvent",
     "StreamInterrupted",
     "Task",
+    "TaskBusy",
     "TaskHeaderMissing",
     "TaskPinMismatch",
+    "TaskStoreUnavailable",
     "TextDelta",
     "ToolArgumentsDelta",
     "ToolCall",
@@ -244,6 +253,7 @@ __all__ = [
     "instrument",
     "load_settings",
     "mint_call_id",
+    "open_task_store",
     "repair",
     "select_client",
     "summarize",

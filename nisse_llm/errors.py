@@ -15,9 +15,11 @@ caller must do about it.
     ├── ModelRefusal           the model declined (refusal or content filter); a failed turn
     ├── OutputValidationError  the answer did not fit the requested type; a failed turn
     ├── RunLimitReached        a task's run hit its step, cost or token limit; the task resumes
+    ├── TaskBusy               another driver holds the task's lease: leave the task to it
     └── UpstreamUnavailable    keep the work and resume later: not the work's fault
         ├── BudgetExhausted    keep the work; resume after the operator restores the budget
-        └── StreamInterrupted  a streamed reply broke mid-way; what arrived rides along
+        ├── StreamInterrupted  a streamed reply broke mid-way; what arrived rides along
+        └── TaskStoreUnavailable  the task store (database) is down: resume the task later
 
     The caller's own mistakes, outside the tree (an ``except LLMError`` never hides them):
     UnknownRoleError (ValueError)  a role that does not exist
@@ -51,6 +53,7 @@ from typing import TYPE_CHECKING, Any
 # What a broken stream delivered is defined apart and loaded with the first stream error
 # (or the first use of its name here), so the error tree itself defines no dataclasses.
 if TYPE_CHECKING:
+    from datetime import datetime
     from pathlib import Path
 
     from nisse_llm._partial import PartialReply, PartialToolCall
@@ -77,8 +80,10 @@ __all__ = [
     "RenderError",
     "RunLimitReached",
     "StreamInterrupted",
+    "TaskBusy",
     "TaskHeaderMissing",
     "TaskPinMismatch",
+    "TaskStoreUnavailable",
     "TruncatedResponse",
     "UnknownRoleError",
     "UpstreamUnavailable",
@@ -234,6 +239,31 @@ class StreamInterrupted(UpstreamUnavailable):
         self.partial = partial
 
 
+class TaskStoreUnavailable(UpstreamUnavailable):
+    """The task store could not be reached or failed mid-call: keep the work and resume the
+    task later; what was acknowledged is kept, nothing after it was."""
+
+    def __init__(self, message: str, *, sqlstate: str | None = None) -> None:
+        super().__init__(message)
+        #: The database's error code (SQLSTATE), when it sent one.
+        self.sqlstate = sqlstate
+
+
+class TaskBusy(LLMError):
+    """Another driver holds the task's lease: leave the task to it (or wait until it ends)."""
+
+    def __init__(
+        self, message: str, *, task: str, holder: str | None, since: datetime | None
+    ) -> None:
+        super().__init__(message)
+        #: The task's key.
+        self.task = task
+        #: Who holds the lease (host and process, or the name the holder gave), if known.
+        self.holder = holder
+        #: When the holder took it, if known.
+        self.since = since
+
+
 class OutputValidationError(LLMError):
     """The model's answer did not validate into the requested type: a failed turn.
 
@@ -317,9 +347,9 @@ class ImageError(RenderError):
 class LogCorrupt(Exception):
     """The log file holds a line that is not a valid record: inspect it by hand."""
 
-    def __init__(self, message: str, *, path: Path, line: int | None = None) -> None:
+    def __init__(self, message: str, *, path: Path | str, line: int | None = None) -> None:
         super().__init__(message)
-        #: The log file.
+        #: The log file (a database store: the task's URL and key).
         self.path = path
         #: 1-based number of the offending line, when one line is at fault.
         self.line = line
@@ -363,18 +393,18 @@ class LogDuplicateId(ValueError):
 class TaskHeaderMissing(LookupError):
     """The file holds no task header (missing, empty, or events only): `begin` a new task."""
 
-    def __init__(self, message: str, *, path: Path) -> None:
+    def __init__(self, message: str, *, path: Path | str) -> None:
         super().__init__(message)
-        #: The file that was to hold a task.
+        #: The file that was to hold a task (a database store: the task's URL and key).
         self.path = path
 
 
 class TaskPinMismatch(ValueError):
     """The task file was begun with another pin: open the right file, or begin a new task."""
 
-    def __init__(self, message: str, *, path: Path, stored: str, given: str) -> None:
+    def __init__(self, message: str, *, path: Path | str, stored: str, given: str) -> None:
         super().__init__(message)
-        #: The task file.
+        #: The task file (a database store: the task's URL and key).
         self.path = path
         #: The fingerprint in the file's header, and the one `begin` was given.
         self.stored = stored

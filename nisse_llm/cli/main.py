@@ -11,14 +11,15 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import TextIO
 
 from nisse_llm.cli._settings import load_for
-from nisse_llm.cli._terminal import printable
+from nisse_llm.cli._terminal import printable, table
 from nisse_llm.cli.complete import register as _register_complete
 from nisse_llm.cli.mcp import mcp_online_rows, mcp_rows
 from nisse_llm.cli.schema import check_schemas, write_schemas
 from nisse_llm.cli.starter import DEFAULT_CONFIG_NAME, init_config
+from nisse_llm.cli.task import register as _register_task
+from nisse_llm.cli.task import store_shown
 from nisse_llm.config.options import RequestOptions
 from nisse_llm.config.settings import SEED_ROLES, Pin, Settings
 from nisse_llm.errors import (
@@ -87,9 +88,9 @@ def _config_check(args: argparse.Namespace) -> int:
         rows = [(*row, cell) for row, cell in zip(rows, profiles, strict=True)]
     else:
         header = ("role", "model", "route", "source")
-    _table(sys.stdout, [header, *rows])
+    table(sys.stdout, [header, *rows])
     print("settings:")
-    _table(sys.stdout, [("  key", "value", "source"), *_setting_rows(settings)])
+    table(sys.stdout, [("  key", "value", "source"), *_setting_rows(settings)])
     _print_mcp(settings)
     if args.online:
         proxy = _online(pin)
@@ -101,7 +102,7 @@ def _config_check(args: argparse.Namespace) -> int:
 def _print_mcp(settings: Settings) -> None:
     if settings.mcp.servers:
         print("mcp servers:")
-        _table(sys.stdout, [("  key", "value", "source"), *mcp_rows(settings)])
+        table(sys.stdout, [("  key", "value", "source"), *mcp_rows(settings)])
 
 
 def _mcp_online(settings: Settings) -> int:
@@ -110,7 +111,7 @@ def _mcp_online(settings: Settings) -> int:
         return EXIT_OK
     print("mcp: starting each server and listing its tools")
     rows, ok = mcp_online_rows(settings)
-    _table(sys.stdout, rows)
+    table(sys.stdout, rows)
     return EXIT_OK if ok else EXIT_UPSTREAM
 
 
@@ -139,7 +140,7 @@ def _online(pin: Pin) -> int:
         )
         for check in report.roles
     ]
-    _table(sys.stdout, rows)
+    table(sys.stdout, rows)
     return EXIT_OK if report.ok else EXIT_USAGE
 
 
@@ -166,6 +167,8 @@ def _setting_rows(settings: Settings) -> list[tuple[str, str, str]]:
             continue
         if key == "llm.token":
             shown = "(set, never shown)"
+        elif key == "task_store":
+            shown = store_shown(settings)
         else:
             node = values.get(table)
             for part in path:
@@ -195,8 +198,9 @@ def _config_show(args: argparse.Namespace) -> int:
             continue
         origin = sources.get(f"llm.{key}")
         print(f"{key}: {_shown(value)}" + (f"  ({origin})" if origin else ""))
+    print(f"task_store: {store_shown(settings)}  ({sources.get('task_store', 'default')})")
     print("roles:")
-    _table(
+    table(
         sys.stdout,
         [
             (
@@ -324,7 +328,12 @@ def _register_schema(commands: argparse._SubParsersAction[argparse.ArgumentParse
 
 
 #: One registrar per subcommand; a new subcommand appends its own.
-REGISTRARS: list[Registrar] = [_register_config, _register_schema, _register_complete]
+REGISTRARS: list[Registrar] = [
+    _register_config,
+    _register_schema,
+    _register_complete,
+    _register_task,
+]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -354,13 +363,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:  # e.g. an unwritable schema folder
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ERROR
-
-
-def _table(out: TextIO, rows: Sequence[tuple[str, ...]]) -> None:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        out.write("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
-        out.write("\n")
 
 
 if __name__ == "__main__":

@@ -61,6 +61,9 @@ def config_schema() -> dict[str, Any]:
     required = schema["properties"]["require_roles"]
     required["description"] += f" Environment variable: {ENV_VARS['require_roles']}."
     required["items"]["pattern"] = ROLE_NAME_PATTERN
+    schema["properties"]["task_store"]["description"] += (
+        f" Environment variable: {ENV_VARS['task_store']}."
+    )
     profile = schema["$defs"]["RoleProfile"]
     profile["description"] = (
         "A role as a table: its model and the request options its calls carry by default. "

@@ -295,7 +295,7 @@ class _EnvSource(PydanticBaseSettingsSource):
             if raw and key.startswith("llm."):
                 name = key.removeprefix("llm.")
                 data.setdefault("llm", {})[name] = _decode_env("llm", name, raw)
-            elif raw and key in TOP_LEVEL_KEYS:  # require_roles: a list
+            elif raw and key == "require_roles":  # a list
                 data[key] = _decode_env_list(raw)
         # Any role's variables, the seeds' and the operator's own: NISSE_ROLE_<ROLE> (its
         # model) and NISSE_ROLE_<ROLE>_<OPTION>.
@@ -318,6 +318,9 @@ class _EnvSource(PydanticBaseSettingsSource):
         load.problems.extend(problems)
         if servers:
             data["mcp"] = {"servers": servers}
+        store = os.environ.get(ENV_VARS["task_store"], "").strip()
+        if store:
+            data["task_store"] = store
         load.environment = data
         return copy_tables(data)
 
@@ -396,6 +399,14 @@ class Settings(BaseSettings):
 
     mcp: McpSettings = Field(
         default_factory=McpSettings, description="The MCP tool servers agents may use."
+    )
+
+    task_store: SecretStr | None = Field(
+        default=None,
+        description=(
+            "Where tasks live: a folder (default: tasks/ beside the config file) or a "
+            "postgresql:// URL (its password is a secret)."
+        ),
     )
 
     _config_file: Path | None = PrivateAttr(default=None)
@@ -595,6 +606,8 @@ def _start_load(config_file: str | os.PathLike[str] | None, tables: Mapping[str,
     for name, table in tables.items():
         if isinstance(table, Mapping):
             load.arguments[name] = {k: v for k, v in table.items() if v is not None}
+        elif name == "task_store" and table is not None:  # the one top-level value
+            load.arguments[name] = table
         elif table is not None:
             load.problems.append(
                 f"{name}: the argument {name}= must be a table (a dict), got {type(table).__name__}"

@@ -23,12 +23,12 @@ instead of acknowledging records nobody can read back.
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import hashlib
 import os
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -44,6 +44,18 @@ from nisse_llm.errors import (
     LogTornTail,
 )
 from nisse_llm.log.canonical import CanonicalEvent, LogLike, StoredEvent, ToolCall, ToolResult
+from nisse_llm.task._files import (
+    NEWLINE,
+    READ_CHUNK,
+    TAIL_CHUNK,
+    Flock,
+    check_same_file,
+    fsync_dir,
+    last_newline_before,
+    open_no_symlink,
+    read_all,
+    write_all,
+)
 from nisse_llm.task.records import (
     RECORD_TYPES,
     BatchRecord,
@@ -84,11 +96,6 @@ __all__ = [
 
 _STORED: TypeAdapter[StoredRecord] = TypeAdapter(StoredRecord)
 R = TypeVar("R", bound=StoredEvent | StoredCall | StoredToolRun | StoredBatch | StoredHeader)
-_NEWLINE = b"\n"
-# Reading backwards for the last line: large enough that a typical record is one read.
-_TAIL_CHUNK = 64 * 1024
-#: How much of the file `read` holds at once, beside the line being parsed.
-_READ_CHUNK = 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,18 +169,33 @@ class _Tail:
 
 
 class LogStore(Closing):
-    """One canonical log in one JSON-lines file: append-only, fsynced, readable after a crash."""
+    """One canonical log in one JSON-lines file: append-only, fsynced, readable after a crash.
+
+    It is also the task store interface: the record logic (header and pin check, numbering,
+    id claims, compaction, resume) is written here once, over a few ``_x_*`` methods that
+    work inside ``_exclusive()``; another store (`PostgresLogStore`) overrides only those,
+    `read`, `next_seq`, `close` and ``_where``.
+    """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
-        self._lock = threading.Lock()
         self._fd: int | None = None
         # The file's state after our last append; trusted only while size and mtime match.
         self._tail: _Tail | None = None
-        # The call ids and answered ids in the file, as of the file state ``_ids_at``.
+        self._init_records()
+
+    def _init_records(self) -> None:
+        """The state the record logic keeps, whatever holds the records."""
+        self._lock = threading.Lock()
+        # The call ids and answered ids in the log, as of the log state ``_ids_at``.
         self._ids: tuple[set[str], set[str]] | None = None
-        self._ids_at: _Tail | None = None
+        self._ids_at: object = None
         self._task_id: str | None = None
+
+    @property
+    def _where(self) -> Path | str:
+        """What messages and errors name as the task's place."""
+        return self.path
 
     @property
     def task_id(self) -> str | None:
@@ -199,8 +221,8 @@ class LogStore(Closing):
             if self._fd is None and not self.path.exists():
                 return 0
             fd = self._open()
-            with _Flock(fd, fcntl.LOCK_SH):
-                _check_same_file(fd, self.path)
+            with Flock(fd, fcntl.LOCK_SH):
+                check_same_file(fd, self.path)
                 tail = self._current_tail(fd)
             return 0 if tail.last_seq is None else tail.last_seq + 1
 
@@ -211,11 +233,11 @@ class LogStore(Closing):
         when a complete line is not a valid record or its number does not increase.
         """
         try:
-            fd = _open_no_symlink(self.path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+            fd = open_no_symlink(self.path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
         except FileNotFoundError:
             return LogRead(records=[])
         try:
-            with _Flock(fd, fcntl.LOCK_SH):
+            with Flock(fd, fcntl.LOCK_SH):
                 return _parse(fd, self.path)
         finally:
             os.close(fd)
@@ -232,10 +254,35 @@ class LogStore(Closing):
         batch = [records] if isinstance(records, RECORD_TYPES) else list(records)
         if not batch:
             return
-        with self._lock:
-            fd = self._open()
-            with _Flock(fd, fcntl.LOCK_EX):
-                self._append_locked(fd, batch)
+        with self._exclusive():
+            self._x_write(batch)
+
+    def export_lines(self) -> list[bytes]:
+        """Every complete record's line as stored (no newline), in order: what ``task
+        export`` prints. A torn tail is left out; `LogCorrupt` for an invalid line."""
+        try:
+            fd = open_no_symlink(self.path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        except FileNotFoundError:
+            return []
+        try:
+            with Flock(fd, fcntl.LOCK_SH):
+                data = read_all(fd)
+        finally:
+            os.close(fd)
+        lines = data.split(NEWLINE)[:-1]
+        self._decode(lines)
+        return lines
+
+    def import_lines(self, lines: Iterable[bytes]) -> int:
+        """Append records given as their lines (``task export``), each validated and kept
+        byte for byte, in one write; return how many. Their numbers must rise above the
+        log's last (`LogSequenceError`, nothing written): import into a new task."""
+        batch = [line.rstrip(b"\r\n") for line in lines if line.strip()]
+        records = self._decode(batch).records
+        if records:
+            with self._exclusive():
+                self._x_write(records, batch)
+        return len(records)
 
     def append_event(self, event: CanonicalEvent) -> StoredEvent:
         """Append an event as the next record, stamped with the current UTC time; return it.
@@ -279,16 +326,12 @@ class LogStore(Closing):
         from nisse_llm.log.canonical import as_events
 
         events = as_events(compacted)
-        with self._lock:
-            fd = self._open()
-            with _Flock(fd, fcntl.LOCK_EX):
-                _check_same_file(fd, self.path)
-                found = _parse(fd, self.path)
-                record = compaction_record(compacted_view(found.events), events)
-                tail = self._current_tail(fd)
-                seq = 0 if tail.last_seq is None else tail.last_seq + 1
-                stored = StoredEvent.now(seq, record)
-                self._append_locked(fd, [stored])
+        with self._exclusive():
+            found = self._x_read()
+            record = compaction_record(compacted_view(found.events), events)
+            last_seq = self._x_last_seq()
+            stored = StoredEvent.now(0 if last_seq is None else last_seq + 1, record)
+            self._x_write([stored])
         return stored
 
     def append_call(self, record: CallRecord) -> StoredCall:
@@ -324,25 +367,22 @@ class LogStore(Closing):
         ``store = LogStore(path).begin(pin)`` reads naturally.
         """
         record = _pin_record(pin)
-        with self._lock:
-            fd = self._open()
-            with _Flock(fd, fcntl.LOCK_EX):
-                self._repair_locked(fd)
-                tail = self._current_tail(fd)
-                if tail.last_seq is None:
-                    header = StoredHeader.now(0, TaskHeader(pin=record))
-                    self._append_locked(fd, [header])
-                    self._task_id = _task_id(header)
-                    return self
-                first = _first_record(fd, self.path)
+        with self._exclusive():
+            self._x_repair()
+            if self._x_last_seq() is None:
+                header = StoredHeader.now(0, TaskHeader(pin=record))
+                self._x_write([header])
+                self._task_id = _task_id(header)
+                return self
+            first = self._x_first()
         found = self._header_of(first)
         stored = found.header.pin
         if stored != record:
             raise TaskPinMismatch(
-                f"{self.path}: the task was begun with pin {stored.get('fingerprint')}, "
+                f"{self._where}: the task was begun with pin {stored.get('fingerprint')}, "
                 f"not {record.get('fingerprint')}{pin_difference(stored, record)}; "
                 "resume it with resume(token), or begin a new task in another file",
-                path=self.path,
+                path=self._where,
                 stored=str(stored.get("fingerprint")),
                 given=str(record.get("fingerprint")),
             )
@@ -365,15 +405,10 @@ class LogStore(Closing):
         header, `LogCorrupt` for an invalid line, and `ConfigError` for a header whose pin
         record was damaged or names another base URL.
         """
-        if self._fd is None and not self.path.exists():
-            raise TaskHeaderMissing(
-                f"{self.path}: no such task file; begin(pin) starts one", path=self.path
-            )
-        with self._lock:
-            fd = self._open()
-            with _Flock(fd, fcntl.LOCK_EX):
-                repaired = self._repair_locked(fd)
-                found = _parse(fd, self.path)
+        self._x_check_begun()
+        with self._exclusive():
+            repaired = self._x_repair()
+            found = self._x_read()
         from nisse_llm.task.compaction import repair
 
         header = self._header_of(found.records[0] if found.records else None)
@@ -397,37 +432,36 @@ class LogStore(Closing):
             return first
         what = "is empty" if first is None else "holds events but no task header"
         raise TaskHeaderMissing(
-            f"{self.path}: {what}; begin(pin) starts a task in a new or empty file",
-            path=self.path,
+            f"{self._where}: {what}; begin(pin) starts a task in a new or empty file",
+            path=self._where,
         )
 
     def _append_next(self, items: Sequence[Any], make: Callable[[int, Any], R]) -> list[R]:
         """Number ``items`` after the file's last record, stamp them now, append in one write."""
         if not items:
             return []
-        with self._lock:
-            fd = self._open()
-            with _Flock(fd, fcntl.LOCK_EX):
-                tail = self._current_tail(fd)
-                if any(isinstance(item, ToolCall | ToolResult) for item in items):
-                    self._check_ids(fd, tail, items)
-                seq = 0 if tail.last_seq is None else tail.last_seq + 1
-                records = [make(seq + n, item) for n, item in enumerate(items)]
-                self._append_locked(fd, records)
-                if self._ids is not None:
-                    _ids_after(self._ids, items)
-                    self._ids_at = self._tail
+        with self._exclusive():
+            if any(isinstance(item, ToolCall | ToolResult) for item in items):
+                self._check_ids(items)
+            last_seq = self._x_last_seq()
+            seq = 0 if last_seq is None else last_seq + 1
+            records = [make(seq + n, item) for n, item in enumerate(items)]
+            self._x_write(records)
+            if self._ids is not None:
+                _ids_after(self._ids, items)
+                self._ids_at = self._x_state()
         return records
 
-    def _check_ids(self, fd: int, tail: _Tail, items: Sequence[Any]) -> None:
-        """`LogDuplicateId` if ``items`` reuse a call id of the file or of each other.
+    def _check_ids(self, items: Sequence[Any]) -> None:
+        """`LogDuplicateId` if ``items`` reuse a call id of the log or of each other.
 
-        The file's ids are read once and kept while the file is only appended to by this
-        store (another writer's append changes its size: it is read again)."""
-        if self._ids is None or self._ids_at != tail:
-            found = _parse(fd, self.path)
+        The log's ids are read once and kept while the log is only appended to by this
+        store (another writer's append changes its state: it is read again)."""
+        state = self._x_state()
+        if self._ids is None or self._ids_at != state:
+            found = self._x_read()
             self._ids = _ids_after((set(), set()), [r.event for r in found.events])
-            self._ids_at = tail
+            self._ids_at = state
         calls, answered = self._ids
         new_calls: set[str] = set()
         new_answers: set[str] = set()
@@ -435,7 +469,7 @@ class LogStore(Closing):
         def claim(call_id: str, in_file: set[str], new: set[str], taken: str) -> None:
             if call_id in in_file or call_id in new:
                 detail = taken.format(call_id)
-                raise LogDuplicateId(f"{self.path}: {detail}; nothing was written")
+                raise LogDuplicateId(f"{self._where}: {detail}; nothing was written")
             new.add(call_id)
 
         for item in items:
@@ -456,13 +490,52 @@ class LogStore(Closing):
         bytes were never acknowledged by an `append`. Raises `LogCorrupt` if a complete
         line is invalid, which is not a crash's doing and needs a person.
         """
+        with self._exclusive():
+            return self._x_repair()
+
+    @contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        """Hold the log for a read-then-write (the ``_x_*`` methods work only inside it):
+        the file store takes its thread lock and an exclusive ``flock``."""
         with self._lock:
             fd = self._open()
-            with _Flock(fd, fcntl.LOCK_EX):
-                return self._repair_locked(fd)
+            with Flock(fd, fcntl.LOCK_EX):
+                yield
+
+    def _x_check_begun(self) -> None:
+        if self._fd is None and not self.path.exists():
+            raise TaskHeaderMissing(
+                f"{self.path}: no such task file; begin(pin) starts one", path=self.path
+            )
+
+    def _x_fd(self) -> int:
+        assert self._fd is not None, "only inside _exclusive()"
+        return self._fd
+
+    def _x_last_seq(self) -> int | None:
+        return self._current_tail(self._x_fd()).last_seq
+
+    def _x_state(self) -> object:
+        """A value that changes whenever the log does (the ids read are kept while it holds)."""
+        return self._current_tail(self._x_fd())
+
+    def _x_read(self) -> LogRead:
+        fd = self._x_fd()
+        check_same_file(fd, self.path)
+        return _parse(fd, self.path)
+
+    def _x_first(self) -> StoredRecord:
+        return _first_record(self._x_fd(), self.path)
+
+    def _x_repair(self) -> bytes | None:
+        return self._repair_locked(self._x_fd())
+
+    def _x_write(self, batch: Sequence[StoredRecord], lines: Sequence[bytes] | None = None) -> None:
+        """Append ``batch`` (encoded as ``lines`` when given: bytes kept as they came)."""
+        self._append_locked(self._x_fd(), batch, lines)
 
     def _repair_locked(self, fd: int) -> bytes | None:
-        _check_same_file(fd, self.path)
+        check_same_file(fd, self.path)
         self._tail = None
         found = _parse(fd, self.path)
         if found.torn_offset is None:
@@ -480,12 +553,12 @@ class LogStore(Closing):
         try:
             fd = os.open(self.path, flags | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:
-            fd = _open_no_symlink(self.path, flags)
+            fd = open_no_symlink(self.path, flags)
         else:
             # The new name must survive a crash too, not only the data behind it.
-            _fsync_dir(self.path.parent)
+            fsync_dir(self.path.parent)
         try:
-            _check_same_file(fd, self.path)
+            check_same_file(fd, self.path)
         except BaseException:
             os.close(fd)
             raise
@@ -504,8 +577,10 @@ class LogStore(Closing):
         self._tail = tail
         return tail
 
-    def _append_locked(self, fd: int, batch: Sequence[StoredRecord]) -> None:
-        _check_same_file(fd, self.path)
+    def _append_locked(
+        self, fd: int, batch: Sequence[StoredRecord], lines: Sequence[bytes] | None = None
+    ) -> None:
+        check_same_file(fd, self.path)
         tail = self._current_tail(fd)
         if tail.torn_offset is not None:
             torn = os.pread(fd, tail.size - tail.torn_offset, tail.torn_offset)
@@ -516,27 +591,48 @@ class LogStore(Closing):
                 offset=tail.torn_offset,
                 tail=torn,
             )
-        previous = tail.last_seq
-        for record in batch:
-            if previous is not None and record.seq <= previous:
-                raise LogSequenceError(
-                    f"{self.path}: sequence number {record.seq} is not above {previous}; "
-                    "nothing was written"
-                )
-            if previous is not None and isinstance(record, StoredHeader):
-                raise LogSequenceError(
-                    f"{self.path}: a task header must be the file's first record; "
-                    "nothing was written"
-                )
-            previous = record.seq
-        data = b"".join(_STORED.dump_json(record) + _NEWLINE for record in batch)
+        previous = self._check_batch(tail.last_seq, batch)
+        data = b"".join(line + NEWLINE for line in lines or self._encode(batch))
         self._tail = None
-        _write_all(fd, data)
+        write_all(fd, data)
         os.fsync(fd)
         stat = os.fstat(fd)
         self._tail = _Tail(
             size=stat.st_size, mtime_ns=stat.st_mtime_ns, last_seq=previous, torn_offset=None
         )
+
+    def _check_batch(self, last_seq: int | None, batch: Sequence[StoredRecord]) -> int | None:
+        """`LogSequenceError` unless ``batch`` numbers rise above ``last_seq`` and a header
+        comes only first; the batch's last number."""
+        previous = last_seq
+        for record in batch:
+            if previous is not None and record.seq <= previous:
+                raise LogSequenceError(
+                    f"{self._where}: sequence number {record.seq} is not above {previous}; "
+                    "nothing was written"
+                )
+            if previous is not None and isinstance(record, StoredHeader):
+                raise LogSequenceError(
+                    f"{self._where}: a task header must be the file's first record; "
+                    "nothing was written"
+                )
+            previous = record.seq
+        return previous
+
+    @staticmethod
+    def _encode(batch: Iterable[StoredRecord]) -> list[bytes]:
+        """Each record's line, without its newline: the bytes every store keeps."""
+        return [_STORED.dump_json(record) for record in batch]
+
+    def _decode(self, lines: Iterable[bytes]) -> LogRead:
+        """The records of complete lines, checked as a file's are (`LogCorrupt` naming the
+        1-based line)."""
+        records: list[StoredRecord] = []
+        for number, line in enumerate(lines, 1):
+            record = _parse_line(line, self._where, number)
+            _check_order(records, record, self._where, number)
+            records.append(record)
+        return LogRead(records=records)
 
 
 def _ids_after(
@@ -552,56 +648,6 @@ def _ids_after(
     return calls, answered
 
 
-def _open_no_symlink(path: Path, flags: int) -> int:
-    """``os.open`` with ``O_NOFOLLOW``; a symlink at ``path`` is `LogFileReplaced`."""
-    try:
-        return os.open(path, flags)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise LogFileReplaced(
-                f"{path}: is a symbolic link; a log is opened only as the file itself "
-                "(a link planted in its place would send records elsewhere)",
-                path=path,
-            ) from None
-        raise
-
-
-def _check_same_file(fd: int, path: Path) -> None:
-    """`LogFileReplaced` unless ``path`` still names the file open on ``fd``."""
-    held = os.fstat(fd)
-    try:
-        named = os.lstat(path)
-    except FileNotFoundError:
-        named = None
-    if named is not None and (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino):
-        return
-    what = (
-        "was deleted"
-        if named is None
-        else "now names another file (renamed or replaced, e.g. by log rotation)"
-    )
-    raise LogFileReplaced(
-        f"{path}: {what} since this store opened it; nothing was appended (records "
-        "written now could not be read back through the path). Close the store and "
-        "reopen the log where it now is",
-        path=path,
-    )
-
-
-class _Flock:
-    """Hold ``flock`` on a descriptor for a ``with`` block."""
-
-    def __init__(self, fd: int, operation: int) -> None:
-        self._fd = fd
-        self._operation = operation
-
-    def __enter__(self) -> None:
-        fcntl.flock(self._fd, self._operation)
-
-    def __exit__(self, *exc: object) -> None:
-        fcntl.flock(self._fd, fcntl.LOCK_UN)
-
-
 def _parse(fd: int, path: Path) -> LogRead:
     """Read the file's records and torn tail, a chunk at a time: memory holds one chunk,
     the line being parsed and the records (an image event's base64 is held once, as its
@@ -610,11 +656,11 @@ def _parse(fd: int, path: Path) -> LogRead:
     pending = bytearray()
     offset = 0
     number = 0
-    while chunk := os.pread(fd, _READ_CHUNK, offset):
+    while chunk := os.pread(fd, READ_CHUNK, offset):
         offset += len(chunk)
         pending += chunk
         start = 0
-        while (stop := pending.find(_NEWLINE, start)) != -1:
+        while (stop := pending.find(NEWLINE, start)) != -1:
             number += 1
             record = _parse_line(pending[start:stop], path, number)
             _check_order(records, record, path, number)
@@ -627,7 +673,7 @@ def _parse(fd: int, path: Path) -> LogRead:
 
 
 def _check_order(
-    records: list[StoredRecord], record: StoredRecord, path: Path, number: int
+    records: list[StoredRecord], record: StoredRecord, path: Path | str, number: int
 ) -> None:
     if records and record.seq <= records[-1].seq:
         raise LogCorrupt(
@@ -642,7 +688,7 @@ def _check_order(
         )
 
 
-def _parse_line(line: bytes | bytearray, path: Path, number: int) -> StoredRecord:
+def _parse_line(line: bytes | bytearray, path: Path | str, number: int) -> StoredRecord:
     try:
         return _STORED.validate_json(line)
     except ValidationError as exc:
@@ -660,57 +706,29 @@ def _scan_tail(fd: int, path: Path, size: int, mtime_ns: int) -> _Tail:
     """The last complete record's number and any torn tail, reading backwards from the end."""
     torn_offset: int | None = None
     line_end = size
-    if size and os.pread(fd, 1, size - 1) != _NEWLINE:
-        line_end = _last_newline_before(fd, size) + 1
+    if size and os.pread(fd, 1, size - 1) != NEWLINE:
+        line_end = last_newline_before(fd, size) + 1
         torn_offset = line_end
     if line_end == 0:
         return _Tail(size=size, mtime_ns=mtime_ns, last_seq=None, torn_offset=torn_offset)
-    line_start = _last_newline_before(fd, line_end - 1) + 1
+    line_start = last_newline_before(fd, line_end - 1) + 1
     line = os.pread(fd, line_end - 1 - line_start, line_start)
     try:
         record = _STORED.validate_json(line)
     except ValidationError:
         # Count lines only on this error path, so the message can name the line.
-        number = os.pread(fd, line_start, 0).count(_NEWLINE) + 1
+        number = os.pread(fd, line_start, 0).count(NEWLINE) + 1
         _parse_line(line, path, number)
         raise
     return _Tail(size=size, mtime_ns=mtime_ns, last_seq=record.seq, torn_offset=torn_offset)
-
-
-def _last_newline_before(fd: int, end: int) -> int:
-    """Offset of the last newline in ``[0, end)``, or -1 if there is none."""
-    while end > 0:
-        start = max(0, end - _TAIL_CHUNK)
-        found = os.pread(fd, end - start, start).rfind(_NEWLINE)
-        if found >= 0:
-            return start + found
-        end = start
-    return -1
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    # One write covers the whole record on a regular file; the loop only finishes a short
-    # write (a full disk or a signal), which leaves the same torn tail a crash would.
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _first_record(fd: int, path: Path) -> StoredRecord:
     """The file's first record (the caller knows there is one), reading only its line."""
     offset, chunks = 0, []
     while True:
-        chunk = os.pread(fd, _TAIL_CHUNK, offset)
-        found = chunk.find(_NEWLINE)
+        chunk = os.pread(fd, TAIL_CHUNK, offset)
+        found = chunk.find(NEWLINE)
         if found >= 0:
             chunks.append(chunk[:found])
             return _parse_line(b"".join(chunks), path, 1)

@@ -1,4 +1,6 @@
-"""Compactions, duplicate ids and call starts in the task file, and resuming into the compacted view."""
+"""Compactions, duplicate ids and call starts in the task file, and resuming into the compacted view.
+
+Every test runs on both stores (``place``: a task file and PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -21,8 +23,9 @@ from nisse_llm.render.openai_chat import OpenAIChatRenderer
 from nisse_llm.render.openai_responses import OpenAIResponsesRenderer
 from nisse_llm.task.compaction import compact, estimate_log_tokens
 from nisse_llm.task.logstore import LogDuplicateId, LogStore
-from nisse_llm.task.records import CallRecord
+from nisse_llm.task.records import CallRecord, ResumedTask
 from tests.taskrecord.helpers import BASE_URL, TOKEN, make_pin
+from tests.taskrecord.stores import Place
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "schemas" / "stored-record.schema.json").read_text())
@@ -38,14 +41,17 @@ def _turns(n: int, *, start: int = 0, size: int = 2000) -> list[CanonicalEvent]:
     return events
 
 
-def _task(tmp_path: Path, events: list[CanonicalEvent]) -> LogStore:
-    store = LogStore(tmp_path / "task.jsonl").begin(make_pin())
+def _task(place: Place, events: list[CanonicalEvent]) -> LogStore:
+    store = place.open().begin(make_pin())
     store.append_events(events)
     return store
 
 
-def _resume(store: LogStore):  # type: ignore[no-untyped-def]
-    return LogStore(store.path).resume(TOKEN, base_url=BASE_URL)
+def _resume(place: Place) -> ResumedTask:
+    """The task resumed by another store, closed again (the test's store writes on)."""
+    task = place.open().resume(TOKEN, base_url=BASE_URL)
+    task.store.close()
+    return task
 
 
 def _same_log(view: list[CanonicalEvent], made: list[CanonicalEvent]) -> None:
@@ -66,38 +72,38 @@ def _same_log(view: list[CanonicalEvent], made: list[CanonicalEvent]) -> None:
         )
 
 
-def test_a_recorded_compaction_is_the_view_a_resume_sends(tmp_path: Path) -> None:
+def test_a_recorded_compaction_is_the_view_a_resume_sends(place: Place) -> None:
     """After append_compaction, resume gives the compacted log (equal to what compact returned) and the full history."""
     log = [UserText(text="Fix the parser."), *_turns(8)]
-    store = _task(tmp_path, log)
+    store = _task(place, log)
     short = compact(log, budget_tokens=estimate_log_tokens(log) // 3, keep_last_turns=2)
     record = store.append_compaction(short)
 
     assert isinstance(record.event, Compaction)
     assert record.event.first_seq is not None
     assert record.event.last_seq is not None
-    task = _resume(store)
+    task = _resume(place)
     _same_log(task.events, short)
     assert [r.event for r in task.history] == [*log, record.event]
     assert task.repairs == []
-    for line in store.path.read_text().splitlines():
+    for line in place.lines():
         jsonschema.validate(json.loads(line), SCHEMA)
 
 
-def test_compactions_nest_and_elisions_are_rebuilt_from_the_records(tmp_path: Path) -> None:
+def test_compactions_nest_and_elisions_are_rebuilt_from_the_records(place: Place) -> None:
     """A second compaction of the compacted view (taking the first's marker with it) resumes to exactly what compact made."""
     log = [UserText(text="Fix the parser."), *_turns(6)]
-    store = _task(tmp_path, log)
+    store = _task(place, log)
     first = compact(log, budget_tokens=int(estimate_log_tokens(log) * 0.6), keep_last_turns=2)
     store.append_compaction(first)
     assert any(isinstance(e, ToolResult) and e.output.startswith("[Output elided") for e in first)
     more = _turns(6, start=6)
     store.append_events(more)
-    view = _resume(store).events
+    view = _resume(place).events
     _same_log(view, first + more)
     second = compact(view, budget_tokens=estimate_log_tokens(view) // 4, keep_last_turns=1)
     store.append_compaction(second)
-    task = _resume(store)
+    task = _resume(place)
     _same_log(task.events, second)
     markers = [e for e in task.events if isinstance(e, Compaction)]
     assert len(markers) == 1
@@ -116,20 +122,20 @@ RENDERERS = {
 }
 
 
-def test_two_nested_compactions_send_one_note_on_every_route(tmp_path: Path) -> None:
+def test_two_nested_compactions_send_one_note_on_every_route(place: Place) -> None:
     """A second compaction that drops turns takes the first's marker with it: the next
     request on every route carries one context note counting both, in memory and resumed."""
     log = [UserText(text="Fix the parser."), *_turns(8)]
-    store = _task(tmp_path, log)
+    store = _task(place, log)
     first = compact(log, budget_tokens=estimate_log_tokens(log) // 3, keep_last_turns=2)
     store.append_compaction(first)
     (earlier,) = [e for e in first if isinstance(e, Compaction)]
     more = _turns(8, start=8)
     store.append_events(more)
-    view = _resume(store).events
+    view = _resume(place).events
     second = compact(view, budget_tokens=estimate_log_tokens(view) // 3, keep_last_turns=2)
     store.append_compaction(second)
-    resumed = _resume(store).events
+    resumed = _resume(place).events
     _same_log(resumed, second)
 
     (marker,) = [e for e in resumed if isinstance(e, Compaction)]
@@ -143,47 +149,48 @@ def test_two_nested_compactions_send_one_note_on_every_route(tmp_path: Path) -> 
             assert f"[Context note: {marker.removed} earlier event(s)" in body
 
 
-def test_a_log_that_is_not_a_compaction_is_refused_and_nothing_written(tmp_path: Path) -> None:
+def test_a_log_that_is_not_a_compaction_is_refused_and_nothing_written(place: Place) -> None:
     """append_compaction refuses a log that does not come from the file's view."""
-    store = _task(tmp_path, [UserText(text="a"), *_turns(2)])
-    before = store.path.read_bytes()
+    store = _task(place, [UserText(text="a"), *_turns(2)])
+    before = place.lines()
     with pytest.raises(ValueError, match="not a compaction"):
         store.append_compaction([UserText(text="something else")])
     with pytest.raises(ValueError, match="nothing to record"):
-        store.append_compaction(_resume(store).events)
-    assert store.path.read_bytes() == before
+        store.append_compaction(_resume(place).events)
+    assert place.lines() == before
 
 
-def test_a_reused_call_id_or_second_result_is_refused_when_written(tmp_path: Path) -> None:
+def test_a_reused_call_id_or_second_result_is_refused_when_written(place: Place) -> None:
     """append_event refuses a duplicate call id or result at once, even when another store wrote the first."""
-    store = _task(tmp_path, [UserText(text="a"), *_turns(1)])
-    other = LogStore(store.path)
+    store = _task(place, [UserText(text="a"), *_turns(1)])
+    other = place.open()
     other.append_event(ToolCall(call_id="c9", tool="run", arguments={}))
-    size = store.path.stat().st_size
+    other.close()
+    before = place.lines()
     with pytest.raises(LogDuplicateId, match="'c9' is already in the log"):
         store.append_event(ToolCall(call_id="c9", tool="run", arguments={}))
     with pytest.raises(LogDuplicateId, match="'c0' already has its result"):
         store.append_events([ToolResult(call_id="c0", output="again")])
     with pytest.raises(LogDuplicateId):
         store.append_events([ToolCall(call_id="n", tool="t", arguments={})] * 2)
-    assert store.path.stat().st_size == size
+    assert place.lines() == before
     store.append_event(ToolResult(call_id="c9", output="fine"))
 
 
-def test_resume_repairs_a_duplicate_written_before_the_check(tmp_path: Path) -> None:
+def test_resume_repairs_a_duplicate_written_before_the_check(place: Place) -> None:
     """A duplicated record from an older writer is dropped from the view, and the fix is listed."""
-    store = _task(tmp_path, [UserText(text="a"), *_turns(1)])
+    store = _task(place, [UserText(text="a"), *_turns(1)])
     duplicate = ToolResult(call_id="c0", output="twice")
     store.append(StoredEvent.now(store.next_seq, duplicate))  # the raw append has no id check
-    task = _resume(store)
+    task = _resume(place)
     assert [(f.kind, f.call_id) for f in task.repairs] == [("duplicate_result", "c0")]
     assert duplicate not in task.events
     OpenAIChatRenderer().render(task.events, None, "gpt-4o-mini")
 
 
-def test_a_call_that_started_and_never_ended_is_an_unknown_call(tmp_path: Path) -> None:
+def test_a_call_that_started_and_never_ended_is_an_unknown_call(place: Place) -> None:
     """A start record with no end is listed apart and counted in unknown_calls, not in calls."""
-    store = _task(tmp_path, [UserText(text="a")])
+    store = _task(place, [UserText(text="a")])
     ended_start = store.append_call(CallRecord(model="m", route="openai_chat", outcome="started"))
     store.append_call(
         CallRecord(role="planner", model="m", route="openai_chat", start=ended_start.seq)
@@ -191,7 +198,7 @@ def test_a_call_that_started_and_never_ended_is_an_unknown_call(tmp_path: Path) 
     lost = store.append_call(
         CallRecord(role="planner", model="m", route="openai_chat", outcome="started")
     )
-    task = _resume(store)
+    task = _resume(place)
     assert task.unknown_calls == [lost]
     assert task.usage.total.calls == 1
     assert task.usage.total.unknown_calls == 1

@@ -50,6 +50,7 @@ def test_each_key_names_the_layer_it_came_from(layered: tuple[Settings, Path]) -
     assert sources["llm.max_output_tokens"] == "argument llm="
     assert sources["llm.connect_timeout_s"] == "default"
     assert sources["require_roles"] == "default"
+    assert sources["task_store"] == "default"
     # Every key of the file and its tables is accounted for, and no other (a role's
     # request options appear once a layer sets them: test_role_profiles).
     assert set(sources) == {key for key in ENV_VARS if key.count(".") < 2}

@@ -1,7 +1,8 @@
 """A task writer the crash test kills: begins (or re-opens) a task, then appends events and
 call records forever, printing each record's seq once `append_*` has returned.
 
-Run as ``python -m tests.reliability._task_crash_writer PATH``. It prints ``ready`` once
+Run as ``python -m tests.reliability._task_crash_writer PATH`` (a task file), or with a task
+key and the database's URL in ``NISSE_TEST_PG_URL`` (a PostgreSQL task). It prints ``ready`` once
 `LogStore.begin` has returned (the header is durable), then the seq of every record after
 its append returned. Event sizes vary up to 1 MiB so kills land inside writes; a call
 record follows every batch of one to three events.
@@ -9,10 +10,12 @@ record follows every batch of one to three events.
 
 from __future__ import annotations
 
+import os
 import sys
 
 from nisse_llm.log.canonical import UserText
 from nisse_llm.task.logstore import LogStore
+from nisse_llm.task.postgres import PostgresLogStore
 from tests.reliability._crash_writer import payload
 from tests.taskrecord.helpers import call_record, make_pin
 
@@ -20,8 +23,10 @@ from tests.taskrecord.helpers import call_record, make_pin
 MAX_BATCH = 3
 
 
-def main(path: str) -> None:
-    store = LogStore(path).begin(make_pin())
+def main(where: str) -> None:
+    url = os.environ.get("NISSE_TEST_PG_URL")
+    opened = LogStore(where) if url is None else PostgresLogStore(url, where)
+    store = opened.begin(make_pin())
     print("ready", flush=True)
     while True:
         first = store.next_seq

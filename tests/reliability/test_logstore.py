@@ -38,6 +38,7 @@ from tests.corpus import corpus
 from tests.reliability import figures
 from tests.reliability._crash_writer import MAX_BATCH, payload
 from tests.strategies import logs
+from tests.taskrecord.stores import Place
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -50,20 +51,22 @@ def _corpus_events() -> list[CanonicalEvent]:
     return [event for conversation in corpus() for event in conversation.events]
 
 
-def test_round_trip_of_every_corpus_event(tmp_path: Path) -> None:
-    """Records appended one at a time and in batches read back equal, as `dump_jsonl` bytes."""
+def test_round_trip_of_every_corpus_event(place: Place) -> None:
+    """Records appended one at a time and in batches read back equal, stored as
+    `dump_jsonl` bytes (in a file, and row by row in PostgreSQL)."""
     records = _records(_corpus_events())
-    store = LogStore(tmp_path / "log.jsonl")
+    store = place.open()
     store.append(records[0])
     store.append(records[1:5])
     for record in records[5:]:
         store.append(record)
 
-    found = store.read()
+    found = place.open().read()
 
     assert found == LogRead(records=records)
-    assert (tmp_path / "log.jsonl").read_bytes() == dump_jsonl(records)
-    assert load_jsonl((tmp_path / "log.jsonl").read_bytes()) == records
+    stored = b"".join(line + b"\n" for line in place.lines())
+    assert stored == dump_jsonl(records)
+    assert load_jsonl(stored) == records
 
 
 @settings(
@@ -84,13 +87,15 @@ def test_round_trip_of_generated_logs(tmp_path: Path, events: list[CanonicalEven
     assert found.torn_tail is None
 
 
-def test_missing_file_is_an_empty_log(tmp_path: Path) -> None:
-    """Reading a log that was never written gives no records, next seq 0, and creates no file."""
-    store = LogStore(tmp_path / "absent.jsonl")
+def test_missing_file_is_an_empty_log(place: Place) -> None:
+    """Reading a log that was never written gives no records, next seq 0, and creates
+    nothing (no file; no row)."""
+    store = place.open()
 
     assert store.read() == LogRead(records=[])
     assert store.next_seq == 0
-    assert not (tmp_path / "absent.jsonl").exists()
+    assert not place.path.exists()
+    assert place.lines() == []
 
 
 def test_append_event_numbers_from_zero_and_stamps_utc(tmp_path: Path) -> None:
@@ -305,27 +310,27 @@ def test_append_after_corrupt_last_line_is_refused(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("seq", [3, 2, 0])
-def test_duplicate_or_lower_seq_is_refused(tmp_path: Path, seq: int) -> None:
+def test_duplicate_or_lower_seq_is_refused(place: Place, seq: int) -> None:
     """A record numbered at or below the last one is refused and nothing is written."""
-    path = tmp_path / "log.jsonl"
-    store = LogStore(path)
+    store = place.open()
     store.append(_records([UserText(text="a"), UserText(text="b")], first=2))
-    before = path.read_bytes()
+    before = place.lines()
 
     with pytest.raises(LogSequenceError) as caught:
         store.append(StoredEvent.now(seq, UserText(text="dup")))
 
-    assert str(caught.value) == f"{path}: sequence number {seq} is not above 3; nothing was written"
-    assert path.read_bytes() == before
-    assert LogStore(path).read().records[-1].seq == 3
+    assert str(caught.value) == (
+        f"{place.where}: sequence number {seq} is not above 3; nothing was written"
+    )
+    assert place.lines() == before
+    assert place.open().read().records[-1].seq == 3
 
 
-def test_batch_out_of_order_is_refused_whole(tmp_path: Path) -> None:
+def test_batch_out_of_order_is_refused_whole(place: Place) -> None:
     """A batch whose numbers do not increase inside it is refused before anything is written."""
-    path = tmp_path / "log.jsonl"
-    store = LogStore(path)
+    store = place.open()
     store.append_event(UserText(text="a"))
-    before = path.read_bytes()
+    before = place.lines()
     batch = [
         StoredEvent.now(1, UserText(text="b")),
         StoredEvent.now(5, UserText(text="c")),
@@ -335,9 +340,9 @@ def test_batch_out_of_order_is_refused_whole(tmp_path: Path) -> None:
     with pytest.raises(LogSequenceError, match="sequence number 5 is not above 5"):
         store.append(batch)
 
-    assert path.read_bytes() == before
+    assert place.lines() == before
     store.append([])
-    assert path.read_bytes() == before
+    assert place.lines() == before
 
 
 def test_unencodable_record_is_refused_before_writing(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""The task file under SIGKILL: header, event and call records cut at random moments."""
+"""The task file and a PostgreSQL task under SIGKILL: header, event and call records cut at
+random moments (the same writer and checks for both stores)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from nisse_llm.errors import TaskBusy
 from nisse_llm.log.canonical import StoredEvent, Usage, UserText
 from nisse_llm.task.logstore import LogStore, TaskHeaderMissing
-from nisse_llm.task.records import StoredCall, StoredHeader, UsageTotal
+from nisse_llm.task.postgres import PostgresLogStore
+from nisse_llm.task.records import ResumedTask, StoredCall, StoredHeader, UsageTotal
+from nisse_llm.testing.postgres import LocalPostgres
 from tests.reliability import figures
 from tests.reliability._crash_writer import payload
 from tests.reliability._task_crash_writer import MAX_BATCH
@@ -43,7 +47,35 @@ def _expected_total(calls: list[StoredCall]) -> UsageTotal:
     )
 
 
-def _kill_task_writer(directory: Path, kills: int, *, budget_s: float) -> dict[str, int]:
+# A killed writer's session ends (and its lease with it) as the server reads its closed socket.
+LEASE_FREED_S = 10.0
+
+
+def _open(directory: Path, name: str, server: LocalPostgres | None) -> LogStore:
+    if server is None:
+        return LogStore(directory / f"{name}.jsonl")
+    return PostgresLogStore(server.url, _key(directory, name))
+
+
+def _key(directory: Path, name: str) -> str:
+    return f"{directory.name}-{name}"
+
+
+def _resumed(store: LogStore) -> ResumedTask:
+    """``store`` resumed, waiting out the moment a killed writer's lease takes to go."""
+    deadline = time.monotonic() + LEASE_FREED_S
+    while True:
+        try:
+            return store.resume(TOKEN, base_url=BASE_URL)
+        except TaskBusy:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+def _kill_task_writer(
+    directory: Path, kills: int, *, budget_s: float, server: LocalPostgres | None = None
+) -> dict[str, int]:
     seed = int.from_bytes(os.urandom(4), "big")
     rng = random.Random(seed)
     pin = make_pin()
@@ -52,15 +84,19 @@ def _kill_task_writer(directory: Path, kills: int, *, budget_s: float) -> dict[s
     reported: set[int] = set()
     while tally["kills"] < kills and time.monotonic() - start < budget_s:
         where = f"seed {seed}, kill {tally['kills'] + 1}"
-        path = directory / f"task-{tally['kills'] // KILLS_PER_FILE}.jsonl"
+        name = f"task-{tally['kills'] // KILLS_PER_FILE}"
+        store = _open(directory, name, server)
         if tally["kills"] % KILLS_PER_FILE == 0:
             reported = set()
+        where_arg = str(directory / f"{name}.jsonl") if server is None else _key(directory, name)
+        env = {**os.environ} | ({} if server is None else {"NISSE_TEST_PG_URL": server.url})
         writer = subprocess.Popen(
-            [sys.executable, "-m", "tests.reliability._task_crash_writer", str(path)],
+            [sys.executable, "-m", "tests.reliability._task_crash_writer", where_arg],
             cwd=ROOT,
             bufsize=0,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
+            env=env,
         )
         assert writer.stdout is not None
         if rng.random() < 0.2:
@@ -76,7 +112,7 @@ def _kill_task_writer(directory: Path, kills: int, *, budget_s: float) -> dict[s
         began = b"ready" in lines
         reported |= {int(line) for line in lines if line not in (b"ready", b"")}
 
-        found = LogStore(path).read()
+        found = store.read()
         if found.torn_tail is not None:
             tally["torn"] += 1
         records = found.records
@@ -88,7 +124,8 @@ def _kill_task_writer(directory: Path, kills: int, *, budget_s: float) -> dict[s
             assert not began, where
             assert not reported, where
             with pytest.raises(TaskHeaderMissing):
-                LogStore(path).resume(TOKEN, base_url=BASE_URL)
+                _resumed(store)
+            store.close()
             tally["headerless"] += 1
             continue
         assert isinstance(records[0], StoredHeader), where
@@ -99,19 +136,20 @@ def _kill_task_writer(directory: Path, kills: int, *, budget_s: float) -> dict[s
                 assert isinstance(record, StoredCall), where
                 assert record.llm_call == call_record(record.seq), where
 
-        task = LogStore(path).resume(TOKEN, base_url=BASE_URL)
+        task = _resumed(store)
         assert task.pin == pin, where
         assert task.repaired == found.torn_tail, where
         assert task.usage.total == _expected_total(found.calls), where
         assert task.events == [r.event for r in found.events], where
-        assert LogStore(path).read().torn_tail is None, where
+        assert store.read().torn_tail is None, where
+        store.close()
     tally["seconds"] = int(time.monotonic() - start)
     return tally
 
 
-def _report(tally: dict[str, int]) -> None:
+def _report(tally: dict[str, int], kind: str = "file") -> None:
     figures.record(
-        f"task file crash test: {tally['kills']} SIGKILLs, {tally['torn']} torn tails, "
+        f"task {kind} crash test: {tally['kills']} SIGKILLs, {tally['torn']} torn tails, "
         f"{tally['headerless']} killed before the header was whole, every pin, record and "
         f"usage total intact ({tally['seconds']} s)"
     )
@@ -124,6 +162,26 @@ def test_sigkill_across_header_event_and_call_records(tmp_path: Path) -> None:
     _report(tally)
 
     assert tally["kills"] == 40
+
+
+def test_sigkill_of_a_postgres_task_writer(tmp_path: Path, postgres: LocalPostgres) -> None:
+    """The same 40 SIGKILLs on a PostgreSQL task: every acknowledged record there, numbered
+    without a gap, nothing else; no torn record can exist; the next writer takes over."""
+    tally = _kill_task_writer(tmp_path, 40, budget_s=150, server=postgres)
+    _report(tally, "postgres")
+
+    assert tally["kills"] == 40
+    assert tally["torn"] == 0
+
+
+@pytest.mark.slow
+def test_sigkill_postgres_task_full_run(tmp_path: Path, postgres: LocalPostgres) -> None:
+    """The full run on PostgreSQL: 400 SIGKILLs, some while the header is written."""
+    tally = _kill_task_writer(tmp_path, 400, budget_s=1500, server=postgres)
+    _report(tally, "postgres")
+
+    assert tally["kills"] == 400
+    assert tally["headerless"] > 0
 
 
 @pytest.mark.slow

@@ -1,12 +1,16 @@
-"""The task file: its header, call records, resume, old files, and concurrent writers."""
+"""The task file: its header, call records, resume, old files, and concurrent writers.
+
+Tests taking ``place`` run on both stores (a task file and PostgreSQL): one set of promises."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 
@@ -42,69 +46,67 @@ from nisse_llm.task.records import (
     unfinished_batch,
 )
 from tests.taskrecord.helpers import BASE_URL, TOKEN, call_record, make_pin
+from tests.taskrecord.stores import Place
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "schemas" / "stored-record.schema.json").read_text())
 
 
-def test_begin_writes_the_pin_header_first_and_once(tmp_path: Path) -> None:
-    """`begin` on a new file writes the pin record as record 0; again with the same pin, nothing."""
-    path = tmp_path / "task.jsonl"
+def test_begin_writes_the_pin_header_first_and_once(place: Place) -> None:
+    """`begin` on a new task writes the pin record as record 0; again with the same pin, nothing."""
     pin = make_pin()
 
-    store = LogStore(path).begin(pin)
+    store = place.open().begin(pin)
     store.append_event(UserText(text="go"))
-    assert LogStore(path).begin(pin).next_seq == 2
+    assert place.open().begin(pin).next_seq == 2
 
-    records = LogStore(path).read().records
+    records = place.open().read().records
     assert isinstance(records[0], StoredHeader)
     assert records[0].seq == 0
     assert records[0].header == TaskHeader(pin=pin.record())
-    assert TOKEN not in path.read_text()
+    assert TOKEN.encode() not in b"".join(place.lines())
     assert [type(r) for r in records] == [StoredHeader, StoredEvent]
 
 
-def test_a_different_pin_is_refused_naming_what_differs(tmp_path: Path) -> None:
+def test_a_different_pin_is_refused_naming_what_differs(place: Place) -> None:
     """A store begun with another pin than its header's is refused, and nothing is written."""
-    path = tmp_path / "task.jsonl"
     first = make_pin()
-    LogStore(path).begin(first)
-    before = path.read_bytes()
+    place.open().begin(first)
+    before = place.lines()
     other = make_pin(planner="claude-opus-4-1")
 
     with pytest.raises(TaskPinMismatch) as caught:
-        LogStore(path).begin(other)
+        place.open().begin(other)
 
     assert caught.value.stored == first.fingerprint
     assert caught.value.given == other.fingerprint
     assert str(caught.value) == (
-        f"{path}: the task was begun with pin {first.fingerprint}, not {other.fingerprint} "
+        f"{place.where}: the task was begun with pin {first.fingerprint}, not {other.fingerprint} "
         "(differs in: roles.planner); resume it with resume(token), or begin a new task in "
         "another file"
     )
-    assert path.read_bytes() == before
+    assert place.lines() == before
 
 
-def test_old_events_only_file_reads_and_is_not_a_task(tmp_path: Path) -> None:
-    """A file of bare events (the format before task records) reads as before; begin and
+def test_old_events_only_file_reads_and_is_not_a_task(place: Place) -> None:
+    """A log of bare events (the format before task records) reads as before; begin and
     resume say it has no header and leave it unchanged."""
-    path = tmp_path / "old.jsonl"
     events = [UserText(text="a"), AssistantText(text="b", model="m")]
-    path.write_bytes(dump_jsonl(StoredEvent.now(n, e) for n, e in enumerate(events)))
-    before = path.read_bytes()
+    place.plant(dump_jsonl(StoredEvent.now(n, e) for n, e in enumerate(events)).splitlines())
+    before = place.lines()
 
-    found = LogStore(path).read()
+    found = place.open().read()
 
     assert [r.event for r in found.events] == events
     assert found.records == found.events
     assert found.header is None
     assert found.usage == UsageTotals()
     with pytest.raises(TaskHeaderMissing, match="holds events but no task header"):
-        LogStore(path).begin(make_pin())
+        place.open().begin(make_pin())
     with pytest.raises(TaskHeaderMissing, match="holds events but no task header"):
-        LogStore(path).resume(TOKEN, base_url=BASE_URL)
-    assert path.read_bytes() == before
-    assert LogStore(path).append_event(UserText(text="c")).seq == 2
+        place.open().resume(TOKEN, base_url=BASE_URL)
+    assert place.lines() == before
+    assert place.open().append_event(UserText(text="c")).seq == 2
 
 
 def test_resume_of_a_missing_file_creates_nothing(tmp_path: Path) -> None:
@@ -114,27 +116,24 @@ def test_resume_of_a_missing_file_creates_nothing(tmp_path: Path) -> None:
     assert not (tmp_path / "absent.jsonl").exists()
 
 
-def test_a_header_goes_only_first(tmp_path: Path) -> None:
-    """Appending a header after other records is refused; a file with one later is corrupt."""
-    path = tmp_path / "task.jsonl"
-    store = LogStore(path).begin(make_pin())
+def test_a_header_goes_only_first(place: Place) -> None:
+    """Appending a header after other records is refused; a log with one later is corrupt."""
+    store = place.open().begin(make_pin())
     header = StoredHeader.now(5, TaskHeader(pin=make_pin().record()))
 
     with pytest.raises(LogSequenceError, match="a task header must be the file's first record"):
         store.append(header)
 
-    with path.open("ab") as file:
-        file.write(json.dumps(header.model_dump(mode="json")).encode() + b"\n")
-    with pytest.raises(LogCorrupt, match=r"task.jsonl:2: a task header after the first line"):
-        LogStore(path).read()
+    place.plant([json.dumps(header.model_dump(mode="json")).encode()])
+    with pytest.raises(LogCorrupt, match=re.escape(f"{place.where}:2: a task header after")):
+        place.open().read()
 
 
-def test_resume_rebuilds_pin_events_pending_calls_and_usage(tmp_path: Path) -> None:
-    """From the file alone: the pin (with the caller's token), the events in order, the
+def test_resume_rebuilds_pin_events_pending_calls_and_usage(place: Place) -> None:
+    """From the store alone: the pin (with the caller's token), the events in order, the
     unanswered tool calls and the usage totals, per role and overall."""
-    path = tmp_path / "task.jsonl"
     pin = make_pin()
-    store = LogStore(path).begin(pin)
+    store = place.open().begin(pin)
     answered = ToolCall(call_id="call_a", tool="read", arguments={"path": "a"})
     pending = ToolCall(call_id="call_b", tool="read", arguments={"path": "b"})
     events = [
@@ -151,14 +150,15 @@ def test_resume_rebuilds_pin_events_pending_calls_and_usage(tmp_path: Path) -> N
     for record in calls[3:]:
         store.append_call(record)
 
-    task = LogStore(path).resume(TOKEN, base_url=BASE_URL)
+    written = store.read().records
+    task = place.open().resume(TOKEN, base_url=BASE_URL)
 
     assert task.pin == pin
     assert task.pin.token.get_secret_value() == TOKEN
     assert task.events == events
     assert task.pending_calls == [pending]
     assert task.repaired is None
-    assert task.store.path == path
+    assert task.store.read().records == written
     # n = 5 has no cost; the others cost 0.000000(n+1) dollars.
     assert task.usage.total == UsageTotal(
         input=sum(100 + n for n in range(1, 7)),
@@ -203,31 +203,29 @@ def test_begin_removes_a_torn_header(tmp_path: Path) -> None:
     assert LogStore(path).resume(TOKEN, base_url=BASE_URL).pin == pin
 
 
-def test_a_damaged_pin_record_is_a_config_error(tmp_path: Path) -> None:
+def test_a_damaged_pin_record_is_a_config_error(place: Place) -> None:
     """A header whose pin record was edited fails its fingerprint on resume."""
-    path = tmp_path / "task.jsonl"
-    LogStore(path).begin(make_pin())
-    path.write_text(path.read_text().replace("gpt-4.1-mini", "gpt-4.1-nano"))
+    place.open().begin(make_pin())
+    place.replace("gpt-4.1-mini", "gpt-4.1-nano")
 
     with pytest.raises(ConfigError, match="fingerprint does not match"):
-        LogStore(path).resume(TOKEN, base_url=BASE_URL)
+        place.open().resume(TOKEN, base_url=BASE_URL)
 
 
 def test_resume_sends_the_token_only_to_the_operators_base_url(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    place: Place, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A task file whose header names another base URL than the operator's is refused, and
+    """A task whose header names another base URL than the operator's is refused, and
     without a base URL (argument or NISSE_LLM_BASE_URL) resume says what it needs."""
-    path = tmp_path / "task.jsonl"
-    LogStore(path).begin(make_pin())
+    place.open().begin(make_pin())
 
     with pytest.raises(ConfigError, match="is not the operator's"):
-        LogStore(path).resume(TOKEN, base_url="http://127.0.0.1:5000")
+        place.open().resume(TOKEN, base_url="http://127.0.0.1:5000")
     monkeypatch.delenv("NISSE_LLM_BASE_URL", raising=False)
     with pytest.raises(ConfigError, match="needs the operator's base URL"):
-        LogStore(path).resume(TOKEN)
+        place.open().resume(TOKEN)
     monkeypatch.setenv("NISSE_LLM_BASE_URL", BASE_URL)
-    assert LogStore(path).resume(TOKEN).pin == make_pin()
+    assert place.open().resume(TOKEN).pin == make_pin()
 
 
 def test_usage_total_adds_cost_as_an_exact_decimal() -> None:
@@ -249,11 +247,10 @@ def test_usage_total_adds_cost_as_an_exact_decimal() -> None:
     assert total + Usage(output=5) == total.model_copy(update={"output": 8})
 
 
-def test_every_record_kind_matches_the_published_schema(tmp_path: Path) -> None:
-    """Header, event, call, tool-run and batch lines validate against
+def test_every_record_kind_matches_the_published_schema(place: Place) -> None:
+    """Header, event, call, tool-run and batch records, as stored, validate against
     schemas/stored-record.schema.json, and a line with none of the five keys does not."""
-    path = tmp_path / "task.jsonl"
-    store = LogStore(path).begin(make_pin())
+    store = place.open().begin(make_pin())
     store.append_event(UserText(text="a"))
     store.append_call(call_record(3))
     start = store.append_tool_run(ToolRunRecord(call_id="call_1", tool="write_file"))
@@ -263,7 +260,7 @@ def test_every_record_kind_matches_the_published_schema(tmp_path: Path) -> None:
     )
     store.append_batch([AssistantText(text="b", model="m"), UserText(text="c")])
 
-    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    lines = [json.loads(line) for line in place.lines()]
 
     kinds = ("header", "event", "llm_call", "tool_run", "batch")
     assert [next(k for k in kinds if k in x) for x in lines] == [
@@ -277,7 +274,7 @@ def test_every_record_kind_matches_the_published_schema(tmp_path: Path) -> None:
         "event",
         "event",
     ]
-    assert [r.tool_run.outcome for r in LogStore(path).read().tool_runs] == ["started", "unknown"]
+    assert [r.tool_run.outcome for r in place.open().read().tool_runs] == ["started", "unknown"]
     for line in lines:
         jsonschema.validate(line, SCHEMA)
     with pytest.raises(jsonschema.ValidationError):
@@ -303,24 +300,23 @@ def test_a_batch_cut_by_a_crash_is_what_the_batch_record_lacks(tmp_path: Path) -
     assert unfinished_batch(LogStore(cut).read().records) == reply
 
 
-def test_a_line_of_no_known_kind_names_the_keys(tmp_path: Path) -> None:
+def test_a_line_of_no_known_kind_names_the_keys(place: Place) -> None:
     """A complete line holding none of event, llm_call, tool_run, batch or header is
     corrupt, said plainly."""
-    path = tmp_path / "task.jsonl"
-    path.write_bytes(b'{"seq": 0, "at": "2026-01-01T00:00:00Z", "note": "x"}\n')
+    place.plant([b'{"seq": 0, "at": "2026-01-01T00:00:00Z", "note": "x"}'])
 
     with pytest.raises(LogCorrupt) as caught:
-        LogStore(path).read()
+        place.open().read()
 
     assert str(caught.value) == (
-        f"{path}:1: not a valid log record (a record holds one of 'event', 'llm_call', "
+        f"{place.where}:1: not a valid log record (a record holds one of 'event', 'llm_call', "
         "'tool_run', 'batch' or 'header')"
     )
 
 
-def _check_mixed(path: Path, writers: int, each: int) -> None:
+def _check_mixed(store: LogStore, writers: int, each: int) -> None:
     """Header first, numbers 0..n without a gap, and every writer's records all there."""
-    found = LogStore(path).read()
+    found = store.read()
     assert isinstance(found.records[0], StoredHeader)
     assert [r.seq for r in found.records] == list(range(1 + 2 * writers * each))
     texts = sorted(r.event.text for r in found.events)  # type: ignore[union-attr]
@@ -333,15 +329,9 @@ def _record(worker: int) -> CallRecord:
     return CallRecord(role=f"agent-{worker}", model="m", route="openai_chat")
 
 
-@pytest.mark.parametrize("shared", [True, False], ids=["one-store", "a-store-each"])
-def test_threads_append_events_and_calls_without_loss(tmp_path: Path, shared: bool) -> None:
-    """Eight threads, sharing one `LogStore` or each with its own on the same file, append
-    events and call records: all arrive, numbered in order with no gap or repeat."""
-    path = tmp_path / "task.jsonl"
-    common = LogStore(path).begin(make_pin())
-
+def _threads_append(store_for: Callable[[], LogStore]) -> None:
     def work(worker: int) -> None:
-        store = common if shared else LogStore(path).begin(make_pin())
+        store = store_for()
         for n in range(25):
             store.append_event(UserText(text=f"{worker}:{n}"))
             store.append_call(_record(worker))
@@ -352,14 +342,32 @@ def test_threads_append_events_and_calls_without_loss(tmp_path: Path, shared: bo
     for thread in threads:
         thread.join()
 
-    _check_mixed(path, 8, 25)
+
+def test_threads_sharing_a_store_append_events_and_calls_without_loss(place: Place) -> None:
+    """Eight threads sharing one store append events and call records: all arrive,
+    numbered in order with no gap or repeat."""
+    common = place.open().begin(make_pin())
+
+    _threads_append(lambda: common)
+
+    _check_mixed(common, 8, 25)
 
 
-def test_asyncio_tasks_append_to_one_store_without_loss(tmp_path: Path) -> None:
+def test_threads_each_with_a_file_store_append_without_loss(tmp_path: Path) -> None:
+    """Eight threads, each with its own `LogStore` on the same file, append events and
+    call records: the file lock serialises them (a Postgres task has one driver instead)."""
+    path = tmp_path / "task.jsonl"
+    LogStore(path).begin(make_pin())
+
+    _threads_append(lambda: LogStore(path).begin(make_pin()))
+
+    _check_mixed(LogStore(path), 8, 25)
+
+
+def test_asyncio_tasks_append_to_one_store_without_loss(place: Place) -> None:
     """Eight asyncio tasks appending through one store (directly and via to_thread) lose
     nothing and keep sequence order."""
-    path = tmp_path / "task.jsonl"
-    store = LogStore(path).begin(make_pin())
+    store = place.open().begin(make_pin())
 
     async def agent(worker: int) -> None:
         for n in range(25):
@@ -375,7 +383,7 @@ def test_asyncio_tasks_append_to_one_store_without_loss(tmp_path: Path) -> None:
 
     asyncio.run(main())
 
-    _check_mixed(path, 8, 25)
+    _check_mixed(store, 8, 25)
 
 
 _PROCESS_AGENT = """
@@ -402,7 +410,7 @@ def test_processes_beginning_one_task_at_once_are_serialised(tmp_path: Path) -> 
     ]
     assert [writer.wait(timeout=120) for writer in writers] == [0, 0, 0, 0]
 
-    _check_mixed(path, 4, 40)
+    _check_mixed(LogStore(path), 4, 40)
     assert sum(isinstance(r, StoredHeader) for r in LogStore(path).read().records) == 1
 
 
@@ -425,13 +433,12 @@ def test_append_events_is_one_write(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert store.append_events([]) == []
 
 
-def test_stored_call_round_trips(tmp_path: Path) -> None:
+def test_stored_call_round_trips(place: Place) -> None:
     """A call record reads back equal, cost as the same Decimal."""
-    path = tmp_path / "task.jsonl"
-    store = LogStore(path).begin(make_pin())
+    store = place.open().begin(make_pin())
     written = store.append_call(call_record(7))
 
-    (read,) = LogStore(path).read().calls
+    (read,) = place.open().read().calls
 
     assert read == written
     assert isinstance(read, StoredCall)

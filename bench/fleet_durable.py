@@ -1,0 +1,273 @@
+"""``python -m bench.fleet_durable [--smoke] [--out PATH]``: a fleet that survives a worker.
+
+Worker processes (`bench.fleet_worker`, standing in for machines) take agent tasks from a
+procrastinate queue in a real PostgreSQL (`LocalPostgres`), call the models through two
+LiteLLM proxy instances sharing one Redis (`bench.fleet.fleet_for`), and keep every task
+in `PostgresLogStore`. While they work, the worker holding the most tasks is SIGKILLed;
+a supervisor loop hands its stalled jobs back to the queue (procrastinate's worker
+heartbeats), and another worker resumes each task from the store once the dead worker's
+lease is gone. The report (bench/FLEET-DURABLE.md for the full run) gives tasks finished,
+events lost, duplicated tool runs, time to take over, and the store's share of a step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from bench.fleet import SMOKE as LOAD_SMOKE
+from bench.fleet import fleet_for
+from bench.fleet_worker import LEDGER, QUEUE, TASK, make_app
+from nisse_llm.log.canonical import AssistantText
+from nisse_llm.task.postgres import PostgresLogStore
+from nisse_llm.testing.fleet import LiteLLMFleet
+from nisse_llm.testing.postgres import LocalPostgres
+
+ROOT = Path(__file__).resolve().parent.parent
+#: A worker whose heartbeat is older than this is dead: its jobs go back to the queue.
+STALLED_S = 2.0
+
+
+@dataclass(frozen=True)
+class Plan:
+    tasks: int
+    workers: int
+    #: The kill comes once the victim holds a task with this many records or more.
+    kill_at_records: int = 4
+    timeout_s: float = 180.0
+
+
+FULL = Plan(tasks=24, workers=4)
+SMOKE = Plan(tasks=6, workers=3)
+
+
+@dataclass
+class Result:
+    plan: Plan
+    finished: int = 0
+    lost_events: int = 0
+    duplicated_tool_runs: int = 0
+    killed: str = ""
+    killed_tasks: list[str] = field(default_factory=list)
+    taken_over_by: dict[str, str] = field(default_factory=dict)
+    takeover_s: list[float] = field(default_factory=list)
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    wall_s: float = 0.0
+    exit_codes: dict[str, int | None] = field(default_factory=dict)
+
+
+def run(plan: Plan, workdir: Path) -> Result:
+    """One run: the database, the proxies, the workers, one kill; the tally."""
+    result = Result(plan)
+    with LocalPostgres() as database, fleet_for(LOAD_SMOKE) as (fleet, _script):
+        url = database.url
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(LEDGER)
+        with PostgresLogStore(url, "fleet") as tables:
+            tables.read()  # the task tables, made before any worker starts
+        app = make_app(url)
+        with app.open():
+            app.schema_manager.apply_schema()
+            for n in range(plan.tasks):
+                app.configure_task(name=TASK, queue=QUEUE).defer(key=f"task-{n:02d}")
+        workers = {
+            f"worker-{w}": _spawn(f"worker-{w}", url, fleet, workdir) for w in range(plan.workers)
+        }
+        began = time.monotonic()
+        try:
+            killed_at = _kill_one(url, plan, workers, result)
+            asyncio.run(_supervise(url, plan, began))
+            result.wall_s = time.monotonic() - began
+        finally:
+            for process in workers.values():
+                if process.poll() is None:
+                    process.send_signal(signal.SIGTERM)
+            for name, process in workers.items():
+                try:
+                    result.exit_codes[name] = process.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    result.exit_codes[name] = process.wait()
+        _tally(url, plan, workdir, result, killed_at)
+    return result
+
+
+def _spawn(name: str, url: str, fleet: LiteLLMFleet, workdir: Path) -> subprocess.Popen[bytes]:
+    env = {
+        **os.environ,
+        "NISSE_FLEET_PG_URL": url,
+        "NISSE_FLEET_BASE_URLS": ",".join(proxy.base_url for proxy in fleet.instances),
+        "NISSE_FLEET_TOKEN": fleet.token,
+    }
+    with (workdir / f"{name}.out").open("wb") as out, (workdir / f"{name}.err").open("wb") as err:
+        return subprocess.Popen(
+            [sys.executable, "-m", "bench.fleet_worker", name],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=err,
+        )
+
+
+def _kill_one(
+    url: str, plan: Plan, workers: dict[str, subprocess.Popen[bytes]], result: Result
+) -> datetime:
+    """SIGKILL the first worker seen holding a task mid-way; the moment of the kill."""
+    deadline = time.monotonic() + plan.timeout_s
+    with psycopg.connect(url, autocommit=True) as conn:
+        while time.monotonic() < deadline:
+            rows = conn.execute(
+                "SELECT l.holder, l.task FROM nisse_task_leases l"
+                " JOIN pg_locks p ON p.pid = l.pid AND p.locktype = 'advisory' AND p.granted"
+                " WHERE (SELECT count(*) FROM nisse_task_records r WHERE r.task = l.task) >= %s",
+                (plan.kill_at_records,),
+            ).fetchall()
+            if rows:
+                victim = str(rows[0][0])
+                held = conn.execute(
+                    "SELECT l.task FROM nisse_task_leases l JOIN pg_locks p ON p.pid = l.pid"
+                    " AND p.locktype = 'advisory' AND p.granted WHERE l.holder = %s",
+                    (victim,),
+                ).fetchall()
+                workers[victim].send_signal(signal.SIGKILL)
+                workers[victim].wait()
+                result.killed = victim
+                result.killed_tasks = sorted(str(task) for (task,) in held)
+                return datetime.now(UTC)
+            time.sleep(0.05)
+    raise TimeoutError("no worker was ever seen mid-task")
+
+
+async def _supervise(url: str, plan: Plan, began: float) -> None:
+    """Hand stalled jobs (their worker's heartbeat stopped) back to the queue until every
+    job has succeeded."""
+    app = make_app(url)
+    async with app.open_async():
+        while time.monotonic() - began < plan.timeout_s:
+            for job in await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=STALLED_S):
+                await app.job_manager.retry_job(job)
+            done = await app.connector.execute_query_one_async(
+                "SELECT count(*) AS n FROM procrastinate_jobs WHERE status = 'succeeded'"
+            )
+            if done["n"] >= plan.tasks:
+                return
+            await asyncio.sleep(0.2)
+    raise TimeoutError(f"not every task finished within {plan.timeout_s} s")
+
+
+def _tally(url: str, plan: Plan, workdir: Path, result: Result, killed_at: datetime) -> None:
+    for path in sorted(workdir.glob("worker-*.out")):
+        for line in path.read_text().splitlines():
+            with contextlib.suppress(json.JSONDecodeError):
+                result.steps.append(json.loads(line))
+    acknowledged: dict[str, set[int]] = {}
+    for step in result.steps:
+        acknowledged.setdefault(step["task"], set()).add(step["acknowledged"])
+    for n in range(plan.tasks):
+        key = f"task-{n:02d}"
+        with PostgresLogStore(url, key) as store:
+            found = store.read()
+        events = [record.event for record in found.events]
+        if events and isinstance(events[-1], AssistantText):
+            result.finished += 1
+        # An acknowledged record missing, or a gap in the numbers, is an event lost.
+        seqs = {record.seq for record in found.records}
+        result.lost_events += len(acknowledged.get(key, set()) - seqs)
+        result.lost_events += len(set(range(max(seqs, default=-1) + 1)) - seqs)
+        if key in result.killed_tasks:
+            after = [r for r in found.records if r.at > killed_at]
+            if after:
+                result.takeover_s.append((after[0].at - killed_at).total_seconds())
+    with psycopg.connect(url, autocommit=True) as conn:
+        result.duplicated_tool_runs = int(
+            conn.execute(
+                "SELECT coalesce(sum(n - 1), 0) FROM"
+                " (SELECT count(*) AS n FROM fleet_tool_runs GROUP BY call_id) AS runs"
+            ).fetchone()[0]  # type: ignore[index]
+        )
+        for key in result.killed_tasks:
+            row = conn.execute(
+                "SELECT holder FROM nisse_task_leases WHERE task = %s", (key,)
+            ).fetchone()
+            result.taken_over_by[key] = str(row[0]) if row else "-"
+
+
+def render(result: Result) -> str:
+    plan = result.plan
+    steps = [s["step_s"] for s in result.steps]
+    store = [s["store_s"] for s in result.steps]
+    share = sum(store) / sum(steps) if steps else 0.0
+    takeover = max(result.takeover_s) if result.takeover_s else float("nan")
+    lines = [
+        "# A fleet that survives a worker",
+        "",
+        f"Written by `python -m bench.fleet_durable`: {plan.workers} worker processes on a "
+        "procrastinate queue in PostgreSQL, two LiteLLM proxies sharing one Redis, "
+        f"{plan.tasks} agent tasks kept in `PostgresLogStore`; `{result.killed}` SIGKILLed "
+        "mid-task.",
+        "",
+        "| measure | value |",
+        "| --- | --- |",
+        f"| tasks finished | {result.finished} of {plan.tasks} |",
+        f"| events lost | {result.lost_events} |",
+        f"| duplicated tool runs | {result.duplicated_tool_runs} |",
+        f"| tasks the killed worker held | {', '.join(result.killed_tasks) or '-'} |",
+        "| finished by | "
+        + (", ".join(f"{k}: {v}" for k, v in sorted(result.taken_over_by.items())) or "-")
+        + " |",
+        f"| time to take over (kill to the next record of its task) | {takeover:.2f} s |",
+        f"| steps | {len(steps)} |",
+        f"| step, median | {statistics.median(steps) * 1000 if steps else 0:.1f} ms |",
+        f"| the store's share of a step | {share:.1%} |",
+        f"| wall | {result.wall_s:.1f} s |",
+        "",
+        f"Take-over is bounded by the queue's stalled-worker time ({STALLED_S:.0f} s without a "
+        "heartbeat) plus the supervisor's poll; the task's lease is free the moment the "
+        "worker dies (its database session ends with its socket). A tool call cut between "
+        "its run and its recorded result would run again on take-over: nothing in this "
+        "run's records rules that out but the tool's own ledger (`fleet_tool_runs`), which "
+        "counts it; tool-start records in the task are what would.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.fleet_durable", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--smoke", action="store_true", help="a small run")
+    parser.add_argument("--out", type=Path, help="where to write the report")
+    parser.add_argument("--tasks", type=int, help="agent tasks")
+    args = parser.parse_args(argv)
+    plan = SMOKE if args.smoke else FULL
+    if args.tasks:
+        plan = replace(plan, tasks=args.tasks)
+    out = args.out if args.out else (None if args.smoke else ROOT / "bench" / "FLEET-DURABLE.md")
+    with tempfile.TemporaryDirectory(prefix="nisse-durable-") as tmp:
+        result = run(plan, Path(tmp))
+    text = render(result)
+    if out is None:
+        print(text)
+    else:
+        out.write_text(text)
+        print(f"wrote {out}")
+    return 0 if result.finished == plan.tasks else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,126 @@
+"""``python -m bench.taskstore [--smoke] [--out PATH]``: the task stores' append rate and step cost.
+
+For the file store and PostgreSQL (a local server this run starts, ``fsync=on``), with one
+task and with sixteen tasks appended to at once (a thread and a store each), it measures:
+
+- appends per second: one 200-byte event per append (one ``fsync``, or one commit);
+- the store's cost of an agent step: what a router step writes (a call's start record, its
+  end record, the reply's events in one append, the tool result), timed per step.
+
+Each figure is the median of the rounds. Writes bench/TASKSTORE.md unless ``--smoke``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from nisse_llm.config.settings import load_settings
+from nisse_llm.log.canonical import AssistantText, ToolCall, ToolResult, UserText
+from nisse_llm.task.logstore import LogStore
+from nisse_llm.task.postgres import PostgresLogStore
+from nisse_llm.task.records import CallRecord
+from nisse_llm.testing.postgres import LocalPostgres
+
+OUT = Path(__file__).resolve().parent / "TASKSTORE.md"
+TEXT = "x" * 200
+PIN = load_settings(
+    None,
+    llm={"base_url": "http://127.0.0.1:4000", "token": "sk-bench"},
+    roles={"executor": "gpt-4.1-mini", "planner": "m", "delegate": "m", "consultant": "m"},
+).pin()
+
+
+def _step(store: LogStore, n: int) -> None:
+    """What one agent step writes through a router with a store."""
+    start = store.append_call(CallRecord(model="m", route="openai_chat", outcome="started"))
+    store.append_call(CallRecord(model="m", route="openai_chat", start=start.seq))
+    call = ToolCall(call_id=f"c{n}", tool="read", arguments={"path": "a.py"})
+    store.append_events([AssistantText(text=TEXT, model="m"), call])
+    store.append_event(ToolResult(call_id=f"c{n}", output=TEXT))
+
+
+def _append(store: LogStore, n: int) -> None:
+    store.append_event(UserText(text=TEXT))
+
+
+def _rate(
+    opener: Callable[[str], LogStore], tasks: int, ops: int, op: Callable[[LogStore, int], None]
+) -> tuple[float, float]:
+    """(operations per second over all tasks, median seconds per operation)."""
+    stores = [opener(f"bench-{time.monotonic_ns()}-{t}").begin(PIN) for t in range(tasks)]
+    times: list[list[float]] = [[] for _ in stores]
+
+    def work(index: int) -> None:
+        store = stores[index]
+        for n in range(ops):
+            began = time.perf_counter()
+            op(store, n)
+            times[index].append(time.perf_counter() - began)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(tasks)]
+    began = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    wall = time.perf_counter() - began
+    for store in stores:
+        store.close()
+    return tasks * ops / wall, statistics.median(t for each in times for t in each)
+
+
+def run(*, smoke: bool) -> list[tuple[str, int, float, float, float]]:
+    """Rows: (store, tasks, appends/s, median append ms, median step ms)."""
+    ops = 20 if smoke else 200
+    steps = 5 if smoke else 50
+    rows = []
+    with tempfile.TemporaryDirectory() as folder, LocalPostgres(fsync=True) as server:
+        openers: dict[str, Callable[[str], LogStore]] = {
+            "file": lambda key: LogStore(Path(folder) / f"{key}.jsonl"),
+            "postgres": lambda key: PostgresLogStore(server.url, key),
+        }
+        for name, opener in openers.items():
+            for tasks in (1, 16):
+                rate, append_s = _rate(opener, tasks, ops, _append)
+                _, step_s = _rate(opener, tasks, steps, _step)
+                rows.append((name, tasks, rate, append_s * 1000, step_s * 1000))
+    return rows
+
+
+def render(rows: list[tuple[str, int, float, float, float]]) -> str:
+    lines = [
+        "# Task stores: appends and the store's share of a step",
+        "",
+        "Written by `python -m bench.taskstore` (2-core shared machine; PostgreSQL local, ",
+        "fsync on; threads, one store and one task each). A step is what a router step",
+        "writes: start and end records of its call, the reply's events, the tool result.",
+        "",
+        "| store | tasks | appends/s (all tasks) | append, median ms | step, median ms |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    for name, tasks, rate, append_ms, step_ms in rows:
+        lines.append(f"| {name} | {tasks} | {rate:,.0f} | {append_ms:.2f} | {step_ms:.2f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes; print, write nothing")
+    parser.add_argument("--out", type=Path, default=None, help=f"report path (default {OUT})")
+    args = parser.parse_args()
+    text = render(run(smoke=args.smoke))
+    if args.smoke and args.out is None:
+        print(text)
+    else:
+        (args.out or OUT).write_text(text)
+        print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+"""Which store holds a task: the ``task_store`` setting (a folder or a ``postgresql://`` URL)
+and a task key give the `LogStore` to open.
+
+A folder holds one file per task, ``KEY.jsonl`` (the default folder is ``tasks/`` beside
+the config file, else in the current folder; a relative folder is taken from there too).
+A URL opens a `PostgresLogStore` (the ``postgres`` extra). Keys are the same for both, so a
+task moves between them by ``nisse-llm task export`` / ``task import``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from nisse_llm.errors import ConfigError
+from nisse_llm.task.logstore import LogStore
+
+if TYPE_CHECKING:
+    from nisse_llm.config.settings import Settings
+
+__all__ = [
+    "DEFAULT_TASK_FOLDER",
+    "TASK_KEY_PATTERN",
+    "is_database_url",
+    "open_task_store",
+    "task_folder",
+]
+
+#: The folder tasks live in when ``task_store`` is not set (beside the config file).
+DEFAULT_TASK_FOLDER = "tasks"
+#: A task key: a file name on every system, and the same key in a database.
+TASK_KEY_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}"
+_SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_database_url(value: str) -> bool:
+    """Whether a ``task_store`` value names a database rather than a folder."""
+    return value.startswith(_SCHEMES)
+
+
+def open_task_store(key: str, settings: Settings | None = None) -> LogStore:
+    """The store of task ``key`` where ``settings`` (default: `load_settings()`) say tasks
+    live (a missing folder is made). `ConfigError` for a key that is not
+    a plain name (letters, digits, ``.``, ``_``, ``-``; not starting with a dot)."""
+    if re.fullmatch(TASK_KEY_PATTERN, key) is None:
+        raise ConfigError(
+            f"task key {key!r}: use letters, digits, '.', '_' and '-' (at most 200, not "
+            "starting with '.' or '-'), so it names a file and a database row alike"
+        )
+    if settings is None:
+        from nisse_llm.config.settings import load_settings
+
+        settings = load_settings()
+    configured = settings.task_store
+    if configured is not None and is_database_url(configured.get_secret_value()):
+        from nisse_llm.task.postgres import PostgresLogStore
+
+        return PostgresLogStore(configured, key)
+    folder = task_folder(settings)
+    folder.mkdir(parents=True, exist_ok=True)
+    return LogStore(folder / f"{key}.jsonl")
+
+
+def task_folder(settings: Settings) -> Path:
+    """The folder of task files ``settings`` name (when ``task_store`` is not a URL)."""
+    configured = settings.task_store
+    base = settings.config_file.parent if settings.config_file is not None else Path.cwd()
+    return base / (DEFAULT_TASK_FOLDER if configured is None else configured.get_secret_value())

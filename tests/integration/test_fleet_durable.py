@@ -1,0 +1,41 @@
+"""A fleet that survives a worker: worker processes on a procrastinate queue in a real
+PostgreSQL and two real proxies sharing Redis, one worker SIGKILLed mid-task (the smoke
+size of `bench.fleet_durable`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench.fleet_durable import SMOKE, STALLED_S, Result, render, run
+
+pytestmark = pytest.mark.proxy
+
+
+@pytest.fixture(scope="module")
+def result(litellm_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Result:
+    """The smoke-size run: 6 tasks, 3 workers, one killed while it holds a task."""
+    return run(SMOKE, tmp_path_factory.mktemp("durable"))
+
+
+def test_every_task_finishes_and_nothing_is_lost_or_run_twice(result: Result) -> None:
+    """All tasks end with the model's answer; no acknowledged record is missing and the
+    numbers have no gap; no tool call was run twice."""
+    print(render(result))
+    assert result.finished == SMOKE.tasks
+    assert result.lost_events == 0
+    assert result.duplicated_tool_runs == 0
+    assert len(result.steps) >= SMOKE.tasks
+
+
+def test_the_killed_workers_tasks_are_taken_over_by_another(result: Result) -> None:
+    """Each task the killed worker held is finished by another worker, its next record
+    written within the queue's stalled time plus a margin for a loaded machine."""
+    assert result.killed
+    assert result.killed_tasks
+    for key in result.killed_tasks:
+        assert result.taken_over_by[key] not in ("-", result.killed)
+    assert result.takeover_s
+    assert max(result.takeover_s) < STALLED_S + 30
+    assert result.exit_codes[result.killed] == -9

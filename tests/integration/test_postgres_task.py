@@ -1,0 +1,132 @@
+"""A task in PostgreSQL through the real proxy: one driver at a time, the database stopped
+mid-call (``pg_ctl stop -m immediate``) and the task resumed after its restart, with the
+database password in no output, log line, span, record or error of the whole run."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import traceback
+from collections.abc import Iterator
+
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+import nisse_llm
+from nisse_llm.config.settings import load_settings
+from nisse_llm.errors import TaskBusy, TaskStoreUnavailable, UpstreamUnavailable
+from nisse_llm.log.canonical import AssistantText, CanonicalEvent, ToolCall, ToolResult, UserText
+from nisse_llm.task.postgres import PostgresLogStore
+from nisse_llm.testing import Script, Tokens, ToolUse, reply, slow
+from nisse_llm.testing.postgres import LocalPostgres
+from nisse_llm.testing.proxy import LiteLLMProxy
+from nisse_llm.transport.routers import RoleRouter
+from tests.corpus import READ_FILE
+
+pytestmark = pytest.mark.proxy
+
+PASSWORD = "pg-Secret-4b9e-Zz"
+ROLES = {
+    "planner": "claude-scripted",
+    "executor": "gpt-scripted",
+    "delegate": "claude-alt",
+    "consultant": "gpt-down",
+}
+
+
+@pytest.fixture
+def database() -> Iterator[LocalPostgres]:
+    """A server of the test's own, with a password the test looks for everywhere."""
+    with LocalPostgres(password=PASSWORD) as server:
+        yield server
+
+
+def test_an_agent_keeps_its_task_through_a_database_crash(
+    proxy: LiteLLMProxy,
+    script: Script,
+    database: LocalPostgres,
+    caplog: pytest.LogCaptureFixture,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """A second driver of the running task gets `TaskBusy`; the database stopped while a
+    reply is on its way makes that call a `TaskStoreUnavailable` (resumable: the work is
+    kept); after the restart a new driver resumes with every acknowledged record, the
+    interrupted call listed as unknown, and finishes; the password shows up nowhere."""
+    caplog.set_level(logging.DEBUG)  # every logger: psycopg's, httpx's and ours
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    nisse_llm.instrument(provider)
+    errors: list[BaseException] = []
+    pin = load_settings(
+        None, llm={"base_url": proxy.base_url, "token": proxy.token}, roles=ROLES
+    ).pin()
+    script.chat(
+        reply(ToolUse("read_file", {"path": "a.py"}), usage=Tokens(100, 7)),
+        slow(reply("done, first try", usage=Tokens(200, 9)), 1.5),
+        reply("done", usage=Tokens(300, 11)),
+    )
+    try:
+        store = PostgresLogStore(database.url, "fix-issue-123", holder="worker-1")
+        log: list[CanonicalEvent] = [UserText(text="Fix a.py.")]
+        with RoleRouter.from_pin(pin, store=store) as llm:
+            store.append_events(log)
+            turn = llm.complete("executor", log, [READ_FILE])
+            store.append_events(turn)
+            log += turn
+            call = log[-1]
+            assert isinstance(call, ToolCall)
+            result = ToolResult(call_id=call.call_id, output="print('a')")
+            store.append_event(result)
+            log.append(result)
+
+            second = PostgresLogStore(database.url, "fix-issue-123", holder="worker-2")
+            with pytest.raises(TaskBusy) as busy:
+                RoleRouter.from_pin(pin, store=second)
+            assert (busy.value.holder, busy.value.task) == ("worker-1", "fix-issue-123")
+            errors.append(busy.value)
+            second.close()
+
+            stopper = threading.Timer(0.5, database.stop, kwargs={"mode": "immediate"})
+            stopper.start()
+            with pytest.raises(TaskStoreUnavailable) as gone:
+                llm.complete("executor", log, [READ_FILE])
+            stopper.join()
+            assert isinstance(gone.value, UpstreamUnavailable)
+            errors.append(gone.value)
+        store.close()
+
+        database.start()
+        resumed_store = PostgresLogStore(database.url, "fix-issue-123", holder="worker-2")
+        task = resumed_store.resume(proxy.token, base_url=proxy.base_url)
+        assert task.events == log
+        assert [c.llm_call.outcome for c in task.unknown_calls] == ["started"]
+        with RoleRouter.from_pin(task.pin, store=resumed_store) as llm:
+            final = llm.complete("executor", task.events, [READ_FILE])
+        resumed_store.append_events(final)
+        assert final == [AssistantText(text="done", model="gpt-scripted")]
+        found = resumed_store.read()
+        assert [r.seq for r in found.records] == list(range(len(found.records)))
+        assert found.usage.total.calls == 2
+        assert found.usage.total.unknown_calls == 1
+        lines = resumed_store.export_lines()
+        resumed_store.close()
+    finally:
+        nisse_llm.uninstrument()
+        provider.shutdown()
+
+    out, err = capfd.readouterr()
+    spans = [span.to_json() for span in exporter.get_finished_spans()]
+    assert spans
+    shown = [
+        out,
+        err,
+        caplog.text,
+        *spans,
+        *(line.decode() for line in lines),
+        *(f"{e!s} {e!r} {''.join(traceback.format_exception(e))}" for e in errors),
+    ]
+    leaks = [text for text in shown if PASSWORD in text]
+    assert leaks == []

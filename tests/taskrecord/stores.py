@@ -1,0 +1,96 @@
+"""One task in either store, for the tests that hold both to the same promises.
+
+A `Place` opens store objects on one task (a file, or a key in the session's PostgreSQL),
+reads the lines as stored, and plants raw lines (damage a crash or a person could leave)
+behind the store's back.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import psycopg
+
+from nisse_llm.task.logstore import LogStore
+from nisse_llm.task.postgres import PostgresLogStore
+from nisse_llm.testing.postgres import LocalPostgres
+
+KINDS = ("file", "postgres")
+_keys = itertools.count()
+
+
+class Place:
+    """Where one task of the test lives; `open` is a new store object on it each call.
+
+    A Postgres store keeps its task's lease until closed, so `open` closes the stores it
+    opened before (the task reopened by its next driver, as after a restart)."""
+
+    def __init__(self, kind: str, tmp_path: Path, server: LocalPostgres | None) -> None:
+        self.kind = kind
+        self.path = tmp_path / "task.jsonl"
+        self.server = server
+        self.key = f"task-{next(_keys)}-{tmp_path.name}"
+        self._opened: list[LogStore] = []
+
+    def open(self) -> LogStore:
+        for store in self._opened:
+            store.close()
+        store: LogStore
+        if self.server is None:
+            store = LogStore(self.path)
+        else:
+            store = PostgresLogStore(self.server.url, self.key)
+        self._opened.append(store)
+        return store
+
+    @property
+    def where(self) -> str:
+        """What the store's messages name as the task's place."""
+        if self.server is None:
+            return str(self.path)
+        return f"{PostgresLogStore(self.server.url, self.key).url} task {self.key!r}"
+
+    def lines(self) -> list[bytes]:
+        """The records as stored, one line each (no newline)."""
+        return LogStore(self.path).export_lines() if self.server is None else self._rows()
+
+    def plant(self, lines: list[bytes]) -> None:
+        """Store these lines as they are, valid or not, after what the task holds."""
+        if self.server is None:
+            with self.path.open("ab") as file:
+                file.write(b"".join(line + b"\n" for line in lines))
+            return
+        with psycopg.connect(self.server.url, autocommit=True) as conn:
+            # A store made the tables; a plant before any store needs them too.
+            with PostgresLogStore(self.server.url, "_") as maker:
+                maker.read()
+            start = len(self._rows())
+            for n, line in enumerate(lines):
+                conn.execute(
+                    "INSERT INTO nisse_task_records (task, seq, record) VALUES (%s, %s, %s)",
+                    (self.key, start + n, line.decode()),
+                )
+
+    def replace(self, old: str, new: str) -> None:
+        """Edit the stored records' text behind the store's back."""
+        if self.server is None:
+            self.path.write_text(self.path.read_text().replace(old, new))
+            return
+        with psycopg.connect(self.server.url, autocommit=True) as conn:
+            conn.execute(
+                "UPDATE nisse_task_records SET record = replace(record, %s, %s) WHERE task = %s",
+                (old, new, self.key),
+            )
+
+    def close(self) -> None:
+        for store in self._opened:
+            store.close()
+
+    def _rows(self) -> list[bytes]:
+        assert self.server is not None
+        with psycopg.connect(self.server.url) as conn:
+            rows = conn.execute(
+                "SELECT record FROM nisse_task_records WHERE task = %s ORDER BY seq", (self.key,)
+            ).fetchall()
+        return [str(row[0]).encode() for row in rows]
