@@ -118,3 +118,16 @@ def test_a_passthrough_prefix_makes_a_model_anthropics_by_the_decision() -> None
 def test_a_ceiling_below_one_is_refused_when_deciding() -> None:
     with pytest.raises(RenderError, match="max_tokens must be a positive number, not 0"):
         ROUTE_TABLE["openai_chat"].decide("gpt-4o-mini", None, max_tokens=0)
+
+
+def test_a_passthrough_prefix_reaches_the_responses_route_too() -> None:
+    """The Responses route decides by the same prefixes as the chat route: an operator's
+    prefixed Claude entry is Anthropic's there, so it gets no ``prompt_cache_key`` (the
+    proxy refuses that field to Anthropic entries)."""
+    renderer = _renderer("openai_responses")
+    plain = renderer.render(EVENTS, [], "team-claude/sonnet")
+    prefixed = renderer.render(
+        EVENTS, [], "team-claude/sonnet", cache=PromptCache(prefixes=("team-claude/",))
+    )
+    assert plain["prompt_cache_key"].startswith("nisse-")
+    assert "prompt_cache_key" not in prefixed
