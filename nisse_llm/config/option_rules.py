@@ -3,8 +3,9 @@
 Every rule here answers something a provider (or the LiteLLM proxy in front of it) rejects
 or gets wrong, and is checked before anything is sent: by the renderers for a call
 (`nisse_llm.render._options` turns a violation into a `RenderError`) and by the config for
-a role profile (a `ConfigError` at load time). Rules that need the tools of a call live in
-`tool_violations`; the others need only the options, the model and the output ceiling.
+a role profile (a `ConfigError` at load time). They need only the options, the model and
+the output ceiling; `decide` applies them once per call into the `CallRules` value the
+renderers read (a tool choice naming no tool of the request is the renderer's own check).
 
 What each model family accepts (effort levels, budgets, turning reasoning off, a thinking
 display, sampling, a forced tool) is `nisse_llm.config.model_rules`' table; this module applies it.
@@ -30,10 +31,14 @@ Sources of the rules that hold for a whole provider (each rule cites its own):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
 from typing import TYPE_CHECKING, Final, Literal
 
+from nisse_llm.config.call_rules import CallRules
 from nisse_llm.config.model_rules import Family, ModelRules, rules_for
+from nisse_llm.errors import RenderError
+from nisse_llm.log.canonical import DEFAULT_MAX_OUTPUT_TOKENS
+from nisse_llm.routes.anthropic_messages import is_anthropic_model
 from nisse_llm.routes.openai_chat import CHAT_MAX_STOP_SEQUENCES
 from nisse_llm.routes.table import ROUTE_TABLE
 
@@ -46,13 +51,13 @@ __all__ = [
     "EFFORT_BUDGETS",
     "Family",
     "Violation",
+    "decide",
     "effort_for_budget",
     "is_anthropic_model",
     "model_violations",
     "request_rules",
     "thinking_budget",
     "thinks",
-    "tool_violations",
 ]
 
 
@@ -72,25 +77,6 @@ ANTHROPIC_MIN_THINKING_BUDGET: Final = 1024
 #: adaptive thinking, before the ceiling's cap (at most half the output ceiling, so the
 #: answer keeps at least the other half; never below the API's minimum of 1,024).
 EFFORT_BUDGETS: Final[dict[str, int]] = {"low": 2048, "medium": 8192, "high": 24576}
-
-#: Names that are Anthropic's by themselves: Claude's own names and LiteLLM's provider prefix.
-_ANTHROPIC_NAMES = ("claude-", "anthropic/")
-_LITELLM_CLAUDE_ROUTES = ("bedrock/", "vertex_ai/", "openrouter/anthropic/")
-
-
-def is_anthropic_model(model: str, prefixes: tuple[str, ...] = ()) -> bool:
-    """Whether ``model`` is served by Anthropic, by its name.
-
-    A model is Anthropic's when its name says so (``claude-...``, ``anthropic/...``, or a
-    LiteLLM route to Anthropic: ``bedrock/...``, ``vertex_ai/...``,
-    ``openrouter/anthropic/...`` naming a ``claude`` model), or when it takes the messages
-    passthrough by one of the operator's extra ``prefixes``. A proxy alias that hides an
-    Anthropic model behind another name is recognised through its ``like``
-    (`request_rules`).
-    """
-    if model.startswith(_ANTHROPIC_NAMES) or (prefixes and model.startswith(prefixes)):
-        return True
-    return model.startswith(_LITELLM_CLAUDE_ROUTES) and "claude" in model.lower()
 
 
 def request_rules(
@@ -266,23 +252,54 @@ def _budget_violations(reasoning: ReasoningEffort | int, ceiling: int) -> list[V
     return []
 
 
-def tool_violations(options: RequestOptions, tools: Sequence[str]) -> list[Violation]:
-    """The rules ``options.tool_choice`` breaks for a request offering ``tools`` (names)."""
-    choice = options.tool_choice
-    if choice is None or choice in ("auto", "none"):
-        return []
-    if not tools:
-        return [
-            Violation(
-                ("tool_choice",), f"tool_choice {choice!r} needs tools, and the request passes none"
-            )
-        ]
-    if choice != "required" and choice not in tools:
-        return [
-            Violation(
-                ("tool_choice",),
-                f"tool_choice {choice!r} names no tool of the request (it passes "
-                f"{', '.join(map(repr, tools))})",
-            )
-        ]
-    return []
+@functools.lru_cache(maxsize=256)
+def decide(
+    route: str,
+    model: str,
+    options: RequestOptions | None,
+    max_tokens: int | None,
+    prefixes: tuple[str, ...] = (),
+) -> CallRules:
+    """The rules of a call to ``model`` on ``route`` with ``options`` under the client's
+    ceiling ``max_tokens``, decided once (cached per these): the ceiling asked, the model's
+    family and facts the renderers branch on, the reasoning fields' values, and every rule
+    the options break (`model_violations`, as reasons). ``prefixes`` are the operator's
+    passthrough prefixes (a model routed by one is an Anthropic model). `RenderError` for
+    a ceiling below 1."""
+    asked = options.max_output_tokens if options is not None else None
+    ceiling = asked if asked is not None else max_tokens
+    if ceiling is not None and ceiling < 1:
+        raise RenderError(f"max_tokens must be a positive number, not {ceiling}")
+    rules = request_rules(model, options.like if options else None, route=route, prefixes=prefixes)
+    reasoning = None if options is None else options.reasoning
+    checked = DEFAULT_MAX_OUTPUT_TOKENS if ceiling is None else ceiling
+    problems = (
+        []
+        if options is None
+        else model_violations(options, rules=rules, model=model, route=route, ceiling=checked)
+    )
+    budget: int | None = None
+    effort: str | None = None
+    thinking = reasoning is not None and reasoning != "off"
+    # A Claude budget, for options that keep every rule (a level the model lacks has none).
+    claude = rules.family == "anthropic" and thinking and not problems
+    if claude and (isinstance(reasoning, int) or not rules.adaptive):
+        assert reasoning is not None
+        budget = thinking_budget(reasoning, checked)
+    if reasoning == "off":
+        effort = "none" if rules.none_effort else None
+    elif isinstance(reasoning, int):
+        effort = effort_for_budget(reasoning)
+    else:
+        effort = reasoning
+    return CallRules(
+        ceiling=ceiling,
+        family=rules.family,
+        thinks=thinking,
+        budget=budget,
+        effort=effort,
+        reasons=bool(rules.levels),
+        structured=rules.structured,
+        forced_tool=rules.forced_tool,
+        problems=tuple(problem.reason for problem in problems),
+    )

@@ -3,9 +3,15 @@ and its recent envelopes.
 
 A route's renderer subclasses `Renderer` and gives it two hooks: `Renderer._parts` (the
 body in parts, called under the walk cache's lock) and `Renderer._reply` (its reply
-module's parse function, as a static method). It keeps its own ``render_request`` (the
+module's parse function, as a static method); one that names its `Renderer.route` is
+handed the call's rules too. It keeps its own ``render_request`` (the
 typed body), and re-declares a public method only where its signature differs (the
 messages route's ``max_tokens`` default, the Responses route's ``prompt_cache_key``).
+
+A call's rules (`CallRules`: the ceiling, the model's family, the reasoning fields, the
+broken rules) come decided: the transport hands them in as ``rules=``, once per call, and a
+render without them asks the route's descriptor (`RouteDescriptor.decide`), so this layer
+never reads the rule tables.
 """
 
 from __future__ import annotations
@@ -21,7 +27,9 @@ from nisse_llm.render._memo import RecentMemo
 from nisse_llm.render._walk import ProgressCache
 
 if TYPE_CHECKING:
+    from nisse_llm.config.call_rules import CallRules
     from nisse_llm.config.options import RequestOptions
+    from nisse_llm.routes.descriptor import RouteDescriptor
 
 __all__ = ["Renderer"]
 
@@ -35,6 +43,13 @@ class Renderer:
 
     #: The route's reply parser (``parse_*(body, *, requested_model, max_tokens)``).
     _reply: Callable[..., Completion]
+    #: The body in parts, run under the walk cache's lock: ``_parts(events, tools, model,
+    #: system, max_tokens, cache, options)``, with the call's decided ``rules`` last when
+    #: the renderer names its `route`.
+    _parts: Callable[..., list[bytes]]
+    #: The route whose rules the renderer reads (its descriptor decides them); None for a
+    #: renderer that reads none, whose `_parts` takes none.
+    route: RouteDescriptor | None = None
 
     def __init__(self) -> None:
         self._walks: ProgressCache[Any] = ProgressCache()
@@ -94,11 +109,36 @@ class Renderer:
         max_tokens: int | None = None,
         cache: PromptCache | None = None,
         options: RequestOptions | None = None,
+        rules: CallRules | None = None,
     ) -> list[bytes]:
         """The body of `render_bytes` in parts that concatenate to it: the head, the cached
-        blocks of the log's settled messages, and the rest with the tail (one fresh join)."""
+        blocks of the log's settled messages, and the rest with the tail (one fresh join).
+        ``rules``: the call's, decided by the route for these arguments (`_decided`)."""
+        if self.route is None:
+            with self._walks.lock:
+                return self._parts(events, tools, model, system, max_tokens, cache, options)
+        decided = self._decided(rules, model, options, max_tokens, cache)
         with self._walks.lock:
-            return self._parts(events, tools, model, system, max_tokens, cache, options)
+            return self._parts(events, tools, model, system, max_tokens, cache, options, decided)
+
+    def _decided(
+        self,
+        rules: CallRules | None,
+        model: str,
+        options: RequestOptions | None,
+        max_tokens: int | None,
+        cache: PromptCache | None,
+    ) -> CallRules:
+        """``rules`` when given, else the route's decision for a call to ``model`` with
+        ``options`` under ``max_tokens`` (the passthrough prefixes are ``cache``'s)."""
+        if rules is not None:
+            return rules
+        assert self.route is not None, "a renderer that reads rules names its route"
+        prefixes = () if cache is None else cache.prefixes
+        decision: CallRules = self.route.decide(
+            model, options, max_tokens=max_tokens, prefixes=prefixes
+        )
+        return decision
 
     def parse(
         self,
@@ -110,16 +150,3 @@ class Renderer:
         """A 200 reply body as canonical events, usage and stop reason (the route's reply
         module: `openai_chat_reply`, `anthropic_messages_reply`, `openai_responses_reply`)."""
         return self._reply(body, requested_model=requested_model, max_tokens=max_tokens)
-
-    def _parts(
-        self,
-        events: LogLike,
-        tools: ToolsLike,
-        model: str,
-        system: str | None,
-        max_tokens: int | None,
-        cache: PromptCache | None,
-        options: RequestOptions | None,
-    ) -> list[bytes]:  # pragma: no cover - each route's own
-        """The route's `render_parts`, run under the walk cache's lock."""
-        raise NotImplementedError

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from nisse_llm.config.option_rules import is_anthropic_model
+from nisse_llm.routes.anthropic_messages import is_anthropic_model
 
 __all__ = ["MAX_BREAKPOINTS", "PromptCache", "active", "is_anthropic_model"]
 

@@ -2,8 +2,10 @@
 
 Both renderers call this module for everything `RequestOptions` sets: the output ceiling,
 reasoning, sampling, stop sequences and tool choice. The rules a combination must keep
-are `nisse_llm.config.option_rules`' (each cites its provider documentation); a broken one is a
-`RenderError` naming the options and the rule, raised before anything is sent.
+are `nisse_llm.config.option_rules`' (each cites its provider documentation), decided once
+per call into the `CallRules` value this module reads (``rules=``): it never consults the
+rule tables itself. A broken rule is a `RenderError` naming the options and the rule,
+raised before anything is sent.
 
 Mapping (the "Request options" guide's table, docs/guides/options.md, says the same):
 
@@ -54,24 +56,12 @@ from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel
 
-from nisse_llm.config.option_rules import (
-    Violation,
-    effort_for_budget,
-    model_violations,
-    request_rules,
-    thinking_budget,
-    thinks,
-    tool_violations,
-)
 from nisse_llm.errors import RenderError
 from nisse_llm.log.canonical import DEFAULT_MAX_OUTPUT_TOKENS
 from nisse_llm.render._walk import encode_model, json_bytes
-from nisse_llm.routes.anthropic_messages import ANTHROPIC_MESSAGES
-from nisse_llm.routes.openai_chat import OPENAI_CHAT
-from nisse_llm.routes.openai_responses import OPENAI_RESPONSES
 
 if TYPE_CHECKING:
-    from nisse_llm.config.model_rules import ModelRules
+    from nisse_llm.config.call_rules import CallRules
     from nisse_llm.config.options import RequestOptions
     from nisse_llm.wire.anthropic_messages import (
         AnthropicThinkingConfig,
@@ -81,7 +71,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "chat_fields",
-    "chat_replays_thinking",
     "encode_fields",
     "messages_fields",
     "responses_fields",
@@ -116,52 +105,41 @@ CHAT_FIELDS: tuple[str, ...] = (
 )
 
 
-def _refuse(problems: list[Violation], options: RequestOptions, model: str) -> None:
-    if problems:
-        shown = options.model_dump(exclude_none=True, mode="json")
-        raise RenderError(
-            f"request options {shown} cannot be sent to {model!r}: "
-            + "; ".join(problem.reason for problem in problems)
-        )
-
-
 def _checked(
-    opts: RequestOptions,
-    model: str,
-    max_tokens: int | None,
-    route: str,
-    tools: Sequence[str],
-    prefixes: tuple[str, ...] = (),
-) -> tuple[int | None, ModelRules]:
-    """The ceiling asked (None: none, so the provider's or client's default applies) and the
-    model's rules, once every rule the options must keep on ``route`` holds (else
-    `RenderError`, naming the options and the rules they break)."""
-    ceiling = _ceiling(opts, max_tokens)
-    rules = request_rules(model, opts.like, route=route, prefixes=prefixes)
-    problems = model_violations(
-        opts,
-        rules=rules,
-        model=model,
-        route=route,
-        ceiling=DEFAULT_MAX_OUTPUT_TOKENS if ceiling is None else ceiling,
-    )
-    problems += tool_violations(opts, tools)
-    _refuse(problems, opts, model)
-    return ceiling, rules
+    opts: RequestOptions, model: str, rules: CallRules, tools: Sequence[str]
+) -> int | None:
+    """The ceiling asked (None: none, so the provider's or client's default applies), once
+    the options keep every rule the call's ``rules`` name and their tool choice names a
+    tool the request passes (else `RenderError`, naming the options and the rules broken)."""
+    problems = [*rules.problems, *_tool_problems(opts, tools)]
+    if problems:
+        shown = opts.model_dump(exclude_none=True, mode="json")
+        raise RenderError(
+            f"request options {shown} cannot be sent to {model!r}: " + "; ".join(problems)
+        )
+    return rules.ceiling
 
 
-def _ceiling(options: RequestOptions, max_tokens: int | None) -> int | None:
-    ceiling = options.max_output_tokens if options.max_output_tokens is not None else max_tokens
-    if ceiling is not None and ceiling < 1:
-        raise RenderError(f"max_tokens must be a positive number, not {ceiling}")
-    return ceiling
+def _tool_problems(options: RequestOptions, tools: Sequence[str]) -> list[str]:
+    """What ``options.tool_choice`` asks that a request offering ``tools`` (names) lacks."""
+    choice = options.tool_choice
+    if choice is None or choice in ("auto", "none"):
+        return []
+    if not tools:
+        return [f"tool_choice {choice!r} needs tools, and the request passes none"]
+    if choice != "required" and choice not in tools:
+        return [
+            f"tool_choice {choice!r} names no tool of the request (it passes "
+            f"{', '.join(map(repr, tools))})"
+        ]
+    return []
 
 
 def messages_fields(
     options: RequestOptions | None,
     *,
     model: str,
-    max_tokens: int | None,
+    rules: CallRules,
     tools: Sequence[str],
     stubbed: bool,
     unthought_loop: bool = False,
@@ -169,7 +147,8 @@ def messages_fields(
     """The messages route's fields for ``options``, unset ones as None (`RenderError` for
     a broken rule); ``max_tokens`` is always set.
 
-    ``max_tokens`` is the client's default ceiling, ``tools`` the names of the tools the
+    ``rules`` are the call's, decided (their ceiling is the client's default's or the
+    options'), ``tools`` the names of the tools the
     caller passed (none when ``stubbed``: the request declares stubs for the log's calls).
     ``unthought_loop``: the request continues a tool loop whose last assistant turn has no
     thinking of this model, so thinking is left out of it (module docstring).
@@ -182,14 +161,14 @@ def messages_fields(
     )
 
     opts = options or _NO_OPTIONS
-    ceiling, rules = _checked(opts, model, max_tokens, ANTHROPIC_MESSAGES.name, tools)
+    ceiling = _checked(opts, model, rules, tools)
     ceiling = DEFAULT_MAX_OUTPUT_TOKENS if ceiling is None else ceiling
     thinking: AnthropicThinkingConfig | None = None
     effort = None
     if opts.reasoning == "off":
         thinking = AnthropicThinkingConfig(type="disabled")
-    elif thinks(opts) and not unthought_loop:
-        asked, effort = _claude_thinking(opts, rules, ceiling)
+    elif rules.thinks and not unthought_loop:
+        asked, effort = _claude_thinking(opts, rules)
         thinking = AnthropicThinkingConfig(**asked)
     schema = _answer_schema(opts)
     output_config = None
@@ -214,21 +193,16 @@ def _answer_schema(opts: RequestOptions) -> dict[str, Any] | None:
     return schema
 
 
-def _claude_thinking(
-    opts: RequestOptions, rules: ModelRules, ceiling: int
-) -> tuple[dict[str, Any], str | None]:
+def _claude_thinking(opts: RequestOptions, rules: CallRules) -> tuple[dict[str, Any], str | None]:
     """The ``thinking`` fields and the ``output_config.effort`` for a Claude model that
-    thinks: adaptive at the level asked where the model takes it, else a budget (the
-    level's, or the one asked). Both routes send them alike (LiteLLM forwards them as sent
-    on the chat route)."""
-    reasoning = opts.reasoning
-    assert reasoning is not None
-    assert reasoning != "off"
+    thinks: adaptive at the level asked where the model takes it, else the budget decided
+    (the level's, or the one asked). Both routes send them alike (LiteLLM forwards them as
+    sent on the chat route)."""
     display = {} if opts.reasoning_display is None else {"display": opts.reasoning_display}
-    if isinstance(reasoning, str) and rules.adaptive:
-        return {"type": "adaptive", **display}, reasoning
-    budget = thinking_budget(reasoning, ceiling)
-    return {"type": "enabled", "budget_tokens": budget, **display}, None
+    if rules.budget is None:
+        assert isinstance(opts.reasoning, str)
+        return {"type": "adaptive", **display}, opts.reasoning
+    return {"type": "enabled", "budget_tokens": rules.budget, **display}, None
 
 
 def _anthropic_choice(opts: RequestOptions, tools: Sequence[str]) -> AnthropicToolChoice | None:
@@ -254,37 +228,20 @@ def _anthropic_choice(opts: RequestOptions, tools: Sequence[str]) -> AnthropicTo
     return AnthropicToolChoiceAuto(disable_parallel_tool_use=disable)
 
 
-def chat_replays_thinking(
-    options: RequestOptions | None, model: str, prefixes: tuple[str, ...] = ()
-) -> bool:
-    """Whether a chat request enables Anthropic thinking, so the model's own thinking blocks
-    go back with its turns (``thinking_blocks``): with thinking on, Anthropic refuses a tool
-    loop whose last assistant turn does not start with its thinking ("Expected thinking or
-    redacted_thinking, but found tool_use"), and LiteLLM forwards the pair as is."""
-    return (
-        options is not None
-        and thinks(options)
-        and request_rules(model, options.like, route=OPENAI_CHAT.name, prefixes=prefixes).family
-        == "anthropic"
-    )
-
-
 def chat_fields(
     options: RequestOptions | None,
     *,
     model: str,
-    max_tokens: int | None,
+    rules: CallRules,
     tools: Sequence[str],
     stubbed: bool,
-    prefixes: tuple[str, ...] = (),
     unthought_loop: bool = False,
 ) -> dict[str, Any]:
     """The chat route's fields for ``options``, in wire order, unset ones left out
-    (`RenderError` for a broken rule). ``prefixes`` are the operator's passthrough prefixes
-    (a model routed by one is an Anthropic model); ``unthought_loop`` as for
-    `messages_fields` (Anthropic models only)."""
+    (`RenderError` for a broken rule); ``rules`` and ``unthought_loop`` as for
+    `messages_fields` (the latter for Anthropic models only)."""
     opts = options or _NO_OPTIONS
-    ceiling, rules = _checked(opts, model, max_tokens, OPENAI_CHAT.name, tools, prefixes)
+    ceiling = _checked(opts, model, rules, tools)
     fields: dict[str, Any] = {}
     choice = opts.tool_choice
     if stubbed:
@@ -293,12 +250,12 @@ def chat_fields(
         fields["tool_choice"] = choice if choice in ("auto", "none", "required") else _named(choice)
     if rules.family == "anthropic":
         # "off" sends nothing: the proxy drops ``thinking: {type: disabled}`` on this route.
-        if thinks(opts) and not unthought_loop:
+        if rules.thinks and not unthought_loop:
             if ceiling is None:  # a budget is checked against this ceiling: send it
                 ceiling = DEFAULT_MAX_OUTPUT_TOKENS
             from nisse_llm.wire.openai_chat import OpenAIChatOutputConfig, OpenAIChatThinking
 
-            asked, effort = _claude_thinking(opts, rules, ceiling)
+            asked, effort = _claude_thinking(opts, rules)
             fields["thinking"] = OpenAIChatThinking(**asked)
             if effort is not None:
                 fields["output_config"] = OpenAIChatOutputConfig(effort=effort)
@@ -308,12 +265,8 @@ def chat_fields(
                 "(the proxy turns response_format into a field Anthropic does not know): "
                 "use the messages route"
             )
-    elif opts.reasoning == "off":
-        fields["reasoning_effort"] = "none" if rules.none_effort else None
-    elif isinstance(opts.reasoning, int):
-        fields["reasoning_effort"] = effort_for_budget(opts.reasoning)
     else:
-        fields["reasoning_effort"] = opts.reasoning
+        fields["reasoning_effort"] = rules.effort
     if ceiling is not None:
         fields["max_tokens"] = ceiling
     if tools and choice != "none" and opts.parallel_tool_calls is not None:
@@ -363,13 +316,14 @@ def responses_fields(
     options: RequestOptions | None,
     *,
     model: str,
-    max_tokens: int | None,
+    rules: CallRules,
     tools: Sequence[str],
     stubbed: bool,
     prompt_cache_key: str | None = None,
 ) -> dict[str, Any]:
     """The Responses route's fields for ``options``, in wire order, unset ones left out
-    (`RenderError` for a broken rule or for stop sequences, which the route lacks).
+    (`RenderError` for a broken rule or for stop sequences, which the route lacks);
+    ``rules`` as for `messages_fields`.
     ``prompt_cache_key`` is sent to OpenAI models only (the proxy refuses it for others)."""
     from nisse_llm.wire.openai_responses import (
         OpenAIResponsesNamedToolChoice,
@@ -383,7 +337,7 @@ def responses_fields(
             f"stop sequences {list(opts.stop)!r} cannot be sent on the Responses route "
             f"(it has no stop field): clear them for {model!r} (stop=()) or use the chat route"
         )
-    ceiling, rules = _checked(opts, model, max_tokens, OPENAI_RESPONSES.name, tools)
+    ceiling = _checked(opts, model, rules, tools)
     fields: dict[str, Any] = {}
     choice = opts.tool_choice
     if stubbed:
@@ -399,13 +353,7 @@ def responses_fields(
     fields["max_output_tokens"] = ceiling
     fields["temperature"] = opts.temperature
     fields["top_p"] = opts.top_p
-    effort: str | None = None
-    if opts.reasoning == "off":
-        effort = "none" if rules.none_effort else None
-    elif isinstance(opts.reasoning, int):
-        effort = effort_for_budget(opts.reasoning)
-    elif opts.reasoning is not None:
-        effort = opts.reasoning
+    effort = rules.effort
     if effort is not None:
         summary = None if effort == "none" else "auto"
         fields["reasoning"] = OpenAIResponsesReasoning(effort=effort, summary=summary)
@@ -422,7 +370,7 @@ def responses_fields(
         )
     if rules.family == "openai":
         fields["prompt_cache_key"] = prompt_cache_key
-    if rules.levels:
+    if rules.reasons:
         fields["include"] = ["reasoning.encrypted_content"]
     return {name: fields[name] for name in RESPONSES_FIELDS if fields.get(name) is not None}
 

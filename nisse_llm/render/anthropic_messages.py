@@ -46,6 +46,7 @@ from typing import Any, Literal, Self, TypeAlias, assert_never, cast
 
 from pydantic_core import to_json
 
+from nisse_llm.config.call_rules import CallRules
 from nisse_llm.config.options import RequestOptions
 from nisse_llm.errors import RenderError
 from nisse_llm.log.canonical import (
@@ -97,6 +98,7 @@ from nisse_llm.render._walk import (
 )
 from nisse_llm.render._wording import STUB_TOOL_DESCRIPTION
 from nisse_llm.render.anthropic_messages_reply import parse_message
+from nisse_llm.routes.anthropic_messages import ANTHROPIC_MESSAGES
 from nisse_llm.wire.anthropic_messages import (
     AnthropicCacheControl,
     AnthropicMessage,
@@ -366,6 +368,7 @@ class AnthropicMessagesRenderer(Renderer):
     """Renders canonical logs for ``/v1/messages`` and parses its replies (pure)."""
 
     _reply = staticmethod(parse_message)
+    route = ANTHROPIC_MESSAGES
 
     def render(
         self,
@@ -397,8 +400,10 @@ class AnthropicMessagesRenderer(Renderer):
         max_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
         cache: PromptCache | None = None,
         options: RequestOptions | None = None,
+        rules: CallRules | None = None,
     ) -> AnthropicMessagesRequest:
-        """The request body as its typed model."""
+        """The request body as its typed model; ``rules`` as for `render_parts`."""
+        rules = self._decided(rules, model, options, max_tokens, cache)
         with self._walks.lock:
             plan = _plan(self._walks, events, tools, model)
             turns = plan.turns.list()
@@ -411,7 +416,7 @@ class AnthropicMessagesRenderer(Renderer):
                 _map_turn(turn, marks.get(index), _CONTROLS[policy.marker_ttl])
                 for index, turn in enumerate(turns)
             ]
-        return _envelope(model, system, max_tokens, plan, messages, policy, options)
+        return _envelope(model, system, rules, plan, messages, policy, options)
 
     def render_bytes(
         self,
@@ -439,11 +444,20 @@ class AnthropicMessagesRenderer(Renderer):
         max_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
         cache: PromptCache | None = None,
         options: RequestOptions | None = None,
+        rules: CallRules | None = None,
     ) -> list[bytes]:
         """The body of `render_bytes` in parts that concatenate to it: the head, the cached
-        blocks of the log's settled turns, and the rest with the tail (one fresh join)."""
+        blocks of the log's settled turns, and the rest with the tail (one fresh join).
+        ``rules``: the call's, decided by the route for these arguments."""
         return super().render_parts(
-            events, tools, model, system, max_tokens=max_tokens, cache=cache, options=options
+            events,
+            tools,
+            model,
+            system,
+            max_tokens=max_tokens,
+            cache=cache,
+            options=options,
+            rules=rules,
         )
 
     def _parts(
@@ -455,10 +469,13 @@ class AnthropicMessagesRenderer(Renderer):
         max_tokens: int | None,
         cache: PromptCache | None,
         options: RequestOptions | None,
+        rules: CallRules,
     ) -> list[bytes]:
         plan = _plan(self._walks, events, tools, model)
         policy = active(cache, model)
-        head, tail = _head_tail(self._envelopes, model, system, max_tokens, plan, policy, options)
+        head, tail = _head_tail(
+            self._envelopes, model, system, max_tokens, rules, plan, policy, options
+        )
         turns = plan.turns
         control = None if policy is None else policy.control_json
         marks = {} if control is None else _breakpoints(turns)
@@ -504,7 +521,7 @@ def _map_tools(specs: list[ToolSpec]) -> list[AnthropicTool]:
 def _envelope(
     model: str,
     system: str | None,
-    max_tokens: int | None,
+    rules: CallRules,
     plan: _Plan,
     messages: list[AnthropicMessage],
     policy: PromptCache | None = None,
@@ -513,7 +530,7 @@ def _envelope(
     fields = messages_fields(
         options,
         model=model,
-        max_tokens=max_tokens,
+        rules=rules,
         tools=() if plan.stubbed or not plan.tools else [tool.name for tool in plan.tools],
         stubbed=plan.stubbed,
         unthought_loop=_unthought_loop(plan.turns),
@@ -539,6 +556,7 @@ def _head_tail(
     model: str,
     system: str | None,
     max_tokens: int | None,
+    rules: CallRules,
     plan: _Plan,
     policy: PromptCache | None,
     options: RequestOptions | None,
@@ -552,7 +570,7 @@ def _head_tail(
     key = (model, system, max_tokens, options, ttl, plan.stubbed, names, unthought)
 
     def encode() -> tuple[bytes, bytes]:
-        envelope = _envelope(model, system, max_tokens, plan, [], policy, options)
+        envelope = _envelope(model, system, rules, plan, [], policy, options)
         serializer = AnthropicMessagesRequest.__pydantic_serializer__
         try:
             head = serializer.to_json(

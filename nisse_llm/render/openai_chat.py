@@ -79,7 +79,7 @@ from nisse_llm.render._images import (
     check_log_images,
 )
 from nisse_llm.render._memo import FragmentMemo
-from nisse_llm.render._options import chat_fields, chat_replays_thinking, encode_fields
+from nisse_llm.render._options import chat_fields, encode_fields
 from nisse_llm.render._walk import (
     Indexed,
     ProgressCache,
@@ -94,10 +94,12 @@ from nisse_llm.render._walk import encode_model as _encode
 from nisse_llm.render._walk import json_bytes as _json
 from nisse_llm.render._wording import INTERRUPTED_TEXT, STUB_TOOL_DESCRIPTION, TOOL_ERROR_PREFIX
 from nisse_llm.render.openai_chat_reply import parse_chat_completion
+from nisse_llm.routes.openai_chat import OPENAI_CHAT
 
 # The typed request models load when a typed body or a tool definition is first made:
 # a request from a log alone is spelled out in bytes and never builds them.
 if TYPE_CHECKING:
+    from nisse_llm.config.call_rules import CallRules
     from nisse_llm.config.options import RequestOptions
     from nisse_llm.wire.openai_chat import (
         OpenAIChatCacheControl,
@@ -551,10 +553,9 @@ class _ChatWalk(TurnWalk):
 def _option_fields(
     options: RequestOptions | None,
     model: str,
-    max_tokens: int | None,
+    rules: CallRules,
     specs: list[ToolSpec],
     used_tools: bool,
-    cache: PromptCache | None,
     unthought: bool = False,
 ) -> dict[str, Any]:
     """The fields after ``tools`` (`nisse_llm.render._options`); with no tools passed but
@@ -562,10 +563,9 @@ def _option_fields(
     return chat_fields(
         options,
         model=model,
-        max_tokens=max_tokens,
+        rules=rules,
         tools=[spec.name for spec in specs],
         stubbed=not specs and used_tools,
-        prefixes=() if cache is None else cache.prefixes,
         unthought_loop=unthought,
     )
 
@@ -577,16 +577,15 @@ def _empty_album(slot: _Slot) -> bool:
 def _envelope(
     model: str,
     system: str | None,
-    max_tokens: int | None,
+    rules: CallRules,
     options: RequestOptions | None,
     specs: list[ToolSpec],
     used: list[str],
-    cache: PromptCache | None,
     control: bytes | None,
 ) -> tuple[bytes, bytes]:
     """The body's bytes before its first message and after its last (the byte path keeps
     them per renderer: an agent sends the same model, system, tools and options each call)."""
-    fields = _option_fields(options, model, max_tokens, specs, bool(used), cache)
+    fields = _option_fields(options, model, rules, specs, bool(used))
     head = b'{"model":' + pydantic_core.to_json(model) + b',"messages":['
     if system is not None and system.strip():
         head += b'{"role":"system","content":'
@@ -611,6 +610,7 @@ class OpenAIChatRenderer(Renderer):
     """Renders canonical logs as chat-completions requests and parses the replies."""
 
     _reply = staticmethod(parse_chat_completion)
+    route = OPENAI_CHAT
 
     def render_request(
         self,
@@ -622,8 +622,10 @@ class OpenAIChatRenderer(Renderer):
         max_tokens: int | None = None,
         cache: PromptCache | None = None,
         options: RequestOptions | None = None,
+        rules: CallRules | None = None,
     ) -> OpenAIChatRequest:
-        """The typed request body for ``events`` (see the module docstring for the rules)."""
+        """The typed request body for ``events`` (see the module docstring for the rules);
+        ``rules`` as for `render_parts`."""
         from nisse_llm.wire.openai_chat import (
             OpenAIChatCacheControl,
             OpenAIChatRequest,
@@ -632,8 +634,8 @@ class OpenAIChatRenderer(Renderer):
 
         items = log_items(events)
         check_log_images(items)
-        prefixes = () if cache is None else cache.prefixes
-        replay = model if chat_replays_thinking(options, model, prefixes) else None
+        rules = self._decided(rules, model, options, max_tokens, cache)
+        replay = model if rules.replays_thinking else None
         walk = _ChatWalk(Shared(), _TYPED, replay)
         walk.consume(list(items))
         count, _, view = walk.finish_slots(0)
@@ -647,9 +649,7 @@ class OpenAIChatRenderer(Renderer):
             slots = [
                 _Turn(slot.texts, slot.calls) if type(slot) is _Turn else slot for slot in slots
             ]
-        fields = _option_fields(
-            options, model, max_tokens, specs, bool(used_tools), cache, unthought
-        )
+        fields = _option_fields(options, model, rules, specs, bool(used_tools), unthought)
         policy = active(cache, model)
         control = None if policy is None else OpenAIChatCacheControl(ttl=policy.marker_ttl)
         marks = set() if control is None else set(_breakpoints(slots))
@@ -678,11 +678,19 @@ class OpenAIChatRenderer(Renderer):
         max_tokens: int | None,
         cache: PromptCache | None,
         options: RequestOptions | None,
+        rules: CallRules,
     ) -> list[bytes]:
-        if chat_replays_thinking(options, model, () if cache is None else cache.prefixes):
+        if rules.replays_thinking:
             # Thinking blocks ride on their turns: the typed path (the fragments hold none).
             request = self.render_request(
-                events, tools, model, system, max_tokens=max_tokens, cache=cache, options=options
+                events,
+                tools,
+                model,
+                system,
+                max_tokens=max_tokens,
+                cache=cache,
+                options=options,
+                rules=rules,
             )
             return [_encode(request)]
         walks: ProgressCache[_ChatWalk] = self._walks
@@ -698,7 +706,7 @@ class OpenAIChatRenderer(Renderer):
         head, tail = self._envelopes.get(
             key,
             tuple(specs),
-            lambda: _envelope(model, system, max_tokens, options, specs, used, cache, control),
+            lambda: _envelope(model, system, rules, options, specs, used, control),
         )
         count, rest, slots = progress.finish_slots(progress.rope.covered)
         if not count:

@@ -80,8 +80,10 @@ from nisse_llm.render._walk import (
 )
 from nisse_llm.render._wording import INTERRUPTED_TEXT, STUB_TOOL_DESCRIPTION, TOOL_ERROR_PREFIX
 from nisse_llm.render.openai_responses_reply import parse_responses_reply
+from nisse_llm.routes.openai_responses import OPENAI_RESPONSES
 
 if TYPE_CHECKING:
+    from nisse_llm.config.call_rules import CallRules
     from nisse_llm.config.options import RequestOptions
     from nisse_llm.wire.openai_responses import (
         OpenAIResponsesFunctionTool,
@@ -285,7 +287,7 @@ def _request_fields(
     used: Sequence[str],
     model: str,
     system: str | None,
-    max_tokens: int | None,
+    rules: CallRules,
     options: RequestOptions | None,
     prompt_cache_key: str | None,
 ) -> dict[str, Any]:
@@ -294,7 +296,7 @@ def _request_fields(
     return responses_fields(
         options,
         model=model,
-        max_tokens=max_tokens,
+        rules=rules,
         tools=[spec.name for spec in specs],
         stubbed=not specs and bool(used),
         prompt_cache_key=prompt_cache_key
@@ -336,6 +338,7 @@ class OpenAIResponsesRenderer(Renderer):
     """Renders canonical logs as Responses requests and parses the replies."""
 
     _reply = staticmethod(parse_responses_reply)
+    route = OPENAI_RESPONSES
 
     def render_request(
         self,
@@ -348,11 +351,15 @@ class OpenAIResponsesRenderer(Renderer):
         cache: PromptCache | None = None,
         options: RequestOptions | None = None,
         prompt_cache_key: str | None = None,
+        rules: CallRules | None = None,
     ) -> OpenAIResponsesRequest:
         """The typed request body for ``events`` (see the module docstring for the rules).
-        ``cache`` is accepted for the clients' sake: OpenAI caches prompts by itself."""
+        ``cache`` is accepted for the clients' sake: OpenAI caches prompts by itself (its
+        passthrough prefixes still say which models are Anthropic's); ``rules`` as for
+        `render_parts`."""
         from nisse_llm.wire.openai_responses import OpenAIResponsesRequest
 
+        rules = self._decided(rules, model, options, max_tokens, cache)
         items = log_items(events)
         walk = TurnWalk(Shared(), _TYPED, model)
         walk.consume(list(items))
@@ -360,7 +367,7 @@ class OpenAIResponsesRenderer(Renderer):
         plan, used = _input(walk)
         specs = unique_specs(tools)
         fields = _request_fields(
-            items, specs, used, model, system, max_tokens, options, prompt_cache_key
+            items, specs, used, model, system, rules, options, prompt_cache_key
         )
         declared: list[OpenAIResponsesFunctionTool] | None = None
         if specs:
@@ -409,15 +416,18 @@ class OpenAIResponsesRenderer(Renderer):
         cache: PromptCache | None = None,
         options: RequestOptions | None = None,
         prompt_cache_key: str | None = None,
+        rules: CallRules | None = None,
     ) -> list[bytes]:
         """The body of `render_bytes` in parts that concatenate to it: the head, the cached
         blocks of the log's settled input items (`nisse_llm.render._rope`), and the rest
         with the tail. Input items are encoded once per event (`_MEMO`) and the walk
         resumes from the log this one extends: a log re-sent grown by a turn costs its new
-        events and one join of what is not yet in a block."""
+        events and one join of what is not yet in a block. ``rules``: the call's, decided
+        by the route for these arguments."""
+        decided = self._decided(rules, model, options, max_tokens, cache)
         with self._walks.lock:
             return self._parts(
-                events, tools, model, system, max_tokens, cache, options, prompt_cache_key
+                events, tools, model, system, max_tokens, cache, options, decided, prompt_cache_key
             )
 
     def render(
@@ -454,6 +464,7 @@ class OpenAIResponsesRenderer(Renderer):
         max_tokens: int | None,
         cache: PromptCache | None,
         options: RequestOptions | None,
+        rules: CallRules,
         prompt_cache_key: str | None = None,
     ) -> list[bytes]:
         items = log_items(events)
@@ -471,7 +482,16 @@ class OpenAIResponsesRenderer(Renderer):
         used = walk.used_tools()
         specs = unique_specs(tools)
         # Stub tools are known by name (all a stub depends on), passed specs by identity.
-        key = (model, system, max_tokens, options, prompt_cache_key, () if specs else tuple(used))
+        prefixes = () if cache is None else cache.prefixes
+        key = (
+            model,
+            system,
+            max_tokens,
+            options,
+            prefixes,
+            prompt_cache_key,
+            () if specs else tuple(used),
+        )
         head, tail = self._envelopes.get(
             key,
             (items[0], *specs),
@@ -481,7 +501,7 @@ class OpenAIResponsesRenderer(Renderer):
                 specs,
                 used,
                 _request_fields(
-                    items, specs, used, model, system, max_tokens, options, prompt_cache_key
+                    items, specs, used, model, system, rules, options, prompt_cache_key
                 ),
             ),
         )

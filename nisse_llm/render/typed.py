@@ -1,6 +1,7 @@
 """Typed answers: ``complete_as(Model, ...)`` asks for an answer that validates into a model.
 
-Three ways to ask, chosen by the model's rules (`nisse_llm.config.model_rules`) and the route:
+Three ways to ask, chosen by the model's rules (`nisse_llm.config.model_rules`, decided by the
+caller and handed in) and the route:
 
 - ``native``: the answer's JSON Schema goes as the model's own structured-output field,
   which works with thinking on: ``output_config.format`` for a Claude model on the messages
@@ -30,7 +31,7 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -54,12 +55,10 @@ from nisse_llm.log.canonical import (
 from nisse_llm.log.toolbox import validation_feedback
 from nisse_llm.routes import ROUTE_TABLE
 
-if TYPE_CHECKING:
-    from nisse_llm.config.model_rules import ModelRules
-
 __all__ = [
     "ACCEPTED",
     "NOT_RUN",
+    "AnswerRules",
     "TypedExchange",
     "TypedReply",
     "answer_tool",
@@ -68,6 +67,19 @@ __all__ = [
     "forces_tool",
     "native_schema",
 ]
+
+
+class AnswerRules(Protocol):
+    """What a typed answer reads of the model's rules (a `CallRules` or a `ModelRules`
+    row, decided by the caller: this layer never reads the rule tables)."""
+
+    @property
+    def family(self) -> Literal["anthropic", "openai"]: ...
+    @property
+    def structured(self) -> bool: ...
+    @property
+    def forced_tool(self) -> bool: ...
+
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -120,7 +132,7 @@ def check_output_type(output_type: object) -> None:
     raise TypeError(f"complete_as needs a pydantic model class for the answer, got {got}: {fix}")
 
 
-def forces_tool(options: RequestOptions | None, rules: ModelRules) -> bool:
+def forces_tool(options: RequestOptions | None, rules: AnswerRules) -> bool:
     """Whether the answer tool can be forced: not for an Anthropic model thinking, nor for a
     model that refuses a forced tool."""
     reasoning = None if options is None else options.reasoning
@@ -129,7 +141,7 @@ def forces_tool(options: RequestOptions | None, rules: ModelRules) -> bool:
 
 
 def native_schema(
-    output_type: type[BaseModel], rules: ModelRules, route: str
+    output_type: type[BaseModel], rules: AnswerRules, route: str
 ) -> dict[str, Any] | None:
     """The schema to ask for ``output_type`` natively with, or None where the model, the
     route or (OpenAI's strict mode) the schema cannot carry it (module docstring)."""
@@ -197,7 +209,7 @@ class TypedExchange(Generic[M]):
         *,
         options: RequestOptions | None,
         repair_attempts: int,
-        rules: ModelRules,
+        rules: AnswerRules,
         route: str,
     ) -> TypedExchange[M]:
         """Plan the request for a model following ``rules`` on ``route``."""

@@ -5,7 +5,29 @@ from __future__ import annotations
 
 from nisse_llm.routes.descriptor import RouteDescriptor
 
-__all__ = ["ANTHROPIC_MESSAGES"]
+__all__ = ["ANTHROPIC_MESSAGES", "is_anthropic_model"]
+
+#: Names that are Anthropic's by themselves: Claude's own names and LiteLLM's provider prefix.
+_ANTHROPIC_NAMES = ("claude-", "anthropic/")
+_LITELLM_CLAUDE_ROUTES = ("bedrock/", "vertex_ai/", "openrouter/anthropic/")
+
+
+def is_anthropic_model(model: str, prefixes: tuple[str, ...] = ()) -> bool:
+    """Whether ``model`` is served by Anthropic, by its name.
+
+    A model is Anthropic's when its name says so (``claude-...``, ``anthropic/...``, or a
+    LiteLLM route to Anthropic: ``bedrock/...``, ``vertex_ai/...``,
+    ``openrouter/anthropic/...`` naming a ``claude`` model), or when it takes the messages
+    passthrough by one of the operator's extra ``prefixes``. A proxy alias that hides an
+    Anthropic model behind another name is recognised through its ``like``
+    (`nisse_llm.config.option_rules.request_rules`). It lives beside the route because it
+    is a fact of names, read by config (the model's family) and render (where prompt-cache
+    breakpoints go) alike.
+    """
+    if model.startswith(_ANTHROPIC_NAMES) or (prefixes and model.startswith(prefixes)):
+        return True
+    return model.startswith(_LITELLM_CLAUDE_ROUTES) and "claude" in model.lower()
+
 
 ANTHROPIC_MESSAGES = RouteDescriptor(
     name="anthropic_messages",

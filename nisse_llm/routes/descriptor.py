@@ -61,6 +61,8 @@ class RouteDescriptor:
     served_at: str = ""
     #: The package's modules written for this route alone (they may spell its name).
     modules: tuple[str, ...] = ()
+    #: What decides a call's rules on the route (`decide`): config's option rules.
+    decider: str = "nisse_llm.config.option_rules:decide"
 
     @property
     def default_timeout_s(self) -> float:
@@ -70,6 +72,14 @@ class RouteDescriptor:
     def new_renderer(self) -> Any:
         """A fresh renderer for the route."""
         return load(self.renderer)()
+
+    def decide(
+        self, model: str, options: Any, *, max_tokens: int | None, prefixes: tuple[str, ...] = ()
+    ) -> Any:
+        """The rules of a call to ``model`` with ``options`` (a `RequestOptions` or None) on
+        this route, decided once and cached (a `nisse_llm.config.call_rules.CallRules`):
+        what the transport hands its renderer, and what a standalone render asks here."""
+        return load(self.decider)(self.name, model, options, max_tokens, prefixes)
 
     def client_class(self, *, asynchronous: bool) -> Any:
         """The route's client class, sync or async."""

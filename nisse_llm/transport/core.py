@@ -266,7 +266,9 @@ class Core:
         """Render a request and start its call (a render failure is logged and raised);
         ``cache`` turns the client's prompt-cache policy on or off for this call, and
         ``options`` (already layered over the role's profile) set how it is made; their
-        ``max_output_tokens`` wins over the client's ``max_tokens``."""
+        ``max_output_tokens`` wins over the client's ``max_tokens``. The call's rules are
+        decided here, once (`RouteDescriptor.decide`, cached per model and options), and
+        handed to the renderer."""
         call = Call(self, model)
         call.role = router_role.get()
         call.streamed = stream
@@ -278,6 +280,12 @@ class Core:
         if cache is not None:
             policy = _cache_policy(cache) if policy is None else replace(policy, enabled=cache)
         try:
+            rules = self.route.decide(
+                model,
+                options,
+                max_tokens=self.max_tokens,
+                prefixes=() if policy is None else policy.prefixes,
+            )
             parts = self.renderer.render_parts(
                 events,
                 tools,
@@ -286,6 +294,7 @@ class Core:
                 max_tokens=self.max_tokens,
                 cache=policy,
                 options=options,
+                rules=rules,
             )
         except LLMError as exc:
             call.fail(exc)

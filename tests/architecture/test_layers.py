@@ -40,6 +40,14 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("cli", ("nisse_llm.cli",)),
     ("facade", ("nisse_llm", "nisse_llm.__main__", "nisse_llm.clients", "nisse_llm.logstore")),
 )
+#: Modules a layer above may not import although they lie below it, type-only imports
+#: included: (importing layer, module) -> why. The renderers read a call's rules decided
+#: once (`nisse_llm.config.call_rules.CallRules`, handed in by the transport or decided by
+#: the route's descriptor), never the rule tables they come from.
+SEALED: dict[tuple[str, str], str] = {
+    ("render", "nisse_llm.config.option_rules"): "the render reads rules decided once",
+    ("render", "nisse_llm.config.model_rules"): "the render reads rules decided once",
+}
 LINE_LIMIT = 800
 GENERATED = "do not edit"
 
@@ -82,6 +90,33 @@ def test_no_layer_is_imported_from_below() -> None:
         if layer_of(found.target) > layer_of(found.importer)
     ]
     assert upward == []
+
+
+def sealed(found: Import) -> str | None:
+    """Why ``found`` may not be (`SEALED`), or None when it may."""
+    return SEALED.get((LAYERS[layer_of(found.importer)][0], found.target))
+
+
+def test_the_render_imports_no_rule_table_not_even_for_types() -> None:
+    reached = [
+        f"{_shown(found)}: {why}" for found in imports(type_only=True) if (why := sealed(found))
+    ]
+    assert reached == []
+
+
+@pytest.mark.parametrize(
+    ("importer", "target", "allowed"),
+    [
+        ("nisse_llm.render._options", "nisse_llm.config.option_rules", False),
+        ("nisse_llm.render.typed", "nisse_llm.config.model_rules", False),
+        ("nisse_llm.render._options", "nisse_llm.config.call_rules", True),
+        ("nisse_llm.render.openai_chat", "nisse_llm.config.options", True),
+        ("nisse_llm.transport.core", "nisse_llm.config.option_rules", True),
+    ],
+)
+def test_the_sealed_rule_itself(importer: str, target: str, allowed: bool) -> None:
+    found = Import(importer=importer, target=target, line=1, names=(), type_only=True)
+    assert (sealed(found) is None) is allowed
 
 
 def test_no_module_imports_another_modules_private_names() -> None:

@@ -202,3 +202,17 @@ async def test_router_refuses_a_call_that_breaks_the_profiles_model(mode: Mode) 
     """A call asking the Anthropic planner for temperature is refused before sending."""
     with pytest.raises(RenderError, match="Anthropic model"):
         await _route(mode, "complete", "planner", RequestOptions(temperature=0.5))
+
+
+@pytest.mark.parametrize(("route", "mode", "kind"), CASES, ids=IDS)
+async def test_a_call_decides_its_rules_once(route: Route, mode: Mode, kind: str) -> None:
+    """The transport decides a call's rules once and hands them to the renderer, which
+    asks for no decision of its own (the route's decider counts every ask)."""
+    from nisse_llm.config.option_rules import decide
+
+    options = RequestOptions(max_output_tokens=3000, tool_choice="submit_review")
+    before = decide.cache_info()
+    body = await _send(route, mode, kind, options)
+    after = decide.cache_info()
+    assert (after.hits + after.misses) - (before.hits + before.misses) == 1
+    assert body[CEILING[route]] == 3000
