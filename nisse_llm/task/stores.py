@@ -9,6 +9,7 @@ task moves between them by ``nisse-llm task export`` / ``task import``.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,6 +24,7 @@ __all__ = [
     "DEFAULT_TASK_FOLDER",
     "TASK_KEY_PATTERN",
     "is_database_url",
+    "is_task_key",
     "open_task_store",
     "task_folder",
 ]
@@ -40,8 +42,8 @@ def is_database_url(value: str) -> bool:
 
 
 def open_task_store(key: str, settings: Settings | None = None) -> LogStore:
-    """The store of task ``key`` where ``settings`` (default: `load_settings()`) say tasks
-    live (a missing folder is made). `ConfigError` for a key that is not
+    """The store of task ``key`` where ``settings`` (default: `load_settings` with no role
+    required: only ``task_store`` is read) say tasks live (a missing folder is made). `ConfigError` for a key that is not
     a plain name (letters, digits, ``.``, ``_``, ``-``; not starting with a dot)."""
     if re.fullmatch(TASK_KEY_PATTERN, key) is None:
         raise ConfigError(
@@ -51,7 +53,7 @@ def open_task_store(key: str, settings: Settings | None = None) -> LogStore:
     if settings is None:
         from nisse_llm.config.settings import load_settings
 
-        settings = load_settings()
+        settings = load_settings(require_roles=())
     configured = settings.task_store
     if configured is not None and is_database_url(configured.get_secret_value()):
         from nisse_llm.task.postgres import PostgresLogStore
@@ -60,6 +62,16 @@ def open_task_store(key: str, settings: Settings | None = None) -> LogStore:
     folder = task_folder(settings)
     folder.mkdir(parents=True, exist_ok=True)
     return LogStore(folder / f"{key}.jsonl")
+
+
+def is_task_key(store: str | os.PathLike[str]) -> bool:
+    """Whether a task's ``store`` argument is a task key rather than a task file's path:
+    a string with no path separator and no ``.jsonl`` suffix (``"fix-issue-123"``). A
+    `Path` or other path-like object is always a path, so is ``"task.jsonl"``."""
+    if not isinstance(store, str):
+        return False
+    separators = {os.sep, os.altsep or os.sep, "/"}
+    return not any(sep in store for sep in separators) and not store.endswith(".jsonl")
 
 
 def task_folder(settings: Settings) -> Path:
