@@ -15,11 +15,11 @@ from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult, UserTe
 from nisse_llm.log.toolbox import Toolbox
 from nisse_llm.task.logstore import LogStore
 from nisse_llm.task.records import unfinished_batch
-from nisse_llm.task.stores import is_task_key, open_task_store
+from nisse_llm.task.stores import StoreArg, open_store
 
 if TYPE_CHECKING:
     from nisse_llm._telemetry import AgentTrace
-    from nisse_llm.config.settings import Pin, Settings
+    from nisse_llm.config.settings import Pin
     from nisse_llm.task.compaction import LogFix
     from nisse_llm.task.lease import FileLease
     from nisse_llm.task.logstore import LogRead
@@ -38,34 +38,14 @@ __all__ = [
 ]
 
 #: Where a task lives: a task file's path, a task key of the configured store, or a
-#: `LogStore` (see `open_store` for which a string is).
-TaskStore = str | os.PathLike[str] | LogStore
+#: `LogStore` (see `open_store`).
+TaskStore = StoreArg
 #: The task's hook for a cut run of a tool that may not run again: its result, if known.
 Reconcile = Callable[[ToolCall], ToolResult | None]
 #: `AsyncTask`'s hook: a function as `Reconcile`, or a coroutine function (awaited).
 AsyncReconcile = Callable[[ToolCall], ToolResult | Awaitable[ToolResult | None] | None]
 
 _NO_TOOLS = Toolbox([])
-
-
-def open_store(store: TaskStore, settings: Settings | None = None) -> tuple[LogStore, bool]:
-    """The store a task is kept in, and whether the task opened it (and so closes it).
-
-    The one place a task's ``store`` argument is resolved: a `LogStore` is used as it is;
-    a string with no path separator and no ``.jsonl`` suffix is a task key, opened by
-    `open_task_store` where ``settings`` say tasks live (default: the settings
-    `load_settings` finds, no role required); any other string, and every `Path` or
-    other path-like object, is a task file's path.
-    """
-    if isinstance(store, LogStore):
-        return store, False
-    if isinstance(store, str) and is_task_key(store):
-        return open_task_store(store, settings), True
-    if isinstance(store, str | os.PathLike):
-        return LogStore(store), True
-    raise TypeError(
-        f"a task's store is a path, a task key or a LogStore, not {type(store).__name__}"
-    )
 
 
 async def areconciled(hook: AsyncReconcile, call: ToolCall) -> ToolResult | None:

@@ -23,8 +23,10 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_TASK_FOLDER",
     "TASK_KEY_PATTERN",
+    "StoreArg",
     "is_database_url",
     "is_task_key",
+    "open_store",
     "open_task_store",
     "task_folder",
 ]
@@ -62,6 +64,30 @@ def open_task_store(key: str, settings: Settings | None = None) -> LogStore:
     folder = task_folder(settings)
     folder.mkdir(parents=True, exist_ok=True)
     return LogStore(folder / f"{key}.jsonl")
+
+
+#: Where a task is kept, as a task's or a router's ``store`` argument: a task file's path,
+#: a task key of the configured store, or a `LogStore` (see `open_store`).
+StoreArg = str | os.PathLike[str] | LogStore
+
+
+def open_store(store: StoreArg, settings: Settings | None = None) -> tuple[LogStore, bool]:
+    """The store ``store`` names, and whether it was opened here (so its user closes it).
+
+    The one place a ``store`` argument is resolved: a `LogStore` is used as it is; a task
+    key (`is_task_key`) is opened by `open_task_store` where ``settings`` say tasks live
+    (default: the settings `load_settings` finds, no role required); any other string, and
+    every `Path` or other path-like object, is a task file's path.
+    """
+    if isinstance(store, LogStore):
+        return store, False
+    if isinstance(store, str) and is_task_key(store):
+        return open_task_store(store, settings), True
+    if isinstance(store, str | os.PathLike):
+        return LogStore(store), True
+    raise TypeError(
+        f"a task's store is a path, a task key or a LogStore, not {type(store).__name__}"
+    )
 
 
 def is_task_key(store: str | os.PathLike[str]) -> bool:

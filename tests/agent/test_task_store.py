@@ -4,6 +4,7 @@ for a second, taken over at once when the holder dies; readers never need the le
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import subprocess
@@ -16,11 +17,19 @@ from pathlib import Path
 
 import pytest
 
-from nisse_llm import ConfigError, LogStore, Task, TaskBusy, UserText
-from nisse_llm.agent._base import open_store
+from nisse_llm import (
+    AssistantText,
+    AsyncRoleRouter,
+    ConfigError,
+    LogStore,
+    RoleRouter,
+    Task,
+    TaskBusy,
+    UserText,
+)
 from nisse_llm.config.settings import Settings
-from nisse_llm.task.stores import open_task_store
-from nisse_llm.testing import ScriptedRouter
+from nisse_llm.task.stores import open_store, open_task_store
+from nisse_llm.testing import Script, ScriptedRouter, ScriptedTransport, reply
 from tests.agent._driver import keyed_settings, toolbox
 from tests.agent.helpers import QUESTION, SideEffects, two_steps
 from tests.taskrecord.stores import Place
@@ -193,3 +202,41 @@ def test_plain_writers_of_a_task_file_never_need_the_lease(tmp_path: Path) -> No
     assert (tmp_path / "task.jsonl.lease").exists()
     with Task.open(path, llm.pin) as again:
         assert again.done
+
+
+def _fds_on(path: Path) -> int:
+    """How many descriptors of this process are open on ``path``."""
+    fds = Path("/proc/self/fd")
+    return sum(os.path.realpath(fds / fd) == str(path.resolve()) for fd in os.listdir(fds))
+
+
+def test_a_router_given_a_task_key_records_there_and_closes_what_it_opened(
+    place: Place,
+) -> None:
+    """``RoleRouter.from_pin(pin, store=key)`` and the async router record each call in
+    the configured store's task and close that store with the router: the file is let go,
+    the database's lease freed for the next driver."""
+    settings = _settings(place)
+    key = _key(place)
+    pin = settings.pin()
+    script = Script(fallback=lambda request: reply("Hello."))
+    say = [UserText(text="Say hello.")]
+    with RoleRouter.from_pin(
+        pin, store=key, settings=settings, transport=ScriptedTransport(script)
+    ) as llm:
+        assert llm.complete("executor", say, None) == [
+            AssistantText(text="Hello.", model=llm.pin.model_for("executor"))
+        ]
+
+    async def again() -> None:
+        async with AsyncRoleRouter.from_pin(
+            pin, store=key, settings=settings, transport=ScriptedTransport(script)
+        ) as allm:
+            await allm.complete("executor", say, None)
+
+    asyncio.run(again())
+    if place.kind == "file":
+        assert _fds_on(place.path) == 0
+    with Task.open(key, pin, settings=settings) as task:
+        assert task.usage.total.calls == 2
+        assert task.unknown_calls == []
