@@ -44,9 +44,10 @@ def is_database_url(value: str) -> bool:
 
 
 def open_task_store(key: str, settings: Settings | None = None) -> LogStore:
-    """The store of task ``key`` where ``settings`` (default: `load_settings` with no role
-    required: only ``task_store`` is read) say tasks live (a missing folder is made). `ConfigError` for a key that is not
-    a plain name (letters, digits, ``.``, ``_``, ``-``; not starting with a dot)."""
+    """The store of task ``key`` where ``settings`` say tasks live (a missing folder is
+    made); by default the settings `load_settings` finds, no role required. `ConfigError`
+    for a key that is not a plain name (letters, digits, ``.``, ``_``, ``-``; not
+    starting with a dot)."""
     if re.fullmatch(TASK_KEY_PATTERN, key) is None:
         raise ConfigError(
             f"task key {key!r}: use letters, digits, '.', '_' and '-' (at most 200, not "
@@ -96,8 +97,8 @@ def is_task_key(store: str | os.PathLike[str]) -> bool:
     `Path` or other path-like object is always a path, so is ``"task.jsonl"``."""
     if not isinstance(store, str):
         return False
-    separators = {os.sep, os.altsep or os.sep, "/"}
-    return not any(sep in store for sep in separators) and not store.endswith(".jsonl")
+    separated = any(sep and sep in store for sep in ("/", os.sep, os.altsep))
+    return not separated and not store.endswith(".jsonl")
 
 
 def task_folder(settings: Settings) -> Path:

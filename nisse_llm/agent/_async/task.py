@@ -113,8 +113,9 @@ class AsyncTask(TaskBase, AsyncClosing):
         ``store`` is a task file's path, a `LogStore`, or a task key: a string with no path
         separator and no ``.jsonl`` suffix, such as ``"fix-issue-123"``, opened with
         `open_task_store` where ``settings`` say tasks live (default: the settings
-        `load_settings` finds, no role required). The task's lease is taken first: `TaskBusy` while another
-        driver holds it (see `nisse_llm.task.lease`); it is released by closing the task.
+        `load_settings` finds, no role required). The task's lease is taken first:
+        `TaskBusy` while another driver holds it (see `nisse_llm.task.lease`); closing
+        the task releases it.
 
         A new or empty file gets the pin's header and, with ``prompt``, the first user
         message; a file begun before is checked against ``pin`` (`TaskPinMismatch`),
