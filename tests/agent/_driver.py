@@ -6,7 +6,8 @@ with the task open until it is killed.
 
 ``python -m tests.agent._driver call PATH EFFECTS``: runs `cut_run`'s task in the file
 ``PATH`` (tool runs noted in ``EFFECTS``) until its second model call is out, where the
-reply never comes in time: a test kills it there.
+reply never comes in time: a test kills it there (`acut_run` is the same with
+`AsyncTask`, run in the test's own process).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from nisse_llm.agent import Task
+from nisse_llm.agent import AsyncTask, Task
 from nisse_llm.config.settings import Settings, load_settings
 from nisse_llm.log.toolbox import Toolbox
 from nisse_llm.testing import slow
@@ -41,6 +42,14 @@ def cut_run(path: Path, effects: Path) -> None:
     llm = scripted(path, first, slow(second, 60))
     with Task.open(path, llm.pin, router=llm, prompt=QUESTION) as task:
         task.run("executor", tools=toolbox(SideEffects(effects)))
+
+
+async def acut_run(path: Path, effects: Path) -> None:
+    """`cut_run` with `AsyncTask`."""
+    first, second, _ = two_steps()
+    llm = scripted(path, first, slow(second, 60), asynchronous=True)
+    async with llm, AsyncTask.open(path, llm.pin, router=llm, prompt=QUESTION) as task:
+        await task.run("executor", tools=toolbox(SideEffects(effects)))
 
 
 def hold(key: str, task_store: str) -> None:

@@ -1,9 +1,11 @@
-"""Ctrl-C is a kill: a `KeyboardInterrupt` while a sync `Task.run`'s model call is out
-leaves the task file a SIGKILL at the same point leaves, and `Task.open` resumes both to
-the same log (the async cancel and an interrupt inside a tool: tests/agent/test_task.py)."""
+"""Ctrl-C is a kill: a `KeyboardInterrupt` while a `Task.run`'s or an `AsyncTask.run`'s
+model call is out leaves the task file a SIGKILL at the same point leaves, and
+`Task.open` resumes both to the same log (a task cancelled, and an interrupt inside a
+tool: tests/agent/test_task.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -18,7 +20,7 @@ import pytest
 from nisse_llm import Task
 from nisse_llm.task.logstore import LogStore
 from nisse_llm.task.records import StoredCall, StoredEvent, StoredToolRun
-from tests.agent._driver import cut_run, toolbox
+from tests.agent._driver import acut_run, cut_run, toolbox
 from tests.agent.helpers import QUESTION, SideEffects, numbered, scripted, two_steps
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,18 +50,25 @@ def _shape(path: Path) -> list[Any]:
     return out
 
 
-def _interrupted(folder: Path) -> Path:
-    """The task run in this process, Ctrl-C'd (SIGINT) while its second call is out."""
+def _interrupted(folder: Path, kind: str) -> Path:
+    """The task run in this process (a `Task`, or an `AsyncTask` under `asyncio.run`),
+    Ctrl-C'd (SIGINT) while its second call is out."""
     path = folder / "task.jsonl"
 
     def interrupt() -> None:
         _second_call_out(path)
         os.kill(os.getpid(), signal.SIGINT)
 
+    def run() -> None:
+        if kind == "sync":
+            cut_run(path, folder / "effects.jsonl")
+        else:
+            asyncio.run(acut_run(path, folder / "effects.jsonl"))
+
     watcher = threading.Thread(target=interrupt, daemon=True)
     watcher.start()
     with pytest.raises(KeyboardInterrupt):
-        cut_run(path, folder / "effects.jsonl")
+        run()
     watcher.join(30)
     return path
 
@@ -92,13 +101,16 @@ def _resumed(path: Path) -> list[Any]:
     return numbered(task.history)
 
 
-def test_ctrl_c_during_a_model_call_leaves_what_a_sigkill_there_leaves(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_ctrl_c_during_a_model_call_leaves_what_a_sigkill_there_leaves(
+    tmp_path: Path, kind: str
+) -> None:
     """Cut at the same point (the second call out), Ctrl-C and SIGKILL leave the same
     records (the call's start with no end: an unknown call), and both resume to the log
     of an uninterrupted run, each tool run once."""
     (tmp_path / "ctrl-c").mkdir()
     (tmp_path / "kill").mkdir()
-    interrupted = _interrupted(tmp_path / "ctrl-c")
+    interrupted = _interrupted(tmp_path / "ctrl-c", kind)
     killed = _killed(tmp_path / "kill")
 
     assert _shape(interrupted) == _shape(killed)
