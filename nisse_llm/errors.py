@@ -256,7 +256,7 @@ class TaskBusy(LLMError):
         self, message: str, *, task: str, holder: str | None, since: datetime | None
     ) -> None:
         super().__init__(message)
-        #: The task's key.
+        #: The task's key (for a task file, its path).
         self.task = task
         #: Who holds the lease (host and process, or the name the holder gave), if known.
         self.holder = holder

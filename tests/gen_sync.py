@@ -56,6 +56,8 @@ NAMES = {
     "run_async": "run_sync",
     "AsyncTask": "Task",
     "arun": "run",
+    "AsyncReconcile": "Reconcile",
+    "areconciled": "reconciled",
 }
 #: Phrases of docstrings and comments (code loses its ``async``/``await`` to unasync).
 PHRASES = {"async with": "with", "async for": "for", "await ": ""}

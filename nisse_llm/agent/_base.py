@@ -3,8 +3,9 @@ and the task's state read back from its file."""
 
 from __future__ import annotations
 
+import inspect
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
@@ -14,36 +15,57 @@ from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult, UserTe
 from nisse_llm.log.toolbox import Toolbox
 from nisse_llm.task.logstore import LogStore
 from nisse_llm.task.records import unfinished_batch
+from nisse_llm.task.stores import StoreArg, open_store
 
 if TYPE_CHECKING:
     from nisse_llm._telemetry import AgentTrace
     from nisse_llm.config.settings import Pin
     from nisse_llm.task.compaction import LogFix
+    from nisse_llm.task.lease import FileLease
     from nisse_llm.task.logstore import LogRead
     from nisse_llm.task.records import StoredCall, StoredToolRun, UsageTotals
     from nisse_llm.transport._router_base import RouterBase
 
-__all__ = ["Reconcile", "TaskBase", "TaskStore", "open_store", "toolbox_of"]
+__all__ = [
+    "AsyncReconcile",
+    "Reconcile",
+    "TaskBase",
+    "TaskStore",
+    "areconciled",
+    "open_store",
+    "reconciled",
+    "toolbox_of",
+]
 
-#: Where a task lives: a task file's path, or a `LogStore`.
-TaskStore = str | os.PathLike[str] | LogStore
+#: Where a task lives: a task file's path, a task key of the configured store, or a
+#: `LogStore` (see `open_store`).
+TaskStore = StoreArg
 #: The task's hook for a cut run of a tool that may not run again: its result, if known.
 Reconcile = Callable[[ToolCall], ToolResult | None]
+#: `AsyncTask`'s hook: a function as `Reconcile`, or a coroutine function (awaited).
+AsyncReconcile = Callable[[ToolCall], ToolResult | Awaitable[ToolResult | None] | None]
 
 _NO_TOOLS = Toolbox([])
 
 
-def open_store(store: TaskStore) -> tuple[LogStore, bool]:
-    """The store a task is kept in, and whether the task opened it (and so closes it).
+async def areconciled(hook: AsyncReconcile, call: ToolCall) -> ToolResult | None:
+    """What an `AsyncTask`'s ``reconcile`` hook answers for ``call`` (awaited if it is a
+    coroutine function)."""
+    found = hook(call)
+    if found is None or isinstance(found, ToolResult):
+        return found
+    return await found
 
-    The one place a task's ``store`` argument is resolved: a task key looked up in a
-    configured store would be resolved here too.
-    """
-    if isinstance(store, LogStore):
-        return store, False
-    if isinstance(store, str | os.PathLike):
-        return LogStore(store), True
-    raise TypeError(f"a task's store is a path or a LogStore, not {type(store).__name__}")
+
+def reconciled(hook: AsyncReconcile, call: ToolCall) -> ToolResult | None:
+    """What a `Task`'s ``reconcile`` hook answers for ``call``; an awaitable is a
+    `TypeError` (a coroutine function is `AsyncTask`'s kind of hook)."""
+    found = hook(call)
+    if found is None or isinstance(found, ToolResult):
+        return found
+    if inspect.iscoroutine(found):
+        found.close()
+    raise TypeError("a Task's reconcile hook is a plain function: use AsyncTask to await one")
 
 
 def toolbox_of(tools: Toolbox | Iterable[Callable[..., Any]] | None) -> Toolbox:
@@ -63,12 +85,23 @@ def checked_router(router: RouterBase[Any], store: LogStore, pin: Pin, compactio
     if router.pin != pin:
         raise ValueError("the router was built over another pin than the task's")
     held = router.store
-    if held is None or os.path.realpath(held.path) != os.path.realpath(store.path):
+    if held is None or not _same_task(held, store):
         raise ValueError(
-            f"the router must record its calls in the task's file {str(store.path)!r}: build it "
+            f"the router must record its calls in the task's file ({store!r}): build it "
             "with store=LogStore(path) (every call is written before it leaves)"
         )
     return held
+
+
+def _same_task(held: LogStore, store: LogStore) -> bool:
+    """Whether two store objects hold the same task: one file, or one key of one database."""
+    if held is store:
+        return True
+    if type(held) is not type(store):
+        return False
+    if type(store) is LogStore:
+        return os.path.realpath(held.path) == os.path.realpath(store.path)
+    return repr(held) == repr(store)
 
 
 class TaskBase:
@@ -81,10 +114,13 @@ class TaskBase:
         log: list[CanonicalEvent],
         *,
         owned: bool,
-        reconcile: Reconcile | None,
+        reconcile: AsyncReconcile | None,
         repairs: list[LogFix],
+        lease: FileLease | None = None,
     ) -> None:
         self._store = store
+        #: The driver's lease of a task file, released as the task closes.
+        self._held = lease
         self._pin = pin
         #: The log the next request is built from: the view when opened, then every event
         #: appended since (the router substitutes what it compacted).
@@ -92,6 +128,27 @@ class TaskBase:
         self._owned = owned
         self._reconcile = reconcile
         self._repairs = repairs
+
+    @staticmethod
+    def _lease(store: LogStore, owned: bool) -> FileLease | None:
+        """Take the task's lease as its one driver (`LogStore.lease`); `TaskBusy` while
+        another holds it (a store the task opened is closed first)."""
+        try:
+            return store.lease()
+        except BaseException:
+            if owned:
+                store.close()
+            raise
+
+    @staticmethod
+    def _release(store: LogStore, owned: bool, lease: FileLease | None) -> None:
+        """Close the store if the task opened it, then release the lease."""
+        try:
+            if owned:
+                store.close()
+        finally:
+            if lease is not None:
+                lease.close()
 
     @staticmethod
     def _begin(store: LogStore, pin: Pin, prompt: str | None) -> None:

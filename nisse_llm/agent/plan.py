@@ -15,6 +15,7 @@ leaves unanswered is finished by `finish_plan`:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -44,6 +45,7 @@ __all__ = [
     "RunLimits",
     "RunResult",
     "Step",
+    "answer_text",
     "final_text",
     "finish_plan",
     "is_done",
@@ -140,6 +142,25 @@ def final_text(events: Sequence[CanonicalEvent]) -> str:
     return "\n".join(reversed(texts))
 
 
+def answer_text(events: Sequence[CanonicalEvent]) -> str:
+    """The text a run ended with: when the log ends with an answer a `run_as` accepted
+    through its answer tool, that answer's arguments as JSON (as the model sent them);
+    else the model's last reply's text (`final_text`)."""
+    tail = [e for e in events if not isinstance(e, Compaction)]
+    start = len(tail)
+    while start and isinstance(tail[start - 1], ToolResult):
+        start -= 1
+    accepted = {
+        e.call_id
+        for e in tail[start:]
+        if isinstance(e, ToolResult) and e.output == ACCEPTED and not e.is_error
+    }
+    for event in reversed(tail[:start] if accepted else ()):
+        if isinstance(event, ToolCall) and event.call_id in accepted:
+            return json.dumps(event.arguments, ensure_ascii=False)
+    return final_text(events)
+
+
 def typed_answer(events: Sequence[CanonicalEvent], output_type: type[M]) -> M | None:
     """The answer of ``output_type`` the log ends with (a `run_as` that finished), if any:
     its answer tool's accepted call, or a last reply whose text validates."""
@@ -185,8 +206,8 @@ class Step:
 
 @dataclass(frozen=True, slots=True)
 class RunResult(Generic[T]):
-    """What a run ended with: the final ``text``, the ``output`` (the text, or `run_as`'s
-    typed answer), the ``steps`` (model calls) this run made, their ``usage`` and their
+    """What a run ended with: the final ``text`` (after `run_as`, its typed answer as
+    JSON), the ``output`` (the text, or `run_as`'s typed answer), the ``steps`` (model calls) this run made, their ``usage`` and their
     ``cost_usd`` as the proxy reported it (calls of unknown cost add nothing)."""
 
     text: str
@@ -256,9 +277,9 @@ class RunCounts:
         )
 
     def result(self, events: Sequence[CanonicalEvent], output: T) -> RunResult[T]:
-        """The run's result, its final text read from ``events``."""
+        """The run's result, its final text read from ``events`` (`answer_text`)."""
         return RunResult(
-            text=final_text(events),
+            text=answer_text(events),
             output=output,
             steps=self.steps,
             usage=self.usage,

@@ -81,6 +81,7 @@ from nisse_llm.task.records import (
 
 if TYPE_CHECKING:
     from nisse_llm.config.settings import Pin
+    from nisse_llm.task.lease import FileLease
 
 __all__ = [
     "LogCorrupt",
@@ -213,6 +214,15 @@ class LogStore(Closing):
                 os.close(self._fd)
                 self._fd = None
             self._tail = None
+
+    def lease(self) -> FileLease | None:
+        """Take the task's driver lease, for one driver per task (`Task.open` does): a
+        `FileLease` on ``<file>.lease`` (`nisse_llm.task.lease`), which the caller closes,
+        or `TaskBusy` naming its holder. Appending never needs it: several writers of one
+        file stay serialised by each append's ``flock``."""
+        from nisse_llm.task.lease import FileLease
+
+        return FileLease.take(self.path)
 
     @property
     def next_seq(self) -> int:

@@ -109,6 +109,12 @@ class PostgresLogStore(LogStore):
         with self._lock:
             self._drop()
 
+    def lease(self) -> None:
+        """Take the task's lease now rather than at the first write (`TaskBusy` naming its
+        holder); it is the store's own, held until `close`."""
+        with self._exclusive():
+            pass
+
     @property
     def next_seq(self) -> int:
         """The sequence number the next `append_event` will use (0 for an empty log)."""

@@ -9,6 +9,7 @@ task moves between them by ``nisse-llm task export`` / ``task import``.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,7 +23,10 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_TASK_FOLDER",
     "TASK_KEY_PATTERN",
+    "StoreArg",
     "is_database_url",
+    "is_task_key",
+    "open_store",
     "open_task_store",
     "task_folder",
 ]
@@ -40,9 +44,10 @@ def is_database_url(value: str) -> bool:
 
 
 def open_task_store(key: str, settings: Settings | None = None) -> LogStore:
-    """The store of task ``key`` where ``settings`` (default: `load_settings()`) say tasks
-    live (a missing folder is made). `ConfigError` for a key that is not
-    a plain name (letters, digits, ``.``, ``_``, ``-``; not starting with a dot)."""
+    """The store of task ``key`` where ``settings`` say tasks live (a missing folder is
+    made); by default the settings `load_settings` finds, no role required. `ConfigError`
+    for a key that is not a plain name (letters, digits, ``.``, ``_``, ``-``; not
+    starting with a dot)."""
     if re.fullmatch(TASK_KEY_PATTERN, key) is None:
         raise ConfigError(
             f"task key {key!r}: use letters, digits, '.', '_' and '-' (at most 200, not "
@@ -51,7 +56,7 @@ def open_task_store(key: str, settings: Settings | None = None) -> LogStore:
     if settings is None:
         from nisse_llm.config.settings import load_settings
 
-        settings = load_settings()
+        settings = load_settings(require_roles=())
     configured = settings.task_store
     if configured is not None and is_database_url(configured.get_secret_value()):
         from nisse_llm.task.postgres import PostgresLogStore
@@ -60,6 +65,40 @@ def open_task_store(key: str, settings: Settings | None = None) -> LogStore:
     folder = task_folder(settings)
     folder.mkdir(parents=True, exist_ok=True)
     return LogStore(folder / f"{key}.jsonl")
+
+
+#: Where a task is kept, as a task's or a router's ``store`` argument: a task file's path,
+#: a task key of the configured store, or a `LogStore` (see `open_store`).
+StoreArg = str | os.PathLike[str] | LogStore
+
+
+def open_store(store: StoreArg, settings: Settings | None = None) -> tuple[LogStore, bool]:
+    """The store ``store`` names, and whether it was opened here (so its user closes it).
+
+    The one place a ``store`` argument is resolved: a `LogStore` is used as it is; a task
+    key (`is_task_key`) is opened by `open_task_store` where ``settings`` say tasks live
+    (default: the settings `load_settings` finds, no role required); any other string, and
+    every `Path` or other path-like object, is a task file's path.
+    """
+    if isinstance(store, LogStore):
+        return store, False
+    if isinstance(store, str) and is_task_key(store):
+        return open_task_store(store, settings), True
+    if isinstance(store, str | os.PathLike):
+        return LogStore(store), True
+    raise TypeError(
+        f"a task's store is a path, a task key or a LogStore, not {type(store).__name__}"
+    )
+
+
+def is_task_key(store: str | os.PathLike[str]) -> bool:
+    """Whether a task's ``store`` argument is a task key rather than a task file's path:
+    a string with no path separator and no ``.jsonl`` suffix (``"fix-issue-123"``). A
+    `Path` or other path-like object is always a path, so is ``"task.jsonl"``."""
+    if not isinstance(store, str):
+        return False
+    separated = any(sep and sep in store for sep in ("/", os.sep, os.altsep))
+    return not separated and not store.endswith(".jsonl")
 
 
 def task_folder(settings: Settings) -> Path:

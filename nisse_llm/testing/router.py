@@ -39,6 +39,7 @@ from nisse_llm.transport.routers import AsyncRoleRouter, RoleRouter
 
 if TYPE_CHECKING:
     from nisse_llm.task.logstore import LogStore
+    from nisse_llm.task.stores import StoreArg
 
 __all__ = ["AsyncScriptedRouter", "RouterTurn", "ScriptedRouter"]
 
@@ -175,7 +176,7 @@ class _Scripted(RouterBase[_Client]):
         super().__init__(pin, clients, store=store)
 
     @classmethod
-    def from_pin(cls, pin: Pin, *, store: LogStore | None = None, **options: Any) -> Self:
+    def from_pin(cls, pin: Pin, *, store: StoreArg | None = None, **options: Any) -> Self:
         """Not available: a scripted router makes its own pin; build it with
         ``ScriptedRouter({role: turns}, models=...)``."""
         raise TypeError(

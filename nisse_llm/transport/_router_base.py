@@ -24,8 +24,9 @@ from nisse_llm.transport.core import Call, CallObserver, router_role
 
 if TYPE_CHECKING:
     from nisse_llm.config.options import RequestOptions
-    from nisse_llm.config.settings import Pin
+    from nisse_llm.config.settings import Pin, Settings
     from nisse_llm.task.logstore import LogStore
+    from nisse_llm.task.stores import StoreArg
     from nisse_llm.task.summaries import CompactionPolicy
 
 __all__ = [
@@ -123,6 +124,8 @@ class RouterBase(Generic[K]):
         self._pin = pin
         self._clients = dict(clients)
         self._store = store
+        #: The store `from_pin` opened (from a path or a key), closed with the router.
+        self._owned_store: LogStore | None = None
         self._compaction = compaction
         if compaction is not None and compaction.summarize_role is not None:
             self._resolve(compaction.summarize_role)  # an unknown role fails now, not mid-task
@@ -187,8 +190,9 @@ class RouterBase(Generic[K]):
         cls,
         pin: Pin,
         *,
-        store: LogStore | None = None,
+        store: StoreArg | None = None,
         compaction: CompactionPolicy | None = None,
+        settings: Settings | None = None,
         **options: Any,
     ) -> Self:
         """A router over ``pin``; ``options`` (transport, sleep, on_usage...) go to each client.
@@ -196,10 +200,32 @@ class RouterBase(Generic[K]):
         With ``store``, a start record is appended before each request leaves and the
         call's record (role, model, route, usage, cost, outcome) as it ends, success or
         failure; the store is begun with ``pin`` first (`TaskPinMismatch` if it holds
-        another task). With ``compaction``, `complete` compacts a log near the window.
+        another task). ``store`` is a `LogStore`, a task file's path or a task key of the
+        store ``settings`` configure (`open_store`); one opened from a path or a key is
+        closed with the router. With ``compaction``, `complete` compacts a log near the
+        window.
         """
-        clients = cls._clients_for(pin, cls._kinds, options)
-        return cls(pin, clients, store=store, compaction=compaction)
+        if store is None:
+            opened, owned = None, False
+        else:
+            from nisse_llm.task.stores import open_store
+
+            opened, owned = open_store(store, settings)
+        try:
+            clients = cls._clients_for(pin, cls._kinds, options)
+            router = cls(pin, clients, store=opened, compaction=compaction)
+        except BaseException:
+            if owned and opened is not None:
+                opened.close()
+            raise
+        router._owned_store = opened if owned else None
+        return router
+
+    def _close_store(self) -> None:
+        """Close the store `from_pin` opened from a path or a key (not one it was given)."""
+        owned, self._owned_store = self._owned_store, None
+        if owned is not None:
+            owned.close()
 
     @classmethod
     def _clients_for(

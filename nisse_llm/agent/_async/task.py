@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from nisse_llm import defaults
 from nisse_llm._closing import AsyncClosing
 from nisse_llm.agent._base import (
-    Reconcile,
+    AsyncReconcile,
     TaskBase,
     TaskStore,
+    areconciled,
     checked_router,
     open_store,
     toolbox_of,
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from nisse_llm.config.options import RequestOptions
-    from nisse_llm.config.settings import Pin
+    from nisse_llm.config.settings import Pin, Settings
     from nisse_llm.log.images import Image
     from nisse_llm.task.summaries import CompactionPolicy
 
@@ -65,12 +66,14 @@ class AsyncTask(TaskBase, AsyncClosing):
         router: AsyncRoleRouter | None = None,
         compaction: CompactionPolicy | None = None,
         prompt: str | None = None,
-        reconcile: Reconcile | None = None,
+        reconcile: AsyncReconcile | None = None,
+        settings: Settings | None = None,
     ) -> None:
-        opened, owned = open_store(store)
+        opened, owned = open_store(store, settings)
         if router is not None:
             opened = checked_router(router, opened, pin, compaction)
             owned = False
+        lease = self._lease(opened, owned)
         try:
             self._begin(opened, pin, prompt)
             resumed = opened.resume(pin.token, base_url=pin.base_url)
@@ -78,8 +81,7 @@ class AsyncTask(TaskBase, AsyncClosing):
                 pin, store=opened, compaction=compaction
             )
         except BaseException:
-            if owned:
-                opened.close()
+            self._release(opened, owned, lease)
             raise
         self._owns_router = router is None
         #: Whether every tool call of the log is answered (unknown until searched).
@@ -91,6 +93,7 @@ class AsyncTask(TaskBase, AsyncClosing):
             owned=owned,
             reconcile=reconcile,
             repairs=resumed.repairs,
+            lease=lease,
         )
 
     @classmethod
@@ -102,19 +105,33 @@ class AsyncTask(TaskBase, AsyncClosing):
         router: AsyncRoleRouter | None = None,
         compaction: CompactionPolicy | None = None,
         prompt: str | None = None,
-        reconcile: Reconcile | None = None,
+        reconcile: AsyncReconcile | None = None,
+        settings: Settings | None = None,
     ) -> AsyncTask:
-        """Begin the task ``pin`` in ``store`` (a path or a `LogStore`), or resume it.
+        """Begin the task ``pin`` in ``store``, or resume it, as its one driver.
+
+        ``store`` is a task file's path, a `LogStore`, or a task key: a string with no path
+        separator and no ``.jsonl`` suffix, such as ``"fix-issue-123"``, opened with
+        `open_task_store` where ``settings`` say tasks live (default: the settings
+        `load_settings` finds, no role required). The task's lease is taken first:
+        `TaskBusy` while another driver holds it (see `nisse_llm.task.lease`); closing
+        the task releases it.
 
         A new or empty file gets the pin's header and, with ``prompt``, the first user
         message; a file begun before is checked against ``pin`` (`TaskPinMismatch`),
         repaired of a torn tail, and continued; ``prompt`` is then not written again.
         ``router`` (default: one built over ``pin``, with ``compaction``) must record its
-        calls in the same file. ``reconcile(call)`` is asked for the result of a cut run
-        of a tool that may not run again (None: unknown).
+        calls in the same file. ``reconcile(call)`` (see `AsyncReconcile`) is asked for
+        the result of a cut run of a tool that may not run again (None: unknown).
         """
         return cls(
-            store, pin, router=router, compaction=compaction, prompt=prompt, reconcile=reconcile
+            store,
+            pin,
+            router=router,
+            compaction=compaction,
+            prompt=prompt,
+            reconcile=reconcile,
+            settings=settings,
         )
 
     @property
@@ -251,7 +268,7 @@ class AsyncTask(TaskBase, AsyncClosing):
         result as soon as it exists."""
         call = finish.call
         if finish.how == "reconcile" and self._reconcile is not None:
-            found = self._reconcile(call)
+            found = await areconciled(self._reconcile, call)
             if found is not None:
                 return self._answered(found.model_copy(update={"call_id": call.call_id}))
         if finish.how in ("reconcile", "unknown"):
@@ -274,8 +291,7 @@ class AsyncTask(TaskBase, AsyncClosing):
         """Close what the task opened: its router and its file (not those it was given)."""
         if self._owns_router:
             await self._router.aclose()
-        if self._owned:
-            self._store.close()
+        self._release(self._store, self._owned, self._held)
 
 
 def _limits(

@@ -22,6 +22,7 @@ from nisse_llm.agent._base import (
     TaskStore,
     checked_router,
     open_store,
+    reconciled,
     toolbox_of,
 )
 from nisse_llm.agent.plan import (
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from nisse_llm.config.options import RequestOptions
-    from nisse_llm.config.settings import Pin
+    from nisse_llm.config.settings import Pin, Settings
     from nisse_llm.log.images import Image
     from nisse_llm.task.summaries import CompactionPolicy
 
@@ -67,18 +68,19 @@ class Task(TaskBase, Closing):
         compaction: CompactionPolicy | None = None,
         prompt: str | None = None,
         reconcile: Reconcile | None = None,
+        settings: Settings | None = None,
     ) -> None:
-        opened, owned = open_store(store)
+        opened, owned = open_store(store, settings)
         if router is not None:
             opened = checked_router(router, opened, pin, compaction)
             owned = False
+        lease = self._lease(opened, owned)
         try:
             self._begin(opened, pin, prompt)
             resumed = opened.resume(pin.token, base_url=pin.base_url)
             self._router = router or RoleRouter.from_pin(pin, store=opened, compaction=compaction)
         except BaseException:
-            if owned:
-                opened.close()
+            self._release(opened, owned, lease)
             raise
         self._owns_router = router is None
         #: Whether every tool call of the log is answered (unknown until searched).
@@ -90,6 +92,7 @@ class Task(TaskBase, Closing):
             owned=owned,
             reconcile=reconcile,
             repairs=resumed.repairs,
+            lease=lease,
         )
 
     @classmethod
@@ -102,18 +105,32 @@ class Task(TaskBase, Closing):
         compaction: CompactionPolicy | None = None,
         prompt: str | None = None,
         reconcile: Reconcile | None = None,
+        settings: Settings | None = None,
     ) -> Task:
-        """Begin the task ``pin`` in ``store`` (a path or a `LogStore`), or resume it.
+        """Begin the task ``pin`` in ``store``, or resume it, as its one driver.
+
+        ``store`` is a task file's path, a `LogStore`, or a task key: a string with no path
+        separator and no ``.jsonl`` suffix, such as ``"fix-issue-123"``, opened with
+        `open_task_store` where ``settings`` say tasks live (default: the settings
+        `load_settings` finds, no role required). The task's lease is taken first:
+        `TaskBusy` while another driver holds it (see `nisse_llm.task.lease`); closing
+        the task releases it.
 
         A new or empty file gets the pin's header and, with ``prompt``, the first user
         message; a file begun before is checked against ``pin`` (`TaskPinMismatch`),
         repaired of a torn tail, and continued; ``prompt`` is then not written again.
         ``router`` (default: one built over ``pin``, with ``compaction``) must record its
-        calls in the same file. ``reconcile(call)`` is asked for the result of a cut run
-        of a tool that may not run again (None: unknown).
+        calls in the same file. ``reconcile(call)`` (see `Reconcile`) is asked for
+        the result of a cut run of a tool that may not run again (None: unknown).
         """
         return cls(
-            store, pin, router=router, compaction=compaction, prompt=prompt, reconcile=reconcile
+            store,
+            pin,
+            router=router,
+            compaction=compaction,
+            prompt=prompt,
+            reconcile=reconcile,
+            settings=settings,
         )
 
     @property
@@ -250,7 +267,7 @@ class Task(TaskBase, Closing):
         result as soon as it exists."""
         call = finish.call
         if finish.how == "reconcile" and self._reconcile is not None:
-            found = self._reconcile(call)
+            found = reconciled(self._reconcile, call)
             if found is not None:
                 return self._answered(found.model_copy(update={"call_id": call.call_id}))
         if finish.how in ("reconcile", "unknown"):
@@ -273,8 +290,7 @@ class Task(TaskBase, Closing):
         """Close what the task opened: its router and its file (not those it was given)."""
         if self._owns_router:
             self._router.close()
-        if self._owned:
-            self._store.close()
+        self._release(self._store, self._owned, self._held)
 
 
 def _limits(

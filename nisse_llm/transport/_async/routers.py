@@ -189,6 +189,7 @@ class AsyncRoleRouter(AsyncRouterLimits, RouterBase[AsyncRouteClient], AsyncClos
             return client.stream(events, tools, model, system, cache=cache, options=merged)
 
     async def aclose(self) -> None:
-        """Close every client's pool."""
+        """Close every client's pool, and the store `from_pin` opened from a path or a key."""
         for client in self._clients.values():
             await client.aclose()
+        self._close_store()

@@ -182,6 +182,7 @@ class RoleRouter(RouterLimits, RouterBase[SyncRouteClient], Closing):
             return client.stream(events, tools, model, system, cache=cache, options=merged)
 
     def close(self) -> None:
-        """Close every client's pool."""
+        """Close every client's pool, and the store `from_pin` opened from a path or a key."""
         for client in self._clients.values():
             client.close()
+        self._close_store()
