@@ -3,14 +3,16 @@ and the task's state read back from its file."""
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from nisse_llm import _telemetry
+from nisse_llm.agent.offer import offer
 from nisse_llm.agent.plan import is_done, unknown_tool_runs
-from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult, UserText
+from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult, ToolSpec, UserText
 from nisse_llm.log.toolbox import Toolbox
 from nisse_llm.task.logstore import LogStore
 from nisse_llm.task.records import unfinished_batch
@@ -18,6 +20,7 @@ from nisse_llm.task.records import unfinished_batch
 if TYPE_CHECKING:
     from nisse_llm._telemetry import AgentTrace
     from nisse_llm.config.settings import Pin
+    from nisse_llm.log.tool_changes import ToolChanges
     from nisse_llm.task.compaction import LogFix
     from nisse_llm.task.logstore import LogRead
     from nisse_llm.task.records import StoredCall, StoredToolRun, UsageTotals
@@ -31,6 +34,7 @@ TaskStore = str | os.PathLike[str] | LogStore
 Reconcile = Callable[[ToolCall], ToolResult | None]
 
 _NO_TOOLS = Toolbox([])
+logger = logging.getLogger("nisse_llm")
 
 
 def open_store(store: TaskStore) -> tuple[LogStore, bool]:
@@ -83,6 +87,7 @@ class TaskBase:
         owned: bool,
         reconcile: Reconcile | None,
         repairs: list[LogFix],
+        offered_tools: list[ToolSpec] | None = None,
     ) -> None:
         self._store = store
         self._pin = pin
@@ -92,6 +97,9 @@ class TaskBase:
         self._owned = owned
         self._reconcile = reconcile
         self._repairs = repairs
+        #: The tool specs last recorded, and whether this task object recorded them.
+        self._offered = offered_tools
+        self._offered_here = False
 
     @staticmethod
     def _begin(store: LogStore, pin: Pin, prompt: str | None) -> None:
@@ -159,6 +167,23 @@ class TaskBase:
     def repairs(self) -> list[LogFix]:
         """What the view needed changed to render when the task was opened (see `repair`)."""
         return list(self._repairs)
+
+    def tool_changes(self, tools: Toolbox | Iterable[Callable[..., Any]] | None) -> ToolChanges:
+        """How ``tools`` differ from the tools the task last offered the model, as recorded
+        in its file (empty: the same, or none offered yet). Ask before a resumed task's
+        first step to refuse, or to tell the model (`say`), when its tools changed."""
+        return offer(self._offered, toolbox_of(tools).specs).changes
+
+    def _offer(self, box: Toolbox) -> None:
+        """Record the specs a step offers when they differ from the last recorded, with a
+        WARNING when those were recorded before the task was opened (a resumed task)."""
+        planned = offer(self._offered, box.specs)
+        if planned.changes and not self._offered_here:
+            logger.warning("task %r: %s", self._store, planned.changes)
+        if planned.record is not None:
+            self._store.append_tools(planned.record)
+            self._offered = planned.record.specs
+            self._offered_here = True
 
     def _read(self) -> LogRead:
         return self._store.read()

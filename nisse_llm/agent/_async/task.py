@@ -91,6 +91,7 @@ class AsyncTask(TaskBase, AsyncClosing):
             owned=owned,
             reconcile=reconcile,
             repairs=resumed.repairs,
+            offered_tools=resumed.offered_tools,
         )
 
     @classmethod
@@ -138,6 +139,7 @@ class AsyncTask(TaskBase, AsyncClosing):
         """
         box = toolbox_of(tools)
         finished = await self._finish(box)
+        self._offer(box)
         completion = await self._router.completion(role, self._log, box, options=options)
         self._log += [record.event for record in self._store.append_batch(completion.events)]
         self._settled = False

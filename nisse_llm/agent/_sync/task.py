@@ -90,6 +90,7 @@ class Task(TaskBase, Closing):
             owned=owned,
             reconcile=reconcile,
             repairs=resumed.repairs,
+            offered_tools=resumed.offered_tools,
         )
 
     @classmethod
@@ -137,6 +138,7 @@ class Task(TaskBase, Closing):
         """
         box = toolbox_of(tools)
         finished = self._finish(box)
+        self._offer(box)
         completion = self._router.completion(role, self._log, box, options=options)
         self._log += [record.event for record in self._store.append_batch(completion.events)]
         self._settled = False
