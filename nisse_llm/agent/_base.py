@@ -97,9 +97,10 @@ class TaskBase:
         self._owned = owned
         self._reconcile = reconcile
         self._repairs = repairs
-        #: The tool specs last recorded, and whether this task object recorded them.
+        #: The tool specs last recorded (or equal to them), and whether a step of this
+        #: opening has offered tools yet.
         self._offered = offered_tools
-        self._offered_here = False
+        self._stepped = False
 
     @staticmethod
     def _begin(store: LogStore, pin: Pin, prompt: str | None) -> None:
@@ -176,14 +177,16 @@ class TaskBase:
 
     def _offer(self, box: Toolbox) -> None:
         """Record the specs a step offers when they differ from the last recorded, with a
-        WARNING when those were recorded before the task was opened (a resumed task)."""
-        planned = offer(self._offered, box.specs)
-        if planned.changes and not self._offered_here:
+        WARNING at the first step of an opening (the tools a resumed task had changed)."""
+        specs = box.specs
+        planned = offer(self._offered, specs)
+        if planned.changes and not self._stepped:
             logger.warning("task %r: %s", self._store, planned.changes)
         if planned.record is not None:
             self._store.append_tools(planned.record)
-            self._offered = planned.record.specs
-            self._offered_here = True
+        if self._offered is not None or planned.record is not None:
+            self._offered = specs
+        self._stepped = True
 
     def _read(self) -> LogRead:
         return self._store.read()

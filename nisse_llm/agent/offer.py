@@ -25,10 +25,15 @@ class Offer:
     changes: ToolChanges
 
 
+_SAME = Offer(None, ToolChanges())
+
+
 def offer(last: Sequence[ToolSpec] | None, specs: Sequence[ToolSpec]) -> Offer:
     """A step offering ``specs`` to a task whose last recorded specs are ``last`` (None: it
     recorded none; a task that never offered a tool records nothing for an empty set)."""
     if last is None:
         return Offer(ToolsRecord(specs=list(specs)) if specs else None, ToolChanges())
+    if len(last) == len(specs) and all(a is b for a, b in zip(last, specs, strict=True)):
+        return _SAME  # the same toolbox step after step: no spec to dump (400 us for 30)
     changes = tool_changes(last, specs)
     return Offer(ToolsRecord(specs=list(specs)) if changes else None, changes)
