@@ -3,12 +3,13 @@ reopened, and a resumed task given other tools says what changed."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from pathlib import Path
 
 import pytest
 
-from nisse_llm import Task, Toolbox
+from nisse_llm import AsyncTask, Task, Toolbox
 from nisse_llm.log.tool_changes import ToolChanges
 from nisse_llm.task.logstore import LogStore
 from nisse_llm.task.records import StoredCall, StoredTools
@@ -137,3 +138,20 @@ def test_a_task_changing_its_own_tools_records_them_without_a_warning(
         task.step("executor", tools=Toolbox([tools.read_file]))  # type: ignore[list-item]
     assert _warnings(caplog) == []
     assert _offered(path) == [["read_file", "write_file"], ["read_file"]]
+
+
+def test_the_async_task_records_and_compares_alike(tmp_path: Path) -> None:
+    """AsyncTask, the source Task is generated from, records its tools and says what a
+    reopened task's tools changed."""
+    path = tmp_path / "task.jsonl"
+    tools = SideEffects(tmp_path / "effects.jsonl")
+    llm = scripted(path, reply(ToolUse("read_file", {"path": "a.py"})), "Done.", asynchronous=True)
+
+    async def main() -> ToolChanges:
+        async with AsyncTask.open(path, llm.pin, router=llm, prompt=QUESTION) as task:
+            await task.step("executor", tools=_box(tools))
+        async with AsyncTask.open(path, llm.pin, router=llm) as again:
+            return again.tool_changes(Toolbox([tools.read_file]))  # type: ignore[list-item]
+
+    assert asyncio.run(main()) == ToolChanges(removed=("write_file",))
+    assert _offered(path) == [["read_file", "write_file"]]
