@@ -169,6 +169,12 @@ class TaskBase:
         """What the view needed changed to render when the task was opened (see `repair`)."""
         return list(self._repairs)
 
+    @property
+    def offered_tools(self) -> list[ToolSpec] | None:
+        """The tool specs the task last offered the model, as its file records them (None:
+        it has offered none)."""
+        return None if self._offered is None else list(self._offered)
+
     def tool_changes(self, tools: Toolbox | Iterable[Callable[..., Any]] | None) -> ToolChanges:
         """How ``tools`` differ from the tools the task last offered the model, as recorded
         in its file (empty: the same, or none offered yet). Ask before a resumed task's

@@ -63,6 +63,7 @@ def test_a_task_without_tools_records_none(tmp_path: Path) -> None:
     with Task.open(path, llm.pin, router=llm, prompt="Say hello.") as task:
         task.run("executor", tools=None)
         assert task.tool_changes(None) == ToolChanges()
+        assert task.offered_tools is None
     assert _offered(path) == []
 
 
@@ -79,6 +80,7 @@ def test_reopened_with_the_same_tools_nothing_is_said_or_written(
 
     same = Toolbox([tools.write_file, tools.read_file], repeatable={"read_file", "write_file"})  # type: ignore[list-item]
     with caplog.at_level(logging.WARNING), Task.open(path, llm.pin, router=llm) as again:
+        assert again.offered_tools == _box(tools).specs
         assert again.tool_changes(same) == ToolChanges()
         assert again.run("executor", tools=same).text == "Done."
     assert _warnings(caplog) == []
