@@ -64,6 +64,7 @@ if TYPE_CHECKING:
         Settings,
         load_settings,
     )
+    from nisse_llm.log.tool_changes import ToolChanges
     from nisse_llm.log.toolbox import Toolbox
     from nisse_llm.mcp.server import McpServer
     from nisse_llm.render._cache import PromptCache
@@ -154,6 +155,7 @@ _LAZY = {
     "PromptCache": "nisse_llm.render._cache",
     "select_client": "nisse_llm.transport.clients",
     "Toolbox": "nisse_llm.log.toolbox",
+    "ToolChanges": "nisse_llm.log.tool_changes",
     "McpServer": "nisse_llm.mcp.server",
     "TypedReply": "nisse_llm.render.typed",
     "instrument": "nisse_llm.telemetry",
@@ -233,6 +235,7 @@ __all__ = [
     "ToolArgumentsDelta",
     "ToolCall",
     "ToolCallStarted",
+    "ToolChanges",
     "ToolResult",
     "ToolSpec",
     "Toolbox",

@@ -4,14 +4,16 @@ and the task's state read back from its file."""
 from __future__ import annotations
 
 import inspect
+import logging
 import os
 from collections.abc import Awaitable, Callable, Iterable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from nisse_llm import _telemetry
+from nisse_llm.agent.offer import offer
 from nisse_llm.agent.plan import is_done, unknown_tool_runs
-from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult, UserText
+from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult, ToolSpec, UserText
 from nisse_llm.log.toolbox import Toolbox
 from nisse_llm.task.logstore import LogStore
 from nisse_llm.task.records import unfinished_batch
@@ -20,6 +22,7 @@ from nisse_llm.task.stores import StoreArg, open_store
 if TYPE_CHECKING:
     from nisse_llm._telemetry import AgentTrace
     from nisse_llm.config.settings import Pin
+    from nisse_llm.log.tool_changes import ToolChanges
     from nisse_llm.task.compaction import LogFix
     from nisse_llm.task.lease import FileLease
     from nisse_llm.task.logstore import LogRead
@@ -46,6 +49,7 @@ Reconcile = Callable[[ToolCall], ToolResult | None]
 AsyncReconcile = Callable[[ToolCall], ToolResult | Awaitable[ToolResult | None] | None]
 
 _NO_TOOLS = Toolbox([])
+logger = logging.getLogger("nisse_llm")
 
 
 async def areconciled(hook: AsyncReconcile, call: ToolCall) -> ToolResult | None:
@@ -117,6 +121,7 @@ class TaskBase:
         reconcile: AsyncReconcile | None,
         repairs: list[LogFix],
         lease: FileLease | None = None,
+        offered_tools: list[ToolSpec] | None = None,
     ) -> None:
         self._store = store
         #: The driver's lease of a task file, released as the task closes.
@@ -128,6 +133,10 @@ class TaskBase:
         self._owned = owned
         self._reconcile = reconcile
         self._repairs = repairs
+        #: The tool specs last recorded (or equal to them), and whether a step of this
+        #: opening has offered tools yet.
+        self._offered = offered_tools
+        self._stepped = False
 
     @staticmethod
     def _lease(store: LogStore, owned: bool) -> FileLease | None:
@@ -216,6 +225,31 @@ class TaskBase:
     def repairs(self) -> list[LogFix]:
         """What the view needed changed to render when the task was opened (see `repair`)."""
         return list(self._repairs)
+
+    @property
+    def offered_tools(self) -> list[ToolSpec] | None:
+        """The tool specs the task last offered the model, as its file records them (None:
+        it has offered none)."""
+        return None if self._offered is None else list(self._offered)
+
+    def tool_changes(self, tools: Toolbox | Iterable[Callable[..., Any]] | None) -> ToolChanges:
+        """How ``tools`` differ from the tools the task last offered the model, as recorded
+        in its file (empty: the same, or none offered yet). Ask before a resumed task's
+        first step to refuse, or to tell the model (`say`), when its tools changed."""
+        return offer(self._offered, toolbox_of(tools).specs).changes
+
+    def _offer(self, box: Toolbox) -> None:
+        """Record the specs a step offers when they differ from the last recorded, with a
+        WARNING at the first step of an opening (the tools a resumed task had changed)."""
+        specs = box.specs
+        planned = offer(self._offered, specs)
+        if planned.changes and not self._stepped:
+            logger.warning("task %r: %s", self._store, planned.changes)
+        if planned.record is not None:
+            self._store.append_tools(planned.record)
+        if self._offered is not None or planned.record is not None:
+            self._offered = specs
+        self._stepped = True
 
     def _read(self) -> LogRead:
         return self._store.read()

@@ -13,22 +13,25 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
-from typing import Annotated, Any, Self
+from collections.abc import Iterable, Mapping
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from nisse_llm import defaults
 from nisse_llm.config._tables import BASE_URL_PATTERN, MCP_ENV_PREFIX, Seconds, mcp_env_var
+from nisse_llm.errors import ConfigError
 
 __all__ = [
     "MCP_ENV_PREFIX",
     "SERVER_NAME_PATTERN",
     "McpServerSettings",
     "McpSettings",
+    "PinnedMcpServer",
     "looks_secret",
     "mcp_env",
     "mcp_env_var",
+    "pinned_values",
 ]
 
 #: A server's name: it is a TOML key and, upper-cased, part of its environment variables.
@@ -91,6 +94,79 @@ class McpSettings(BaseModel):
     servers: dict[ServerName, McpServerSettings] = Field(
         default_factory=dict, description="The MCP servers, by name."
     )
+
+
+class PinnedMcpServer(BaseModel):
+    """One MCP server as a pin records it: everything but the values of ``env`` and
+    ``headers``, which are secrets like the token and are named only (`pinned_values`
+    finds them again when the task resumes)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    transport: Literal["stdio", "http"]
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: tuple[str, ...] = ()
+    cwd: str | None = None
+    url: str | None = None
+    headers: tuple[str, ...] = ()
+    timeout_s: float
+    tools: tuple[str, ...] | None = None
+    max_result_bytes: int = Field(gt=0)
+
+    @classmethod
+    def of(cls, entry: McpServerSettings) -> PinnedMcpServer:
+        """The pinned form of a ``[mcp.servers.NAME]`` table (the result cap: today's default)."""
+        return cls(
+            transport="stdio" if entry.command is not None else "http",
+            command=entry.command,
+            args=entry.args,
+            env=tuple(entry.env),
+            cwd=entry.cwd,
+            url=entry.url,
+            headers=tuple(entry.headers),
+            timeout_s=entry.timeout_s,
+            tools=entry.tools,
+            max_result_bytes=defaults.MCP_MAX_RESULT_BYTES,
+        )
+
+
+def pinned_values(
+    name: str, pinned: PinnedMcpServer, tables: Iterable[Mapping[str, Any]]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """The values of the ``env`` and ``headers`` entries ``pinned`` names, each from the
+    first of ``tables`` (the server ``name``'s keys: ``{"env": {...}, "headers": {...}}``)
+    holding it; `ConfigError` naming every one none holds. Header names match whatever
+    their case (HTTP's rule)."""
+    tables = list(tables)
+    env: dict[str, str] = {}
+    headers: dict[str, str] = {}
+    problems = []
+    for key, names, found in (("env", pinned.env, env), ("headers", pinned.headers, headers)):
+        for entry in names:
+            value = _first_value(key, entry, tables)
+            if value is None:
+                problems.append(
+                    f"mcp.servers.{name}.{key}.{entry}: the task's pin names it, but no value "
+                    f"is set now; set it in the file or {mcp_env_var(name, key, entry)}"
+                )
+            else:
+                found[entry] = value
+    if problems:
+        raise ConfigError(
+            f"the pinned MCP server {name!r} needs values no longer available:\n"
+            + "\n".join(f"  - {p}" for p in problems),
+            problems=tuple(problems),
+        )
+    return env, headers
+
+
+def _first_value(key: str, entry: str, tables: Iterable[Mapping[str, Any]]) -> str | None:
+    for table in tables:
+        for name, value in table.get(key, {}).items():
+            if name == entry or (key == "headers" and name.lower() == entry.lower()):
+                return str(value)
+    return None
 
 
 def mcp_env(environ: Mapping[str, str]) -> tuple[dict[str, Any], list[str]]:

@@ -67,7 +67,13 @@ from nisse_llm.config._tables import (
     role_name_problem,
 )
 from nisse_llm.config._typos import model_typo, role_typos
-from nisse_llm.config.mcp import McpSettings, mcp_env
+from nisse_llm.config.mcp import (
+    McpServerSettings,
+    McpSettings,
+    PinnedMcpServer,
+    mcp_env,
+    pinned_values,
+)
 from nisse_llm.config.options import RequestOptions
 from nisse_llm.config.profiles import (
     RoleProfile,
@@ -109,7 +115,12 @@ class Pin(LLMSettings):
     model_config = ConfigDict(title="pin")
 
     roles: RoleMap
+    #: The MCP servers of the configuration, by name, their secret values left out; in the
+    #: record only when there are some, so a pin without servers records what it always did.
+    mcp_servers: dict[str, PinnedMcpServer] = Field(default_factory=dict)
 
+    #: The server tables the pin was taken from, values and all; never part of the record.
+    _mcp_tables: dict[str, McpServerSettings] = PrivateAttr(default_factory=dict)
     #: Where the token came from (``"env NISSE_LLM_TOKEN"``), for hints on a refused token;
     #: never part of the record.
     _token_source: str = PrivateAttr(default="")
@@ -139,6 +150,21 @@ class Pin(LLMSettings):
         profile = self.roles.profile(role)
         return profile.route or route_for(profile.like or profile.model, self.passthrough_prefixes)
 
+    def mcp_values(
+        self, server: str, *, settings: Settings | None = None
+    ) -> tuple[dict[str, str], dict[str, str]]:
+        """The values of the ``env`` and ``headers`` entries the pinned ``server`` names:
+        those the pin was taken with, else ``settings``' (else the environment's
+        ``NISSE_MCP_<NAME>_ENV_<VAR>`` / ``_HEADER_<HEADER>``), as a resumed task gets its
+        token again. `ConfigError` names each value none of them holds."""
+        held = self._mcp_tables.get(server)
+        if settings is None:
+            current = mcp_env(os.environ)[0].get(server, {})
+        else:
+            current = dict(settings.mcp.servers.get(server) or {})
+        tables = (current,) if held is None else (dict(held), current)
+        return pinned_values(server, self.mcp_servers[server], tables)
+
     def options_for(self, role: str) -> RequestOptions | None:
         """The request options pinned for ``role`` (its profile; None when it sets none)."""
         return self.roles.options(role)
@@ -155,8 +181,12 @@ class Pin(LLMSettings):
 
     def _record_body(self) -> dict[str, Any]:
         body: dict[str, Any] = {"format": RECORD_FORMAT}
-        body.update(self.model_dump(mode="json", exclude={"token", "roles"}))
+        body.update(self.model_dump(mode="json", exclude={"token", "roles", "mcp_servers"}))
         body["roles"] = {role: self._role_record(role) for role in self.roles.names}
+        if self.mcp_servers:
+            body["mcp_servers"] = {
+                name: server.model_dump(mode="json") for name, server in self.mcp_servers.items()
+            }
         return body
 
     def _role_record(self, role: str) -> dict[str, Any]:
@@ -485,8 +515,10 @@ class Settings(BaseSettings):
 
     def pin(self) -> Pin:
         """A frozen snapshot for one task: later edits of the file or environment miss it."""
-        pin = Pin.model_validate({**dict(self.llm), "roles": self.roles})
+        servers = {name: PinnedMcpServer.of(entry) for name, entry in self.mcp.servers.items()}
+        pin = Pin.model_validate({**dict(self.llm), "roles": self.roles, "mcp_servers": servers})
         pin._token_source = self._sources.get("llm.token", "")
+        pin._mcp_tables = dict(self.mcp.servers)
         return pin
 
 

@@ -1,9 +1,10 @@
 """What changed between the tools a task was offered and the tools offered now (pure).
 
-A resumed task compares the specs it recorded when it started with the toolbox's current
-ones (an MCP server may have been upgraded, removed or reconfigured in between): the
-same tools, or a `ToolChanges` saying which were added, removed or changed, so the caller
-can refuse to resume or tell the model.
+A resumed task compares the specs it last recorded with the toolbox's current ones (an MCP
+server may have been upgraded, removed or reconfigured in between): the same tools, or a
+`ToolChanges` saying which were added, removed or changed, so the caller can refuse to
+resume or tell the model. A spec is compared as the model sees it: whether a tool may run
+again after a cut run is the loop's business, not the model's, and no record keeps it.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ class ToolChanges:
             )
             if names
         ]
-        return "tools changed since the task started: " + "; ".join(parts)
+        return "tools changed since the task last offered them: " + "; ".join(parts)
 
 
 def tool_changes(
@@ -49,13 +50,18 @@ def tool_changes(
 ) -> ToolChanges:
     """How ``current`` differs from ``recorded`` (specs, or their JSON as a task file holds
     them), each list of names in the order of the list it comes from."""
-    before = {spec.name: spec for spec in map(_spec, recorded)}
-    now = {spec.name: spec for spec in current}
+    before = {spec.name: _seen(spec) for spec in map(_spec, recorded)}
+    now = {spec.name: _seen(spec) for spec in current}
     return ToolChanges(
         added=tuple(name for name in now if name not in before),
         removed=tuple(name for name in before if name not in now),
         changed=tuple(name for name in now if name in before and now[name] != before[name]),
     )
+
+
+def _seen(spec: ToolSpec) -> dict[str, Any]:
+    """The spec as the model sees it (its JSON: ``repeatable`` left out)."""
+    return spec.model_dump(mode="json")
 
 
 def _spec(value: ToolSpec | Mapping[str, Any]) -> ToolSpec:

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from nisse_llm import defaults
 
 if TYPE_CHECKING:
-    from nisse_llm.config.settings import Settings
+    from nisse_llm.config.settings import Pin, Settings
     from nisse_llm.mcp.connection import McpConnection
 
 __all__ = ["McpServer"]
@@ -112,28 +112,29 @@ class McpServer(BaseModel):
     def from_settings(cls, settings: Settings) -> tuple[McpServer, ...]:
         """Every server the configuration's ``[mcp.servers.NAME]`` tables declare, in order:
         ``Toolbox.from_mcp(*McpServer.from_settings(settings))``."""
+        return tuple(
+            cls(
+                name=name,
+                transport="stdio" if entry.command is not None else "http",
+                **entry.model_dump(),
+            )
+            for name, entry in settings.mcp.servers.items()
+        )
+
+    @classmethod
+    def from_pin(cls, pin: Pin, settings: Settings | None = None) -> tuple[McpServer, ...]:
+        """The servers the task of ``pin`` started with, whatever the file says now: what
+        the pin recorded, with the values of its ``env`` and ``headers`` from the pin when
+        it was taken here, else from ``settings`` (else the environment's
+        ``NISSE_MCP_<NAME>_ENV_<VAR>``), as the token comes back on resume.
+
+        Raises `ConfigError` naming each value a pinned server needs and none of them holds.
+        """
         servers = []
-        for name, entry in settings.mcp.servers.items():
-            if entry.command is not None:
-                server = cls.stdio(
-                    entry.command,
-                    entry.args,
-                    env=entry.env,
-                    cwd=entry.cwd,
-                    name=name,
-                    timeout_s=entry.timeout_s,
-                    tools=entry.tools,
-                )
-            else:
-                assert entry.url is not None
-                server = cls.http(
-                    entry.url,
-                    headers=entry.headers,
-                    name=name,
-                    timeout_s=entry.timeout_s,
-                    tools=entry.tools,
-                )
-            servers.append(server)
+        for name, pinned in pin.mcp_servers.items():
+            env, headers = pin.mcp_values(name, settings=settings)
+            fields = pinned.model_dump(exclude={"env", "headers"})
+            servers.append(cls(name=name, env=env, headers=headers, **fields))
         return tuple(servers)
 
     def connect(self, *more: McpServer) -> McpConnection:

@@ -66,14 +66,17 @@ from nisse_llm.task.records import (
     StoredHeader,
     StoredRecord,
     StoredToolRun,
+    StoredTools,
     TaskHeader,
     TaskHeaderMissing,
     TaskPinMismatch,
     ToolRunRecord,
+    ToolsRecord,
     UsageTotals,
     ViewItem,
     compacted_view,
     compaction_record,
+    offered_tools,
     pending_calls,
     pin_difference,
     unknown_calls,
@@ -96,7 +99,9 @@ __all__ = [
 ]
 
 _STORED: TypeAdapter[StoredRecord] = TypeAdapter(StoredRecord)
-R = TypeVar("R", bound=StoredEvent | StoredCall | StoredToolRun | StoredBatch | StoredHeader)
+R = TypeVar(
+    "R", bound=StoredEvent | StoredCall | StoredToolRun | StoredBatch | StoredTools | StoredHeader
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -355,6 +360,10 @@ class LogStore(Closing):
         """Append a tool-run record (a tool's start, before it runs); return it."""
         return self._append_next([record], StoredToolRun.now)[0]
 
+    def append_tools(self, record: ToolsRecord) -> StoredTools:
+        """Append the tool specs a step offers (see `ToolsRecord`); return the record."""
+        return self._append_next([record], StoredTools.now)[0]
+
     def append_tool_outcome(self, record: ToolRunRecord, result: ToolResult) -> None:
         """Append a tool-run record and the `ToolResult` that answers its call, in one write
         (both or neither are in the file after a crash); `LogDuplicateId` as for
@@ -435,6 +444,7 @@ class LogStore(Closing):
             repairs=fixes,
             unknown_calls=found.unknown_calls,
             tool_runs=found.tool_runs,
+            offered_tools=offered_tools(found.records),
         )
 
     def _header_of(self, first: StoredRecord | None) -> StoredHeader:

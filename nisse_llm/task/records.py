@@ -8,6 +8,7 @@ task file is one of three shapes, told apart by its key::
     {"seq": 2, "at": ..., "llm_call": {"role": ..., "usage": {...}, "outcome": "ok", ...}}
     {"seq": 3, "at": ..., "tool_run": {"call_id": ..., "tool": ..., "outcome": "started"}}
     {"seq": 4, "at": ..., "batch": {"events": [...]}}      # then those events, same write
+    {"seq": 5, "at": ..., "tools": {"specs": [{"name": ..., ...}]}}  # the tools offered
 
 Files written before task records hold ``event`` lines only and read unchanged, and files
 written before tool-run records hold none of them.
@@ -20,7 +21,9 @@ unknown outcome, and the ``"unknown"`` record (``start`` naming it) says the loo
 learning it. A crash inside a write of several records keeps its first ones whole, so
 a batch of events that must not be cut (a reply: its text and its tool calls) is written
 after a ``batch`` record holding them all, in the same write: a batch cut short is
-finished from it (`unfinished_batch`). A `Compaction` event names the records it
+finished from it (`unfinished_batch`). A ``tools`` record holds the specs a task's step
+offered the model, written when they differ from the last ones recorded, so a resumed task
+knows what it offered before (`offered_tools`). A `Compaction` event names the records it
 replaces; `compacted_view` applies them, in file order, to give the log a request sends.
 """
 
@@ -42,6 +45,7 @@ from nisse_llm.log.canonical import (
     StoredEvent,
     ToolCall,
     ToolResult,
+    ToolSpec,
     Usage,
 )
 
@@ -59,15 +63,18 @@ __all__ = [
     "StoredHeader",
     "StoredRecord",
     "StoredToolRun",
+    "StoredTools",
     "TaskHeader",
     "TaskHeaderMissing",
     "TaskPinMismatch",
     "ToolRunRecord",
+    "ToolsRecord",
     "UsageTotal",
     "UsageTotals",
     "ViewItem",
     "compacted_view",
     "compaction_record",
+    "offered_tools",
     "pending_calls",
     "pin_difference",
     "unfinished_batch",
@@ -185,10 +192,30 @@ class StoredBatch(_Frozen):
         return cls(seq=seq, at=datetime.now(UTC), batch=record)
 
 
+class ToolsRecord(_Frozen):
+    """The tool specs a step offered the model (as sent: what makes a tool repeatable is not
+    part of a spec's JSON), written before the call when they differ from the last ones."""
+
+    specs: list[ToolSpec]
+
+
+class StoredTools(_Frozen):
+    """A `ToolsRecord` in the task file."""
+
+    seq: NonNegativeInt
+    at: datetime
+    tools: ToolsRecord
+
+    @classmethod
+    def now(cls, seq: int, record: ToolsRecord) -> StoredTools:
+        """A tools record stamped with the current UTC time."""
+        return cls(seq=seq, at=datetime.now(UTC), tools=record)
+
+
 def _record_kind(value: Any) -> str | None:
     """Which record a line is, by its key (a dict while validating, a model when dumping)."""
     if isinstance(value, Mapping):
-        for key in ("event", "llm_call", "tool_run", "batch", "header"):
+        for key in ("event", "llm_call", "tool_run", "batch", "tools", "header"):
             if key in value:
                 return key
         return None
@@ -200,26 +227,29 @@ def _record_kind(value: Any) -> str | None:
         return "tool_run"
     if isinstance(value, StoredBatch):
         return "batch"
+    if isinstance(value, StoredTools):
+        return "tools"
     return "header" if isinstance(value, StoredHeader) else None
 
 
-#: Any line of a task file: a header, an event, a call record or a tool-run record.
+#: Any line of a task file: a header, an event, a call, tool-run, batch or tools record.
 StoredRecord: TypeAlias = Annotated[
     Annotated[StoredEvent, Tag("event")]
     | Annotated[StoredCall, Tag("llm_call")]
     | Annotated[StoredToolRun, Tag("tool_run")]
     | Annotated[StoredBatch, Tag("batch")]
+    | Annotated[StoredTools, Tag("tools")]
     | Annotated[StoredHeader, Tag("header")],
     Discriminator(
         _record_kind,
         custom_error_type="record_kind",
         custom_error_message=(
-            "a record holds one of 'event', 'llm_call', 'tool_run', 'batch' or 'header'"
+            "a record holds one of 'event', 'llm_call', 'tool_run', 'batch', 'tools' or 'header'"
         ),
     ),
 ]
 
-RECORD_TYPES = (StoredEvent, StoredCall, StoredToolRun, StoredBatch, StoredHeader)
+RECORD_TYPES = (StoredEvent, StoredCall, StoredToolRun, StoredBatch, StoredTools, StoredHeader)
 
 
 class UsageTotal(Usage):
@@ -316,6 +346,15 @@ def unfinished_batch(records: Sequence[object]) -> list[CanonicalEvent]:
     return list(wanted[kept:])
 
 
+def offered_tools(records: Iterable[object]) -> list[ToolSpec] | None:
+    """The specs of the last tools record, or None when the task never recorded any."""
+    found = None
+    for record in records:
+        if isinstance(record, StoredTools):
+            found = record.tools.specs
+    return None if found is None else list(found)
+
+
 def pending_calls(events: Iterable[CanonicalEvent]) -> list[ToolCall]:
     """The tool calls of a log that no `ToolResult` answers, in log order."""
     events = list(events)
@@ -355,6 +394,8 @@ class ResumedTask(Generic[Store]):
     unknown_calls: list[StoredCall] = field(default_factory=list)
     #: Every tool-run record, in file order (see `ToolRunRecord`).
     tool_runs: list[StoredToolRun] = field(default_factory=list)
+    #: The tool specs the task last offered the model (None: it recorded none).
+    offered_tools: list[ToolSpec] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -131,6 +131,11 @@ def _mcp(script: Script, workdir: Path) -> None:
         user_text="What was the last commit about?",
     )
     script.when(reply("It fixed add() in calc.py."), tool_result="Message: Fix add() in calc.py")
+    script.when(
+        reply(ToolUse("git_log", {"repo_path": ".", "max_count": 1})),
+        user_text="Who made the last commit?",
+    )
+    script.when(reply("Ada did."), tool_result="Message: Fix add() in calc.py")
 
 
 SCENARIOS["docs/guides/mcp.md"] = _mcp

@@ -28,7 +28,8 @@ def test_added_removed_and_changed_tools_are_named() -> None:
         added=("git_diff",), removed=("git_status",), changed=("git_log",)
     )
     assert str(changes) == (
-        "tools changed since the task started: added git_diff; removed git_status; changed git_log"
+        "tools changed since the task last offered them: added git_diff; removed git_status; "
+        "changed git_log"
     )
 
 
@@ -37,3 +38,11 @@ def test_recorded_specs_may_be_their_json() -> None:
     recorded = [STATUS.model_dump(mode="json"), LOG.model_dump(mode="json")]
     assert not tool_changes(recorded, [STATUS, LOG])
     assert tool_changes(recorded, [STATUS]).removed == ("git_log",)
+
+
+def test_whether_a_tool_may_run_again_is_no_change() -> None:
+    """``repeatable`` is the loop's business, never sent to the model nor recorded: a spec
+    differing only there is the same tool."""
+    assert not tool_changes(
+        [STATUS.model_dump(mode="json")], [STATUS.model_copy(update={"repeatable": True})]
+    )

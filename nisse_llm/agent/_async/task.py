@@ -94,6 +94,7 @@ class AsyncTask(TaskBase, AsyncClosing):
             reconcile=reconcile,
             repairs=resumed.repairs,
             lease=lease,
+            offered_tools=resumed.offered_tools,
         )
 
     @classmethod
@@ -155,6 +156,7 @@ class AsyncTask(TaskBase, AsyncClosing):
         """
         box = toolbox_of(tools)
         finished = await self._finish(box)
+        self._offer(box)
         completion = await self._router.completion(role, self._log, box, options=options)
         self._log += [record.event for record in self._store.append_batch(completion.events)]
         self._settled = False

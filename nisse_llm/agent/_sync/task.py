@@ -93,6 +93,7 @@ class Task(TaskBase, Closing):
             reconcile=reconcile,
             repairs=resumed.repairs,
             lease=lease,
+            offered_tools=resumed.offered_tools,
         )
 
     @classmethod
@@ -154,6 +155,7 @@ class Task(TaskBase, Closing):
         """
         box = toolbox_of(tools)
         finished = self._finish(box)
+        self._offer(box)
         completion = self._router.completion(role, self._log, box, options=options)
         self._log += [record.event for record in self._store.append_batch(completion.events)]
         self._settled = False
