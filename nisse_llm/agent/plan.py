@@ -242,13 +242,14 @@ class RunCounts:
     usage: Usage = field(default_factory=Usage)
     cost_usd: Decimal = Decimal(0)
 
-    def add(self, usage: Usage, call: CallInfo | None) -> None:
-        """Count one model call: its usage, and its cost if the proxy said it."""
+    def add(self, usage: Usage, *calls: CallInfo | None) -> None:
+        """Count one model step: its usage, and the cost of its calls (a typed answer's
+        repairs are calls of the same step) where the proxy said it."""
         self.steps += 1
         self.usage = self.usage + usage
-        cost = None if call is None else call.cost_usd
-        if cost is not None:
-            self.cost_usd += cost
+        for call in calls:
+            if call is not None and call.cost_usd is not None:
+                self.cost_usd += call.cost_usd
 
     @property
     def tokens(self) -> int:

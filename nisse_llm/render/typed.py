@@ -40,6 +40,7 @@ from nisse_llm.errors import OutputValidationError
 from nisse_llm.log.canonical import (
     TOOL_NAME_PATTERN,
     AssistantText,
+    CallInfo,
     CanonicalEvent,
     Completion,
     LogLike,
@@ -94,12 +95,14 @@ _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 @dataclass(frozen=True, slots=True)
 class TypedReply(Generic[M]):
     """A validated answer: ``value``, the ``events`` to append to the log, and ``usage``
-    summed over every attempt (``attempts`` counts them, repairs included)."""
+    summed over every attempt (``attempts`` counts them, repairs included); ``calls`` is
+    what the proxy said about each attempt's call, in order (its cost among it)."""
 
     value: M
     events: list[CanonicalEvent]
     usage: Usage
     attempts: int = 1
+    calls: tuple[CallInfo, ...] = ()
 
 
 def answer_tool(output_type: type[BaseModel], taken: Iterable[str] = ()) -> ToolSpec:
@@ -198,6 +201,7 @@ class TypedExchange(Generic[M]):
     exchange: list[CanonicalEvent] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     attempts: int = 0
+    calls: list[CallInfo] = field(default_factory=list)
 
     @classmethod
     def begin(
@@ -274,6 +278,8 @@ class TypedExchange(Generic[M]):
         reply and what was wrong with it); `OutputValidationError` when out of attempts."""
         self.attempts += 1
         self.usage = self.usage + completion.usage
+        if completion.call is not None:
+            self.calls.append(completion.call)
         reply = completion.events
         calls = [event for event in reply if isinstance(event, ToolCall)]
         answers = [call for call in calls if call.tool == self.answer.name]
@@ -368,6 +374,7 @@ class TypedExchange(Generic[M]):
             events=[*self.exchange, *reply, *results],
             usage=self.usage,
             attempts=self.attempts,
+            calls=tuple(self.calls),
         )
 
 

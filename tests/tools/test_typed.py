@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from typing import Any, Literal
 
 import pytest
@@ -28,7 +29,7 @@ from nisse_llm import (
 )
 from nisse_llm.config.model_rules import UNPLACED
 from nisse_llm.errors import LLMError
-from nisse_llm.log.canonical import Completion
+from nisse_llm.log.canonical import CallInfo, Completion
 from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
 from nisse_llm.render.openai_chat import OpenAIChatRenderer
 from nisse_llm.render.typed import ACCEPTED, NOT_RUN, TypedExchange
@@ -516,3 +517,29 @@ def test_the_logs_earlier_calls_are_declared_when_their_tools_are_not_passed() -
     )
     assert official_violations(messages) == []
     assert anthropic_violations(messages) == []
+
+
+def test_a_typed_reply_keeps_each_attempts_call_info() -> None:
+    """A repaired answer's reply names both attempts' calls, so the cost of the whole
+    answer (what a task's run counts) is the sum over them, not the last call's."""
+    exchange = TypedExchange.begin(
+        Plan,
+        LOG,
+        None,
+        None,
+        options=None,
+        repair_attempts=1,
+        rules=UNPLACED["openai"],
+        route="openai_chat",
+    )
+    first = _completion(_call(BAD)).model_copy(
+        update={"call": CallInfo(call_id="c1", cost_usd=Decimal("0.0002"))}
+    )
+    second = _completion(_call(GOOD, call_id="call_b")).model_copy(
+        update={"call": CallInfo(call_id="c2", cost_usd=Decimal("0.0003"))}
+    )
+    assert exchange.settle(first) is None
+    answer = exchange.settle(second)
+    assert answer is not None
+    assert [c.call_id for c in answer.calls] == ["c1", "c2"]
+    assert sum(c.cost_usd or 0 for c in answer.calls) == Decimal("0.0005")

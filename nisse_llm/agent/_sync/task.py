@@ -226,7 +226,7 @@ class Task(TaskBase, Closing):
                     repair_attempts=repair_attempts,
                 )
                 self._log += [r.event for r in self._store.append_batch(typed.events)]
-                counts.add(typed.usage, self._router.last_call)
+                counts.add(typed.usage, *typed.calls)
             finally:
                 span.ended(counts.steps, counts.usage)
         return counts.result(self._log, typed.value)
