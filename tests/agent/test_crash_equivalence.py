@@ -35,8 +35,9 @@ from tests.taskrecord.helpers import BASE_URL, TOKEN
 #: its last point lets it finish).
 POINTS = 80
 #: Examples per run: 1 to 3 kills drawn each, of which about 70% land (a later process has
-#: fewer points to pass), so some 140 kills a run, in about two minutes on 2 shared cores.
-EXAMPLES = 100
+#: fewer points to pass), so some 280 kills a run: about 70 s on 2 idle cores, a few
+#: minutes on busy ones.
+EXAMPLES = 200
 
 _CONTEXT = multiprocessing.get_context("forkserver")
 _CONTEXT.set_forkserver_preload(["tests.agent._killed_loop"])
