@@ -157,3 +157,29 @@ def test_the_async_task_records_and_compares_alike(tmp_path: Path) -> None:
 
     assert asyncio.run(main()) == ToolChanges(removed=("write_file",))
     assert _offered(path) == [["read_file", "write_file"]]
+
+
+def test_a_typed_answer_asked_of_a_finished_run_records_the_tools_it_offers(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`run_as` on a task whose run already ended makes no step, yet the answer's call
+    offers tools: those are recorded before it, and a change since the file's is said."""
+    from pydantic import BaseModel
+
+    class Verdict(BaseModel):
+        fixed: bool
+
+    path = tmp_path / "task.jsonl"
+    tools = SideEffects(tmp_path / "effects.jsonl")
+    llm = scripted(path, "Done.", reply(ToolUse("Verdict", {"fixed": True})))
+    with Task.open(path, llm.pin, router=llm, prompt=QUESTION) as task:
+        task.run("executor", tools=Toolbox([tools.read_file]))
+    assert _offered(path) == [["read_file"]]
+    with (
+        caplog.at_level(logging.WARNING),
+        Task.open(path, llm.pin, router=llm) as again,
+    ):
+        result = again.run_as("executor", Verdict, tools=_box(tools))
+    assert result.output == Verdict(fixed=True)
+    assert _offered(path) == [["read_file"], ["read_file", "write_file"]]
+    assert any("write_file" in w for w in _warnings(caplog))

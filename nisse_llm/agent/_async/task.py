@@ -218,6 +218,7 @@ class AsyncTask(TaskBase, AsyncClosing):
                 box = toolbox_of(tools)
                 await self._steps(role, box, limits, counts, options)
                 counts.check(limits)
+                self._offer(box)  # a run that made no step still records what it offers
                 typed = await self._router.complete_as(
                     output_type,
                     role,

@@ -217,6 +217,7 @@ class Task(TaskBase, Closing):
                 box = toolbox_of(tools)
                 self._steps(role, box, limits, counts, options)
                 counts.check(limits)
+                self._offer(box)  # a run that made no step still records what it offers
                 typed = self._router.complete_as(
                     output_type,
                     role,
