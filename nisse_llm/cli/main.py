@@ -28,6 +28,7 @@ from nisse_llm.errors import (
     ConfigError,
     ContextWindowExceeded,
     LLMError,
+    LogCorrupt,
     ModelNotServed,
     UpstreamUnavailable,
 )
@@ -360,6 +361,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LLMError as exc:
         print(f"error: {printable(str(exc))}", file=sys.stderr)  # may quote a server's body
         return exit_code(exc)
+    except LogCorrupt as exc:  # a task's record damaged: said, with its place, not a traceback
+        print(f"error: {printable(str(exc))}", file=sys.stderr)
+        return EXIT_ERROR
     except OSError as exc:  # e.g. an unwritable schema folder
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ERROR

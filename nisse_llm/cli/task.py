@@ -21,6 +21,7 @@ from nisse_llm.cli._settings import load_for
 from nisse_llm.cli._terminal import printable, table
 from nisse_llm.cli.starter import DEFAULT_CONFIG_NAME
 from nisse_llm.config.settings import Settings
+from nisse_llm.errors import LogCorrupt
 from nisse_llm.log.canonical import AssistantText, ToolCall, ToolResult, UserText
 from nisse_llm.task.dsn import redacted_url
 from nisse_llm.task.logstore import LogRead, LogStore
@@ -58,9 +59,17 @@ def _list(args: argparse.Namespace) -> int:
         folder = task_folder(settings)
         keys = sorted(path.stem for path in folder.glob("*.jsonl")) if folder.is_dir() else []
     rows = [("KEY", "PIN", "STATUS", "CALLS", "COST_USD", "LAST_ACTIVITY", "LEASE")]
+    unreadable = 0
     for key in keys:
-        with open_task_store(key, settings) as store:
-            found_read = store.read()
+        lease = holders.get(key, "-")
+        try:
+            with open_task_store(key, settings) as store:
+                found_read = store.read()
+        except LogCorrupt as exc:  # one damaged task must not hide the others
+            unreadable += 1
+            print(f"warning: {printable(str(exc))}", file=sys.stderr)
+            rows.append((key, "-", "corrupt", "-", "-", "-", lease))
+            continue
         total = found_read.usage.total
         rows.append(
             (
@@ -70,12 +79,12 @@ def _list(args: argparse.Namespace) -> int:
                 str(total.calls),
                 _cost(total),
                 _last(found_read),
-                holders.get(key, "-"),
+                lease,
             )
         )
     print(f"{len(keys)} task(s) in {store_shown(settings)}")
     table(sys.stdout, rows)
-    return 0
+    return 1 if unreadable else 0
 
 
 def _show(args: argparse.Namespace) -> int:

@@ -89,6 +89,15 @@ class LocalPostgres(Closing):
         """A ``postgresql://`` URL with user and password, on loopback TCP."""
         return f"postgresql://{_USER}:{self.password}@127.0.0.1:{self.port}/postgres"
 
+    def database(self, name: str) -> str:
+        """A new empty database ``name`` on this server, and its URL: a test that lists
+        every task of a store sees only its own."""
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as connection:
+            connection.execute(f'CREATE DATABASE "{name}"')
+        return self.url.rsplit("/", 1)[0] + f"/{name}"
+
     def start(self) -> None:
         """Start the server (again) and wait until it accepts connections."""
         options = (

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psycopg
+
 from nisse_llm.log.canonical import ToolCall, ToolResult, UserText
 from nisse_llm.task.logstore import LogStore
 from nisse_llm.task.postgres import PostgresLogStore
@@ -17,7 +19,7 @@ from tests.taskrecord.helpers import call_record, make_pin
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _cli(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+def _cli(*args: str, stdin: bytes = b"", status: int = 0) -> subprocess.CompletedProcess[bytes]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("NISSE_")}
     done = subprocess.run(
         [sys.executable, "-m", "nisse_llm", "task", *args],
@@ -28,7 +30,7 @@ def _cli(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
         check=False,
         timeout=120,
     )
-    assert done.returncode == 0, done.stderr.decode()
+    assert done.returncode == status, done.stderr.decode()
     return done
 
 
@@ -82,14 +84,15 @@ def test_list_and_show_on_both_stores(tmp_path: Path, postgres: LocalPostgres) -
     folder.mkdir()
     _task(LogStore(folder / "on-disk.jsonl"))
     key = f"cli-{tmp_path.name}"
-    _task(PostgresLogStore(postgres.url, key))
-    holder = PostgresLogStore(postgres.url, key, holder="worker-7")
+    url = postgres.database(f"list_{tmp_path.name}".lower())  # this test's tasks alone
+    _task(PostgresLogStore(url, key))
+    holder = PostgresLogStore(url, key, holder="worker-7")
     holder.resume("sk-x", base_url="http://127.0.0.1:4000")  # holds the lease
     fingerprint = make_pin().fingerprint
 
     on_disk = _cli("list", "--store", str(folder)).stdout.decode()
-    in_db = _cli("list", "--store", postgres.url).stdout.decode()
-    shown = _cli("show", key, "--store", postgres.url).stdout.decode()
+    in_db = _cli("list", "--store", url).stdout.decode()
+    shown = _cli("show", key, "--store", url).stdout.decode()
     holder.append_event(UserText(text="still the driver"))
     holder.close()
 
@@ -100,10 +103,46 @@ def test_list_and_show_on_both_stores(tmp_path: Path, postgres: LocalPostgres) -
     row = next(line for line in in_db.splitlines() if line.startswith(key))
     assert row.split()[1:5] == [fingerprint, "unknown-calls", "1", "0.000002"]
     assert row.endswith("worker-7")
-    assert in_db.splitlines()[0].endswith(postgres.url.replace(postgres.password, "(set)"))
+    assert in_db.splitlines()[0] == "1 task(s) in " + url.replace(postgres.password, "(set)")
     assert f"task {key}: pin {fingerprint}, unknown-calls" in shown
     assert "user_text    Fix the parser — ünïcode" in shown
     assert "unknown calls: 1\n  seq 6: planner m (openai_chat) at " in shown
     assert "  (all)" in shown
     for output in (on_disk, in_db, shown):
         assert postgres.password not in output
+
+
+def test_a_damaged_task_is_listed_as_corrupt_beside_the_others(
+    tmp_path: Path, postgres: LocalPostgres
+) -> None:
+    """One task holding a line that is no record does not hide the others: ``task list``
+    lists it as corrupt, says why on stderr with its place, and exits 1; ``task show`` of
+    it is an error, not a traceback. On both stores."""
+    folder = tmp_path / "tasks"
+    folder.mkdir()
+    url = postgres.database(f"damaged_{tmp_path.name}".lower())
+    for store in (
+        [LogStore(folder / "good.jsonl"), LogStore(folder / "bad.jsonl")],
+        [PostgresLogStore(url, "good"), PostgresLogStore(url, "bad")],
+    ):
+        for each in store:
+            _task(each)
+    with (folder / "bad.jsonl").open("ab") as damaged:
+        damaged.write(b'{"seq": 99, "at": "2026-01-01T00:00:00Z"}\n')
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute(
+            "UPDATE nisse_task_records SET record = %s WHERE task = 'bad' AND seq = 1",
+            ('{"seq": 1, "at": "2026-01-01T00:00:00Z"}',),
+        )
+
+    for where in (str(folder), url):
+        listed = _cli("list", "--store", where, status=1)
+        rows = {line.split()[0]: line.split() for line in listed.stdout.decode().splitlines()[2:]}
+        assert rows["bad"][1:3] == ["-", "corrupt"]
+        assert rows["good"][2] == "unknown-calls"
+        assert "warning: " in listed.stderr.decode()
+        assert "not a valid log record" in listed.stderr.decode()
+        assert "Traceback" not in listed.stderr.decode()
+        shown = _cli("show", "bad", "--store", where, status=1)
+        assert shown.stderr.decode().startswith("error: ")
+        assert postgres.password not in listed.stderr.decode() + shown.stderr.decode()
