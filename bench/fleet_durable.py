@@ -3,11 +3,14 @@
 Worker processes (`bench.fleet_worker`, standing in for machines) take agent tasks from a
 procrastinate queue in a real PostgreSQL (`LocalPostgres`), call the models through two
 LiteLLM proxy instances sharing one Redis (`bench.fleet.fleet_for`), and keep every task
-in `PostgresLogStore`. While they work, the worker holding the most tasks is SIGKILLed;
-a supervisor loop hands its stalled jobs back to the queue (procrastinate's worker
-heartbeats), and another worker resumes each task from the store once the dead worker's
-lease is gone. The report (bench/FLEET-DURABLE.md for the full run) gives tasks finished,
-events lost, duplicated tool runs, time to take over, and the store's share of a step.
+in `PostgresLogStore`, each run as a `Task`. The driver holds the first task's lease until
+a worker has met it busy (`TaskBusy`: that job is tried again later). While they work,
+the first worker seen mid-tool (its non-repeatable tool started, not yet done) is
+SIGKILLed; a supervisor loop hands its stalled jobs back to the queue (procrastinate's
+worker heartbeats), and another worker resumes each task from the store once the dead
+worker's lease is gone, answering the cut tool run with the loop's unknown-outcome result.
+The report (bench/FLEET-DURABLE.md for the full run) gives tasks finished, events lost,
+duplicated tool runs, unknown tool runs, time to take over, and the store's share of a step.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -47,8 +51,6 @@ STALLED_S = 2.0
 class Plan:
     tasks: int
     workers: int
-    #: The kill comes once the victim holds a task with this many records or more.
-    kill_at_records: int = 4
     timeout_s: float = 180.0
 
 
@@ -62,6 +64,9 @@ class Result:
     finished: int = 0
     lost_events: int = 0
     duplicated_tool_runs: int = 0
+    tool_runs: int = 0
+    unknown_tool_runs: int = 0
+    busy_retries: int = 0
     killed: str = ""
     killed_tasks: list[str] = field(default_factory=list)
     taken_over_by: dict[str, str] = field(default_factory=dict)
@@ -85,15 +90,20 @@ def run(plan: Plan, workdir: Path) -> Result:
             app.schema_manager.apply_schema()
             for n in range(plan.tasks):
                 app.configure_task(name=TASK, queue=QUEUE).defer(key=f"task-{n:02d}")
+        held = PostgresLogStore(url, "task-00", holder="the driver")
+        held.lease()  # a live holder: the worker that takes this job meets TaskBusy
+        release = threading.Thread(target=_hold_until_met, args=(held, workdir, plan))
         workers = {
             f"worker-{w}": _spawn(f"worker-{w}", url, fleet, workdir) for w in range(plan.workers)
         }
         began = time.monotonic()
+        release.start()
         try:
             killed_at = _kill_one(url, plan, workers, result)
             asyncio.run(_supervise(url, plan, began))
             result.wall_s = time.monotonic() - began
         finally:
+            release.join()
             for process in workers.values():
                 if process.poll() is None:
                     process.send_signal(signal.SIGTERM)
@@ -124,18 +134,26 @@ def _spawn(name: str, url: str, fleet: LiteLLMFleet, workdir: Path) -> subproces
         )
 
 
+def _hold_until_met(held: PostgresLogStore, workdir: Path, plan: Plan) -> None:
+    """Release ``held``'s lease once a worker has printed that it found the task busy."""
+    deadline = time.monotonic() + plan.timeout_s
+    while time.monotonic() < deadline:
+        if any('"busy"' in path.read_text() for path in workdir.glob("worker-*.out")):
+            break
+        time.sleep(0.1)
+    held.close()
+
+
 def _kill_one(
     url: str, plan: Plan, workers: dict[str, subprocess.Popen[bytes]], result: Result
 ) -> datetime:
-    """SIGKILL the first worker seen holding a task mid-way; the moment of the kill."""
+    """SIGKILL the first worker seen mid-tool (a run in the ledger not yet done); the
+    moment of the kill."""
     deadline = time.monotonic() + plan.timeout_s
     with psycopg.connect(url, autocommit=True) as conn:
         while time.monotonic() < deadline:
             rows = conn.execute(
-                "SELECT l.holder, l.task FROM nisse_task_leases l"
-                " JOIN pg_locks p ON p.pid = l.pid AND p.locktype = 'advisory' AND p.granted"
-                " WHERE (SELECT count(*) FROM nisse_task_records r WHERE r.task = l.task) >= %s",
-                (plan.kill_at_records,),
+                "SELECT worker, task FROM fleet_tool_runs WHERE done_at IS NULL"
             ).fetchall()
             if rows:
                 victim = str(rows[0][0])
@@ -174,10 +192,16 @@ def _tally(url: str, plan: Plan, workdir: Path, result: Result, killed_at: datet
     for path in sorted(workdir.glob("worker-*.out")):
         for line in path.read_text().splitlines():
             with contextlib.suppress(json.JSONDecodeError):
-                result.steps.append(json.loads(line))
+                found = json.loads(line)
+                if "busy" in found:
+                    result.busy_retries += 1
+                else:
+                    result.steps.append(found)
     acknowledged: dict[str, set[int]] = {}
     for step in result.steps:
-        acknowledged.setdefault(step["task"], set()).add(step["acknowledged"])
+        if step["acknowledged"] is not None:
+            acknowledged.setdefault(step["task"], set()).add(step["acknowledged"])
+    result.steps = [step for step in result.steps if not step["last"]]
     for n in range(plan.tasks):
         key = f"task-{n:02d}"
         with PostgresLogStore(url, key) as store:
@@ -185,6 +209,9 @@ def _tally(url: str, plan: Plan, workdir: Path, result: Result, killed_at: datet
         events = [record.event for record in found.events]
         if events and isinstance(events[-1], AssistantText):
             result.finished += 1
+        runs = [record.tool_run.outcome for record in found.tool_runs]
+        result.tool_runs += runs.count("started")
+        result.unknown_tool_runs += runs.count("unknown")
         # An acknowledged record missing, or a gap in the numbers, is an event lost.
         seqs = {record.seq for record in found.records}
         result.lost_events += len(acknowledged.get(key, set()) - seqs)
@@ -197,7 +224,7 @@ def _tally(url: str, plan: Plan, workdir: Path, result: Result, killed_at: datet
         result.duplicated_tool_runs = int(
             conn.execute(
                 "SELECT coalesce(sum(n - 1), 0) FROM"
-                " (SELECT count(*) AS n FROM fleet_tool_runs GROUP BY call_id) AS runs"
+                " (SELECT count(*) AS n FROM fleet_tool_runs GROUP BY call) AS runs"
             ).fetchone()[0]  # type: ignore[index]
         )
         for key in result.killed_tasks:
@@ -218,14 +245,17 @@ def render(result: Result) -> str:
         "",
         f"Written by `python -m bench.fleet_durable`: {plan.workers} worker processes on a "
         "procrastinate queue in PostgreSQL, two LiteLLM proxies sharing one Redis, "
-        f"{plan.tasks} agent tasks kept in `PostgresLogStore`; `{result.killed}` SIGKILLed "
-        "mid-task.",
+        f"{plan.tasks} agent tasks kept in `PostgresLogStore`, each run by `Task.run` with a "
+        f"tool that is not repeatable; `{result.killed}` SIGKILLed mid-tool.",
         "",
         "| measure | value |",
         "| --- | --- |",
         f"| tasks finished | {result.finished} of {plan.tasks} |",
         f"| events lost | {result.lost_events} |",
-        f"| duplicated tool runs | {result.duplicated_tool_runs} |",
+        f"| tool runs started | {result.tool_runs} |",
+        f"| duplicated non-repeatable tool runs | {result.duplicated_tool_runs} |",
+        f"| unknown tool runs (kills that landed mid-tool) | {result.unknown_tool_runs} |",
+        f"| jobs tried again, their task busy (`TaskBusy`) | {result.busy_retries} |",
         f"| tasks the killed worker held | {', '.join(result.killed_tasks) or '-'} |",
         "| finished by | "
         + (", ".join(f"{k}: {v}" for k, v in sorted(result.taken_over_by.items())) or "-")
@@ -238,10 +268,13 @@ def render(result: Result) -> str:
         "",
         f"Take-over is bounded by the queue's stalled-worker time ({STALLED_S:.0f} s without a "
         "heartbeat) plus the supervisor's poll; the task's lease is free the moment the "
-        "worker dies (its database session ends with its socket). A tool call cut between "
-        "its run and its recorded result would run again on take-over: nothing in this "
-        "run's records rules that out but the tool's own ledger (`fleet_tool_runs`), which "
-        "counts it; tool-start records in the task are what would.",
+        "worker dies (its database session ends with its socket). The tool's start is "
+        "written to the task before it runs, and it is not repeatable: a run the kill cut "
+        "is answered on take-over with the loop's unknown-outcome result and never run "
+        "again, so no duplicate is possible by construction; the tool's own ledger "
+        "(`fleet_tool_runs`) checks it. A step is a model call and what follows it until "
+        "the next (its tool runs and every write); the store's share counts every write "
+        "and read of the task.",
     ]
     return "\n".join(lines) + "\n"
 

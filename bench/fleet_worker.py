@@ -4,11 +4,17 @@ Run as ``python -m bench.fleet_worker NAME`` with ``NISSE_FLEET_PG_URL`` (the da
 holding the queue and the tasks), ``NISSE_FLEET_BASE_URLS`` (the proxy instances, comma
 separated) and ``NISSE_FLEET_TOKEN``. A task is placed on an instance by its key, as a
 sticky load balancer would, so whichever worker runs it resumes with the URL its pin
-names (the token goes nowhere else). Each job names a task key: the worker resumes that task
-from its `PostgresLogStore` (or begins it), answers pending tool calls, and runs the tool
-loop to its end. A tool run is written to ``fleet_tool_runs`` (the tool's own side effect:
-what a duplicate run would show). Per step it prints one JSON line on stdout: the task,
-the step's seconds, the seconds spent in the store, and the last record acknowledged.
+names (the token goes nowhere else). Each job names a task key: the worker opens that task
+with `Task.open` over its `PostgresLogStore` (begun there, or resumed as the store says)
+and runs it to its end with `Task.run`. The one tool, ``read_file``, is not repeatable: it
+writes to ``fleet_tool_runs`` (its side effect, what a duplicate run would show: a call
+is its task and the path it reads, one per path in a task) before it works, so a
+run cut by a kill is answered on take-over with the loop's unknown-outcome result, never
+run again. A task still leased by a live worker (`TaskBusy`) goes back to the queue for a
+later try. Per model call the worker prints one JSON line on stdout: the task, the
+seconds since the one before (the step), the seconds of them spent in the store, and the
+last record the store acknowledged (a ``last`` line as the run ends); a ``busy`` line
+for each `TaskBusy`.
 """
 
 from __future__ import annotations
@@ -17,28 +23,35 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import procrastinate
 import psycopg
 
-from bench.fleet_task import TOOLS
+from nisse_llm.agent import Task
 from nisse_llm.config.settings import load_settings
-from nisse_llm.errors import TaskHeaderMissing
-from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult, UserText
+from nisse_llm.errors import TaskBusy
+from nisse_llm.log.toolbox import Toolbox
+from nisse_llm.task.logstore import LogRead
 from nisse_llm.task.postgres import PostgresLogStore
-from nisse_llm.task.records import CallRecord, StoredCall, StoredEvent
-from nisse_llm.transport.routers import RoleRouter
+from nisse_llm.task.records import CallRecord, StoredCall, StoredRecord
 
 QUEUE = "agents"
 TASK = "agent_task"
 ROLES = {"executor": "gpt-fleet", "planner": "claude-fleet", "delegate": "m", "consultant": "m"}
 LEDGER = (
     "CREATE TABLE IF NOT EXISTS fleet_tool_runs ("
-    " call_id text NOT NULL, task text NOT NULL, worker text NOT NULL,"
-    " at timestamptz NOT NULL DEFAULT now())"
+    " call text NOT NULL, task text NOT NULL, worker text NOT NULL,"
+    " at timestamptz NOT NULL DEFAULT now(), done_at timestamptz)"
 )
+#: How long the tool works after its side effect (a real tool's work; a kill mid-tool
+#: lands in it).
+TOOL_S = 0.3
+#: A job whose task is busy is tried again this many seconds later (at most ``BUSY_TRIES``).
+BUSY_WAIT_S = 1
+BUSY_TRIES = 120
 
 
 def make_app(url: str) -> procrastinate.App:
@@ -47,28 +60,77 @@ def make_app(url: str) -> procrastinate.App:
 
 
 class TimedStore(PostgresLogStore):
-    """A `PostgresLogStore` that adds up the seconds its appends take."""
+    """A `PostgresLogStore` that adds up the seconds spent in it, keeps the last record
+    it acknowledged (committed), and prints a step line as each model call's end is recorded."""
 
-    spent_s = 0.0
+    def __init__(self, url: str, key: str, *, holder: str) -> None:
+        super().__init__(url, key, holder=holder)
+        self.spent_s = 0.0
+        self.acknowledged: int | None = None
+        self._written: int | None = None
+        self._step_began, self._step_spent = time.perf_counter(), 0.0
 
-    def append_events(self, events: Iterable[CanonicalEvent]) -> list[StoredEvent]:
+    @contextmanager
+    def _exclusive(self) -> Iterator[None]:
         began = time.perf_counter()
         try:
-            return super().append_events(events)
+            with super()._exclusive():
+                yield
+            if self._written is not None:  # committed as the block ended
+                self.acknowledged = self._written
+        finally:
+            self._written = None
+            self.spent_s += time.perf_counter() - began
+
+    def _x_write(self, batch: Sequence[StoredRecord], lines: Sequence[bytes] | None = None) -> None:
+        super()._x_write(batch, lines)
+        self._written = batch[-1].seq
+
+    def read(self) -> LogRead:
+        began = time.perf_counter()
+        try:
+            return super().read()
         finally:
             self.spent_s += time.perf_counter() - began
 
     def append_call(self, record: CallRecord) -> StoredCall:
-        began = time.perf_counter()
-        try:
-            return super().append_call(record)
-        finally:
-            self.spent_s += time.perf_counter() - began
+        stored = super().append_call(record)
+        if record.outcome != "started":  # the call's end: its step is done
+            self.step_done()
+        return stored
+
+    def step_done(self, *, last: bool = False) -> None:
+        """Print the step that ends now (since the last model call, or the opening);
+        ``last``: the run's end, its final writes a tail of the step before, not a step."""
+        now = time.perf_counter()
+        step: dict[str, Any] = {"task": self.key, "worker": self.holder, "last": last}
+        step |= {"step_s": now - self._step_began, "store_s": self.spent_s - self._step_spent}
+        step["acknowledged"] = self.acknowledged
+        print(json.dumps(step), flush=True)
+        self._step_began, self._step_spent = now, self.spent_s
 
 
 def instance_for(key: str, base_urls: list[str]) -> str:
     """The proxy instance task ``key`` is placed on (its number, modulo the instances)."""
     return base_urls[int(key.rsplit("-", 1)[-1]) % len(base_urls)]
+
+
+def toolbox(url: str, key: str, worker: str) -> Toolbox:
+    """The task's tools: ``read_file``, whose run is written to the ledger (not repeatable)."""
+
+    def read_file(path: str) -> str:
+        """Read a file of the repository."""
+        with psycopg.connect(url, autocommit=True) as conn:
+            row = conn.execute(
+                "INSERT INTO fleet_tool_runs (call, task, worker) VALUES (%s, %s, %s)"
+                " RETURNING ctid",
+                (f"{key} {path}", key, worker),
+            ).fetchone()
+            time.sleep(TOOL_S)
+            conn.execute("UPDATE fleet_tool_runs SET done_at = now() WHERE ctid = %s", row)
+        return f"source of {path}"
+
+    return Toolbox([read_file])
 
 
 def run_task(key: str, *, url: str, base_urls: list[str], token: str, worker: str) -> None:
@@ -78,39 +140,15 @@ def run_task(key: str, *, url: str, base_urls: list[str], token: str, worker: st
     store = TimedStore(url, key, holder=worker)
     try:
         try:
-            task = store.resume(token, base_url=base_url)
-            log, pending = list(task.events), task.pending_calls
-        except TaskHeaderMissing:
-            store.begin(pin)
-            log, pending = [UserText(text=f"Read the modules for {key}.")], []
-            store.append_events(log)
-        with RoleRouter.from_pin(pin, store=store) as llm:
-            while True:
-                began, spent = time.perf_counter(), store.spent_s
-                if pending:
-                    results = [_run_tool(url, key, worker, call) for call in pending]
-                    store.append_events(results)
-                    log += results
-                reply = llm.complete("executor", log, TOOLS)
-                acknowledged = store.append_events(reply)[-1].seq
-                log += reply
-                pending = [event for event in reply if isinstance(event, ToolCall)]
-                step = {"task": key, "worker": worker, "step_s": time.perf_counter() - began}
-                step |= {"store_s": store.spent_s - spent, "acknowledged": acknowledged}
-                print(json.dumps(step), flush=True)
-                if not pending:
-                    return
+            task = Task.open(store, pin, prompt=f"Read the modules for {key}.")
+        except TaskBusy as busy:
+            print(json.dumps({"task": key, "worker": worker, "busy": busy.holder}), flush=True)
+            raise
+        with task, toolbox(url, key, worker) as tools:
+            task.run("executor", tools=tools)
+            store.step_done(last=True)
     finally:
         store.close()
-
-
-def _run_tool(url: str, key: str, worker: str, call: ToolCall) -> ToolResult:
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(
-            "INSERT INTO fleet_tool_runs (call_id, task, worker) VALUES (%s, %s, %s)",
-            (call.call_id, key, worker),
-        )
-    return ToolResult(call_id=call.call_id, output=f"source of {call.arguments.get('path')}")
 
 
 def main(argv: list[str]) -> None:
@@ -123,8 +161,11 @@ def main(argv: list[str]) -> None:
         "worker": name,
     }
     app = make_app(url)
+    busy = procrastinate.RetryStrategy(
+        max_attempts=BUSY_TRIES, wait=BUSY_WAIT_S, retry_exceptions=[TaskBusy]
+    )
 
-    @app.task(name=TASK, queue=QUEUE)
+    @app.task(name=TASK, queue=QUEUE, retry=busy)
     def agent_task(key: str) -> None:
         run_task(key, **settings)
 

@@ -1,6 +1,6 @@
 """A fleet that survives a worker: worker processes on a procrastinate queue in a real
-PostgreSQL and two real proxies sharing Redis, one worker SIGKILLed mid-task (the smoke
-size of `bench.fleet_durable`)."""
+PostgreSQL and two real proxies sharing Redis, each task run as a `Task` with a tool that
+is not repeatable, one worker SIGKILLed mid-tool (the smoke size of `bench.fleet_durable`)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ pytestmark = pytest.mark.proxy
 
 @pytest.fixture(scope="module")
 def result(litellm_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Result:
-    """The smoke-size run: 6 tasks, 3 workers, one killed while it holds a task."""
+    """The smoke-size run: 6 tasks, 3 workers, one killed while a tool of it runs."""
     return run(SMOKE, tmp_path_factory.mktemp("durable"))
 
 
@@ -27,6 +27,20 @@ def test_every_task_finishes_and_nothing_is_lost_or_run_twice(result: Result) ->
     assert result.lost_events == 0
     assert result.duplicated_tool_runs == 0
     assert len(result.steps) >= SMOKE.tasks
+
+
+def test_the_tool_run_the_kill_cut_is_answered_unknown_not_run_again(result: Result) -> None:
+    """The kill landed mid-tool: on take-over the loop wrote the unknown-outcome result for
+    that run (the tool is not repeatable), so its ledger holds it once."""
+    assert result.unknown_tool_runs >= 1
+    assert result.duplicated_tool_runs == 0
+
+
+def test_a_task_leased_by_a_live_holder_is_tried_again_later(result: Result) -> None:
+    """The worker that found the first task busy (`TaskBusy`) did not crash: its job went
+    back to the queue and the task finished."""
+    assert result.busy_retries >= 1
+    assert result.finished == SMOKE.tasks
 
 
 def test_the_killed_workers_tasks_are_taken_over_by_another(result: Result) -> None:
