@@ -36,7 +36,7 @@ import psycopg
 
 from bench.fleet import SMOKE as LOAD_SMOKE
 from bench.fleet import fleet_for
-from bench.fleet_worker import LEDGER, QUEUE, TASK, make_app
+from bench.fleet_worker import LEDGER, QUEUE, TASK, TOOL_S, make_app
 from nisse_llm.log.canonical import AssistantText
 from nisse_llm.task.postgres import PostgresLogStore
 from nisse_llm.testing.fleet import LiteLLMFleet
@@ -272,9 +272,9 @@ def render(result: Result) -> str:
         "written to the task before it runs, and it is not repeatable: a run the kill cut "
         "is answered on take-over with the loop's unknown-outcome result and never run "
         "again, so no duplicate is possible by construction; the tool's own ledger "
-        "(`fleet_tool_runs`) checks it. A step is a model call and what follows it until "
-        "the next (its tool runs and every write); the store's share counts every write "
-        "and read of the task.",
+        f"(`fleet_tool_runs`) checks it. A step is a model call and what follows it until "
+        f"the next (its tool runs, each working {TOOL_S:.1f} s after its side effect, and "
+        "every write); the store's share counts every write and read of the task.",
     ]
     return "\n".join(lines) + "\n"
 
