@@ -148,27 +148,30 @@ def _kill_one(
     url: str, plan: Plan, workers: dict[str, subprocess.Popen[bytes]], result: Result
 ) -> datetime:
     """SIGKILL the first worker seen mid-tool (a run in the ledger not yet done); the
-    moment of the kill."""
+    moment of the kill. The run's ledger row stays locked until the worker is dead, so the
+    tool cannot end first, however late the kill comes on a loaded machine."""
     deadline = time.monotonic() + plan.timeout_s
     with psycopg.connect(url, autocommit=True) as conn:
         while time.monotonic() < deadline:
-            rows = conn.execute(
-                "SELECT worker, task FROM fleet_tool_runs WHERE done_at IS NULL"
-            ).fetchall()
-            if rows:
-                victim = str(rows[0][0])
-                held = conn.execute(
-                    "SELECT l.task FROM nisse_task_leases l JOIN pg_locks p ON p.pid = l.pid"
-                    " AND p.locktype = 'advisory' AND p.granted WHERE l.holder = %s",
-                    (victim,),
+            with conn.transaction():
+                rows = conn.execute(
+                    "SELECT worker, task FROM fleet_tool_runs WHERE done_at IS NULL FOR UPDATE"
                 ).fetchall()
-                workers[victim].send_signal(signal.SIGKILL)
-                workers[victim].wait()
-                result.killed = victim
-                result.killed_tasks = sorted(str(task) for (task,) in held)
-                return datetime.now(UTC)
+                if rows:
+                    victim = str(rows[0][0])
+                    held = conn.execute(
+                        "SELECT l.task FROM nisse_task_leases l JOIN pg_locks p"
+                        " ON p.pid = l.pid AND p.locktype = 'advisory' AND p.granted"
+                        " WHERE l.holder = %s",
+                        (victim,),
+                    ).fetchall()
+                    workers[victim].send_signal(signal.SIGKILL)
+                    workers[victim].wait()
+                    result.killed = victim
+                    result.killed_tasks = sorted(str(task) for (task,) in held)
+                    return datetime.now(UTC)
             time.sleep(0.05)
-    raise TimeoutError("no worker was ever seen mid-task")
+    raise TimeoutError("no worker was ever seen mid-tool")
 
 
 async def _supervise(url: str, plan: Plan, began: float) -> None:
