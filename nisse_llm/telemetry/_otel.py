@@ -142,18 +142,9 @@ class OpenTelemetryTracer:
             attributes["gen_ai.tool.description"] = spec.description
         if self.capture_content:
             attributes["gen_ai.tool.call.arguments"] = _redacted(_content.to_text(call.arguments))
-        with self.tracer.start_as_current_span(
-            f"{_TOOL_OPERATION} {call.tool}",
-            kind=SpanKind.INTERNAL,
-            attributes=attributes,
-            record_exception=True,
-            set_status_on_exception=True,
-        ) as span:
-            try:
-                yield _ToolSpan(span, self.capture_content)
-            except BaseException as exc:  # a tool's own exception (propagate_errors=True)
-                span.set_attribute("error.type", type(exc).__name__)
-                raise
+        # An exception here is a tool's own (propagate_errors=True).
+        with self._internal(f"{_TOOL_OPERATION} {call.tool}", attributes) as span:
+            yield _ToolSpan(span, self.capture_content)
 
     @contextmanager
     def agent(self, name: str, conversation_id: str | None) -> Iterator[_AgentSpan]:
@@ -163,16 +154,24 @@ class OpenTelemetryTracer:
         }
         if conversation_id is not None:
             attributes["gen_ai.conversation.id"] = conversation_id
+        # An exception here is a limit reached, a failed call or a cancellation.
+        with self._internal(f"{_AGENT_OPERATION} {name}", attributes) as span:
+            yield _AgentSpan(span)
+
+    @contextmanager
+    def _internal(self, name: str, attributes: dict[str, Any]) -> Iterator[Span]:
+        """A current in-process span that records an exception leaving it, by its class
+        as ``error.type`` (the tool and agent spans)."""
         with self.tracer.start_as_current_span(
-            f"{_AGENT_OPERATION} {name}",
+            name,
             kind=SpanKind.INTERNAL,
             attributes=attributes,
             record_exception=True,
             set_status_on_exception=True,
         ) as span:
             try:
-                yield _AgentSpan(span)
-            except BaseException as exc:  # a limit reached, a failed call, a cancellation
+                yield span
+            except BaseException as exc:
                 span.set_attribute("error.type", type(exc).__name__)
                 raise
 
