@@ -7,9 +7,9 @@ import sys
 import warnings
 from collections.abc import Sequence
 
-from nisse_llm.config.settings import Settings, load_settings
+from nisse_llm.config.settings import DEFAULT_CONFIG_NAME, Settings, load_settings
 
-__all__ = ["load_for"]
+__all__ = ["add_config_argument", "load_for"]
 
 
 def load_for(args: argparse.Namespace, *, require_roles: Sequence[str] | None = None) -> Settings:
@@ -25,3 +25,12 @@ def load_for(args: argparse.Namespace, *, require_roles: Sequence[str] | None = 
     for warning in caught:
         print(f"warning: {warning.message}", file=sys.stderr)
     return settings
+
+
+def add_config_argument(parser: argparse.ArgumentParser) -> None:
+    """The ``--config PATH`` that `load_for` reads."""
+    parser.add_argument(
+        "--config",
+        metavar="PATH",
+        help=f"TOML file (default: $NISSE_CONFIG, else ./{DEFAULT_CONFIG_NAME} if present)",
+    )

@@ -12,7 +12,7 @@ import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
 
-from nisse_llm.cli._settings import load_for
+from nisse_llm.cli._settings import add_config_argument, load_for
 from nisse_llm.cli._terminal import printable, table
 from nisse_llm.cli.complete import register as _register_complete
 from nisse_llm.cli.mcp import mcp_online_rows, mcp_rows
@@ -252,11 +252,7 @@ def _register_config(commands: argparse._SubParsersAction[argparse.ArgumentParse
         ),
     ):
         action = actions.add_parser(name, help=summary, description=summary)
-        action.add_argument(
-            "--config",
-            metavar="PATH",
-            help=f"TOML file (default: $NISSE_CONFIG, else ./{DEFAULT_CONFIG_NAME} if present)",
-        )
+        add_config_argument(action)
         action.add_argument(
             "--require",
             metavar="ROLES",

@@ -17,9 +17,8 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from nisse_llm.cli._settings import load_for
+from nisse_llm.cli._settings import add_config_argument, load_for
 from nisse_llm.cli._terminal import printable, table
-from nisse_llm.cli.starter import DEFAULT_CONFIG_NAME
 from nisse_llm.config.settings import Settings
 from nisse_llm.errors import LogCorrupt
 from nisse_llm.log.canonical import AssistantText, ToolCall, ToolResult, UserText
@@ -198,11 +197,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         ("import", _import, "append exported JSON lines (PATH, or - for stdin) to a new task"),
     ):
         action = actions.add_parser(name, help=summary, description=summary)
-        action.add_argument(
-            "--config",
-            metavar="PATH",
-            help=f"TOML file (default: $NISSE_CONFIG, else ./{DEFAULT_CONFIG_NAME} if present)",
-        )
+        add_config_argument(action)
         action.add_argument(
             "--store",
             metavar="WHERE",
