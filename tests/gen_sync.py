@@ -58,6 +58,8 @@ NAMES = {
     "arun": "run",
     "AsyncReconcile": "Reconcile",
     "areconciled": "reconciled",
+    "AsyncStartHook": "StartHook",
+    "AsyncCallObserver": "CallObserver",
 }
 #: Phrases of docstrings and comments (code loses its ``async``/``await`` to unasync).
 PHRASES = {"async with": "with", "async for": "for", "await ": ""}

@@ -6,7 +6,6 @@ its generated sync twin.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
 
 import httpx
@@ -16,7 +15,6 @@ from nisse_llm.log.canonical import CallInfo, CanonicalEvent, Completion, LogLik
 from nisse_llm.transport._classify import RateLimitPolicy
 from nisse_llm.transport.core import (
     Call,
-    CallObserver,
     Core,
     RouteSpec,
     UsageCallback,
@@ -253,21 +251,6 @@ class ClientBase:
         model group... (under concurrency: any caller's; each error carries its own
         ``call_id``)."""
         return self._core.last_call
-
-    def observe(
-        self,
-        *,
-        on_start: Callable[[Call], None] | None = None,
-        on_end: CallObserver | None = None,
-        conversation_id: str | None = None,
-    ) -> None:
-        """Tell ``on_start`` of each call before its request leaves and ``on_end`` as it ends
-        (a router writes its task file's records so); ``conversation_id`` names the task
-        the calls belong to. Each replaces the one set before."""
-        core = self._core
-        core.on_start = on_start
-        core.on_call = on_end
-        core.conversation_id = conversation_id
 
     @property
     def preflight(self) -> bool:

@@ -6,7 +6,7 @@ compacted log kept for later calls. The routers themselves are
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Self, TypeVar
@@ -20,12 +20,13 @@ from nisse_llm.transport.clients import (
     AsyncRouteClient,
     SyncRouteClient,
 )
-from nisse_llm.transport.core import Call, CallObserver, router_role
+from nisse_llm.transport.core import Call, router_role
 
 if TYPE_CHECKING:
     from nisse_llm.config.options import RequestOptions
     from nisse_llm.config.settings import Pin, Settings
     from nisse_llm.task.logstore import LogStore
+    from nisse_llm.task.records import CallRecord
     from nisse_llm.task.stores import StoreArg
     from nisse_llm.task.summaries import CompactionPolicy
 
@@ -34,8 +35,9 @@ __all__ = [
     "SYNC_KINDS",
     "RouterBase",
     "acting",
-    "call_recorder",
     "compacting",
+    "end_record",
+    "start_record",
 ]
 
 
@@ -69,42 +71,38 @@ def compacting(how: str | None) -> Iterator[None]:
         _compacted_as.reset(token)
 
 
-def call_recorder(store: LogStore) -> tuple[Callable[[Call], None], CallObserver]:
-    """Observers that append a start record to ``store`` before each request leaves and
-    the call's record, naming its start, as the call ends."""
+def start_record(call: Call) -> CallRecord:
+    """The record appended before ``call``'s request leaves."""
     from nisse_llm.task.records import CallRecord
 
-    starts: dict[int, int] = {}  # id(call) -> its start record's number, while it runs
+    return CallRecord(
+        role=call.role,
+        model=call.model,
+        route=call.core.route.name,
+        outcome="started",
+        compacted=_compacted(),
+    )
 
-    def compacted() -> Literal["threshold", "overflow"] | None:
-        how = _compacted_as.get()
-        return "threshold" if how == "threshold" else "overflow" if how else None
 
-    def start(call: Call) -> None:
-        record = CallRecord(
-            role=call.role,
-            model=call.model,
-            route=call.core.route.name,
-            outcome="started",
-            compacted=compacted(),
-        )
-        starts[id(call)] = store.append_call(record).seq
+def end_record(call: Call, usage: Usage | None, outcome: str, start: int | None) -> CallRecord:
+    """The record of how ``call`` ended, naming its start record's number."""
+    from nisse_llm.task.records import CallRecord
 
-    def record(call: Call, usage: Usage | None, outcome: str) -> None:
-        store.append_call(
-            CallRecord(
-                role=call.role,
-                model=call.model,
-                route=call.core.route.name,
-                usage=usage or Usage(),
-                call=call.info,
-                outcome=outcome,
-                start=starts.pop(id(call), None),
-                compacted=compacted(),
-            )
-        )
+    return CallRecord(
+        role=call.role,
+        model=call.model,
+        route=call.core.route.name,
+        usage=usage or Usage(),
+        call=call.info,
+        outcome=outcome,
+        start=start,
+        compacted=_compacted(),
+    )
 
-    return start, record
+
+def _compacted() -> Literal["threshold", "overflow"] | None:
+    how = _compacted_as.get()
+    return "threshold" if how == "threshold" else "overflow" if how else None
 
 
 class RouterBase(Generic[K]):
@@ -133,20 +131,15 @@ class RouterBase(Generic[K]):
         self._compacted: tuple[list[CanonicalEvent], list[CanonicalEvent]] | None = None
         self._last_usage: Usage | None = None
         self._last_call: CallInfo | None = None
-        start, recorder = call_recorder(store) if store is not None else (None, None)
+        #: id(call) -> its start record's number, while the call runs.
+        self._starts: dict[int, int] = {}
         if store is not None:
             store.begin(pin)  # a new file gets the header; another task's file is refused
+        self._observe_clients()
 
-        def observe(call: Call, usage: Usage | None, outcome: str) -> None:
-            if outcome == "ok":
-                self._last_usage = usage
-                self._last_call = call.info
-            if recorder is not None:
-                recorder(call, usage, outcome)
-
-        task_id = None if store is None else store.task_id
-        for client in self._clients.values():
-            client.observe(on_start=start, on_end=observe, conversation_id=task_id)
+    def _observe_clients(self) -> None:
+        """Give each client the hooks that record its calls (the router's own I/O)."""
+        raise NotImplementedError
 
     @property
     def compaction(self) -> CompactionPolicy | None:

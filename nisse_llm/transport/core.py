@@ -17,6 +17,13 @@ A streamed call (``begin(..., stream=True)``) runs the same loop up to the first
 byte, then feeds the body to `Call.accumulator` and ends in `Call.finish_stream`, or in
 `Call.stream_failed` for whatever broke mid-way.
 
+The hooks a router gives a client (`Core.on_start`, `Core.on_call`) are the client's to
+call, so an async client can await them: the client calls ``on_start`` before the first
+attempt, and a call with ``on_call`` set keeps its ending (`Call.ending`) for the client
+to tell once the step that ended it returns or raises, then `Call.report` logs a success
+and runs ``on_usage``. A render failure `Core.begin` meets with ``on_call`` set is kept
+too (`Call.failure`), raised when the client starts the call, once its ending is told.
+
 httpx's exceptions are translated in `Call.reading` and `Call.stream_failed`, nowhere else.
 """
 
@@ -24,12 +31,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Final, NoReturn, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeAlias
 
 import httpx
 from pydantic import SecretStr
@@ -69,11 +76,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HTTPX_ERRORS",
+    "AsyncCallObserver",
+    "AsyncStartHook",
     "Call",
     "CallObserver",
     "Core",
     "PartsRenderer",
     "RouteSpec",
+    "StartHook",
     "UsageCallback",
     "logger",
     "router_role",
@@ -99,6 +109,12 @@ UsageCallback = Callable[[Usage, str], None]
 #: (None without a parsed reply) and its outcome: ``"ok"``, ``"closed"`` (a stream left
 #: early) or the error's class name. An exception it raises reaches the caller instead.
 CallObserver = Callable[["Call", Usage | None, str], None]
+#: `CallObserver` on an async client, which awaits it.
+AsyncCallObserver = Callable[["Call", Usage | None, str], Awaitable[None]]
+#: Called before a call's request leaves (an exception it raises stops the call unsent).
+StartHook = Callable[["Call"], None]
+#: `StartHook` on an async client, which awaits it.
+AsyncStartHook = Callable[["Call"], Awaitable[None]]
 
 # The roots of every exception httpx raises (HTTPError covers transport errors and
 # timeouts; the other three are not HTTPError subclasses).
@@ -193,10 +209,12 @@ class Core:
         self.max_tokens = max_tokens or DEFAULT_MAX_OUTPUT_TOKENS
         self.policy = policy
         self.on_usage = on_usage
-        #: Told of every call's end (a router sets it to write the task record).
-        self.on_call: CallObserver | None = None
-        #: Told of every call before its request leaves (a router records the start).
-        self.on_start: Callable[[Call], None] | None = None
+        #: Told of every call's end (a router sets it to write the task record): a
+        #: `CallObserver`, or an `AsyncCallObserver` on an async client; the client calls it.
+        self.on_call: Callable[[Call, Usage | None, str], Any] | None = None
+        #: Told of every call before its request leaves (a router records the start): a
+        #: `StartHook` or an `AsyncStartHook`; the client calls it.
+        self.on_start: Callable[[Call], Any] | None = None
         #: The prompt-cache policy of every call that does not override it (None: off).
         self.prompt_cache = _cache_policy(prompt_cache)
         self.renderer: PartsRenderer = route.new_renderer()
@@ -263,8 +281,8 @@ class Core:
         cache: bool | None = None,
         options: RequestOptions | None = None,
     ) -> Call:
-        """Render a request and start its call (a render failure is logged and raised);
-        ``cache`` turns the client's prompt-cache policy on or off for this call, and
+        """Render a request and start its call (a render failure is logged and raised, or,
+        with an end hook set, kept for the client: see the module docstring); ``cache`` turns the client's prompt-cache policy on or off for this call, and
         ``options`` (already layered over the role's profile) set how it is made; their
         ``max_output_tokens`` wins over the client's ``max_tokens``. The call's rules are
         decided here, once (`RouteDescriptor.decide`, cached per model and options), and
@@ -297,17 +315,16 @@ class Core:
                 rules=rules,
             )
         except LLMError as exc:
-            call.fail(exc)
+            try:
+                call.fail(exc)
+            except LLMError as failed:
+                if call.ending is None:
+                    raise
+                call.failure = failed  # raised by `Call.raise_kept`, once the end hook is told
+                return call
         if stream:
             # Spliced before the body's closing brace: the history is never encoded twice.
             parts[-1] = parts[-1][:-1] + self.route.stream_fields
-        if self.on_start is not None:
-            try:
-                self.on_start(call)
-            except BaseException as exc:  # the start could not be recorded: nothing is sent
-                if call.trace is not None:
-                    call.trace.interrupted(call, type(exc).__name__)
-                raise
         call.parts = parts
         # A stream is sent as one bytes body (httpx sets its length); parts need theirs.
         call.headers = (
@@ -381,6 +398,8 @@ class Call:
     __slots__ = (
         "attempts",
         "core",
+        "ending",
+        "failure",
         "headers",
         "info",
         "model",
@@ -412,6 +431,10 @@ class Call:
         self.streamed = False
         #: The call's span while telemetry is on (`nisse_llm.instrument`), else None.
         self.trace: CallTrace[Call] | None = None
+        #: How the call ended (usage, outcome), kept for the client to tell ``on_call``.
+        self.ending: tuple[Usage | None, str] | None = None
+        #: A render failure kept while ``on_call`` is told of it (see `Core.begin`).
+        self.failure: LLMError | None = None
 
     @property
     def body(self) -> bytes:
@@ -531,10 +554,24 @@ class Call:
         self._observe(None, "closed")
         self._log(logging.INFO, None, None, closed_after=deltas)
 
+    def raise_kept(self) -> None:
+        """Before the start hook: raise the render failure `Core.begin` kept for the end hook."""
+        if self.failure is not None:
+            raise self.failure
+
+    def unsent(self, exc: BaseException) -> None:
+        """Trace the call as interrupted before its request left (the start hook raised ``exc``)."""
+        if self.trace is not None:
+            self.trace.interrupted(self, type(exc).__name__)
+
+    def told(self) -> tuple[Usage | None, str] | None:
+        """Take the ending kept for ``on_call`` (None: none is waiting)."""
+        ending, self.ending = self.ending, None
+        return ending
+
     def _observe(self, usage: Usage | None, outcome: str) -> None:
-        observer = self.core.on_call
-        if observer is not None:
-            observer(self, usage, outcome)
+        if self.core.on_call is not None:
+            self.ending = (usage, outcome)
 
     def _settle(self, parse: Callable[[], Completion]) -> Completion:
         try:
@@ -553,13 +590,20 @@ class Call:
             self.trace.succeeded(self, completion)
         core.last_usage = usage
         core.last_call = info
-        self._observe(usage, "ok")
+        if core.on_call is None:
+            self.report(usage)
+        else:  # reported once ``on_call`` is told, as a router's record comes first
+            self._observe(usage, "ok")
+        return completion
+
+    def report(self, usage: Usage) -> None:
+        """Log a successful call and tell ``on_usage`` of it."""
         self._log(logging.INFO, usage, None)
+        core = self.core
         if core.on_usage is not None:
             wanted = core.usage_keywords
-            extra = {"role": self.role, "call": info}
+            extra = {"role": self.role, "call": self.info}
             core.on_usage(usage, self.model, **{k: v for k, v in extra.items() if k in wanted})
-        return completion
 
     def _priced(self, usage: Usage) -> CallInfo:
         """The call's `CallInfo`, its cost from the model's prices where no header gave one."""

@@ -25,12 +25,21 @@ from nisse_llm.log.canonical import (
     as_tool_specs,
 )
 from nisse_llm.transport._async.headroom import AsyncRouterLimits
-from nisse_llm.transport._router_base import ASYNC_KINDS, RouterBase, acting, compacting
+from nisse_llm.transport._router_base import (
+    ASYNC_KINDS,
+    RouterBase,
+    acting,
+    compacting,
+    end_record,
+    start_record,
+)
 from nisse_llm.transport.clients import AsyncReplyStream, AsyncRouteClient
+from nisse_llm.transport.core import Call
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from nisse_llm.log.canonical import Usage
     from nisse_llm.render.typed import TypedReply
 
     M = TypeVar("M", bound=BaseModel)
@@ -42,6 +51,27 @@ class AsyncRoleRouter(AsyncRouterLimits, RouterBase[AsyncRouteClient], AsyncClos
     """Complete by role through a pin's mapping; one connection pool per route used."""
 
     _kinds = ASYNC_KINDS
+
+    def _observe_clients(self) -> None:
+        start = None if self._store is None else self._call_started
+        task_id = None if self._store is None else self._store.task_id
+        for client in self._clients.values():
+            client.observe(on_start=start, on_end=self._call_ended, conversation_id=task_id)
+
+    async def _call_started(self, call: Call) -> None:
+        """Append ``call``'s start record before its request leaves."""
+        assert self._store is not None
+        self._starts[id(call)] = self._store.append_call(start_record(call)).seq
+
+    async def _call_ended(self, call: Call, usage: Usage | None, outcome: str) -> None:
+        """Keep a success's usage and append ``call``'s record, before its outcome
+        reaches the caller."""
+        if outcome == "ok":
+            self._last_usage = usage
+            self._last_call = call.info
+        if self._store is not None:
+            start = self._starts.pop(id(call), None)
+            self._store.append_call(end_record(call, usage, outcome, start))
 
     async def complete(
         self,

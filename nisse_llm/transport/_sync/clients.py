@@ -7,6 +7,10 @@ are in `nisse_llm.transport.clients`). `completion` is the one place a call is s
 whole; ``complete`` and ``complete_as`` go through it. ``stream()`` is the same call
 read as server-sent events: the stream yields typed deltas, then holds the very events
 ``complete()`` would have returned.
+
+The hooks `observe` sets are the client's to run (see `nisse_llm.transport.core`): the
+start hook before the first attempt, the end hook as the call ends (a reply parsed, any
+failure, a stream finished, broken or left early), before its outcome reaches the caller.
 """
 
 from __future__ import annotations
@@ -35,7 +39,13 @@ from nisse_llm.transport._limits import (
 )
 from nisse_llm.transport._sync import io
 from nisse_llm.transport._sync.headroom import ClientLimits
-from nisse_llm.transport.core import HTTPX_ERRORS, Call, UsageCallback
+from nisse_llm.transport.core import (
+    HTTPX_ERRORS,
+    Call,
+    CallObserver,
+    StartHook,
+    UsageCallback,
+)
 
 # Streaming loads with the first stream (see `nisse_llm.stream.deltas`).
 if TYPE_CHECKING:
@@ -49,6 +59,33 @@ if TYPE_CHECKING:
     M = TypeVar("M", bound=BaseModel)
 
 __all__ = ["ReplyStream", "SyncRouteClient"]
+
+
+def _started(call: Call) -> None:
+    """Raise the render failure `Core.begin` kept, else call the start hook (an exception
+    it raises stops the call before its request leaves)."""
+    call.raise_kept()
+    hook = call.core.on_start
+    if hook is not None:
+        try:
+            hook(call)
+        except BaseException as exc:
+            call.unsent(exc)
+            raise
+
+
+def _told(call: Call) -> None:
+    """Call the end hook with the ending ``call`` kept, then report a success (the hook
+    comes first: a router's record is written before ``on_usage`` runs)."""
+    ending = call.told()
+    if ending is None:
+        return
+    usage, outcome = ending
+    hook = call.core.on_call
+    if hook is not None:
+        hook(call, usage, outcome)
+    if outcome == "ok" and usage is not None:
+        call.report(usage)
 
 
 class ReplyStream(ReplyStreamBase, Closing):
@@ -70,10 +107,14 @@ class ReplyStream(ReplyStreamBase, Closing):
 
     def __enter__(self) -> Self:
         client, call = self._client, self._call
-        response = client._send(call, opened=self._opened)
-        if self._acc is None:  # not an event stream: the reply was read whole
-            self._whole(response)
-            return self
+        try:
+            response = client._send(call, opened=self._opened)
+            if self._acc is None:  # not an event stream: the reply was read whole
+                self._whole(response)
+                return self
+        finally:
+            if call.ending is not None:
+                _told(call)
         self._response = response
         self._chunks = response.iter_bytes()
         return self
@@ -84,32 +125,36 @@ class ReplyStream(ReplyStreamBase, Closing):
     def __next__(self) -> StreamDelta:
         pending = self._pending
         while not pending:
-            chunks = self._chunks
-            if chunks is None:
-                self._check_entered()
-                raise StopIteration
             try:
-                chunk = next(chunks)
-            except StopIteration:
-                self._close()
-                self._ended()
-                raise
-            except HTTPX_ERRORS as exc:
-                self._close()
-                if not self._final():
-                    self._broke(exc)
-                chunk = b""  # the reply was whole: a failure after it ends nothing
-            if self._final():
-                # Past the final event: a clean end returned the connection to the pool
-                # above; bytes (keepalives) or a failure after it end the stream here.
-                self._close()
-                self._ended()
-                raise StopIteration
-            try:
-                self._feed(chunk)
-            except BaseException:
-                self._close()
-                raise
+                chunks = self._chunks
+                if chunks is None:
+                    self._check_entered()
+                    raise StopIteration
+                try:
+                    chunk = next(chunks)
+                except StopIteration:
+                    self._close()
+                    self._ended()
+                    raise
+                except HTTPX_ERRORS as exc:
+                    self._close()
+                    if not self._final():
+                        self._broke(exc)
+                    chunk = b""  # the reply was whole: a failure after it ends nothing
+                if self._final():
+                    # Past the final event: a clean end returned the connection to the pool
+                    # above; bytes (keepalives) or a failure after it end the stream here.
+                    self._close()
+                    self._ended()
+                    raise StopIteration
+                try:
+                    self._feed(chunk)
+                except BaseException:
+                    self._close()
+                    raise
+            finally:  # the stream ended (whole, broken): the end hook hears it first
+                if self._call.ending is not None:
+                    _told(self._call)
             pending = self._pending
         return pending.pop()
 
@@ -117,6 +162,8 @@ class ReplyStream(ReplyStreamBase, Closing):
         """Close the response (idempotent); a stream not yet read to its end reports no usage."""
         self._close()
         self._left()
+        if self._call.ending is not None:
+            _told(self._call)
 
     def _close(self) -> None:
         response, chunks = self._response, self._chunks
@@ -222,7 +269,11 @@ class SyncRouteClient(ClientLimits, ClientBase, Closing):
         """``complete()``, returning this call's whole `Completion`: its events, usage and
         call info, which concurrent calls never share (unlike ``last_usage``)."""
         call = self._core.begin(events, tools, model, system, cache=cache, options=options)
-        return call.finish_completion(self._send(call))
+        try:
+            return call.finish_completion(self._send(call))
+        finally:
+            if call.ending is not None:
+                _told(call)
 
     def _send(
         self, call: Call, *, opened: Callable[[httpx.Response], bool] | None = None
@@ -233,6 +284,8 @@ class SyncRouteClient(ClientLimits, ClientBase, Closing):
         comes back received but unread; any other answer is read whole first.
         """
         core = self._core
+        if call.failure is not None or core.on_start is not None:
+            _started(call)
         if core.preflight:
             self._preflight(call)
         http = self._http
@@ -332,13 +385,32 @@ class SyncRouteClient(ClientLimits, ClientBase, Closing):
     ) -> ReplyStream:
         """``complete()`` as a stream: ``with client.stream(...) as s: for d in s``.
 
-        The log is rendered now (a `RenderError` raises here); the request goes out when
+        The log is rendered now (a `RenderError` raises here, or, on a client whose end
+        hook `observe` set, on entering, once the hook is told); the request goes out when
         the ``with`` is entered.
         """
         call = self._core.begin(
             events, tools, model, system, stream=True, cache=cache, options=options
         )
         return ReplyStream(self, call)
+
+    def observe(
+        self,
+        *,
+        on_start: StartHook | None = None,
+        on_end: CallObserver | None = None,
+        conversation_id: str | None = None,
+    ) -> None:
+        """Hooks a router gives its clients to write its task's records: before each
+        call's request leaves, ``on_start(call)`` (an exception it raises stops the
+        call unsent); as the call ends (success, failure, a stream finished, broken or left
+        early), before its outcome reaches the caller, ``on_end(call, usage,
+        outcome)``; ``conversation_id`` names the task the calls belong to. Each replaces
+        the one set before."""
+        core = self._core
+        core.on_start = on_start
+        core.on_call = on_end
+        core.conversation_id = conversation_id
 
     def close(self) -> None:
         """Close the connection pool."""

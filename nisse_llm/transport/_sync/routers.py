@@ -25,13 +25,22 @@ from nisse_llm.log.canonical import (
     as_events,
     as_tool_specs,
 )
-from nisse_llm.transport._router_base import SYNC_KINDS, RouterBase, acting, compacting
+from nisse_llm.transport._router_base import (
+    SYNC_KINDS,
+    RouterBase,
+    acting,
+    compacting,
+    end_record,
+    start_record,
+)
 from nisse_llm.transport._sync.headroom import RouterLimits
 from nisse_llm.transport.clients import ReplyStream, SyncRouteClient
+from nisse_llm.transport.core import Call
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from nisse_llm.log.canonical import Usage
     from nisse_llm.render.typed import TypedReply
 
     M = TypeVar("M", bound=BaseModel)
@@ -43,6 +52,27 @@ class RoleRouter(RouterLimits, RouterBase[SyncRouteClient], Closing):
     """Complete by role through a pin's mapping; one connection pool per route used."""
 
     _kinds = SYNC_KINDS
+
+    def _observe_clients(self) -> None:
+        start = None if self._store is None else self._call_started
+        task_id = None if self._store is None else self._store.task_id
+        for client in self._clients.values():
+            client.observe(on_start=start, on_end=self._call_ended, conversation_id=task_id)
+
+    def _call_started(self, call: Call) -> None:
+        """Append ``call``'s start record before its request leaves."""
+        assert self._store is not None
+        self._starts[id(call)] = self._store.append_call(start_record(call)).seq
+
+    def _call_ended(self, call: Call, usage: Usage | None, outcome: str) -> None:
+        """Keep a success's usage and append ``call``'s record, before its outcome
+        reaches the caller."""
+        if outcome == "ok":
+            self._last_usage = usage
+            self._last_call = call.info
+        if self._store is not None:
+            start = self._starts.pop(id(call), None)
+            self._store.append_call(end_record(call, usage, outcome, start))
 
     def complete(
         self,
