@@ -13,10 +13,9 @@ from typing import TYPE_CHECKING, Any
 from nisse_llm import _telemetry
 from nisse_llm.agent.offer import offer
 from nisse_llm.agent.plan import is_done, unknown_tool_runs
-from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult, ToolSpec, UserText
+from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult, ToolSpec
 from nisse_llm.log.toolbox import Toolbox
 from nisse_llm.task.logstore import LogStore
-from nisse_llm.task.records import unfinished_batch
 from nisse_llm.task.stores import StoreArg, open_store
 
 if TYPE_CHECKING:
@@ -26,7 +25,7 @@ if TYPE_CHECKING:
     from nisse_llm.task.compaction import LogFix
     from nisse_llm.task.lease import FileLease
     from nisse_llm.task.logstore import LogRead
-    from nisse_llm.task.records import StoredCall, StoredToolRun, UsageTotals
+    from nisse_llm.task.records import StoredCall, StoredToolRun, ToolsRecord, UsageTotals
     from nisse_llm.transport._router_base import RouterBase
 
 __all__ = [
@@ -138,39 +137,6 @@ class TaskBase:
         self._offered = offered_tools
         self._stepped = False
 
-    @staticmethod
-    def _lease(store: LogStore, owned: bool) -> FileLease | None:
-        """Take the task's lease as its one driver (`LogStore.lease`); `TaskBusy` while
-        another holds it (a store the task opened is closed first)."""
-        try:
-            return store.lease()
-        except BaseException:
-            if owned:
-                store.close()
-            raise
-
-    @staticmethod
-    def _release(store: LogStore, owned: bool, lease: FileLease | None) -> None:
-        """Close the store if the task opened it, then release the lease."""
-        try:
-            if owned:
-                store.close()
-        finally:
-            if lease is not None:
-                lease.close()
-
-    @staticmethod
-    def _begin(store: LogStore, pin: Pin, prompt: str | None) -> None:
-        """Begin or check the task, finish a batch a crash cut short, and write ``prompt``
-        if the task holds no event yet."""
-        store.begin(pin)
-        found = store.read()
-        missing = unfinished_batch(found.records)
-        if missing:
-            store.append_batch(missing)
-        if prompt is not None and not found.events:
-            store.append_event(UserText(text=prompt))
-
     @property
     def store(self) -> LogStore:
         """The task file."""
@@ -238,18 +204,18 @@ class TaskBase:
         first step to refuse, or to tell the model (`say`), when its tools changed."""
         return offer(self._offered, toolbox_of(tools).specs).changes
 
-    def _offer(self, box: Toolbox) -> None:
-        """Record the specs a step offers when they differ from the last recorded, with a
-        WARNING at the first step of an opening (the tools a resumed task had changed)."""
+    def _offered_record(self, box: Toolbox) -> ToolsRecord | None:
+        """The tools record a step offering ``box`` appends (None: the specs last recorded),
+        with a WARNING at the first step of an opening (the tools a resumed task had
+        changed); the task then counts them offered."""
         specs = box.specs
         planned = offer(self._offered, specs)
         if planned.changes and not self._stepped:
             logger.warning("task %r: %s", self._store, planned.changes)
-        if planned.record is not None:
-            self._store.append_tools(planned.record)
         if self._offered is not None or planned.record is not None:
             self._offered = specs
         self._stepped = True
+        return planned.record
 
     def _read(self) -> LogRead:
         return self._store.read()

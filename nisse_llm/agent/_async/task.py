@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from nisse_llm import defaults
 from nisse_llm._closing import AsyncClosing
+from nisse_llm.agent._async.opening import opening
 from nisse_llm.agent._base import (
     AsyncReconcile,
     TaskBase,
@@ -37,7 +38,7 @@ from nisse_llm.agent.plan import (
 )
 from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult, UserImage, UserText
 from nisse_llm.log.toolbox import Toolbox
-from nisse_llm.task.records import ToolRunRecord, pending_calls
+from nisse_llm.task.records import ToolRunRecord, pending_calls, unfinished_batch
 from nisse_llm.transport.routers import AsyncRoleRouter
 
 if TYPE_CHECKING:
@@ -46,6 +47,9 @@ if TYPE_CHECKING:
     from nisse_llm.config.options import RequestOptions
     from nisse_llm.config.settings import Pin, Settings
     from nisse_llm.log.images import Image
+    from nisse_llm.task.lease import FileLease
+    from nisse_llm.task.logstore import LogStore
+    from nisse_llm.task.records import ResumedTask
     from nisse_llm.task.summaries import CompactionPolicy
 
     M = TypeVar("M", bound=BaseModel)
@@ -60,34 +64,23 @@ class AsyncTask(TaskBase, AsyncClosing):
 
     def __init__(
         self,
-        store: TaskStore,
+        store: LogStore,
         pin: Pin,
+        router: AsyncRoleRouter,
+        resumed: ResumedTask[LogStore],
         *,
-        router: AsyncRoleRouter | None = None,
-        compaction: CompactionPolicy | None = None,
-        prompt: str | None = None,
-        reconcile: AsyncReconcile | None = None,
-        settings: Settings | None = None,
+        owned: bool,
+        owns_router: bool,
+        lease: FileLease | None,
+        reconcile: AsyncReconcile | None,
     ) -> None:
-        opened, owned = open_store(store, settings)
-        if router is not None:
-            opened = checked_router(router, opened, pin, compaction)
-            owned = False
-        lease = self._lease(opened, owned)
-        try:
-            self._begin(opened, pin, prompt)
-            resumed = opened.resume(pin.token, base_url=pin.base_url)
-            self._router = router or AsyncRoleRouter.from_pin(
-                pin, store=opened, compaction=compaction
-            )
-        except BaseException:
-            self._release(opened, owned, lease)
-            raise
-        self._owns_router = router is None
+        """A task opened by `open` (which does the opening's I/O): use that."""
+        self._router = router
+        self._owns_router = owns_router
         #: Whether every tool call of the log is answered (unknown until searched).
         self._settled = False
         super().__init__(
-            opened,
+            store,
             pin,
             resumed.events,
             owned=owned,
@@ -98,7 +91,8 @@ class AsyncTask(TaskBase, AsyncClosing):
         )
 
     @classmethod
-    def open(
+    @opening
+    async def open(
         cls,
         store: TaskStore,
         pin: Pin,
@@ -109,7 +103,9 @@ class AsyncTask(TaskBase, AsyncClosing):
         reconcile: AsyncReconcile | None = None,
         settings: Settings | None = None,
     ) -> AsyncTask:
-        """Begin the task ``pin`` in ``store``, or resume it, as its one driver.
+        """Begin the task ``pin`` in ``store``, or resume it, as its one driver:
+        ``async with AsyncTask.open(...) as task`` (closed on leaving), or
+        ``task = await AsyncTask.open(...)`` (then ``await task.aclose()``).
 
         ``store`` is a task file's path, a `LogStore`, or a task key: a string with no path
         separator and no ``.jsonl`` suffix, such as ``"fix-issue-123"``, opened with
@@ -125,14 +121,27 @@ class AsyncTask(TaskBase, AsyncClosing):
         calls in the same file. ``reconcile(call)`` (see `AsyncReconcile`) is asked for
         the result of a cut run of a tool that may not run again (None: unknown).
         """
+        opened, owned = open_store(store, settings)
+        if router is not None:
+            opened = checked_router(router, opened, pin, compaction)
+            owned = False
+        lease = await _lease(opened, owned)
+        try:
+            await _begin(opened, pin, prompt)
+            resumed = opened.resume(pin.token, base_url=pin.base_url)
+            driver = router or AsyncRoleRouter.from_pin(pin, store=opened, compaction=compaction)
+        except BaseException:
+            await _release(opened, owned, lease)
+            raise
         return cls(
-            store,
+            opened,
             pin,
-            router=router,
-            compaction=compaction,
-            prompt=prompt,
+            driver,
+            resumed,
+            owned=owned,
+            owns_router=router is None,
+            lease=lease,
             reconcile=reconcile,
-            settings=settings,
         )
 
     @property
@@ -156,7 +165,7 @@ class AsyncTask(TaskBase, AsyncClosing):
         """
         box = toolbox_of(tools)
         finished = await self._finish(box)
-        self._offer(box)
+        await self._offer(box)
         completion = await self._router.completion(role, self._log, box, options=options)
         self._log += [record.event for record in self._store.append_batch(completion.events)]
         self._settled = False
@@ -218,7 +227,7 @@ class AsyncTask(TaskBase, AsyncClosing):
                 box = toolbox_of(tools)
                 await self._steps(role, box, limits, counts, options)
                 counts.check(limits)
-                self._offer(box)  # a run that made no step still records what it offers
+                await self._offer(box)  # a run that made no step still records what it offers
                 typed = await self._router.complete_as(
                     output_type,
                     role,
@@ -290,11 +299,51 @@ class AsyncTask(TaskBase, AsyncClosing):
         self._log.append(self._store.append_event(result).event)
         return result
 
+    async def _offer(self, box: Toolbox) -> None:
+        """Record the specs a step offers when they differ from the last recorded (see
+        `TaskBase._offered_record`)."""
+        record = self._offered_record(box)
+        if record is not None:
+            self._store.append_tools(record)
+
     async def aclose(self) -> None:
         """Close what the task opened: its router and its file (not those it was given)."""
         if self._owns_router:
             await self._router.aclose()
-        self._release(self._store, self._owned, self._held)
+        await _release(self._store, self._owned, self._held)
+
+
+async def _lease(store: LogStore, owned: bool) -> FileLease | None:
+    """Take the task's lease as its one driver (`LogStore.lease`); `TaskBusy` while
+    another holds it (a store the task opened is closed first)."""
+    try:
+        return store.lease()
+    except BaseException:
+        if owned:
+            store.close()
+        raise
+
+
+async def _release(store: LogStore, owned: bool, lease: FileLease | None) -> None:
+    """Close the store if the task opened it, then release the lease."""
+    try:
+        if owned:
+            store.close()
+    finally:
+        if lease is not None:
+            lease.close()
+
+
+async def _begin(store: LogStore, pin: Pin, prompt: str | None) -> None:
+    """Begin or check the task, finish a batch a crash cut short, and write ``prompt``
+    if the task holds no event yet."""
+    store.begin(pin)
+    found = store.read()
+    missing = unfinished_batch(found.records)
+    if missing:
+        store.append_batch(missing)
+    if prompt is not None and not found.events:
+        store.append_event(UserText(text=prompt))
 
 
 def _limits(

@@ -25,6 +25,7 @@ from nisse_llm.agent._base import (
     reconciled,
     toolbox_of,
 )
+from nisse_llm.agent._sync.opening import opening
 from nisse_llm.agent.plan import (
     Finish,
     RunCounts,
@@ -38,7 +39,7 @@ from nisse_llm.agent.plan import (
 )
 from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult, UserImage, UserText
 from nisse_llm.log.toolbox import Toolbox
-from nisse_llm.task.records import ToolRunRecord, pending_calls
+from nisse_llm.task.records import ToolRunRecord, pending_calls, unfinished_batch
 from nisse_llm.transport.routers import RoleRouter
 
 if TYPE_CHECKING:
@@ -47,6 +48,9 @@ if TYPE_CHECKING:
     from nisse_llm.config.options import RequestOptions
     from nisse_llm.config.settings import Pin, Settings
     from nisse_llm.log.images import Image
+    from nisse_llm.task.lease import FileLease
+    from nisse_llm.task.logstore import LogStore
+    from nisse_llm.task.records import ResumedTask
     from nisse_llm.task.summaries import CompactionPolicy
 
     M = TypeVar("M", bound=BaseModel)
@@ -61,32 +65,23 @@ class Task(TaskBase, Closing):
 
     def __init__(
         self,
-        store: TaskStore,
+        store: LogStore,
         pin: Pin,
+        router: RoleRouter,
+        resumed: ResumedTask[LogStore],
         *,
-        router: RoleRouter | None = None,
-        compaction: CompactionPolicy | None = None,
-        prompt: str | None = None,
-        reconcile: Reconcile | None = None,
-        settings: Settings | None = None,
+        owned: bool,
+        owns_router: bool,
+        lease: FileLease | None,
+        reconcile: Reconcile | None,
     ) -> None:
-        opened, owned = open_store(store, settings)
-        if router is not None:
-            opened = checked_router(router, opened, pin, compaction)
-            owned = False
-        lease = self._lease(opened, owned)
-        try:
-            self._begin(opened, pin, prompt)
-            resumed = opened.resume(pin.token, base_url=pin.base_url)
-            self._router = router or RoleRouter.from_pin(pin, store=opened, compaction=compaction)
-        except BaseException:
-            self._release(opened, owned, lease)
-            raise
-        self._owns_router = router is None
+        """A task opened by `open` (which does the opening's I/O): use that."""
+        self._router = router
+        self._owns_router = owns_router
         #: Whether every tool call of the log is answered (unknown until searched).
         self._settled = False
         super().__init__(
-            opened,
+            store,
             pin,
             resumed.events,
             owned=owned,
@@ -97,6 +92,7 @@ class Task(TaskBase, Closing):
         )
 
     @classmethod
+    @opening
     def open(
         cls,
         store: TaskStore,
@@ -108,7 +104,9 @@ class Task(TaskBase, Closing):
         reconcile: Reconcile | None = None,
         settings: Settings | None = None,
     ) -> Task:
-        """Begin the task ``pin`` in ``store``, or resume it, as its one driver.
+        """Begin the task ``pin`` in ``store``, or resume it, as its one driver:
+        ``with Task.open(...) as task`` (closed on leaving), or
+        ``task = Task.open(...)`` (then ``task.close()``).
 
         ``store`` is a task file's path, a `LogStore`, or a task key: a string with no path
         separator and no ``.jsonl`` suffix, such as ``"fix-issue-123"``, opened with
@@ -124,14 +122,27 @@ class Task(TaskBase, Closing):
         calls in the same file. ``reconcile(call)`` (see `Reconcile`) is asked for
         the result of a cut run of a tool that may not run again (None: unknown).
         """
+        opened, owned = open_store(store, settings)
+        if router is not None:
+            opened = checked_router(router, opened, pin, compaction)
+            owned = False
+        lease = _lease(opened, owned)
+        try:
+            _begin(opened, pin, prompt)
+            resumed = opened.resume(pin.token, base_url=pin.base_url)
+            driver = router or RoleRouter.from_pin(pin, store=opened, compaction=compaction)
+        except BaseException:
+            _release(opened, owned, lease)
+            raise
         return cls(
-            store,
+            opened,
             pin,
-            router=router,
-            compaction=compaction,
-            prompt=prompt,
+            driver,
+            resumed,
+            owned=owned,
+            owns_router=router is None,
+            lease=lease,
             reconcile=reconcile,
-            settings=settings,
         )
 
     @property
@@ -289,11 +300,51 @@ class Task(TaskBase, Closing):
         self._log.append(self._store.append_event(result).event)
         return result
 
+    def _offer(self, box: Toolbox) -> None:
+        """Record the specs a step offers when they differ from the last recorded (see
+        `TaskBase._offered_record`)."""
+        record = self._offered_record(box)
+        if record is not None:
+            self._store.append_tools(record)
+
     def close(self) -> None:
         """Close what the task opened: its router and its file (not those it was given)."""
         if self._owns_router:
             self._router.close()
-        self._release(self._store, self._owned, self._held)
+        _release(self._store, self._owned, self._held)
+
+
+def _lease(store: LogStore, owned: bool) -> FileLease | None:
+    """Take the task's lease as its one driver (`LogStore.lease`); `TaskBusy` while
+    another holds it (a store the task opened is closed first)."""
+    try:
+        return store.lease()
+    except BaseException:
+        if owned:
+            store.close()
+        raise
+
+
+def _release(store: LogStore, owned: bool, lease: FileLease | None) -> None:
+    """Close the store if the task opened it, then release the lease."""
+    try:
+        if owned:
+            store.close()
+    finally:
+        if lease is not None:
+            lease.close()
+
+
+def _begin(store: LogStore, pin: Pin, prompt: str | None) -> None:
+    """Begin or check the task, finish a batch a crash cut short, and write ``prompt``
+    if the task holds no event yet."""
+    store.begin(pin)
+    found = store.read()
+    missing = unfinished_batch(found.records)
+    if missing:
+        store.append_batch(missing)
+    if prompt is not None and not found.events:
+        store.append_event(UserText(text=prompt))
 
 
 def _limits(

@@ -1,0 +1,53 @@
+"""What the async side does where unasync cannot spell the sync one (see ``_sync/opening.py``,
+its twin by name): an opening coroutine made both awaitable and an ``async with``."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Coroutine, Generator
+from types import TracebackType
+from typing import Any, Generic, ParamSpec, TypeVar
+
+from nisse_llm._closing import AsyncClosing
+
+__all__ = ["Opening", "opening"]
+
+P = ParamSpec("P")
+T = TypeVar("T", bound=AsyncClosing)
+
+
+class Opening(Generic[T]):
+    """What an opening returns: ``await`` it for the object, or ``async with`` it (the object
+    closed on leaving)."""
+
+    __slots__ = ("_coro", "_opened")
+
+    def __init__(self, coro: Coroutine[Any, Any, T]) -> None:
+        self._coro = coro
+        self._opened: T | None = None
+
+    def __await__(self) -> Generator[Any, None, T]:
+        return self._coro.__await__()
+
+    async def __aenter__(self) -> T:
+        self._opened = await self._coro
+        return self._opened
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        assert self._opened is not None
+        await self._opened.__aexit__(exc_type, exc, tb)
+
+
+def opening(fn: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, Opening[T]]:
+    """Make the coroutine function ``fn`` return an `Opening` (its sync twin: ``fn`` as it is)."""
+
+    @functools.wraps(fn)
+    def opened(*args: P.args, **kwargs: P.kwargs) -> Opening[T]:
+        return Opening(fn(*args, **kwargs))
+
+    return opened
