@@ -34,9 +34,15 @@ __all__ = [
     "TaskBase",
     "TaskStore",
     "areconciled",
+    "history_of",
     "open_store",
     "reconciled",
+    "tool_runs_of",
     "toolbox_of",
+    "unknown_calls_of",
+    "unknown_tool_runs_of",
+    "usage_of",
+    "view_of",
 ]
 
 #: Where a task lives: a task file's path, a task key of the configured store, or a
@@ -107,6 +113,38 @@ def _same_task(held: LogStore, store: LogStore) -> bool:
     return repr(held) == repr(store)
 
 
+def view_of(found: LogRead) -> list[CanonicalEvent]:
+    """The log the next request sends: the file's compacted view, repaired."""
+    from nisse_llm.task.compaction import repair
+
+    return repair([item.event for item in found.view], answer_dangling=False)[0]
+
+
+def history_of(found: LogRead) -> list[CanonicalEvent]:
+    """Every event the task file holds, compactions included, in file order."""
+    return [record.event for record in found.events]
+
+
+def usage_of(found: LogRead) -> UsageTotals:
+    """The usage of every recorded call."""
+    return found.usage
+
+
+def unknown_calls_of(found: LogRead) -> list[StoredCall]:
+    """The start records of model calls that never ended."""
+    return found.unknown_calls
+
+
+def unknown_tool_runs_of(found: LogRead) -> list[ToolCall]:
+    """The tool calls whose run was cut and whose outcome is unknown."""
+    return unknown_tool_runs((r.event for r in found.events), found.tool_runs)
+
+
+def tool_runs_of(found: LogRead) -> list[StoredToolRun]:
+    """Every tool-run record of the file."""
+    return found.tool_runs
+
+
 class TaskBase:
     """A task's store and pin, the log the next request sends, and its state in the file."""
 
@@ -153,41 +191,6 @@ class TaskBase:
         return is_done(self._log)
 
     @property
-    def events(self) -> list[CanonicalEvent]:
-        """The log the next request sends: the file's compacted view, repaired."""
-        from nisse_llm.task.compaction import repair
-
-        view = [item.event for item in self._read().view]
-        return repair(view, answer_dangling=False)[0]
-
-    @property
-    def history(self) -> list[CanonicalEvent]:
-        """Every event the task file holds, compactions included, in file order."""
-        return [record.event for record in self._read().events]
-
-    @property
-    def usage(self) -> UsageTotals:
-        """The usage of every recorded call (tokens and cost, overall and per role)."""
-        return self._read().usage
-
-    @property
-    def unknown_calls(self) -> list[StoredCall]:
-        """The start records of model calls that never ended: possibly billed."""
-        return self._read().unknown_calls
-
-    @property
-    def unknown_tool_runs(self) -> list[ToolCall]:
-        """The tool calls whose run was cut and whose outcome is unknown (answered by an
-        error result saying so)."""
-        found = self._read()
-        return unknown_tool_runs((r.event for r in found.events), found.tool_runs)
-
-    @property
-    def tool_runs(self) -> list[StoredToolRun]:
-        """Every tool-run record of the file."""
-        return self._read().tool_runs
-
-    @property
     def repairs(self) -> list[LogFix]:
         """What the view needed changed to render when the task was opened (see `repair`)."""
         return list(self._repairs)
@@ -216,9 +219,6 @@ class TaskBase:
             self._offered = specs
         self._stepped = True
         return planned.record
-
-    def _read(self) -> LogRead:
-        return self._store.read()
 
     def _agent_span(self, role: str) -> AbstractContextManager[AgentTrace]:
         tracer = _telemetry.tracer

@@ -30,7 +30,7 @@ async def test_an_awaited_opening_is_the_task_and_closing_it_releases_the_lease(
         await task.aclose()
     async with llm, AsyncTask.open(path, llm.pin, router=llm) as again:
         assert again.done
-        assert again.history == [
+        assert await again.history == [
             UserText(text=QUESTION),
             AssistantText(text="Done.", model=llm.pin.model_for("executor")),
         ]

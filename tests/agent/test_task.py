@@ -299,11 +299,12 @@ def test_async_task_runs_and_cancellation_leaves_an_unknown_call(tmp_path: Path)
     async def resumed() -> list[object]:
         llm = scripted(path, second, final, asynchronous=True)  # type: ignore[arg-type]
         async with AsyncTask.open(path, llm.pin, router=llm) as task:
-            assert len(task.unknown_calls) == 1
+            assert len(await task.unknown_calls) == 1
             result = await task.run("executor", tools=_box(tools))
             assert result.text == "Fixed it."
+            history = await task.history
         await llm.aclose()
-        return numbered(task.history)
+        return numbered(history)
 
     asyncio.run(cancelled())
     history = asyncio.run(resumed())

@@ -61,8 +61,8 @@ def test_an_async_tasks_reconcile_may_be_a_coroutine_function(tmp_path: Path) ->
             AsyncTask.open(path, llm.pin, router=llm, reconcile=reconcile) as task,
         ):
             assert (await task.run("executor", tools=toolbox(tools))).text == "Fixed it."
-            assert task.unknown_tool_runs == []
-            return task.history
+            assert await task.unknown_tool_runs == []
+            return await task.history
 
     history = asyncio.run(resumed())
     (call,) = asked

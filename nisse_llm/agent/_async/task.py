@@ -15,15 +15,21 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from nisse_llm import defaults
 from nisse_llm._closing import AsyncClosing
-from nisse_llm.agent._async.opening import opening
+from nisse_llm.agent._async import io
 from nisse_llm.agent._base import (
     AsyncReconcile,
     TaskBase,
     TaskStore,
     areconciled,
     checked_router,
+    history_of,
     open_store,
+    tool_runs_of,
     toolbox_of,
+    unknown_calls_of,
+    unknown_tool_runs_of,
+    usage_of,
+    view_of,
 )
 from nisse_llm.agent.plan import (
     Finish,
@@ -48,8 +54,8 @@ if TYPE_CHECKING:
     from nisse_llm.config.settings import Pin, Settings
     from nisse_llm.log.images import Image
     from nisse_llm.task.lease import FileLease
-    from nisse_llm.task.logstore import LogStore
-    from nisse_llm.task.records import ResumedTask
+    from nisse_llm.task.logstore import LogRead, LogStore
+    from nisse_llm.task.records import ResumedTask, StoredCall, StoredToolRun, UsageTotals
     from nisse_llm.task.summaries import CompactionPolicy
 
     M = TypeVar("M", bound=BaseModel)
@@ -57,6 +63,7 @@ if TYPE_CHECKING:
 __all__ = ["AsyncTask"]
 
 Tools = Toolbox | Iterable[Callable[..., Any]] | None
+R = TypeVar("R")
 
 
 class AsyncTask(TaskBase, AsyncClosing):
@@ -91,7 +98,7 @@ class AsyncTask(TaskBase, AsyncClosing):
         )
 
     @classmethod
-    @opening
+    @io.opening
     async def open(
         cls,
         store: TaskStore,
@@ -148,6 +155,44 @@ class AsyncTask(TaskBase, AsyncClosing):
     def router(self) -> AsyncRoleRouter:
         """The router the task's model calls go through."""
         return self._router
+
+    @property
+    def events(self) -> io.Read[list[CanonicalEvent]]:
+        """The log the next request sends: the file's compacted view, repaired (read from
+        the store: ``await task.events``)."""
+        return self._reading(view_of)
+
+    @property
+    def history(self) -> io.Read[list[CanonicalEvent]]:
+        """Every event the task file holds, compactions included, in file order (read from
+        the store: ``await task.history``)."""
+        return self._reading(history_of)
+
+    @property
+    def usage(self) -> io.Read[UsageTotals]:
+        """The usage of every recorded call (tokens and cost, overall and per role; read
+        from the store: ``await task.usage``)."""
+        return self._reading(usage_of)
+
+    @property
+    def unknown_calls(self) -> io.Read[list[StoredCall]]:
+        """The start records of model calls that never ended: possibly billed (read from the
+        store: ``await task.unknown_calls``)."""
+        return self._reading(unknown_calls_of)
+
+    @property
+    def unknown_tool_runs(self) -> io.Read[list[ToolCall]]:
+        """The tool calls whose run was cut and whose outcome is unknown (answered by an
+        error result saying so; read from the store: ``await task.unknown_tool_runs``)."""
+        return self._reading(unknown_tool_runs_of)
+
+    @property
+    def tool_runs(self) -> io.Read[list[StoredToolRun]]:
+        """Every tool-run record of the file (read from the store: ``await task.tool_runs``)."""
+        return self._reading(tool_runs_of)
+
+    async def _reading(self, part: Callable[[LogRead], R]) -> R:
+        return part(self._store.read())
 
     async def say(self, text: str, *, images: Iterable[Image] = ()) -> None:
         """Append a user message (its text, then its images), durably, in one write."""

@@ -21,11 +21,17 @@ from nisse_llm.agent._base import (
     TaskBase,
     TaskStore,
     checked_router,
+    history_of,
     open_store,
     reconciled,
+    tool_runs_of,
     toolbox_of,
+    unknown_calls_of,
+    unknown_tool_runs_of,
+    usage_of,
+    view_of,
 )
-from nisse_llm.agent._sync.opening import opening
+from nisse_llm.agent._sync import io
 from nisse_llm.agent.plan import (
     Finish,
     RunCounts,
@@ -49,8 +55,8 @@ if TYPE_CHECKING:
     from nisse_llm.config.settings import Pin, Settings
     from nisse_llm.log.images import Image
     from nisse_llm.task.lease import FileLease
-    from nisse_llm.task.logstore import LogStore
-    from nisse_llm.task.records import ResumedTask
+    from nisse_llm.task.logstore import LogRead, LogStore
+    from nisse_llm.task.records import ResumedTask, StoredCall, StoredToolRun, UsageTotals
     from nisse_llm.task.summaries import CompactionPolicy
 
     M = TypeVar("M", bound=BaseModel)
@@ -58,6 +64,7 @@ if TYPE_CHECKING:
 __all__ = ["Task"]
 
 Tools = Toolbox | Iterable[Callable[..., Any]] | None
+R = TypeVar("R")
 
 
 class Task(TaskBase, Closing):
@@ -92,7 +99,7 @@ class Task(TaskBase, Closing):
         )
 
     @classmethod
-    @opening
+    @io.opening
     def open(
         cls,
         store: TaskStore,
@@ -149,6 +156,44 @@ class Task(TaskBase, Closing):
     def router(self) -> RoleRouter:
         """The router the task's model calls go through."""
         return self._router
+
+    @property
+    def events(self) -> io.Read[list[CanonicalEvent]]:
+        """The log the next request sends: the file's compacted view, repaired (read from
+        the store: ``task.events``)."""
+        return self._reading(view_of)
+
+    @property
+    def history(self) -> io.Read[list[CanonicalEvent]]:
+        """Every event the task file holds, compactions included, in file order (read from
+        the store: ``task.history``)."""
+        return self._reading(history_of)
+
+    @property
+    def usage(self) -> io.Read[UsageTotals]:
+        """The usage of every recorded call (tokens and cost, overall and per role; read
+        from the store: ``task.usage``)."""
+        return self._reading(usage_of)
+
+    @property
+    def unknown_calls(self) -> io.Read[list[StoredCall]]:
+        """The start records of model calls that never ended: possibly billed (read from the
+        store: ``task.unknown_calls``)."""
+        return self._reading(unknown_calls_of)
+
+    @property
+    def unknown_tool_runs(self) -> io.Read[list[ToolCall]]:
+        """The tool calls whose run was cut and whose outcome is unknown (answered by an
+        error result saying so; read from the store: ``task.unknown_tool_runs``)."""
+        return self._reading(unknown_tool_runs_of)
+
+    @property
+    def tool_runs(self) -> io.Read[list[StoredToolRun]]:
+        """Every tool-run record of the file (read from the store: ``task.tool_runs``)."""
+        return self._reading(tool_runs_of)
+
+    def _reading(self, part: Callable[[LogRead], R]) -> R:
+        return part(self._store.read())
 
     def say(self, text: str, *, images: Iterable[Image] = ()) -> None:
         """Append a user message (its text, then its images), durably, in one write."""

@@ -1,19 +1,24 @@
-"""What the async side does where unasync cannot spell the sync one (see ``_sync/opening.py``,
-its twin by name): an opening coroutine made both awaitable and an ``async with``."""
+"""What the async side does where unasync cannot spell the sync one (see ``_sync/io.py``,
+its twin by name): an opening coroutine made both awaitable and an ``async with``, and
+what a property that reads the store gives (a coroutine to await)."""
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Coroutine, Generator
 from types import TracebackType
-from typing import Any, Generic, ParamSpec, TypeVar
+from typing import Any, Generic, ParamSpec, TypeAlias, TypeVar
 
 from nisse_llm._closing import AsyncClosing
 
-__all__ = ["Opening", "opening"]
+__all__ = ["Opening", "Read", "opening"]
 
 P = ParamSpec("P")
 T = TypeVar("T", bound=AsyncClosing)
+R = TypeVar("R")
+
+#: What a property reading the task's store gives: ``await task.history``.
+Read: TypeAlias = Coroutine[Any, Any, R]
 
 
 class Opening(Generic[T]):
