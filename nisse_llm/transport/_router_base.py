@@ -7,7 +7,7 @@ compacted log kept for later calls. The routers themselves are
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Self, TypeVar
 
@@ -133,12 +133,13 @@ class RouterBase(Generic[K]):
         self._last_call: CallInfo | None = None
         #: id(call) -> its start record's number, while the call runs.
         self._starts: dict[int, int] = {}
-        if store is not None:
-            store.begin(pin)  # a new file gets the header; another task's file is refused
-        self._observe_clients()
+        #: Whether the store has been begun with the pin (see ``begin_task``).
+        self._begun = store is None
+        self._attach()
 
-    def _observe_clients(self) -> None:
-        """Give each client the hooks that record its calls (the router's own I/O)."""
+    def _attach(self) -> None:
+        """Begin the store (when the router can now) and give each client the hooks that
+        record its calls: the router's own I/O."""
         raise NotImplementedError
 
     @property
@@ -163,15 +164,6 @@ class RouterBase(Generic[K]):
         ):
             return after + log[len(before) :]
         return log
-
-    def _keep(self, before: list[CanonicalEvent], after: list[CanonicalEvent]) -> None:
-        """Remember a compaction for later calls and record it in the task file."""
-        self._compacted = (before, after)
-        if self._store is not None:
-            # A log whose events were never appended cannot be named by records: the call
-            # record still says the call was compacted.
-            with suppress(ValueError):
-                self._store.append_compaction(after)
 
     @property
     def store(self) -> LogStore | None:

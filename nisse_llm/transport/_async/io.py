@@ -1,5 +1,6 @@
 """What the async side does where unasync cannot spell the sync one (see ``_sync/io.py``,
-its twin by name): sleep, request content, closing a response's chunk iterator."""
+its twin by name): sleep, request content, closing a response's chunk iterator, a router's
+store begun later."""
 
 from __future__ import annotations
 
@@ -24,6 +25,11 @@ async def _parts(parts: list[bytes]) -> AsyncIterator[bytes]:
 def request_content(parts: list[bytes]) -> AsyncIterator[bytes]:
     """A body's parts as request content: an async client takes no sync iterable."""
     return _parts(parts)
+
+
+def begin_now(begin: Callable[[], Awaitable[None]]) -> None:
+    """Nothing: an async router cannot await in its constructor, so it begins its task's
+    store before its first call's start record (``begin`` awaited then)."""
 
 
 async def close_chunks(chunks: AsyncIterator[bytes]) -> None:

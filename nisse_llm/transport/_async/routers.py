@@ -10,6 +10,7 @@ compacted near the model's window. What needs no I/O is `nisse_llm.transport._ro
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import suppress
 from typing import TYPE_CHECKING, TypeVar
 
 from nisse_llm._closing import AsyncClosing
@@ -24,6 +25,7 @@ from nisse_llm.log.canonical import (
     as_events,
     as_tool_specs,
 )
+from nisse_llm.transport._async import io
 from nisse_llm.transport._async.headroom import AsyncRouterLimits
 from nisse_llm.transport._router_base import (
     ASYNC_KINDS,
@@ -52,15 +54,28 @@ class AsyncRoleRouter(AsyncRouterLimits, RouterBase[AsyncRouteClient], AsyncClos
 
     _kinds = ASYNC_KINDS
 
-    def _observe_clients(self) -> None:
+    def _attach(self) -> None:
+        io.begin_now(self.begin_task)
         start = None if self._store is None else self._call_started
         task_id = None if self._store is None else self._store.task_id
         for client in self._clients.values():
             client.observe(on_start=start, on_end=self._call_ended, conversation_id=task_id)
 
+    async def begin_task(self) -> None:
+        """Begin the task's store with the router's pin, unless begun: a new task gets the
+        pin's header, another task's store is refused (`TaskPinMismatch`) before any call.
+        A `RoleRouter` begins it as it is built; an `AsyncRoleRouter`, which cannot await
+        there, before its first call's start record, or when this is awaited."""
+        if not self._begun:
+            assert self._store is not None
+            self._store.begin(self._pin)
+            self._begun = True
+
     async def _call_started(self, call: Call) -> None:
-        """Append ``call``'s start record before its request leaves."""
+        """Append ``call``'s start record before its request leaves (the store begun first)."""
         assert self._store is not None
+        if not self._begun:
+            await self.begin_task()
         self._starts[id(call)] = self._store.append_call(start_record(call)).seq
 
     async def _call_ended(self, call: Call, usage: Usage | None, outcome: str) -> None:
@@ -121,7 +136,7 @@ class AsyncRoleRouter(AsyncRouterLimits, RouterBase[AsyncRouteClient], AsyncClos
         how: str | None = None
         if window is not None and room.input_tokens > policy.threshold * window:
             log = await self._compact(model, client, log, specs, system, merged, window)
-            self._keep(given, log)
+            await self._keep(given, log)
             how = "threshold"
         try:
             with acting(role), compacting(how):
@@ -135,9 +150,19 @@ class AsyncRoleRouter(AsyncRouterLimits, RouterBase[AsyncRouteClient], AsyncClos
             log = await self._compact(
                 model, client, log, specs, system, merged, limit, refused=True
             )
-            self._keep(given, log)
+            await self._keep(given, log)
         with acting(role), compacting("overflow"):
             return await client.completion(log, specs, model, system, cache=cache, options=merged)
+
+    async def _keep(self, before: list[CanonicalEvent], after: list[CanonicalEvent]) -> None:
+        """Remember a compaction for later calls and record it in the task's store."""
+        self._compacted = (before, after)
+        if self._store is not None:
+            await self.begin_task()
+            # A log whose events were never appended cannot be named by records: the call
+            # record still says the call was compacted.
+            with suppress(ValueError):
+                self._store.append_compaction(after)
 
     async def _compact(
         self,

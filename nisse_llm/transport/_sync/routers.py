@@ -11,6 +11,7 @@ compacted near the model's window. What needs no I/O is `nisse_llm.transport._ro
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import suppress
 from typing import TYPE_CHECKING, TypeVar
 
 from nisse_llm._closing import Closing
@@ -33,6 +34,7 @@ from nisse_llm.transport._router_base import (
     end_record,
     start_record,
 )
+from nisse_llm.transport._sync import io
 from nisse_llm.transport._sync.headroom import RouterLimits
 from nisse_llm.transport.clients import ReplyStream, SyncRouteClient
 from nisse_llm.transport.core import Call
@@ -53,15 +55,28 @@ class RoleRouter(RouterLimits, RouterBase[SyncRouteClient], Closing):
 
     _kinds = SYNC_KINDS
 
-    def _observe_clients(self) -> None:
+    def _attach(self) -> None:
+        io.begin_now(self.begin_task)
         start = None if self._store is None else self._call_started
         task_id = None if self._store is None else self._store.task_id
         for client in self._clients.values():
             client.observe(on_start=start, on_end=self._call_ended, conversation_id=task_id)
 
+    def begin_task(self) -> None:
+        """Begin the task's store with the router's pin, unless begun: a new task gets the
+        pin's header, another task's store is refused (`TaskPinMismatch`) before any call.
+        A `RoleRouter` begins it as it is built; an `RoleRouter`, which cannot await
+        there, before its first call's start record, or when this is awaited."""
+        if not self._begun:
+            assert self._store is not None
+            self._store.begin(self._pin)
+            self._begun = True
+
     def _call_started(self, call: Call) -> None:
-        """Append ``call``'s start record before its request leaves."""
+        """Append ``call``'s start record before its request leaves (the store begun first)."""
         assert self._store is not None
+        if not self._begun:
+            self.begin_task()
         self._starts[id(call)] = self._store.append_call(start_record(call)).seq
 
     def _call_ended(self, call: Call, usage: Usage | None, outcome: str) -> None:
@@ -131,6 +146,16 @@ class RoleRouter(RouterLimits, RouterBase[SyncRouteClient], Closing):
             self._keep(given, log)
         with acting(role), compacting("overflow"):
             return client.completion(log, specs, model, system, cache=cache, options=merged)
+
+    def _keep(self, before: list[CanonicalEvent], after: list[CanonicalEvent]) -> None:
+        """Remember a compaction for later calls and record it in the task's store."""
+        self._compacted = (before, after)
+        if self._store is not None:
+            self.begin_task()
+            # A log whose events were never appended cannot be named by records: the call
+            # record still says the call was compacted.
+            with suppress(ValueError):
+                self._store.append_compaction(after)
 
     def _compact(
         self,

@@ -1,0 +1,42 @@
+"""An `AsyncRoleRouter` with a store: begun before its first call (it cannot await in its
+constructor), every record awaited."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nisse_llm.log.canonical import UserText
+from nisse_llm.task.logstore import LogStore, TaskPinMismatch
+from nisse_llm.testing import Script, ScriptedTransport, reply
+from nisse_llm.transport.routers import AsyncRoleRouter
+from tests.taskrecord.helpers import BASE_URL, TOKEN, make_pin
+
+
+async def test_an_async_router_begins_its_store_before_its_first_call(tmp_path: Path) -> None:
+    """Built, the router has written nothing; its first call writes the pin's header before
+    the call's start record; another task's store is refused at the first call, unsent, or
+    at ``begin_task``."""
+    path = tmp_path / "task.jsonl"
+    script = Script().chat(reply("done"))
+    async with AsyncRoleRouter.from_pin(
+        make_pin(), store=LogStore(path), transport=ScriptedTransport(script)
+    ) as llm:
+        assert not path.exists() or path.read_bytes() == b""
+        await llm.complete("executor", [UserText(text="go")], None)
+    found = LogStore(path).read()
+    ((start,), (end,)) = found.starts, found.calls
+    assert (start.seq, start.llm_call.outcome) == (1, "started")  # after the header, 0
+    assert (end.seq, end.llm_call.outcome, end.llm_call.start) == (2, "ok", 1)
+    assert LogStore(path).resume(TOKEN, base_url=BASE_URL).pin == make_pin()
+
+    other = LogStore(tmp_path / "other.jsonl").begin(make_pin(executor="gpt-4.1"))
+    script = Script().chat(reply("never sent"))
+    transport = ScriptedTransport(script)
+    async with AsyncRoleRouter.from_pin(make_pin(), store=other, transport=transport) as llm:
+        with pytest.raises(TaskPinMismatch):
+            await llm.begin_task()
+        with pytest.raises(TaskPinMismatch):
+            await llm.complete("executor", [UserText(text="go")], None)
+    assert script.requests == []
