@@ -82,8 +82,9 @@ class FileLease(Closing):
     ) -> tuple[str | None, datetime | None] | None:
         """Who holds the lease of ``task_file`` now and since when, read without taking or
         touching it: `None` when it is not held (a record left by a dead or closed holder
-        included), ``(None, None)`` when it is held but its record is empty or damaged (a
-        holder that has just taken it may not have written it yet).
+        included), ``(None, None)`` when it is held but its record is empty or damaged. A
+        holder that has just taken it may read, for the instant before it writes its
+        record, as ``(None, None)`` or as the holder before it.
 
         Raises `OSError` where the system does not show its locks (no ``/proc/locks``:
         not Linux, or no ``/proc``), so that a caller can say it cannot tell.
