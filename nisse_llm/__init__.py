@@ -81,8 +81,8 @@ if TYPE_CHECKING:
         ToolCallStarted,
     )
     from nisse_llm.task.compaction import LogFix, compact, repair
-    from nisse_llm.task.logstore import LogStore
-    from nisse_llm.task.postgres import PostgresLogStore
+    from nisse_llm.task.logstore import AsyncLogStore, LogStore
+    from nisse_llm.task.postgres import AsyncPostgresLogStore, PostgresLogStore
     from nisse_llm.task.records import CallRecord, ResumedTask, UsageTotal, UsageTotals
     from nisse_llm.task.stores import open_task_store
     from nisse_llm.task.summaries import CompactionPolicy, asummarize, summarize
@@ -112,7 +112,9 @@ _LAZY = {
     "Pin": "nisse_llm.config.settings",
     "RoleMap": "nisse_llm.config.settings",
     "LogStore": "nisse_llm.task.logstore",
+    "AsyncLogStore": "nisse_llm.task.logstore",
     "PostgresLogStore": "nisse_llm.task.postgres",
+    "AsyncPostgresLogStore": "nisse_llm.task.postgres",
     "open_task_store": "nisse_llm.task.stores",
     "LogFix": "nisse_llm.task.compaction",
     "compact": "nisse_llm.task.compaction",
@@ -172,7 +174,9 @@ __all__ = [
     "AssistantText",
     "AsyncAnthropicPassthroughClient",
     "AsyncLiteLLMClient",
+    "AsyncLogStore",
     "AsyncOpenAIResponsesClient",
+    "AsyncPostgresLogStore",
     "AsyncReplyStream",
     "AsyncRoleRouter",
     "AsyncTask",

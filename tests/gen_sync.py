@@ -29,6 +29,8 @@ SOURCES = (
     "nisse_llm/testing/_async/client.py",
     "nisse_llm/agent/_async/task.py",
     "bench/_async/fleet_driver.py",
+    "nisse_llm/task/_async/logstore.py",
+    "nisse_llm/task/_async/postgres.py",
 )
 #: Async name -> sync name, beside unasync's own (``__aenter__``, ``StopAsyncIteration``...).
 NAMES = {
@@ -60,6 +62,10 @@ NAMES = {
     "areconciled": "reconciled",
     "AsyncStartHook": "StartHook",
     "AsyncCallObserver": "CallObserver",
+    "AsyncLogStore": "LogStore",
+    "AsyncPostgresLogStore": "PostgresLogStore",
+    "AsyncConnection": "Connection",
+    "AsyncCursor": "Cursor",
 }
 #: Phrases of docstrings and comments (code loses its ``async``/``await`` to unasync).
 PHRASES = {"async with": "with", "async for": "for", "await ": ""}

@@ -23,6 +23,7 @@ from nisse_llm.config.settings import Settings
 from nisse_llm.errors import LogCorrupt
 from nisse_llm.log.canonical import AssistantText, ToolCall, ToolResult, UserText
 from nisse_llm.task.dsn import redacted_url
+from nisse_llm.task.lease import FileLease
 from nisse_llm.task.logstore import LogRead, LogStore
 from nisse_llm.task.records import UsageTotal
 from nisse_llm.task.stores import is_database_url, open_task_store, task_folder
@@ -57,6 +58,7 @@ def _list(args: argparse.Namespace) -> int:
     else:
         folder = task_folder(settings)
         keys = sorted(path.stem for path in folder.glob("*.jsonl")) if folder.is_dir() else []
+        holders = {key: _file_lease(folder / f"{key}.jsonl") for key in keys}
     rows = [("KEY", "PIN", "STATUS", "CALLS", "COST_USD", "LAST_ACTIVITY", "LEASE")]
     unreadable = 0
     for key in keys:
@@ -84,6 +86,19 @@ def _list(args: argparse.Namespace) -> int:
     print(f"{len(keys)} task(s) in {store_shown(settings)}")
     table(sys.stdout, rows)
     return 1 if unreadable else 0
+
+
+def _file_lease(task_file: Path) -> str:
+    """The LEASE column of a task file: its holder, ``(unknown)`` when held with no
+    readable record, ``-`` when not held, ``?`` where the system cannot tell."""
+    try:
+        found = FileLease.holder_of(task_file)
+    except OSError:
+        return "?"
+    if found is None:
+        return "-"
+    holder, _ = found
+    return printable(holder) if holder is not None else "(unknown)"
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -191,7 +206,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     task = commands.add_parser("task", help="list, show, export or import tasks")
     actions = task.add_subparsers(dest="action", required=True, metavar="{list,show,export,import}")
     for name, handler, summary in (
-        ("list", _list, "every task: key, pin, status, calls, cost, last activity, lease"),
+        (
+            "list",
+            _list,
+            "every task: key, pin, status, calls, cost, last activity, lease holder ('-' "
+            "none, '(unknown)' held without a readable record, '?' the system cannot tell)",
+        ),
         ("show", _show, "one task: its view, unknown calls and usage (never takes the lease)"),
         ("export", _export, "one task's records as JSON lines on standard output"),
         ("import", _import, "append exported JSON lines (PATH, or - for stdin) to a new task"),

@@ -12,20 +12,26 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
+
+from pydantic import SecretStr
 
 from nisse_llm.errors import ConfigError
 from nisse_llm.task.logstore import LogStore
 
 if TYPE_CHECKING:
     from nisse_llm.config.settings import Settings
+    from nisse_llm.task._async.logstore import AsyncLogStore
 
 __all__ = [
     "DEFAULT_TASK_FOLDER",
     "TASK_KEY_PATTERN",
+    "AsyncStoreArg",
     "StoreArg",
     "is_database_url",
     "is_task_key",
+    "open_async_store",
+    "open_async_task_store",
     "open_store",
     "open_task_store",
     "task_folder",
@@ -48,6 +54,29 @@ def open_task_store(key: str, settings: Settings | None = None) -> LogStore:
     made); by default the settings `load_settings` finds, no role required. `ConfigError`
     for a key that is not a plain name (letters, digits, ``.``, ``_``, ``-``; not
     starting with a dot)."""
+    where = _task_place(key, settings)
+    if isinstance(where, Path):
+        return LogStore(where)
+    from nisse_llm.task.postgres import PostgresLogStore
+
+    return PostgresLogStore(where, key)
+
+
+def open_async_task_store(key: str, settings: Settings | None = None) -> AsyncLogStore:
+    """`open_task_store` for asyncio: the `AsyncLogStore` or `AsyncPostgresLogStore` of
+    task ``key``."""
+    where = _task_place(key, settings)
+    if isinstance(where, Path):
+        from nisse_llm.task._async.logstore import AsyncLogStore
+
+        return AsyncLogStore(where)
+    from nisse_llm.task._async.postgres import AsyncPostgresLogStore
+
+    return AsyncPostgresLogStore(where, key)
+
+
+def _task_place(key: str, settings: Settings | None) -> Path | SecretStr:
+    """Where task ``key`` lives: its file's path (the folder made) or the database URL."""
     if re.fullmatch(TASK_KEY_PATTERN, key) is None:
         raise ConfigError(
             f"task key {key!r}: use letters, digits, '.', '_' and '-' (at most 200, not "
@@ -59,12 +88,10 @@ def open_task_store(key: str, settings: Settings | None = None) -> LogStore:
         settings = load_settings(require_roles=())
     configured = settings.task_store
     if configured is not None and is_database_url(configured.get_secret_value()):
-        from nisse_llm.task.postgres import PostgresLogStore
-
-        return PostgresLogStore(configured, key)
+        return configured
     folder = task_folder(settings)
     folder.mkdir(parents=True, exist_ok=True)
-    return LogStore(folder / f"{key}.jsonl")
+    return folder / f"{key}.jsonl"
 
 
 #: Where a task is kept, as a task's or a router's ``store`` argument: a task file's path,
@@ -88,6 +115,36 @@ def open_store(store: StoreArg, settings: Settings | None = None) -> tuple[LogSt
         return LogStore(store), True
     raise TypeError(
         f"a task's store is a path, a task key or a LogStore, not {type(store).__name__}"
+    )
+
+
+#: Where an async task is kept: a task file's path, a task key of the configured store, or
+#: an `AsyncLogStore` (see `open_async_store`).
+AsyncStoreArg: TypeAlias = "str | os.PathLike[str] | AsyncLogStore"
+
+
+def open_async_store(
+    store: AsyncStoreArg, settings: Settings | None = None
+) -> tuple[AsyncLogStore, bool]:
+    """`open_store` for asyncio: the `AsyncLogStore` ``store`` names, and whether it was
+    opened here. A sync store object is a `TypeError`: its writes would block the loop."""
+    from nisse_llm.task._async.logstore import AsyncLogStore
+
+    if isinstance(store, AsyncLogStore):
+        return store, False
+    if isinstance(store, LogStore):
+        kind = type(store).__name__
+        raise TypeError(
+            f"an async task or router awaits its store: give Async{kind}(...) (or a path or "
+            f"a task key), not a {kind}, whose every write would block the event loop"
+        )
+    if isinstance(store, str) and is_task_key(store):
+        return open_async_task_store(store, settings), True
+    if isinstance(store, str | os.PathLike):
+        return AsyncLogStore(store), True
+    raise TypeError(
+        f"an async task's store is a path, a task key or an AsyncLogStore, not "
+        f"{type(store).__name__}"
     )
 
 

@@ -4,6 +4,10 @@
 ``TASK_STORE`` (a folder or a database URL) with `Task.open`, prints ``held`` and waits
 with the task open until it is killed.
 
+``python -m tests.agent._driver reopen KEY TASK_STORE COUNT``: opens and closes task
+``KEY`` COUNT times, holding it a few milliseconds each time, printing ``opened`` after
+the first; a `TaskBusy` on any of them ends it with a traceback and exit status 1.
+
 ``python -m tests.agent._driver call PATH EFFECTS``: runs `cut_run`'s task in the file
 ``PATH`` (tool runs noted in ``EFFECTS``) until its second model call is out, where the
 reply never comes in time: a test kills it there (`acut_run` is the same with
@@ -12,8 +16,11 @@ reply never comes in time: a test kills it there (`acut_run` is the same with
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from nisse_llm.agent import AsyncTask, Task
@@ -22,6 +29,8 @@ from nisse_llm.log.toolbox import Toolbox
 from nisse_llm.testing import slow
 from tests.agent.helpers import QUESTION, SideEffects, scripted, two_steps
 from tests.taskrecord.helpers import BASE_URL, ROLES, TOKEN
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def keyed_settings(task_store: str) -> Settings:
@@ -52,6 +61,30 @@ async def acut_run(path: Path, effects: Path) -> None:
         await task.run("executor", tools=toolbox(SideEffects(effects)))
 
 
+def child(*args: str) -> subprocess.Popen[bytes]:
+    """``python -m tests.agent._driver ARGS`` started, its output piped."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.agent._driver", *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+@contextmanager
+def holding(key: str, task_store: str) -> Iterator[subprocess.Popen[bytes]]:
+    """A process holding task ``key`` open (``hold``), SIGKILLed at the end."""
+    process = child("hold", key, task_store)
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert line == b"held\n", process.stderr.read() if process.stderr else b""
+        yield process
+    finally:
+        process.kill()
+        process.communicate(timeout=60)
+
+
 def hold(key: str, task_store: str) -> None:
     settings = keyed_settings(task_store)
     with Task.open(key, settings.pin(), settings=settings, prompt=QUESTION):
@@ -60,8 +93,20 @@ def hold(key: str, task_store: str) -> None:
             time.sleep(60)
 
 
+def reopen(key: str, task_store: str, count: int) -> None:
+    settings = keyed_settings(task_store)
+    pin = settings.pin()
+    for n in range(count):
+        with Task.open(key, pin, settings=settings, prompt=QUESTION):
+            if n == 0:
+                print("opened", flush=True)
+            time.sleep(0.005)
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "hold":
         hold(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "reopen":
+        reopen(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     else:
         cut_run(Path(sys.argv[2]), Path(sys.argv[3]))

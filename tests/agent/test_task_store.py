@@ -10,8 +10,6 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -30,7 +28,7 @@ from nisse_llm import (
 from nisse_llm.config.settings import Settings
 from nisse_llm.task.stores import open_store, open_task_store
 from nisse_llm.testing import Script, ScriptedRouter, ScriptedTransport, reply
-from tests.agent._driver import keyed_settings, toolbox
+from tests.agent._driver import holding, keyed_settings, toolbox
 from tests.agent.helpers import QUESTION, SideEffects, two_steps
 from tests.taskrecord.stores import Place
 
@@ -117,25 +115,6 @@ def test_a_key_uses_the_settings_found_when_none_are_given(
     assert [r.event for r in events] == [UserText(text=QUESTION)]
 
 
-@contextmanager
-def _holder(key: str, task_store: str) -> Iterator[subprocess.Popen[bytes]]:
-    """A process holding task ``key`` open (`tests.agent._driver`), SIGKILLed at the end."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tests.agent._driver", "hold", key, task_store],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        assert line == b"held\n", process.stderr.read() if process.stderr else b""
-        yield process
-    finally:
-        process.kill()
-        process.communicate(timeout=60)
-
-
 def _show(key: str, task_store: str) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith("NISSE_")}
     done = subprocess.run(
@@ -160,7 +139,7 @@ def test_one_driver_per_task_and_a_dead_one_is_taken_over(place: Place) -> None:
     task_store = settings.task_store.get_secret_value()  # type: ignore[union-attr]
     pin = settings.pin()
     before = datetime.now(UTC)
-    with _holder(key, task_store) as holder:
+    with holding(key, task_store) as holder:
         with pytest.raises(TaskBusy) as caught:
             Task.open(key, pin, settings=settings)
         busy = caught.value

@@ -131,7 +131,7 @@ def test_append_fsyncs_the_file_and_a_new_files_directory(
         synced.append("dir" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file")
         real_fsync(fd)
 
-    monkeypatch.setattr("nisse_llm.task.logstore.os.fsync", spy)
+    monkeypatch.setattr("nisse_llm.task._filelog.os.fsync", spy)
     store = LogStore(tmp_path / "log.jsonl")
     store.append_event(UserText(text="a"))
     store.append_event(UserText(text="b"))

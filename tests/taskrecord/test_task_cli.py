@@ -1,19 +1,28 @@
-"""``nisse-llm task``: list, show, and a task moved file -> PostgreSQL -> file byte for byte."""
+"""``nisse-llm task``: list, show, and a task moved file -> PostgreSQL -> file byte for byte;
+a task file's lease holder listed as the kernel shows it, read without taking the lease."""
 
 from __future__ import annotations
 
+import json
 import os
+import socket
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import psycopg
+import pytest
 
+from nisse_llm.cli.main import main
 from nisse_llm.log.canonical import ToolCall, ToolResult, UserText
+from nisse_llm.task import lease
+from nisse_llm.task.lease import FileLease, lease_path
 from nisse_llm.task.logstore import LogStore
 from nisse_llm.task.postgres import PostgresLogStore
 from nisse_llm.task.records import CallRecord
 from nisse_llm.testing.postgres import LocalPostgres
+from tests.agent._driver import child, holding
 from tests.taskrecord.helpers import call_record, make_pin
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -146,3 +155,105 @@ def test_a_damaged_task_is_listed_as_corrupt_beside_the_others(
         shown = _cli("show", "bad", "--store", where, status=1)
         assert shown.stderr.decode().startswith("error: ")
         assert postgres.password not in listed.stderr.decode() + shown.stderr.decode()
+
+
+def _listed(folder: Path) -> dict[str, str]:
+    """Each task's row of ``nisse-llm task list --store FOLDER``, by key."""
+    out = _cli("list", "--store", str(folder)).stdout.decode()
+    return {line.split()[0]: line for line in out.splitlines()[2:]}
+
+
+def test_a_task_held_by_a_live_process_is_listed_with_its_holder_until_it_is_killed(
+    tmp_path: Path,
+) -> None:
+    """While another process drives a task file, ``task list`` names that process as its
+    lease holder (as `TaskBusy` would); once it is SIGKILLed the task is listed as ``-``,
+    though its lease file still records it."""
+    folder = tmp_path / "tasks"
+    before = datetime.now(UTC)
+    with holding("fix-123", str(folder)) as process:
+        expected = f"{socket.gethostname()} pid {process.pid}"
+        row = _listed(folder)["fix-123"]
+        found = FileLease.holder_of(folder / "fix-123.jsonl")
+    assert row.endswith(f"  {expected}"), row
+    assert found is not None
+    holder, since = found
+    assert holder == expected
+    assert since is not None
+    assert before - timedelta(seconds=5) <= since <= datetime.now(UTC)
+
+    assert _listed(folder)["fix-123"].split()[-1] == "-"
+    assert FileLease.holder_of(folder / "fix-123.jsonl") is None
+    recorded = json.loads(lease_path(folder / "fix-123.jsonl").read_bytes())
+    assert recorded["holder"] == expected  # a stale record, not a holder
+
+
+def test_listing_never_makes_a_concurrent_open_fail(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A process opens and closes a task hundreds of times while its lease is read over
+    and over (``task list``, and `FileLease.holder_of` between listings, which tried
+    often enough finds any moment a reader holds the lock): not one of its opens gets
+    `TaskBusy`, and the readings saw it holding and not holding."""
+    folder = tmp_path / "tasks"
+    process = child("reopen", "busy", str(folder), "300")
+    assert process.stdout is not None
+    assert process.stdout.readline() == b"opened\n"
+    expected = f"{socket.gethostname()} pid {process.pid}"
+    listings, seen = 0, set()
+    while process.poll() is None:
+        assert main(["task", "list", "--store", str(folder)]) == 0
+        listings += 1
+        seen.add(capsys.readouterr().out.splitlines()[2].endswith(f"  {expected}"))
+        for _ in range(100):
+            found = FileLease.holder_of(folder / "busy.jsonl")
+            seen.add(found is not None and found[0] == expected)
+    _, errors = process.communicate(timeout=60)
+    assert process.returncode == 0, errors.decode()
+    assert seen == {True, False}, f"{listings} listings"
+
+
+def test_a_held_lease_with_an_empty_or_damaged_record_has_an_unknown_holder(
+    tmp_path: Path,
+) -> None:
+    """A lease held while its file records nothing readable (empty, as a holder leaves it
+    for a moment while taking it, or damaged) is listed as held by ``(unknown)``, and a
+    task whose lease was never taken as ``-``."""
+    folder = tmp_path / "tasks"
+    folder.mkdir()
+    for key in ("empty", "damaged", "free"):
+        LogStore(folder / f"{key}.jsonl").begin(make_pin()).close()
+    with (
+        FileLease.take(folder / "empty.jsonl") as empty,
+        FileLease.take(folder / "damaged.jsonl") as damaged,
+    ):
+        empty.path.write_bytes(b"")
+        damaged.path.write_bytes(b'{"holder": "worker-7", "since": "not a time"}')
+        rows = _listed(folder)
+        assert FileLease.holder_of(folder / "empty.jsonl") == (None, None)
+        assert FileLease.holder_of(folder / "damaged.jsonl") == (None, None)
+    assert rows["empty"].endswith("  (unknown)")
+    assert rows["damaged"].endswith("  (unknown)")
+    assert rows["free"].split()[-1] == "-"
+    assert not lease_path(folder / "free.jsonl").exists()  # listing created no lease file
+
+
+def test_where_the_system_shows_no_locks_the_lease_is_listed_as_unknowable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without ``/proc/locks`` (another system, or no ``/proc``) `holder_of` raises
+    `OSError` and ``task list`` shows ``?`` rather than guess, held or not; its help says
+    what ``?`` means."""
+    folder = tmp_path / "tasks"
+    folder.mkdir()
+    LogStore(folder / "held.jsonl").begin(make_pin()).close()
+    monkeypatch.setattr(lease, "PROC_LOCKS", tmp_path / "no-proc" / "locks")
+    with FileLease.take(folder / "held.jsonl"):
+        with pytest.raises(FileNotFoundError):
+            FileLease.holder_of(folder / "held.jsonl")
+        assert main(["task", "list", "--store", str(folder)]) == 0
+    row = capsys.readouterr().out.splitlines()[2]
+    assert row.startswith("held  ")
+    assert row.split()[-1] == "?"
+    assert main(["task", "list", "--help"]) == 0
+    assert "'?' the system cannot tell" in " ".join(capsys.readouterr().out.split())

@@ -425,7 +425,7 @@ def test_append_events_is_one_write(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         writes.append(len(data))
         return int(real_write(fd, data))
 
-    monkeypatch.setattr("nisse_llm.task.logstore.os.write", spy)
+    monkeypatch.setattr("nisse_llm.task._files.os.write", spy)
     stored = store.append_events([UserText(text="a"), AssistantText(text="b", model="m")])
 
     assert [r.seq for r in stored] == [1, 2]

@@ -1,0 +1,409 @@
+# Generated from nisse_llm/task/_async/logstore.py by tests/gen_sync.py (unasync); do not edit.
+"""The task store, written once: the record logic (header and pin check, numbering, id
+claims, batches, compaction, resume, import) over a few ``_x_*`` hooks, and the file store
+that implements them. ``_sync/logstore.py`` (`LogStore`) is generated from this source
+(`LogStore`) by ``tests/gen_sync.py``; `nisse_llm.task.logstore` says what the file
+store promises. The async file store runs its blocking file work in a worker thread.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Self
+
+from pydantic import SecretStr
+
+from nisse_llm._closing import Closing
+from nisse_llm.errors import LogDuplicateId
+from nisse_llm.log.canonical import CanonicalEvent, LogLike, StoredEvent, ToolCall, ToolResult
+from nisse_llm.task._filelog import FileLog
+from nisse_llm.task._logread import (
+    LogRead,
+    RecordT,
+    decode,
+    ids_after,
+    pin_from_record,
+    pin_record,
+    task_id,
+)
+from nisse_llm.task._sync import io
+from nisse_llm.task.records import (
+    RECORD_TYPES,
+    BatchRecord,
+    CallRecord,
+    ResumedTask,
+    StoredBatch,
+    StoredCall,
+    StoredHeader,
+    StoredRecord,
+    StoredToolRun,
+    StoredTools,
+    TaskHeader,
+    TaskHeaderMissing,
+    TaskPinMismatch,
+    ToolRunRecord,
+    ToolsRecord,
+    compacted_view,
+    compaction_record,
+    offered_tools,
+    pending_calls,
+    pin_difference,
+)
+
+if TYPE_CHECKING:
+    from nisse_llm.config.settings import Pin
+    from nisse_llm.task.lease import FileLease
+
+__all__ = ["LogStore"]
+
+
+class LogStore(io.NextSeq, Closing):
+    """One canonical log in one JSON-lines file: append-only, fsynced, readable after a crash.
+
+    It is also the task store interface: the record logic is written here once, over the
+    ``_x_*`` methods that work inside ``_exclusive()``; another store
+    (`PostgresLogStore`) overrides only those, `read`, `export_lines`, `lease`,
+    ``_next_seq``, `close` and ``_where``.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._file = FileLog(self.path)
+        self._init_records()
+
+    def _init_records(self) -> None:
+        """The state the record logic keeps, whatever holds the records."""
+        self._lock = io.new_lock()
+        # The call ids and answered ids in the log, as of the log state ``_ids_at``.
+        self._ids: tuple[set[str], set[str]] | None = None
+        self._ids_at: object = None
+        self._task_id: str | None = None
+
+    @property
+    def _where(self) -> Path | str:
+        """What messages and errors name as the task's place."""
+        return self.path
+
+    @property
+    def task_id(self) -> str | None:
+        """An opaque id of the task this file holds, the same on every resume (a digest of
+        its header); None until `begin` or `resume` has read or written the header."""
+        return self._task_id
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self.path)!r})"
+
+    def close(self) -> None:
+        """Close the write descriptor (reopened by the next append)."""
+        with self._lock:
+            io.blocking(self._file.close)
+
+    def lease(self) -> FileLease | None:
+        """Take the task's driver lease, for one driver per task (`Task.open` does): a
+        `FileLease` on ``<file>.lease`` (`nisse_llm.task.lease`), which the caller closes,
+        or `TaskBusy` naming its holder. Appending never needs it: several writers of one
+        file stay serialised by each append's ``flock``."""
+        from nisse_llm.task.lease import FileLease
+
+        return io.blocking(FileLease.take, self.path)
+
+    def _next_seq(self) -> int:
+        with self._lock:
+            return io.blocking(self._file.next_seq)
+
+    def read(self) -> LogRead:
+        """Every complete record, in order, and the torn last line if there is one.
+
+        A missing file is an empty log. Raises `LogCorrupt`, naming the 1-based line,
+        when a complete line is not a valid record or its number does not increase.
+        """
+        return io.blocking(self._file.read)
+
+    def export_lines(self) -> list[bytes]:
+        """Every complete record's line as stored (no newline), in order: what ``task
+        export`` prints. A torn tail is left out; `LogCorrupt` for an invalid line."""
+        lines = io.blocking(self._file.read_lines)
+        decode(lines, self._where)
+        return lines
+
+    def append(self, records: StoredRecord | Iterable[StoredRecord]) -> None:
+        """Append one record or several, durably, in one write; refuse any out-of-order number.
+
+        Raises `LogSequenceError` when a number is not above the one before it (in the
+        file or in ``records``) or a header is not the first record of the file,
+        `LogTornTail` when the file ends in a torn line, and pydantic-core's
+        ``PydanticSerializationError`` for a record it cannot encode (nesting past its
+        limit of 254 levels); in each case nothing is written.
+        """
+        batch = [records] if isinstance(records, RECORD_TYPES) else list(records)
+        if not batch:
+            return
+        with self._exclusive():
+            self._x_write(batch)
+
+    def import_lines(self, lines: Iterable[bytes]) -> int:
+        """Append records given as their lines (``task export``), each validated and kept
+        byte for byte, in one write; return how many. Their numbers must rise above the
+        log's last (`LogSequenceError`, nothing written): import into a new task."""
+        batch = [line.rstrip(b"\r\n") for line in lines if line.strip()]
+        records = decode(batch, self._where).records
+        if records:
+            with self._exclusive():
+                self._x_write(records, batch)
+        return len(records)
+
+    def append_event(self, event: CanonicalEvent) -> StoredEvent:
+        """Append an event as the next record, stamped with the current UTC time; return it.
+
+        A `ToolCall` whose id the file already holds, or a `ToolResult` for a call already
+        answered, raises `LogDuplicateId` and nothing is written (a log holding it would
+        be refused by every route).
+        """
+        return (self._append_next([event], StoredEvent.now))[0]
+
+    def append_events(self, events: Iterable[CanonicalEvent]) -> list[StoredEvent]:
+        """Append events as the next records, in one write (a reply is logged whole or not at
+        all); `LogDuplicateId` as for `append_event`."""
+        return self._append_next(list(events), StoredEvent.now)
+
+    def append_batch(self, events: Iterable[CanonicalEvent]) -> list[StoredEvent]:
+        """`append_events`, all or nothing even across a crash: several events follow a
+        batch record holding them, in the same write, so a write a crash cut short is
+        finished from it (`nisse_llm.task.records.unfinished_batch`)."""
+        events = list(events)
+        if len(events) < 2:
+            return self.append_events(events)
+
+        def make(seq: int, item: BatchRecord | CanonicalEvent) -> StoredBatch | StoredEvent:
+            if isinstance(item, BatchRecord):
+                return StoredBatch.now(seq, item)
+            return StoredEvent.now(seq, item)
+
+        written = self._append_next([BatchRecord(events=events), *events], make)
+        return [record for record in written if isinstance(record, StoredEvent)]
+
+    def append_compaction(self, compacted: LogLike) -> StoredEvent:
+        """Record that the task's log is now ``compacted`` (`compact` or `summarize` applied
+        to the view `resume` gives, perhaps with events not yet appended at its end).
+
+        Appends one `Compaction` event naming the records it replaces and carrying the
+        summary, if any; the records stay in the file (``ResumedTask.history``) and
+        ``ResumedTask.events`` is the compacted view from then on. `ValueError` (nothing
+        written) if ``compacted`` is not a compaction of the file's log.
+        """
+        from nisse_llm.log.canonical import as_events
+
+        events = as_events(compacted)
+        with self._exclusive():
+            found = self._x_read()
+            record = compaction_record(compacted_view(found.events), events)
+            last_seq = self._x_last_seq()
+            stored = StoredEvent.now(0 if last_seq is None else last_seq + 1, record)
+            self._x_write([stored])
+        return stored
+
+    def append_call(self, record: CallRecord) -> StoredCall:
+        """Append a call record (role, model, route, usage, cost, outcome); return it.
+
+        `RoleRouter.from_pin(pin, store=...)` calls this for every call it makes.
+        """
+        return (self._append_next([record], StoredCall.now))[0]
+
+    def append_tool_run(self, record: ToolRunRecord) -> StoredToolRun:
+        """Append a tool-run record (a tool's start, before it runs); return it."""
+        return (self._append_next([record], StoredToolRun.now))[0]
+
+    def append_tools(self, record: ToolsRecord) -> StoredTools:
+        """Append the tool specs a step offers (see `ToolsRecord`); return the record."""
+        return (self._append_next([record], StoredTools.now))[0]
+
+    def append_tool_outcome(self, record: ToolRunRecord, result: ToolResult) -> None:
+        """Append a tool-run record and the `ToolResult` that answers its call, in one write
+        (both or neither are in the file after a crash); `LogDuplicateId` as for
+        `append_event`."""
+
+        def make(seq: int, item: ToolRunRecord | ToolResult) -> StoredToolRun | StoredEvent:
+            if isinstance(item, ToolRunRecord):
+                return StoredToolRun.now(seq, item)
+            return StoredEvent.now(seq, item)
+
+        self._append_next([record, result], make)
+
+    def begin(self, pin: Pin) -> Self:
+        """Start the task ``pin`` in this file, or check that the file's task is this one.
+
+        An empty or missing file gets the header (``pin.record()``, no token) as its first
+        record. A file already begun is checked: a header of another pin raises
+        `TaskPinMismatch`, a file of events without a header `TaskHeaderMissing`. A torn
+        tail a crash left is removed first, as `repair` does. Returns the store itself, so
+        ``store = LogStore(path).begin(pin)`` reads naturally.
+        """
+        record = pin_record(pin)
+        with self._exclusive():
+            self._x_repair()
+            if self._x_last_seq() is None:
+                header = StoredHeader.now(0, TaskHeader(pin=record))
+                self._x_write([header])
+                self._task_id = task_id(header)
+                return self
+            first = self._x_first()
+        found = self._header_of(first)
+        stored = found.header.pin
+        if stored != record:
+            raise TaskPinMismatch(
+                f"{self._where}: the task was begun with pin {stored.get('fingerprint')}, "
+                f"not {record.get('fingerprint')}{pin_difference(stored, record)}; "
+                "resume it with resume(token), or begin a new task in another file",
+                path=self._where,
+                stored=str(stored.get("fingerprint")),
+                given=str(record.get("fingerprint")),
+            )
+        self._task_id = task_id(found)
+        return self
+
+    def resume(self, token: str | SecretStr, *, base_url: str | None = None) -> ResumedTask[Self]:
+        """Everything this task file holds, ready to continue: pin, events, pending calls, usage.
+
+        ``events`` is the compacted view, repaired where a record would make it unrenderable
+        (``repairs`` says how; the file is not changed); ``history`` every event record;
+        ``unknown_calls`` the calls that started and never ended.
+
+        The pin is rebuilt from the header with ``token`` (never stored) by
+        `Pin.from_record`: the record's base URL must be the operator's (``base_url``, else
+        ``NISSE_LLM_BASE_URL``). A torn tail a crash left is removed first (its bytes are
+        in ``repaired``). Raises `TaskHeaderMissing` for a missing file or one without a
+        header, `LogCorrupt` for an invalid line, and `ConfigError` for a header whose pin
+        record was damaged or names another base URL.
+        """
+        self._x_check_begun()
+        with self._exclusive():
+            repaired = self._x_repair()
+            found = self._x_read()
+        from nisse_llm.task.compaction import repair
+
+        header = self._header_of(found.records[0] if found.records else None)
+        self._task_id = task_id(header)
+        events, fixes = repair([item.event for item in found.view], answer_dangling=False)
+        return ResumedTask(
+            pin=pin_from_record(header.header.pin, token, base_url),
+            events=events,
+            pending_calls=pending_calls(events),
+            usage=found.usage,
+            store=self,
+            repaired=repaired,
+            history=found.events,
+            repairs=fixes,
+            unknown_calls=found.unknown_calls,
+            tool_runs=found.tool_runs,
+            offered_tools=offered_tools(found.records),
+        )
+
+    def repair(self) -> bytes | None:
+        """Truncate a torn last line left by a crash and return its bytes (None if none).
+
+        Only the bytes after the last newline go: never a complete record, and those
+        bytes were never acknowledged by an `append`. Raises `LogCorrupt` if a complete
+        line is invalid, which is not a crash's doing and needs a person.
+        """
+        with self._exclusive():
+            return self._x_repair()
+
+    def _header_of(self, first: StoredRecord | None) -> StoredHeader:
+        if isinstance(first, StoredHeader):
+            return first
+        what = "is empty" if first is None else "holds events but no task header"
+        raise TaskHeaderMissing(
+            f"{self._where}: {what}; begin(pin) starts a task in a new or empty file",
+            path=self._where,
+        )
+
+    def _append_next(
+        self, items: Sequence[Any], make: Callable[[int, Any], RecordT]
+    ) -> list[RecordT]:
+        """Number ``items`` after the log's last record, stamp them now, append in one write."""
+        if not items:
+            return []
+        with self._exclusive():
+            if any(isinstance(item, ToolCall | ToolResult) for item in items):
+                self._check_ids(items)
+            last_seq = self._x_last_seq()
+            seq = 0 if last_seq is None else last_seq + 1
+            records = [make(seq + n, item) for n, item in enumerate(items)]
+            self._x_write(records)
+            if self._ids is not None:
+                ids_after(self._ids, items)
+                self._ids_at = self._x_state()
+        return records
+
+    def _check_ids(self, items: Sequence[Any]) -> None:
+        """`LogDuplicateId` if ``items`` reuse a call id of the log or of each other.
+
+        The log's ids are read once and kept while the log is only appended to by this
+        store (another writer's append changes its state: it is read again)."""
+        state = self._x_state()
+        if self._ids is None or self._ids_at != state:
+            found = self._x_read()
+            self._ids = ids_after((set(), set()), [r.event for r in found.events])
+            self._ids_at = state
+        calls, answered = self._ids
+        new_calls: set[str] = set()
+        new_answers: set[str] = set()
+
+        def claim(call_id: str, in_file: set[str], new: set[str], taken: str) -> None:
+            if call_id in in_file or call_id in new:
+                detail = taken.format(call_id)
+                raise LogDuplicateId(f"{self._where}: {detail}; nothing was written")
+            new.add(call_id)
+
+        for item in items:
+            if isinstance(item, ToolCall):
+                claim(item.call_id, calls, new_calls, "the tool call id {!r} is already in the log")
+            elif isinstance(item, ToolResult):
+                claim(
+                    item.call_id,
+                    answered,
+                    new_answers,
+                    "the tool call {!r} already has its result in the log",
+                )
+
+    # The hooks: what a store does inside ``_exclusive()``, and how it gets it.
+
+    @contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        """Hold the log for a read-then-write (the ``_x_*`` methods work only inside it):
+        the file store takes its lock and an exclusive ``flock``."""
+        with self._lock:
+            try:
+                io.blocking(self._file.lock)
+                yield
+            finally:
+                self._file.unlock()
+
+    def _x_check_begun(self) -> None:
+        if not io.blocking(self._file.exists):
+            raise TaskHeaderMissing(
+                f"{self.path}: no such task file; begin(pin) starts one", path=self.path
+            )
+
+    def _x_last_seq(self) -> int | None:
+        return io.blocking(self._file.locked_last_seq)
+
+    def _x_state(self) -> object:
+        """A value that changes whenever the log does (the ids read are kept while it holds)."""
+        return io.blocking(self._file.locked_state)
+
+    def _x_read(self) -> LogRead:
+        return io.blocking(self._file.locked_read)
+
+    def _x_first(self) -> StoredRecord:
+        return io.blocking(self._file.locked_first)
+
+    def _x_repair(self) -> bytes | None:
+        return io.blocking(self._file.locked_repair)
+
+    def _x_write(self, batch: Sequence[StoredRecord], lines: Sequence[bytes] | None = None) -> None:
+        """Append ``batch`` (encoded as ``lines`` when given: bytes kept as they came)."""
+        io.blocking(self._file.locked_write, batch, lines)
