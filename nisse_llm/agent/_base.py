@@ -8,15 +8,15 @@ import logging
 import os
 from collections.abc import Awaitable, Callable, Iterable
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from nisse_llm import _telemetry
 from nisse_llm.agent.offer import offer
 from nisse_llm.agent.plan import is_done, unknown_tool_runs
 from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult, ToolSpec
 from nisse_llm.log.toolbox import Toolbox
-from nisse_llm.task.logstore import LogStore
-from nisse_llm.task.stores import StoreArg, open_store
+from nisse_llm.task.logstore import AsyncLogStore, LogStore
+from nisse_llm.task.stores import AsyncStoreArg, StoreArg, open_async_store, open_store
 
 if TYPE_CHECKING:
     from nisse_llm._telemetry import AgentTrace
@@ -30,11 +30,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AsyncReconcile",
+    "AsyncTaskStore",
     "Reconcile",
     "TaskBase",
     "TaskStore",
     "areconciled",
     "history_of",
+    "open_async_store",
     "open_store",
     "reconciled",
     "tool_runs_of",
@@ -48,6 +50,8 @@ __all__ = [
 #: Where a task lives: a task file's path, a task key of the configured store, or a
 #: `LogStore` (see `open_store`).
 TaskStore = StoreArg
+#: Where an async task lives: a path, a task key, or an `AsyncLogStore`.
+AsyncTaskStore = AsyncStoreArg
 #: The task's hook for a cut run of a tool that may not run again: its result, if known.
 Reconcile = Callable[[ToolCall], ToolResult | None]
 #: `AsyncTask`'s hook: a function as `Reconcile`, or a coroutine function (awaited).
@@ -84,7 +88,15 @@ def toolbox_of(tools: Toolbox | Iterable[Callable[..., Any]] | None) -> Toolbox:
     return tools if isinstance(tools, Toolbox) else Toolbox(tools)
 
 
-def checked_router(router: RouterBase[Any], store: LogStore, pin: Pin, compaction: Any) -> LogStore:
+class _Store(Protocol):
+    @property
+    def task_id(self) -> str | None: ...
+
+
+S = TypeVar("S", bound=_Store)
+
+
+def checked_router(router: RouterBase[Any, S], store: S, pin: Pin, compaction: Any) -> S:
     """The store calls are recorded in: ``router``'s, which must be ``store``'s file and
     ``pin``; a `ValueError` says what to fix."""
     if compaction is not None:
@@ -97,18 +109,19 @@ def checked_router(router: RouterBase[Any], store: LogStore, pin: Pin, compactio
     if held is None or not _same_task(held, store):
         raise ValueError(
             f"the router must record its calls in the task's file ({store!r}): build it "
-            "with store=LogStore(path) (every call is written before it leaves)"
+            f"with store={type(store).__name__}(...) (every call is written before it leaves)"
         )
     return held
 
 
-def _same_task(held: LogStore, store: LogStore) -> bool:
+def _same_task(held: object, store: object) -> bool:
     """Whether two store objects hold the same task: one file, or one key of one database."""
     if held is store:
         return True
     if type(held) is not type(store):
         return False
-    if type(store) is LogStore:
+    files = (LogStore, AsyncLogStore)  # a database's stores subclass them: not files
+    if type(store) in files and isinstance(held, files) and isinstance(store, files):
         return os.path.realpath(held.path) == os.path.realpath(store.path)
     return repr(held) == repr(store)
 
@@ -145,12 +158,12 @@ def tool_runs_of(found: LogRead) -> list[StoredToolRun]:
     return found.tool_runs
 
 
-class TaskBase:
+class TaskBase(Generic[S]):
     """A task's store and pin, the log the next request sends, and its state in the file."""
 
     def __init__(
         self,
-        store: LogStore,
+        store: S,
         pin: Pin,
         log: list[CanonicalEvent],
         *,
@@ -176,8 +189,8 @@ class TaskBase:
         self._stepped = False
 
     @property
-    def store(self) -> LogStore:
-        """The task file."""
+    def store(self) -> S:
+        """The task's store."""
         return self._store
 
     @property
@@ -227,7 +240,7 @@ class TaskBase:
         return tracer.agent(role, self._store.task_id)
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({str(self._store.path)!r})"
+        return f"{type(self).__name__}({self._store!r})"
 
 
 class _Untraced(AbstractContextManager["_Untraced"]):

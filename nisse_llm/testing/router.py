@@ -18,11 +18,12 @@ import json
 import threading
 from collections import deque
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeAlias, TypeVar
+from typing import Any, ClassVar, Self, TypeAlias, TypeVar
 
 import httpx
 
 from nisse_llm.config.settings import SEED_ROLES, Pin, role_name_problem
+from nisse_llm.task.logstore import AsyncLogStore, LogStore
 from nisse_llm.testing.client import ScriptExhausted
 from nisse_llm.testing.script import Script, ScriptedAnswer
 from nisse_llm.testing.transport import ScriptedTransport
@@ -37,10 +38,6 @@ from nisse_llm.transport.clients import (
 )
 from nisse_llm.transport.routers import AsyncRoleRouter, RoleRouter
 
-if TYPE_CHECKING:
-    from nisse_llm.task.logstore import LogStore
-    from nisse_llm.task.stores import StoreArg
-
 __all__ = ["AsyncScriptedRouter", "RouterTurn", "ScriptedRouter"]
 
 #: What a scripted role may answer: a reply, a text, an error answer, a dropped
@@ -48,6 +45,7 @@ __all__ = ["AsyncScriptedRouter", "RouterTurn", "ScriptedRouter"]
 RouterTurn: TypeAlias = Reply | str | Failure | Disconnect | BaseException
 
 _Client = TypeVar("_Client", bound=ClientBase)
+_Store = TypeVar("_Store")
 
 _BASE_URL = "http://scripted.test"
 _TOKEN = "sk-scripted-router"
@@ -154,7 +152,7 @@ def _pin(models: Mapping[str, str]) -> Pin:
     return Pin.model_validate({"base_url": _BASE_URL, "token": _TOKEN, "roles": dict(models)})
 
 
-class _Scripted(RouterBase[_Client]):
+class _Scripted(RouterBase[_Client, _Store]):
     """What both scripted routers add to the real ones: a pin made for the roles named,
     their scripted turns, and the script every request is recorded in."""
 
@@ -168,7 +166,7 @@ class _Scripted(RouterBase[_Client]):
         turns: Mapping[str, Iterable[RouterTurn]] | None = None,
         *,
         models: Mapping[str, str] | None = None,
-        store: LogStore | None = None,
+        store: _Store | None = None,
         **options: Any,
     ) -> None:
         pin, self._turns, self._script, transport = _build(turns, models)
@@ -176,7 +174,7 @@ class _Scripted(RouterBase[_Client]):
         super().__init__(pin, clients, store=store)
 
     @classmethod
-    def from_pin(cls, pin: Pin, *, store: StoreArg | None = None, **options: Any) -> Self:
+    def from_pin(cls, pin: Pin, *, store: Any = None, **options: Any) -> Self:
         """Not available: a scripted router makes its own pin; build it with
         ``ScriptedRouter({role: turns}, models=...)``."""
         raise TypeError(
@@ -216,7 +214,7 @@ def _build(
     return _pin(queues.models), queues, script, _RoleTransport(queues, script)
 
 
-class ScriptedRouter(_Scripted[SyncRouteClient], RoleRouter):
+class ScriptedRouter(_Scripted[SyncRouteClient, LogStore], RoleRouter):
     """A `RoleRouter` answering from turns scripted per role.
 
     ``ScriptedRouter({"planner": [reply("Plan: ...")], "executor": [reply(ToolUse(...)),
@@ -230,7 +228,8 @@ class ScriptedRouter(_Scripted[SyncRouteClient], RoleRouter):
     _CLIENTS = SYNC_CLIENTS
 
 
-class AsyncScriptedRouter(_Scripted[AsyncRouteClient], AsyncRoleRouter):
-    """`ScriptedRouter` for asyncio: an `AsyncRoleRouter` answering from scripted turns."""
+class AsyncScriptedRouter(_Scripted[AsyncRouteClient, AsyncLogStore], AsyncRoleRouter):
+    """`ScriptedRouter` for asyncio: an `AsyncRoleRouter` answering from scripted turns (its
+    ``store`` an `AsyncLogStore`)."""
 
     _CLIENTS = ASYNC_CLIENTS

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Self, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 from nisse_llm.config._bounds import check_client_numbers
 from nisse_llm.log.canonical import CallInfo, CanonicalEvent, Usage
@@ -24,10 +24,8 @@ from nisse_llm.transport.core import Call, router_role
 
 if TYPE_CHECKING:
     from nisse_llm.config.options import RequestOptions
-    from nisse_llm.config.settings import Pin, Settings
-    from nisse_llm.task.logstore import LogStore
+    from nisse_llm.config.settings import Pin
     from nisse_llm.task.records import CallRecord
-    from nisse_llm.task.stores import StoreArg
     from nisse_llm.task.summaries import CompactionPolicy
 
 __all__ = [
@@ -46,6 +44,8 @@ SYNC_KINDS: Mapping[str, type[SyncRouteClient]] = SYNC_CLIENTS
 ASYNC_KINDS: Mapping[str, type[AsyncRouteClient]] = ASYNC_CLIENTS
 
 K = TypeVar("K", bound=ClientBase)
+#: The router's store: a `LogStore` (sync) or an `AsyncLogStore` (async).
+S = TypeVar("S")
 
 
 @contextmanager
@@ -105,7 +105,7 @@ def _compacted() -> Literal["threshold", "overflow"] | None:
     return "threshold" if how == "threshold" else "overflow" if how else None
 
 
-class RouterBase(Generic[K]):
+class RouterBase(Generic[K, S]):
     """Role -> model by the pin alone, model -> route by the pin's prefixes, one client per route."""
 
     #: Route -> the class of this router's clients on it (`SYNC_KINDS` or `ASYNC_KINDS`).
@@ -116,14 +116,14 @@ class RouterBase(Generic[K]):
         pin: Pin,
         clients: Mapping[str, K],
         *,
-        store: LogStore | None = None,
+        store: S | None = None,
         compaction: CompactionPolicy | None = None,
     ) -> None:
         self._pin = pin
         self._clients = dict(clients)
         self._store = store
         #: The store `from_pin` opened (from a path or a key), closed with the router.
-        self._owned_store: LogStore | None = None
+        self._owned_store: S | None = None
         self._compaction = compaction
         if compaction is not None and compaction.summarize_role is not None:
             self._resolve(compaction.summarize_role)  # an unknown role fails now, not mid-task
@@ -166,51 +166,9 @@ class RouterBase(Generic[K]):
         return log
 
     @property
-    def store(self) -> LogStore | None:
+    def store(self) -> S | None:
         """The task file every call's record is appended to (None: calls are not recorded)."""
         return self._store
-
-    @classmethod
-    def from_pin(
-        cls,
-        pin: Pin,
-        *,
-        store: StoreArg | None = None,
-        compaction: CompactionPolicy | None = None,
-        settings: Settings | None = None,
-        **options: Any,
-    ) -> Self:
-        """A router over ``pin``; ``options`` (transport, sleep, on_usage...) go to each client.
-
-        With ``store``, a start record is appended before each request leaves and the
-        call's record (role, model, route, usage, cost, outcome) as it ends, success or
-        failure; the store is begun with ``pin`` first (`TaskPinMismatch` if it holds
-        another task). ``store`` is a `LogStore`, a task file's path or a task key of the
-        store ``settings`` configure (`open_store`); one opened from a path or a key is
-        closed with the router. With ``compaction``, `complete` compacts a log near the
-        window.
-        """
-        if store is None:
-            opened, owned = None, False
-        else:
-            from nisse_llm.task.stores import open_store
-
-            opened, owned = open_store(store, settings)
-        try:
-            clients = cls._clients_for(pin, cls._kinds, options)
-            router = cls(pin, clients, store=opened, compaction=compaction)
-        except BaseException:
-            if owned and opened is not None:
-                opened.close()
-            raise
-        router._owned_store = opened if owned else None
-        return router
-
-    def _close_store(self) -> None:
-        """Close the store `from_pin` opened from a path or a key (not one it was given)."""
-        owned, self._owned_store = self._owned_store, None
-        if owned is not None:
-            owned.close()
 
     @classmethod
     def _clients_for(

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult
-from nisse_llm.task.logstore import LogStore
+from nisse_llm.task.logstore import AsyncLogStore, LogStore
 from nisse_llm.testing import Reply, ScriptedRouter, ToolUse, reply
 from nisse_llm.testing.router import AsyncScriptedRouter
 
@@ -50,9 +50,11 @@ def priced(turn: Reply, cost: str) -> Reply:
 
 
 def scripted(path: Path, *turns: Reply | str, asynchronous: bool = False) -> Any:
-    """A scripted router whose executor answers ``turns``, recording in the task file."""
-    kind = AsyncScriptedRouter if asynchronous else ScriptedRouter
-    return kind({"executor": list(turns)}, store=LogStore(path))
+    """A scripted router whose executor answers ``turns``, recording in the task file (an
+    async router in an `AsyncLogStore`)."""
+    if asynchronous:
+        return AsyncScriptedRouter({"executor": list(turns)}, store=AsyncLogStore(path))
+    return ScriptedRouter({"executor": list(turns)}, store=LogStore(path))
 
 
 def two_steps() -> list[Reply | str]:

@@ -10,7 +10,7 @@ import pytest
 
 from nisse_llm.errors import ContextWindowExceeded
 from nisse_llm.log.canonical import CanonicalEvent, Compaction, ToolCall, ToolResult, UserText
-from nisse_llm.task.logstore import LogStore
+from nisse_llm.task.logstore import AsyncLogStore, LogStore
 from nisse_llm.task.summaries import SUMMARY_INSTRUCTIONS, CompactionPolicy
 from nisse_llm.testing import (
     RecordedRequest,
@@ -164,7 +164,7 @@ async def test_the_async_router_compacts_after_an_overflow_and_retries(tmp_path:
         threshold=1.0, target=0.7, keep_last_turns=1, summarize_role="delegate", summary_tokens=50
     )
     async with AsyncRoleRouter.from_pin(
-        make_pin(), store=store, compaction=policy, transport=_Window(script)
+        make_pin(), store=AsyncLogStore(store.path), compaction=policy, transport=_Window(script)
     ) as llm:
         answer = await llm.complete("executor", log, [READ_FILE])
     assert answer[-1].kind == "assistant_text"

@@ -295,21 +295,22 @@ async def test_the_async_router_compacts_by_the_proxys_count_and_finishes(
 ) -> None:
     """AsyncRoleRouter runs the same agent past the small window: compacted by the proxy's
     counter, summarised, recorded, and finished, with the compacted log within budget."""
+    from nisse_llm.task.logstore import AsyncLogStore
     from nisse_llm.transport.routers import AsyncRoleRouter
 
     _script_agent(script, "anthropic_messages")
     path = tmp_path / "task.jsonl"
     pin = _pin(proxy, "claude")
-    store = LogStore(path).begin(pin)
+    store = await AsyncLogStore(path).begin(pin)
     async with AsyncRoleRouter.from_pin(pin, store=store, compaction=POLICY, max_tokens=50) as llm:
-        log: list[CanonicalEvent] = [store.append_event(UserText(text=TASK)).event]
+        log: list[CanonicalEvent] = [(await store.append_event(UserText(text=TASK))).event]
         for _ in range(len(FILES) + 2):
             answer = await llm.complete("executor", log, [READ_FILE], SYSTEM)
             calls = [e for e in answer if isinstance(e, ToolCall)]
             results = [
                 ToolResult(call_id=c.call_id, output=_source(c.arguments["path"])) for c in calls
             ]
-            store.append_events([*answer, *results])
+            await store.append_events([*answer, *results])
             log += [*answer, *results]
             if not calls:
                 break

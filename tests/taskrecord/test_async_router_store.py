@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from nisse_llm.log.canonical import UserText
-from nisse_llm.task.logstore import LogStore, TaskPinMismatch
+from nisse_llm.task.logstore import AsyncLogStore, LogStore, TaskPinMismatch
 from nisse_llm.testing import Script, ScriptedTransport, reply
 from nisse_llm.transport.routers import AsyncRoleRouter
 from tests.taskrecord.helpers import BASE_URL, TOKEN, make_pin
@@ -21,7 +21,7 @@ async def test_an_async_router_begins_its_store_before_its_first_call(tmp_path: 
     path = tmp_path / "task.jsonl"
     script = Script().chat(reply("done"))
     async with AsyncRoleRouter.from_pin(
-        make_pin(), store=LogStore(path), transport=ScriptedTransport(script)
+        make_pin(), store=AsyncLogStore(path), transport=ScriptedTransport(script)
     ) as llm:
         assert not path.exists() or path.read_bytes() == b""
         await llm.complete("executor", [UserText(text="go")], None)
@@ -31,7 +31,8 @@ async def test_an_async_router_begins_its_store_before_its_first_call(tmp_path: 
     assert (end.seq, end.llm_call.outcome, end.llm_call.start) == (2, "ok", 1)
     assert LogStore(path).resume(TOKEN, base_url=BASE_URL).pin == make_pin()
 
-    other = LogStore(tmp_path / "other.jsonl").begin(make_pin(executor="gpt-4.1"))
+    LogStore(tmp_path / "other.jsonl").begin(make_pin(executor="gpt-4.1"))
+    other = AsyncLogStore(tmp_path / "other.jsonl")
     script = Script().chat(reply("never sent"))
     transport = ScriptedTransport(script)
     async with AsyncRoleRouter.from_pin(make_pin(), store=other, transport=transport) as llm:

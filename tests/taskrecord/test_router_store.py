@@ -19,7 +19,7 @@ from nisse_llm.log.canonical import (
     Usage,
     UserText,
 )
-from nisse_llm.task.logstore import LogStore, LogTornTail
+from nisse_llm.task.logstore import AsyncLogStore, LogStore, LogTornTail
 from nisse_llm.task.records import CallRecord
 from nisse_llm.testing import (
     Script,
@@ -125,7 +125,7 @@ def test_concurrent_async_roles_are_each_recorded_under_their_own_role(tmp_path:
     scripted by its own text: each call's record carries its own role and usage."""
     path = tmp_path / "task.jsonl"
     pin = make_pin()
-    store = LogStore(path).begin(pin)
+    LogStore(path).begin(pin)
     roles = {"executor": 1, "consultant": 2, "planner": 3}
     script = Script()
     for role, n in roles.items():
@@ -144,7 +144,8 @@ def test_concurrent_async_roles_are_each_recorded_under_their_own_role(tmp_path:
 
     async def main() -> None:
         transport = ScriptedTransport(script)
-        async with AsyncRoleRouter.from_pin(pin, store=store, transport=transport) as llm:
+        astore = AsyncLogStore(path)
+        async with AsyncRoleRouter.from_pin(pin, store=astore, transport=transport) as llm:
             await asyncio.gather(*(agent(llm, role) for role in roles))
 
     asyncio.run(main())

@@ -11,7 +11,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 
 from nisse_llm import AsyncTask, RunLimitReached, Task, Toolbox
-from nisse_llm.task.logstore import LogStore
+from nisse_llm.task.logstore import AsyncLogStore, LogStore
 from nisse_llm.testing import ScriptedRouter, ToolUse, reply
 from nisse_llm.testing.router import AsyncScriptedRouter
 from tests.telemetry.conftest import Telemetry, attributes
@@ -25,7 +25,7 @@ def read_file(path: str) -> str:
 TURNS = [reply("Reading.", ToolUse("read_file", {"path": "a.py"})), "Done."]
 
 
-def _check_tree(otel: Telemetry, store: LogStore) -> ReadableSpan:
+def _check_tree(otel: Telemetry, store: LogStore | AsyncLogStore) -> ReadableSpan:
     spans = otel.spans()
     (agent,) = [s for s in spans if s.name == "invoke_agent executor"]
     children = [
@@ -61,7 +61,7 @@ def test_run_is_one_invoke_agent_span_over_its_calls_and_tools(
 
 def test_async_run_is_one_invoke_agent_span(otel: Telemetry, tmp_path: Path) -> None:
     """Async: the same tree, the context carried across the awaits."""
-    store = LogStore(tmp_path / "task.jsonl")
+    store = AsyncLogStore(tmp_path / "task.jsonl")
 
     async def main() -> None:
         llm = AsyncScriptedRouter({"executor": TURNS}, store=store)

@@ -9,6 +9,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
 
 from nisse_llm import (
+    AsyncLogStore,
     AsyncRoleRouter,
     LogStore,
     RoleRouter,
@@ -121,19 +122,20 @@ async def test_an_async_tool_loop_nests_calls_and_tools_under_the_agent(
 ) -> None:
     """The async router and `arun` give the same spans as their sync twins."""
     pin = _pin()
-    store = LogStore(tmp_path / "task.jsonl")
+    store = AsyncLogStore(tmp_path / "task.jsonl")
     tools = Toolbox([read_file])
     tracer = otel.tracer_provider.get_tracer("agent")
     with tracer.start_as_current_span("invoke_agent coder"):
         async with AsyncRoleRouter.from_pin(
             pin, store=store, transport=ScriptedTransport(_script(role))
         ) as llm:
-            log = [store.append_event(UserText(text="Fix it.")).event]
+            await llm.begin_task()  # the header, before the first event
+            log = [(await store.append_event(UserText(text="Fix it."))).event]
             reply_events = await llm.complete(role, log, tools.specs)
             results = await tools.arun(reply_events)
-            store.append_events(reply_events + results)
+            await store.append_events(reply_events + results)
             await llm.complete(role, log + reply_events + results, tools.specs)
-    _check_loop(otel, store, role)
+    _check_loop(otel, LogStore(store.path).begin(pin), role)
 
 
 def test_a_resumed_task_keeps_its_conversation_id(otel: Telemetry, tmp_path: Path) -> None:

@@ -18,12 +18,12 @@ from nisse_llm._closing import AsyncClosing
 from nisse_llm.agent._async import io
 from nisse_llm.agent._base import (
     AsyncReconcile,
+    AsyncTaskStore,
     TaskBase,
-    TaskStore,
     areconciled,
     checked_router,
     history_of,
-    open_store,
+    open_async_store,
     tool_runs_of,
     toolbox_of,
     unknown_calls_of,
@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from nisse_llm.config.settings import Pin, Settings
     from nisse_llm.log.images import Image
     from nisse_llm.task.lease import FileLease
-    from nisse_llm.task.logstore import LogRead, LogStore
+    from nisse_llm.task.logstore import AsyncLogStore, LogRead
     from nisse_llm.task.records import ResumedTask, StoredCall, StoredToolRun, UsageTotals
     from nisse_llm.task.summaries import CompactionPolicy
 
@@ -66,15 +66,15 @@ Tools = Toolbox | Iterable[Callable[..., Any]] | None
 R = TypeVar("R")
 
 
-class AsyncTask(TaskBase, AsyncClosing):
+class AsyncTask(TaskBase["AsyncLogStore"], AsyncClosing):
     """One durable agent task in one task file: open it, say, run; kill it and open again."""
 
     def __init__(
         self,
-        store: LogStore,
+        store: AsyncLogStore,
         pin: Pin,
         router: AsyncRoleRouter,
-        resumed: ResumedTask[LogStore],
+        resumed: ResumedTask[AsyncLogStore],
         *,
         owned: bool,
         owns_router: bool,
@@ -101,7 +101,7 @@ class AsyncTask(TaskBase, AsyncClosing):
     @io.opening
     async def open(
         cls,
-        store: TaskStore,
+        store: AsyncTaskStore,
         pin: Pin,
         *,
         router: AsyncRoleRouter | None = None,
@@ -114,9 +114,10 @@ class AsyncTask(TaskBase, AsyncClosing):
         ``async with AsyncTask.open(...) as task`` (closed on leaving), or
         ``task = await AsyncTask.open(...)`` (then ``await task.aclose()``).
 
-        ``store`` is a task file's path, a `LogStore`, or a task key: a string with no path
-        separator and no ``.jsonl`` suffix, such as ``"fix-issue-123"``, opened with
-        `open_task_store` where ``settings`` say tasks live (default: the settings
+        ``store`` is a task file's path, a store object (`AsyncLogStore`,
+        `AsyncPostgresLogStore`), or a task key: a string with no path separator and no
+        ``.jsonl`` suffix, such as ``"fix-issue-123"``, opened with `open_async_task_store`
+        where ``settings`` say tasks live (default: the settings
         `load_settings` finds, no role required). The task's lease is taken first:
         `TaskBusy` while another driver holds it (see `nisse_llm.task.lease`); closing
         the task releases it.
@@ -128,14 +129,14 @@ class AsyncTask(TaskBase, AsyncClosing):
         calls in the same file. ``reconcile(call)`` (see `AsyncReconcile`) is asked for
         the result of a cut run of a tool that may not run again (None: unknown).
         """
-        opened, owned = open_store(store, settings)
+        opened, owned = open_async_store(store, settings)
         if router is not None:
             opened = checked_router(router, opened, pin, compaction)
             owned = False
         lease = await _lease(opened, owned)
         try:
             await _begin(opened, pin, prompt)
-            resumed = opened.resume(pin.token, base_url=pin.base_url)
+            resumed = await opened.resume(pin.token, base_url=pin.base_url)
             driver = router or AsyncRoleRouter.from_pin(pin, store=opened, compaction=compaction)
         except BaseException:
             await _release(opened, owned, lease)
@@ -192,13 +193,13 @@ class AsyncTask(TaskBase, AsyncClosing):
         return self._reading(tool_runs_of)
 
     async def _reading(self, part: Callable[[LogRead], R]) -> R:
-        return part(self._store.read())
+        return part(await self._store.read())
 
     async def say(self, text: str, *, images: Iterable[Image] = ()) -> None:
         """Append a user message (its text, then its images), durably, in one write."""
         events: list[CanonicalEvent] = [UserText(text=text)]
         events += [UserImage(image=image) for image in images]
-        self._log += [record.event for record in self._store.append_batch(events)]
+        self._log += [record.event for record in await self._store.append_batch(events)]
 
     async def step(
         self, role: str, *, tools: Tools = None, options: RequestOptions | None = None
@@ -212,7 +213,7 @@ class AsyncTask(TaskBase, AsyncClosing):
         finished = await self._finish(box)
         await self._offer(box)
         completion = await self._router.completion(role, self._log, box, options=options)
-        self._log += [record.event for record in self._store.append_batch(completion.events)]
+        self._log += [record.event for record in await self._store.append_batch(completion.events)]
         self._settled = False
         results = [
             await self._run_tool(box, Finish(e, "run"))
@@ -281,7 +282,7 @@ class AsyncTask(TaskBase, AsyncClosing):
                     options=options,
                     repair_attempts=repair_attempts,
                 )
-                self._log += [r.event for r in self._store.append_batch(typed.events)]
+                self._log += [r.event for r in await self._store.append_batch(typed.events)]
                 counts.add(typed.usage, *typed.calls)
             finally:
                 span.ended(counts.steps, counts.usage)
@@ -313,7 +314,8 @@ class AsyncTask(TaskBase, AsyncClosing):
         if self._settled:
             return []
         if pending_calls(self._log):
-            plan = finish_plan(self._log, self._store.read().tool_runs, box.is_repeatable)
+            runs = (await self._store.read()).tool_runs
+            plan = finish_plan(self._log, runs, box.is_repeatable)
             finished = [await self._run_tool(box, finish) for finish in plan]
         else:
             finished = []
@@ -327,21 +329,21 @@ class AsyncTask(TaskBase, AsyncClosing):
         if finish.how == "reconcile" and self._reconcile is not None:
             found = await areconciled(self._reconcile, call)
             if found is not None:
-                return self._answered(found.model_copy(update={"call_id": call.call_id}))
+                return await self._answered(found.model_copy(update={"call_id": call.call_id}))
         if finish.how in ("reconcile", "unknown"):
             result = unknown_result(call)
             record = ToolRunRecord(
                 call_id=call.call_id, tool=call.tool, outcome="unknown", start=finish.start
             )
-            self._store.append_tool_outcome(record, result)
+            await self._store.append_tool_outcome(record, result)
             self._log.append(result)
             return result
-        self._store.append_tool_run(ToolRunRecord(call_id=call.call_id, tool=call.tool))
+        await self._store.append_tool_run(ToolRunRecord(call_id=call.call_id, tool=call.tool))
         (result,) = await box.arun([call])
-        return self._answered(result)
+        return await self._answered(result)
 
-    def _answered(self, result: ToolResult) -> ToolResult:
-        self._log.append(self._store.append_event(result).event)
+    async def _answered(self, result: ToolResult) -> ToolResult:
+        self._log.append((await self._store.append_event(result)).event)
         return result
 
     async def _offer(self, box: Toolbox) -> None:
@@ -349,7 +351,7 @@ class AsyncTask(TaskBase, AsyncClosing):
         `TaskBase._offered_record`)."""
         record = self._offered_record(box)
         if record is not None:
-            self._store.append_tools(record)
+            await self._store.append_tools(record)
 
     async def aclose(self) -> None:
         """Close what the task opened: its router and its file (not those it was given)."""
@@ -358,37 +360,37 @@ class AsyncTask(TaskBase, AsyncClosing):
         await _release(self._store, self._owned, self._held)
 
 
-async def _lease(store: LogStore, owned: bool) -> FileLease | None:
-    """Take the task's lease as its one driver (`LogStore.lease`); `TaskBusy` while
+async def _lease(store: AsyncLogStore, owned: bool) -> FileLease | None:
+    """Take the task's lease as its one driver (`AsyncLogStore.lease`); `TaskBusy` while
     another holds it (a store the task opened is closed first)."""
     try:
-        return store.lease()
+        return await store.lease()
     except BaseException:
         if owned:
-            store.close()
+            await store.aclose()
         raise
 
 
-async def _release(store: LogStore, owned: bool, lease: FileLease | None) -> None:
+async def _release(store: AsyncLogStore, owned: bool, lease: FileLease | None) -> None:
     """Close the store if the task opened it, then release the lease."""
     try:
         if owned:
-            store.close()
+            await store.aclose()
     finally:
         if lease is not None:
             lease.close()
 
 
-async def _begin(store: LogStore, pin: Pin, prompt: str | None) -> None:
+async def _begin(store: AsyncLogStore, pin: Pin, prompt: str | None) -> None:
     """Begin or check the task, finish a batch a crash cut short, and write ``prompt``
     if the task holds no event yet."""
-    store.begin(pin)
-    found = store.read()
+    await store.begin(pin)
+    found = await store.read()
     missing = unfinished_batch(found.records)
     if missing:
-        store.append_batch(missing)
+        await store.append_batch(missing)
     if prompt is not None and not found.events:
-        store.append_event(UserText(text=prompt))
+        await store.append_event(UserText(text=prompt))
 
 
 def _limits(

@@ -67,7 +67,7 @@ Tools = Toolbox | Iterable[Callable[..., Any]] | None
 R = TypeVar("R")
 
 
-class Task(TaskBase, Closing):
+class Task(TaskBase["LogStore"], Closing):
     """One durable agent task in one task file: open it, say, run; kill it and open again."""
 
     def __init__(
@@ -115,9 +115,10 @@ class Task(TaskBase, Closing):
         ``with Task.open(...) as task`` (closed on leaving), or
         ``task = Task.open(...)`` (then ``task.close()``).
 
-        ``store`` is a task file's path, a `LogStore`, or a task key: a string with no path
-        separator and no ``.jsonl`` suffix, such as ``"fix-issue-123"``, opened with
-        `open_task_store` where ``settings`` say tasks live (default: the settings
+        ``store`` is a task file's path, a store object (`LogStore`,
+        `PostgresLogStore`), or a task key: a string with no path separator and no
+        ``.jsonl`` suffix, such as ``"fix-issue-123"``, opened with `open_task_store`
+        where ``settings`` say tasks live (default: the settings
         `load_settings` finds, no role required). The task's lease is taken first:
         `TaskBusy` while another driver holds it (see `nisse_llm.task.lease`); closing
         the task releases it.
@@ -314,7 +315,8 @@ class Task(TaskBase, Closing):
         if self._settled:
             return []
         if pending_calls(self._log):
-            plan = finish_plan(self._log, self._store.read().tool_runs, box.is_repeatable)
+            runs = (self._store.read()).tool_runs
+            plan = finish_plan(self._log, runs, box.is_repeatable)
             finished = [self._run_tool(box, finish) for finish in plan]
         else:
             finished = []
@@ -342,7 +344,7 @@ class Task(TaskBase, Closing):
         return self._answered(result)
 
     def _answered(self, result: ToolResult) -> ToolResult:
-        self._log.append(self._store.append_event(result).event)
+        self._log.append((self._store.append_event(result)).event)
         return result
 
     def _offer(self, box: Toolbox) -> None:

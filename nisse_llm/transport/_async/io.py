@@ -5,6 +5,10 @@ store begun later."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from nisse_llm.task._async.logstore import AsyncLogStore
 
 #: A client's ``sleep=`` (waits between attempts).
 Sleep = Callable[[float], Awaitable[object]]
@@ -25,6 +29,11 @@ async def _parts(parts: list[bytes]) -> AsyncIterator[bytes]:
 def request_content(parts: list[bytes]) -> AsyncIterator[bytes]:
     """A body's parts as request content: an async client takes no sync iterable."""
     return _parts(parts)
+
+
+def abandon(store: AsyncLogStore) -> None:
+    """Nothing: a store an async router opened and could not be built with is unused (an
+    async store opens its file or connection on first use)."""
 
 
 def begin_now(begin: Callable[[], Awaitable[None]]) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import suppress
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from nisse_llm._closing import AsyncClosing
 from nisse_llm.config.options import RequestOptions
@@ -41,23 +41,73 @@ from nisse_llm.transport.core import Call
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from nisse_llm.config.settings import Pin, Settings
     from nisse_llm.log.canonical import Usage
     from nisse_llm.render.typed import TypedReply
+    from nisse_llm.task.logstore import AsyncLogStore  # noqa: F401 (the base's type argument)
+    from nisse_llm.task.stores import AsyncStoreArg
+    from nisse_llm.task.summaries import CompactionPolicy
 
     M = TypeVar("M", bound=BaseModel)
 
 __all__ = ["AsyncRoleRouter"]
 
 
-class AsyncRoleRouter(AsyncRouterLimits, RouterBase[AsyncRouteClient], AsyncClosing):
+class AsyncRoleRouter(
+    AsyncRouterLimits, RouterBase[AsyncRouteClient, "AsyncLogStore"], AsyncClosing
+):
     """Complete by role through a pin's mapping; one connection pool per route used."""
 
     _kinds = ASYNC_KINDS
 
+    @classmethod
+    def from_pin(
+        cls,
+        pin: Pin,
+        *,
+        store: AsyncStoreArg | None = None,
+        compaction: CompactionPolicy | None = None,
+        settings: Settings | None = None,
+        **options: Any,
+    ) -> Self:
+        """A router over ``pin``; ``options`` (transport, sleep, on_usage...) go to each client.
+
+        With ``store``, a start record is appended before each request leaves and the
+        call's record (role, model, route, usage, cost, outcome) as it ends, success or
+        failure, each awaited before the call goes on; the store is begun with ``pin``
+        first (`TaskPinMismatch` if it holds another task; see `begin_task`). ``store`` is
+        an `AsyncLogStore`, a task file's path or a task key of the store ``settings``
+        configure (`open_async_store`); one opened from a path or a key is closed with the
+        router. With ``compaction``, `complete` compacts a log near the window.
+        """
+        from nisse_llm.task.stores import open_async_store
+
+        opened, owned = (None, False) if store is None else open_async_store(store, settings)
+        try:
+            clients = cls._clients_for(pin, cls._kinds, options)
+            router = cls(pin, clients, store=opened, compaction=compaction)
+        except BaseException:
+            if owned and opened is not None:
+                io.abandon(opened)
+            raise
+        router._owned_store = opened if owned else None
+        return router
+
     def _attach(self) -> None:
+        store = self._store
+        if store is not None:
+            from nisse_llm.task.stores import open_async_store
+
+            open_async_store(store)  # the store object of the router's kind, or TypeError
         io.begin_now(self.begin_task)
-        start = None if self._store is None else self._call_started
-        task_id = None if self._store is None else self._store.task_id
+        self._observe_clients()
+
+    def _observe_clients(self) -> None:
+        """Give each client the hooks that record its calls, and the task's id (known once
+        the store is begun)."""
+        store = self._store
+        start = None if store is None else self._call_started
+        task_id = None if store is None else store.task_id
         for client in self._clients.values():
             client.observe(on_start=start, on_end=self._call_ended, conversation_id=task_id)
 
@@ -68,15 +118,16 @@ class AsyncRoleRouter(AsyncRouterLimits, RouterBase[AsyncRouteClient], AsyncClos
         there, before its first call's start record, or when this is awaited."""
         if not self._begun:
             assert self._store is not None
-            self._store.begin(self._pin)
+            await self._store.begin(self._pin)
             self._begun = True
+            self._observe_clients()  # the task's id is known now
 
     async def _call_started(self, call: Call) -> None:
         """Append ``call``'s start record before its request leaves (the store begun first)."""
         assert self._store is not None
         if not self._begun:
             await self.begin_task()
-        self._starts[id(call)] = self._store.append_call(start_record(call)).seq
+        self._starts[id(call)] = (await self._store.append_call(start_record(call))).seq
 
     async def _call_ended(self, call: Call, usage: Usage | None, outcome: str) -> None:
         """Keep a success's usage and append ``call``'s record, before its outcome
@@ -86,7 +137,7 @@ class AsyncRoleRouter(AsyncRouterLimits, RouterBase[AsyncRouteClient], AsyncClos
             self._last_call = call.info
         if self._store is not None:
             start = self._starts.pop(id(call), None)
-            self._store.append_call(end_record(call, usage, outcome, start))
+            await self._store.append_call(end_record(call, usage, outcome, start))
 
     async def complete(
         self,
@@ -162,7 +213,7 @@ class AsyncRoleRouter(AsyncRouterLimits, RouterBase[AsyncRouteClient], AsyncClos
             # A log whose events were never appended cannot be named by records: the call
             # record still says the call was compacted.
             with suppress(ValueError):
-                self._store.append_compaction(after)
+                await self._store.append_compaction(after)
 
     async def _compact(
         self,
@@ -247,4 +298,6 @@ class AsyncRoleRouter(AsyncRouterLimits, RouterBase[AsyncRouteClient], AsyncClos
         """Close every client's pool, and the store `from_pin` opened from a path or a key."""
         for client in self._clients.values():
             await client.aclose()
-        self._close_store()
+        owned, self._owned_store = self._owned_store, None
+        if owned is not None:
+            await owned.aclose()

@@ -6,8 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from time import sleep
+from typing import TYPE_CHECKING
 
-__all__ = ["Sleep", "begin_now", "close_chunks", "request_content", "sleep"]
+if TYPE_CHECKING:
+    from nisse_llm.task.logstore import LogStore
+
+__all__ = ["Sleep", "abandon", "begin_now", "close_chunks", "request_content", "sleep"]
 
 #: A client's ``sleep=`` (waits between attempts).
 Sleep = Callable[[float], object]
@@ -16,6 +20,11 @@ Sleep = Callable[[float], object]
 def request_content(parts: list[bytes]) -> list[bytes]:
     """A body's parts as request content, as they are."""
     return parts
+
+
+def abandon(store: LogStore) -> None:
+    """Close a store a router opened and could not be built with (it began it)."""
+    store.close()
 
 
 def begin_now(begin: Callable[[], None]) -> None:

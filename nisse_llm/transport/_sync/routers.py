@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import suppress
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from nisse_llm._closing import Closing
 from nisse_llm.config.options import RequestOptions
@@ -42,23 +42,71 @@ from nisse_llm.transport.core import Call
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from nisse_llm.config.settings import Pin, Settings
     from nisse_llm.log.canonical import Usage
     from nisse_llm.render.typed import TypedReply
+    from nisse_llm.task.logstore import LogStore  # noqa: F401 (the base's type argument)
+    from nisse_llm.task.stores import StoreArg
+    from nisse_llm.task.summaries import CompactionPolicy
 
     M = TypeVar("M", bound=BaseModel)
 
 __all__ = ["RoleRouter"]
 
 
-class RoleRouter(RouterLimits, RouterBase[SyncRouteClient], Closing):
+class RoleRouter(RouterLimits, RouterBase[SyncRouteClient, "LogStore"], Closing):
     """Complete by role through a pin's mapping; one connection pool per route used."""
 
     _kinds = SYNC_KINDS
 
+    @classmethod
+    def from_pin(
+        cls,
+        pin: Pin,
+        *,
+        store: StoreArg | None = None,
+        compaction: CompactionPolicy | None = None,
+        settings: Settings | None = None,
+        **options: Any,
+    ) -> Self:
+        """A router over ``pin``; ``options`` (transport, sleep, on_usage...) go to each client.
+
+        With ``store``, a start record is appended before each request leaves and the
+        call's record (role, model, route, usage, cost, outcome) as it ends, success or
+        failure, each awaited before the call goes on; the store is begun with ``pin``
+        first (`TaskPinMismatch` if it holds another task; see `begin_task`). ``store`` is
+        an `LogStore`, a task file's path or a task key of the store ``settings``
+        configure (`open_store`); one opened from a path or a key is closed with the
+        router. With ``compaction``, `complete` compacts a log near the window.
+        """
+        from nisse_llm.task.stores import open_store
+
+        opened, owned = (None, False) if store is None else open_store(store, settings)
+        try:
+            clients = cls._clients_for(pin, cls._kinds, options)
+            router = cls(pin, clients, store=opened, compaction=compaction)
+        except BaseException:
+            if owned and opened is not None:
+                io.abandon(opened)
+            raise
+        router._owned_store = opened if owned else None
+        return router
+
     def _attach(self) -> None:
+        store = self._store
+        if store is not None:
+            from nisse_llm.task.stores import open_store
+
+            open_store(store)  # the store object of the router's kind, or TypeError
         io.begin_now(self.begin_task)
-        start = None if self._store is None else self._call_started
-        task_id = None if self._store is None else self._store.task_id
+        self._observe_clients()
+
+    def _observe_clients(self) -> None:
+        """Give each client the hooks that record its calls, and the task's id (known once
+        the store is begun)."""
+        store = self._store
+        start = None if store is None else self._call_started
+        task_id = None if store is None else store.task_id
         for client in self._clients.values():
             client.observe(on_start=start, on_end=self._call_ended, conversation_id=task_id)
 
@@ -71,13 +119,14 @@ class RoleRouter(RouterLimits, RouterBase[SyncRouteClient], Closing):
             assert self._store is not None
             self._store.begin(self._pin)
             self._begun = True
+            self._observe_clients()  # the task's id is known now
 
     def _call_started(self, call: Call) -> None:
         """Append ``call``'s start record before its request leaves (the store begun first)."""
         assert self._store is not None
         if not self._begun:
             self.begin_task()
-        self._starts[id(call)] = self._store.append_call(start_record(call)).seq
+        self._starts[id(call)] = (self._store.append_call(start_record(call))).seq
 
     def _call_ended(self, call: Call, usage: Usage | None, outcome: str) -> None:
         """Keep a success's usage and append ``call``'s record, before its outcome
@@ -240,4 +289,6 @@ class RoleRouter(RouterLimits, RouterBase[SyncRouteClient], Closing):
         """Close every client's pool, and the store `from_pin` opened from a path or a key."""
         for client in self._clients.values():
             client.close()
-        self._close_store()
+        owned, self._owned_store = self._owned_store, None
+        if owned is not None:
+            owned.close()
