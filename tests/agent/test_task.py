@@ -22,7 +22,7 @@ from nisse_llm import (
     UserText,
 )
 from nisse_llm.agent.plan import unknown_result
-from nisse_llm.task.logstore import LogStore
+from nisse_llm.task.logstore import AsyncLogStore, LogStore
 from nisse_llm.task.records import StoredToolRun
 from nisse_llm.testing import ScriptedRouter, ToolUse, reply
 from tests.agent.helpers import QUESTION, SideEffects, numbered, priced, scripted, two_steps
@@ -289,7 +289,9 @@ def test_async_task_runs_and_cancellation_leaves_an_unknown_call(tmp_path: Path)
             running = asyncio.create_task(task.run("executor", tools=_box(tools)))
             while not tools.runs():
                 await asyncio.sleep(0.01)
-            while len(LogStore(path).read().starts) < 2:
+            # Read as the loop's own store does (a blocking read here would wait on the
+            # flock an append holds across its awaits, and stall the loop that releases it).
+            while len((await AsyncLogStore(path).read()).starts) < 2:
                 await asyncio.sleep(0.01)
             running.cancel()
             with pytest.raises(asyncio.CancelledError):
