@@ -23,9 +23,9 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Self
 
 import procrastinate
 import psycopg
@@ -36,7 +36,7 @@ from nisse_llm.errors import TaskBusy
 from nisse_llm.log.toolbox import Toolbox
 from nisse_llm.task.logstore import LogRead
 from nisse_llm.task.postgres import PostgresLogStore
-from nisse_llm.task.records import CallRecord, StoredCall, StoredRecord
+from nisse_llm.task.records import CallRecord, StoredCall
 
 QUEUE = "agents"
 TASK = "agent_task"
@@ -60,43 +60,86 @@ def make_app(url: str) -> procrastinate.App:
 
 
 class TimedStore(PostgresLogStore):
-    """A `PostgresLogStore` that adds up the seconds spent in it, keeps the last record
-    it acknowledged (committed), and prints a step line as each model call's end is recorded."""
+    """A `PostgresLogStore` that adds up the seconds spent in its public methods, keeps the
+    last record it acknowledged (an append returned: committed), and prints a step line as
+    each model call's end is recorded. Only public methods are timed, so the store's
+    internals can change under it."""
 
     def __init__(self, url: str, key: str, *, holder: str) -> None:
         super().__init__(url, key, holder=holder)
         self.spent_s = 0.0
         self.acknowledged: int | None = None
-        self._written: int | None = None
+        self._depth = 0  # public methods call each other: time the outermost only
         self._step_began, self._step_spent = time.perf_counter(), 0.0
 
     @contextmanager
-    def _exclusive(self) -> Iterator[None]:
+    def _timed(self) -> Iterator[None]:
+        self._depth += 1
         began = time.perf_counter()
         try:
-            with super()._exclusive():
-                yield
-            if self._written is not None:  # committed as the block ended
-                self.acknowledged = self._written
+            yield
         finally:
-            self._written = None
-            self.spent_s += time.perf_counter() - began
+            self._depth -= 1
+            if self._depth == 0:
+                self.spent_s += time.perf_counter() - began
 
-    def _x_write(self, batch: Sequence[StoredRecord], lines: Sequence[bytes] | None = None) -> None:
-        super()._x_write(batch, lines)
-        self._written = batch[-1].seq
+    def _acknowledged(self, stored: Any) -> Any:
+        """Note the last number of what an append returned (records, or one record)."""
+        last = stored[-1] if isinstance(stored, list) and stored else stored
+        if last is not None and not isinstance(last, list):
+            self.acknowledged = max(self.acknowledged or 0, last.seq)
+        return stored
+
+    def begin(self, pin: Any) -> Self:
+        with self._timed():
+            super().begin(pin)
+        self.acknowledged = self.next_seq - 1  # the header, written now or before
+        return self
+
+    def resume(self, token: Any, *, base_url: str | None = None) -> Any:
+        with self._timed():
+            return super().resume(token, base_url=base_url)
 
     def read(self) -> LogRead:
-        began = time.perf_counter()
-        try:
+        with self._timed():
             return super().read()
-        finally:
-            self.spent_s += time.perf_counter() - began
+
+    def append_event(self, event: Any) -> Any:
+        with self._timed():
+            return self._acknowledged(super().append_event(event))
+
+    def append_events(self, events: Any) -> Any:
+        with self._timed():
+            return self._acknowledged(super().append_events(events))
+
+    def append_batch(self, events: Any) -> Any:
+        with self._timed():
+            return self._acknowledged(super().append_batch(events))
+
+    def append_tool_run(self, record: Any) -> Any:
+        with self._timed():
+            return self._acknowledged(super().append_tool_run(record))
+
+    def append_tools(self, record: Any) -> Any:
+        with self._timed():
+            return self._acknowledged(super().append_tools(record))
+
+    def append_compaction(self, compacted: Any) -> Any:
+        with self._timed():
+            return self._acknowledged(super().append_compaction(compacted))
+
+    def append_tool_outcome(self, record: Any, result: Any) -> None:
+        with self._timed():
+            super().append_tool_outcome(record, result)
+        # It returns nothing: its result is the record the store holds last now.
+        self.acknowledged = self.next_seq - 1
 
     def append_call(self, record: CallRecord) -> StoredCall:
-        stored = super().append_call(record)
+        with self._timed():
+            stored = self._acknowledged(super().append_call(record))
         if record.outcome != "started":  # the call's end: its step is done
             self.step_done()
+        assert isinstance(stored, StoredCall)
         return stored
 
     def step_done(self, *, last: bool = False) -> None:

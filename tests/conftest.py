@@ -43,7 +43,8 @@ def postgres() -> Iterator[LocalPostgres]:
 def place(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Place]:
     """One task's place in the store under test: a task file, or a key in the session's
     PostgreSQL (tests taking it hold both stores to the same promises)."""
-    server = request.getfixturevalue("postgres") if request.param == "postgres" else None
+    needs_server = request.param.startswith("postgres")
+    server = request.getfixturevalue("postgres") if needs_server else None
     found = Place(request.param, tmp_path, server)
     yield found
     found.close()

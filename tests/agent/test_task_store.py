@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -36,6 +37,15 @@ ROOT = Path(__file__).resolve().parents[2]
 #: The stated bound for a dead holder's lease on PostgreSQL (its session ends as its
 #: socket closes); a task file's is released by the kernel as the process ends.
 LEASE_FREED_S = 10.0
+
+
+@pytest.fixture(params=("file", "postgres"))
+def place(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Place]:
+    """The task's place, in either sync store: these tests open it by key, as a task does."""
+    server = request.getfixturevalue("postgres") if request.param == "postgres" else None
+    found = Place(request.param, tmp_path, server)
+    yield found
+    found.close()
 
 
 def _settings(place: Place) -> Settings:

@@ -2,7 +2,8 @@
 call records forever, printing each record's seq once `append_*` has returned.
 
 Run as ``python -m tests.reliability._task_crash_writer PATH`` (a task file), or with a task
-key and the database's URL in ``NISSE_TEST_PG_URL`` (a PostgreSQL task). It prints ``ready`` once
+key and the database's URL in ``NISSE_TEST_PG_URL`` (a PostgreSQL task); with
+``NISSE_TEST_ASYNC=1`` it writes through the async store, awaited on an event loop. It prints ``ready`` once
 `LogStore.begin` has returned (the header is durable), then the seq of every record after
 its append returned. Event sizes vary up to 1 MiB so kills land inside writes; a call
 record follows every batch of one to three events.
@@ -10,12 +11,13 @@ record follows every batch of one to three events.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 
 from nisse_llm.log.canonical import UserText
-from nisse_llm.task.logstore import LogStore
-from nisse_llm.task.postgres import PostgresLogStore
+from nisse_llm.task.logstore import AsyncLogStore, LogStore
+from nisse_llm.task.postgres import AsyncPostgresLogStore, PostgresLogStore
 from tests.reliability._crash_writer import payload
 from tests.taskrecord.helpers import call_record, make_pin
 
@@ -39,5 +41,25 @@ def main(where: str) -> None:
         print(call.seq, flush=True)
 
 
+async def amain(where: str) -> None:
+    """`main` through the async stores."""
+    url = os.environ.get("NISSE_TEST_PG_URL")
+    opened = AsyncLogStore(where) if url is None else AsyncPostgresLogStore(url, where)
+    store = await opened.begin(make_pin())
+    print("ready", flush=True)
+    while True:
+        first = await store.next_seq()
+        count = 1 + (first * 40503) % MAX_BATCH
+        stored = await store.append_events(
+            UserText(text=payload(seq)) for seq in range(first, first + count)
+        )
+        print("\n".join(str(record.seq) for record in stored), flush=True)
+        call = await store.append_call(call_record(await store.next_seq()))
+        print(call.seq, flush=True)
+
+
 if __name__ == "__main__":
-    main(sys.argv[1])
+    if os.environ.get("NISSE_TEST_ASYNC") == "1":
+        asyncio.run(amain(sys.argv[1]))
+    else:
+        main(sys.argv[1])

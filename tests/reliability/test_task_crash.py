@@ -74,7 +74,12 @@ def _resumed(store: LogStore) -> ResumedTask:
 
 
 def _kill_task_writer(
-    directory: Path, kills: int, *, budget_s: float, server: LocalPostgres | None = None
+    directory: Path,
+    kills: int,
+    *,
+    budget_s: float,
+    server: LocalPostgres | None = None,
+    asynchronous: bool = False,
 ) -> dict[str, int]:
     seed = int.from_bytes(os.urandom(4), "big")
     rng = random.Random(seed)
@@ -90,6 +95,7 @@ def _kill_task_writer(
             reported = set()
         where_arg = str(directory / f"{name}.jsonl") if server is None else _key(directory, name)
         env = {**os.environ} | ({} if server is None else {"NISSE_TEST_PG_URL": server.url})
+        env["NISSE_TEST_ASYNC"] = "1" if asynchronous else "0"
         writer = subprocess.Popen(
             [sys.executable, "-m", "tests.reliability._task_crash_writer", where_arg],
             cwd=ROOT,
@@ -172,6 +178,19 @@ def test_sigkill_of_a_postgres_task_writer(tmp_path: Path, postgres: LocalPostgr
 
     assert tally["kills"] == 40
     assert tally["torn"] == 0
+
+
+@pytest.mark.parametrize("kind", ["file", "postgres"])
+def test_sigkill_of_an_async_task_writer(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """20 SIGKILLs of a writer awaiting the async store (its file writes in a worker
+    thread): every acknowledged record there, nothing else, the task resumed each time."""
+    server = request.getfixturevalue("postgres") if kind == "postgres" else None
+    tally = _kill_task_writer(tmp_path, 20, budget_s=120, server=server, asynchronous=True)
+    _report(tally, f"async {kind}")
+
+    assert tally["kills"] == 20
 
 
 @pytest.mark.slow

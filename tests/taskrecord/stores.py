@@ -12,11 +12,14 @@ from pathlib import Path
 
 import psycopg
 
-from nisse_llm.task.logstore import LogStore
-from nisse_llm.task.postgres import PostgresLogStore
+from nisse_llm.task.logstore import AsyncLogStore, LogStore
+from nisse_llm.task.postgres import AsyncPostgresLogStore, PostgresLogStore
 from nisse_llm.testing.postgres import LocalPostgres
+from tests.taskrecord.blocking import Blocking
 
-KINDS = ("file", "postgres")
+#: The stores the two-store tests hold to the same promises: the sync ones, and the async
+#: ones through a blocking adapter (`tests.taskrecord.blocking`).
+KINDS = ("file", "postgres", "file-async", "postgres-async")
 _keys = itertools.count()
 
 
@@ -27,7 +30,10 @@ class Place:
     opened before (the task reopened by its next driver, as after a restart)."""
 
     def __init__(self, kind: str, tmp_path: Path, server: LocalPostgres | None) -> None:
-        self.kind = kind
+        #: "file" or "postgres", whichever face the store has.
+        self.kind = kind.removesuffix("-async")
+        #: Whether `open` gives the async store (behind a blocking adapter).
+        self.is_async = kind.endswith("-async")
         self.path = tmp_path / "task.jsonl"
         self.server = server
         self.key = f"task-{next(_keys)}-{tmp_path.name}"
@@ -37,12 +43,24 @@ class Place:
         for store in self._opened:
             store.close()
         store: LogStore
-        if self.server is None:
+        if self.is_async and self.server is None:
+            store = Blocking(AsyncLogStore(self.path))
+        elif self.is_async and self.server is not None:
+            store = Blocking(AsyncPostgresLogStore(self.server.url, self.key))
+        elif self.server is None:
             store = LogStore(self.path)
         else:
             store = PostgresLogStore(self.server.url, self.key)
         self._opened.append(store)
         return store
+
+    def open_async(self) -> AsyncLogStore:
+        """A new async store on the task, for a test's own loop (the test closes it)."""
+        for store in self._opened:
+            store.close()
+        if self.server is None:
+            return AsyncLogStore(self.path)
+        return AsyncPostgresLogStore(self.server.url, self.key)
 
     @property
     def where(self) -> str:
@@ -85,7 +103,10 @@ class Place:
 
     def close(self) -> None:
         for store in self._opened:
-            store.close()
+            if isinstance(store, Blocking):
+                store.shutdown()
+            else:
+                store.close()
 
     def _rows(self) -> list[bytes]:
         assert self.server is not None

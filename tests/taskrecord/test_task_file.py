@@ -365,9 +365,25 @@ def test_threads_each_with_a_file_store_append_without_loss(tmp_path: Path) -> N
 
 
 def test_asyncio_tasks_append_to_one_store_without_loss(place: Place) -> None:
-    """Eight asyncio tasks appending through one store (directly and via to_thread) lose
-    nothing and keep sequence order."""
+    """Eight asyncio tasks appending through one store (directly and via to_thread; an
+    async store awaited) lose nothing and keep sequence order."""
     store = place.open().begin(make_pin())
+    if place.is_async:
+        opened = place.open_async()
+
+        async def awaited() -> None:
+            async with opened as shared:
+
+                async def agent(worker: int) -> None:
+                    for n in range(25):
+                        await shared.append_event(UserText(text=f"{worker}:{n}"))
+                        await shared.append_call(_record(worker))
+
+                await asyncio.gather(*(agent(w) for w in range(8)))
+
+        asyncio.run(awaited())
+        _check_mixed(place.open(), 8, 25)
+        return
 
     async def agent(worker: int) -> None:
         for n in range(25):

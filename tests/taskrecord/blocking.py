@@ -1,0 +1,116 @@
+"""A sync face of an async task store, so the tests that hold the sync stores to their
+promises hold the async ones to the same: each method runs the async store's coroutine
+on a loop of the adapter's own. It is a `LogStore` for the code that takes one (routers,
+tasks), and defers everything to the async store it wraps."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import threading
+from collections.abc import Coroutine, Iterable
+from pathlib import Path
+from typing import Any, Self, TypeVar
+
+from pydantic import SecretStr
+
+from nisse_llm.config.settings import Pin
+from nisse_llm.log.canonical import CanonicalEvent, LogLike, StoredEvent, ToolResult
+from nisse_llm.task.lease import FileLease
+from nisse_llm.task.logstore import AsyncLogStore, LogRead, LogStore
+from nisse_llm.task.records import (
+    CallRecord,
+    ResumedTask,
+    StoredCall,
+    StoredRecord,
+    StoredToolRun,
+    StoredTools,
+    ToolRunRecord,
+    ToolsRecord,
+)
+
+T = TypeVar("T")
+
+
+class Blocking(LogStore):
+    """``inner``'s methods, each run to its end on this adapter's own event loop."""
+
+    def __init__(self, inner: AsyncLogStore) -> None:  # no LogStore state: all deferred
+        self.inner = inner
+        self.path = getattr(inner, "path", Path("-"))
+        self._runner = asyncio.Runner()
+        # One loop runs one coroutine at a time: threads sharing the adapter take turns
+        # (coroutines sharing an async store are tested on one loop, in test_async_stores).
+        self._turn = threading.Lock()
+
+    def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        with self._turn:
+            return self._runner.run(coroutine)
+
+    def __repr__(self) -> str:
+        return f"Blocking({self.inner!r})"
+
+    @property
+    def task_id(self) -> str | None:
+        return self.inner.task_id
+
+    def _next_seq(self) -> int:
+        return self._run(self.inner.next_seq())
+
+    def close(self) -> None:
+        self._run(self.inner.aclose())
+
+    def shutdown(self) -> None:
+        """Close the store and the adapter's loop (the adapter is done with)."""
+        self.close()
+        self._runner.close()
+
+    def lease(self) -> FileLease | None:
+        return self._run(self.inner.lease())
+
+    def read(self) -> LogRead:
+        return self._run(self.inner.read())
+
+    def export_lines(self) -> list[bytes]:
+        return self._run(self.inner.export_lines())
+
+    def import_lines(self, lines: Iterable[bytes]) -> int:
+        return self._run(self.inner.import_lines(lines))
+
+    def append(self, records: StoredRecord | Iterable[StoredRecord]) -> None:
+        self._run(self.inner.append(records))
+
+    def append_event(self, event: CanonicalEvent) -> StoredEvent:
+        return self._run(self.inner.append_event(event))
+
+    def append_events(self, events: Iterable[CanonicalEvent]) -> list[StoredEvent]:
+        return self._run(self.inner.append_events(events))
+
+    def append_batch(self, events: Iterable[CanonicalEvent]) -> list[StoredEvent]:
+        return self._run(self.inner.append_batch(events))
+
+    def append_compaction(self, compacted: LogLike) -> StoredEvent:
+        return self._run(self.inner.append_compaction(compacted))
+
+    def append_call(self, record: CallRecord) -> StoredCall:
+        return self._run(self.inner.append_call(record))
+
+    def append_tool_run(self, record: ToolRunRecord) -> StoredToolRun:
+        return self._run(self.inner.append_tool_run(record))
+
+    def append_tools(self, record: ToolsRecord) -> StoredTools:
+        return self._run(self.inner.append_tools(record))
+
+    def append_tool_outcome(self, record: ToolRunRecord, result: ToolResult) -> None:
+        self._run(self.inner.append_tool_outcome(record, result))
+
+    def begin(self, pin: Pin) -> Self:
+        self._run(self.inner.begin(pin))
+        return self
+
+    def resume(self, token: str | SecretStr, *, base_url: str | None = None) -> ResumedTask[Self]:
+        found = self._run(self.inner.resume(token, base_url=base_url))
+        return dataclasses.replace(found, store=self)  # type: ignore[arg-type, return-value]
+
+    def repair(self) -> bytes | None:
+        return self._run(self.inner.repair())
