@@ -18,7 +18,7 @@ from nisse_llm.log.canonical import (
     Usage,
     UserText,
 )
-from nisse_llm.task.logstore import LogStore
+from nisse_llm.task.logstore import AsyncLogStore, LogStore
 from nisse_llm.testing import Script, Tokens, ToolUse, reply, slow
 from nisse_llm.testing.proxy import LiteLLMProxy
 from nisse_llm.transport.routers import AsyncRoleRouter
@@ -45,7 +45,7 @@ def test_three_agents_through_the_proxy_are_recorded_and_resumed(
         None, llm={"base_url": proxy.base_url, "token": proxy.token}, roles=ROLES
     ).pin()
     path = tmp_path / "task.jsonl"
-    store = LogStore(path).begin(pin)
+    LogStore(path).begin(pin)
     agents = ("planner", "executor", "delegate")
     for n, role in enumerate(agents):
         script.when(
@@ -72,7 +72,9 @@ def test_three_agents_through_the_proxy_are_recorded_and_resumed(
 
     async def main() -> list[list[CanonicalEvent]]:
         async with AsyncRoleRouter.from_pin(
-            pin, store=store, on_usage=lambda usage, model: seen.append((model, usage))
+            pin,
+            store=AsyncLogStore(path),
+            on_usage=lambda usage, model: seen.append((model, usage)),
         ) as llm:
             logs = await asyncio.gather(*(agent(llm, role) for role in agents))
             with pytest.raises(UpstreamUnavailable):
