@@ -4,6 +4,7 @@ database password in no output, log line, span, record or error of the whole run
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import traceback
@@ -130,3 +131,87 @@ def test_an_agent_keeps_its_task_through_a_database_crash(
     ]
     leaks = [text for text in shown if PASSWORD in text]
     assert leaks == []
+
+
+def test_an_async_task_keeps_its_task_through_a_database_crash(
+    proxy: LiteLLMProxy,
+    script: Script,
+    database: LocalPostgres,
+    caplog: pytest.LogCaptureFixture,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """The same through `AsyncTask` on the async store, opened by key from the
+    ``task_store`` setting: the database stopped while a reply is on its way makes the run
+    a `TaskStoreUnavailable` (resumable: the work is kept), a second driver meanwhile gets
+    `TaskBusy`; after the restart the task is opened again, its tool run and the cut call's
+    start kept, and finishes; the password shows up nowhere."""
+    caplog.set_level(logging.DEBUG)
+    settings = load_settings(
+        None,
+        llm={"base_url": proxy.base_url, "token": proxy.token},
+        roles=ROLES,
+        task_store=database.url,
+    )
+    pin = settings.pin()
+    script.chat(
+        reply(ToolUse("read_file", {"path": "a.py"}), usage=Tokens(100, 7)),
+        slow(reply("done, first try", usage=Tokens(200, 9)), 3.0),
+        reply("done", usage=Tokens(300, 11)),
+    )
+    reads: list[str] = []
+    stoppers: list[threading.Timer] = []
+
+    def read_file(path: str) -> str:
+        """Read a file (the first time, the database is stopped during the next call)."""
+        reads.append(path)
+        if len(reads) == 1:
+            stoppers.append(threading.Timer(0.5, database.stop, kwargs={"mode": "immediate"}))
+            stoppers[-1].start()
+        return "print('a')"
+
+    tools = nisse_llm.Toolbox([read_file], repeatable={"read_file"})
+    errors: list[BaseException] = []
+
+    async def first_driver() -> None:
+        async with nisse_llm.AsyncTask.open(
+            "fix-async", pin, prompt="Fix a.py.", settings=settings
+        ) as task:
+            with pytest.raises(TaskBusy) as busy:
+                await nisse_llm.AsyncTask.open("fix-async", pin, settings=settings)
+            errors.append(busy.value)
+            try:
+                with pytest.raises(TaskStoreUnavailable) as gone:
+                    await task.run("executor", tools=tools, max_steps=5)
+            finally:
+                for stopper in stoppers:
+                    stopper.join()
+            assert isinstance(gone.value, UpstreamUnavailable)
+            errors.append(gone.value)
+
+    async def second_driver() -> tuple[str, int, int, list[bytes]]:
+        async with nisse_llm.AsyncTask.open("fix-async", pin, settings=settings) as task:
+            unknown = len(await task.unknown_calls)
+            result = await task.run("executor", tools=tools, max_steps=5)
+            history = await task.history
+        store = nisse_llm.AsyncPostgresLogStore(database.url, "fix-async")
+        async with store:
+            lines = await store.export_lines()
+        return result.text, unknown, len(history), lines
+
+    asyncio.run(first_driver())
+    database.start()
+    text, unknown, events, lines = asyncio.run(second_driver())
+
+    assert text == "done"
+    assert reads == ["a.py"]  # the tool's result was kept: it did not run again
+    assert unknown == 1  # the call cut by the crash: started, never ended
+    assert events == 4  # the prompt, the tool call, its result, the answer
+    out, err = capfd.readouterr()
+    shown = [
+        out,
+        err,
+        caplog.text,
+        *(line.decode() for line in lines),
+        *(f"{e!s} {e!r} {''.join(traceback.format_exception(e))}" for e in errors),
+    ]
+    assert [text for text in shown if PASSWORD in text] == []
