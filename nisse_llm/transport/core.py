@@ -282,8 +282,9 @@ class Core:
         options: RequestOptions | None = None,
     ) -> Call:
         """Render a request and start its call (a render failure is logged and raised, or,
-        with an end hook set, kept for the client: see the module docstring); ``cache`` turns the client's prompt-cache policy on or off for this call, and
-        ``options`` (already layered over the role's profile) set how it is made; their
+        with an end hook set, kept for the client: see the module docstring); ``cache``
+        turns the client's prompt-cache policy on or off for this call, and ``options``
+        (already layered over the role's profile) set how it is made; their
         ``max_output_tokens`` wins over the client's ``max_tokens``. The call's rules are
         decided here, once (`RouteDescriptor.decide`, cached per model and options), and
         handed to the renderer."""
