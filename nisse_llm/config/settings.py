@@ -197,6 +197,20 @@ class Pin(LLMSettings):
             entry["options"] = options.model_dump(mode="json", exclude_none=True)
         return entry
 
+    def restored(self, record: Mapping[str, Any]) -> Pin:
+        """The pin a task's stored ``record`` describes, with this pin's token and base URL
+        (`from_record`: `ConfigError` if the record names another URL or is damaged), and
+        this pin's MCP values for each server both pins record alike: what a task begun
+        with ``record`` runs with when this pin reopens it."""
+        pin = Pin.from_record(record, self.token, base_url=self.base_url)
+        pin._token_source = self._token_source
+        pin._mcp_tables = {
+            name: table
+            for name, table in self._mcp_tables.items()
+            if pin.mcp_servers.get(name) == self.mcp_servers.get(name)
+        }
+        return pin
+
     @classmethod
     def from_record(
         cls,

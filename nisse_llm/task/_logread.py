@@ -22,11 +22,13 @@ from nisse_llm.task.records import (
     StoredCall,
     StoredHeader,
     StoredRecord,
+    StoredRepin,
     StoredToolRun,
     StoredTools,
     UsageTotals,
     ViewItem,
     compacted_view,
+    pin_in_force,
     unknown_calls,
 )
 
@@ -56,7 +58,13 @@ STORED: TypeAdapter[StoredRecord] = TypeAdapter(StoredRecord)
 #: A stored record of the kinds the appends make.
 RecordT = TypeVar(
     "RecordT",
-    bound=StoredEvent | StoredCall | StoredToolRun | StoredBatch | StoredTools | StoredHeader,
+    bound=StoredEvent
+    | StoredCall
+    | StoredToolRun
+    | StoredBatch
+    | StoredTools
+    | StoredRepin
+    | StoredHeader,
 )
 
 
@@ -106,6 +114,17 @@ class LogRead:
         """The tool-run records, in order (a start before each tool runs; see
         `ToolRunRecord`)."""
         return [r for r in self.records if isinstance(r, StoredToolRun)]
+
+    @property
+    def repins(self) -> list[StoredRepin]:
+        """The repin records (``nisse-llm task repin``), in order."""
+        return [r for r in self.records if isinstance(r, StoredRepin)]
+
+    @property
+    def pin(self) -> dict[str, Any] | None:
+        """The pin record the task runs with: its last repin's, else its header's (None:
+        no header)."""
+        return pin_in_force(self.records) if self.header is not None else None
 
     @property
     def usage(self) -> UsageTotals:

@@ -10,13 +10,12 @@ task moves between them by ``nisse-llm task export`` / ``task import``.
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
 from pydantic import SecretStr
 
-from nisse_llm.errors import ConfigError
+from nisse_llm.task.keys import TASK_KEY_PATTERN, check_task_key
 from nisse_llm.task.logstore import LogStore
 
 if TYPE_CHECKING:
@@ -39,8 +38,6 @@ __all__ = [
 
 #: The folder tasks live in when ``task_store`` is not set (beside the config file).
 DEFAULT_TASK_FOLDER = "tasks"
-#: A task key: a file name on every system, and the same key in a database.
-TASK_KEY_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}"
 _SCHEMES = ("postgresql://", "postgres://")
 
 
@@ -77,11 +74,7 @@ def open_async_task_store(key: str, settings: Settings | None = None) -> AsyncLo
 
 def _task_place(key: str, settings: Settings | None) -> Path | SecretStr:
     """Where task ``key`` lives: its file's path (the folder made) or the database URL."""
-    if re.fullmatch(TASK_KEY_PATTERN, key) is None:
-        raise ConfigError(
-            f"task key {key!r}: use letters, digits, '.', '_' and '-' (at most 200, not "
-            "starting with '.' or '-'), so it names a file and a database row alike"
-        )
+    check_task_key(key)
     if settings is None:
         from nisse_llm.config.settings import load_settings
 

@@ -16,8 +16,8 @@ from tests.taskrecord.helpers import BASE_URL, TOKEN, make_pin
 
 async def test_an_async_router_begins_its_store_before_its_first_call(tmp_path: Path) -> None:
     """Built, the router has written nothing; its first call writes the pin's header before
-    the call's start record; another task's store is refused at the first call, unsent, or
-    at ``begin_task``."""
+    the call's start record; with ``strict_pin`` a task begun with another pin is refused at
+    the first call, unsent, or at ``begin_task``; without, the call takes its own model."""
     path = tmp_path / "task.jsonl"
     script = Script().chat(reply("done"))
     async with AsyncRoleRouter.from_pin(
@@ -35,9 +35,15 @@ async def test_an_async_router_begins_its_store_before_its_first_call(tmp_path: 
     other = AsyncLogStore(tmp_path / "other.jsonl")
     script = Script().chat(reply("never sent"))
     transport = ScriptedTransport(script)
-    async with AsyncRoleRouter.from_pin(make_pin(), store=other, transport=transport) as llm:
+    async with AsyncRoleRouter.from_pin(
+        make_pin(), store=other, transport=transport, strict_pin=True
+    ) as llm:
         with pytest.raises(TaskPinMismatch):
             await llm.begin_task()
         with pytest.raises(TaskPinMismatch):
             await llm.complete("executor", [UserText(text="go")], None)
     assert script.requests == []
+    async with AsyncRoleRouter.from_pin(make_pin(), store=other, transport=transport) as llm:
+        await llm.complete("executor", [UserText(text="go")], None)
+        assert llm.pin_changes == ("roles.executor",)
+    assert [r.model for r in script.requests] == ["gpt-4.1"]
