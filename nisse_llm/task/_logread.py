@@ -41,6 +41,7 @@ __all__ = [
     "RecordT",
     "Tail",
     "check_batch",
+    "check_export",
     "check_order",
     "decode",
     "encode",
@@ -303,3 +304,30 @@ def decode(lines: Iterable[bytes], where: Path | str) -> LogRead:
         check_order(records, record, where, number)
         records.append(record)
     return LogRead(records=records)
+
+
+def check_export(lines: Sequence[bytes], where: Path | str) -> list[StoredRecord]:
+    """The records of an export (``task export``'s lines) to import as a whole task;
+    `LogSequenceError` for an empty export, one whose first record is not the task's
+    header, or a gap or a repeat in its numbers (a task is numbered 0, 1, 2... without a
+    gap), and `LogCorrupt` for a line that is no record: nothing is to be written."""
+    if not lines:
+        raise LogSequenceError(f"{where}: the export holds no record; nothing was written")
+    records: list[StoredRecord] = []
+    for number, line in enumerate(lines, 1):
+        record = parse_line(line, where, number)
+        if number == 1 and not isinstance(record, StoredHeader):
+            raise LogSequenceError(
+                f"{where}: the export's first record is not a task header (an export begins "
+                "with its header: import a whole `task export`); nothing was written"
+            )
+        if record.seq != number - 1:
+            kind = "a repeat" if record.seq < number - 1 else "a gap"
+            raise LogSequenceError(
+                f"{where}: line {number} of the export is record {record.seq}, not "
+                f"{number - 1}: {kind} in its numbers (a task is numbered 0, 1, 2... "
+                "without a gap); nothing was written"
+            )
+        check_order(records, record, where, number)
+        records.append(record)
+    return records

@@ -121,8 +121,8 @@ class AsyncTask(TaskBase["AsyncLogStore"], AsyncClosing):
         ``store`` is a task file's path, a store object (`AsyncLogStore`,
         `AsyncPostgresLogStore`), or a task key: a string with no path separator and no
         ``.jsonl`` suffix, such as ``"fix-issue-123"``, opened with `open_async_task_store`
-        where ``settings`` say tasks live (default: the settings
-        `load_settings` finds, no role required). The task's lease is taken first:
+        where ``settings`` say tasks live (default: where `load_task_store` finds: no
+        token, no role needed). The task's lease is taken first:
         `TaskBusy` while another driver holds it (see `nisse_llm.task.lease`); closing
         the task releases it.
 

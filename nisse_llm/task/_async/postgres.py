@@ -165,6 +165,13 @@ class AsyncPostgresLogStore(AsyncLogStore):
             )
         self._last = last
 
+    async def _x_clear(self) -> None:
+        """Delete the task's records, in the transaction that writes its new ones."""
+        await (await self._connection()).execute(
+            "DELETE FROM nisse_task_records WHERE task = %s", (self.key,)
+        )
+        self._last, self._last_known = None, True
+
     async def _lines(self) -> list[bytes]:
         cursor = await (await self._connection()).execute(_LINES, (self.key,))
         return [str(record).encode() for (record,) in await cursor.fetchall()]

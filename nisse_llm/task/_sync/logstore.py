@@ -18,12 +18,13 @@ from typing import TYPE_CHECKING, Any, Self
 from pydantic import SecretStr
 
 from nisse_llm._closing import Closing
-from nisse_llm.errors import LogDuplicateId
+from nisse_llm.errors import LogDuplicateId, LogSequenceError
 from nisse_llm.log.canonical import CanonicalEvent, LogLike, StoredEvent, ToolCall, ToolResult
 from nisse_llm.task._filelog import FileLog
 from nisse_llm.task._logread import (
     LogRead,
     RecordT,
+    check_export,
     decode,
     ids_after,
     pin_from_record,
@@ -151,15 +152,28 @@ class LogStore(io.NextSeq, Closing):
         with self._exclusive():
             self._x_write(batch)
 
-    def import_lines(self, lines: Iterable[bytes]) -> int:
-        """Append records given as their lines (``task export``), each validated and kept
-        byte for byte, in one write; return how many. Their numbers must rise above the
-        log's last (`LogSequenceError`, nothing written): import into a new task."""
+    def import_lines(self, lines: Iterable[bytes], *, replace: bool = False) -> int:
+        """Write a whole task given as its lines (``task export``), each validated and kept
+        byte for byte, in one write; return how many. Refused before anything is written
+        (`check_export`: `LogSequenceError`, `LogCorrupt`): an empty export, one without
+        its header first, a gap or a repeat in its numbers; and a task that exists
+        (`LogSequenceError`) unless ``replace``, which removes its records first (in the
+        same transaction in a database; a file is emptied, then written)."""
         batch = [line.rstrip(b"\r\n") for line in lines if line.strip()]
-        records = decode(batch, self._where).records
-        if records:
-            with self._exclusive():
-                self._x_write(records, batch)
+        records = check_export(batch, self._where)
+        with self._exclusive():
+            self._x_repair()
+            last_seq = self._x_last_seq()
+            if last_seq is not None and not replace:
+                raise LogSequenceError(
+                    f"{self._where}: the task exists already (records 0..{last_seq}): import "
+                    "under another key, or replace it (`task import --replace`); nothing "
+                    "was written"
+                )
+            if last_seq is not None:
+                self._x_clear()
+                self._ids, self._task_id = None, None
+            self._x_write(records, batch)
         return len(records)
 
     def append_event(self, event: CanonicalEvent) -> StoredEvent:
@@ -484,3 +498,7 @@ class LogStore(io.NextSeq, Closing):
     def _x_write(self, batch: Sequence[StoredRecord], lines: Sequence[bytes] | None = None) -> None:
         """Append ``batch`` (encoded as ``lines`` when given: bytes kept as they came)."""
         io.blocking(self._file.locked_write, batch, lines)
+
+    def _x_clear(self) -> None:
+        """Remove every record of the task (``import_lines(..., replace=True)``)."""
+        io.blocking(self._file.locked_clear)

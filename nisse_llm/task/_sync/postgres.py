@@ -164,6 +164,11 @@ class PostgresLogStore(LogStore):
             )
         self._last = last
 
+    def _x_clear(self) -> None:
+        """Delete the task's records, in the transaction that writes its new ones."""
+        (self._connection()).execute("DELETE FROM nisse_task_records WHERE task = %s", (self.key,))
+        self._last, self._last_known = None, True
+
     def _lines(self) -> list[bytes]:
         cursor = (self._connection()).execute(_LINES, (self.key,))
         return [str(record).encode() for (record,) in cursor.fetchall()]
