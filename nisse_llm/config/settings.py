@@ -645,12 +645,15 @@ def _model_typos(load: Load, settings: Settings) -> list[str]:
         if typo is not None:
             meant, route = typo
             key = f"roles.{role}.like" if profile.like else f"roles.{role}"
+            # The route the role takes: its profile's ``route`` wins over any model's.
+            taken = profile.route or route_for(named, prefixes)
+            how = f"{taken}, its profile's route" if profile.route else taken
             found.append(
                 explain(
                     load,
                     (key,),
                     f"model {named!r} matches no model-rules row: did you mean {meant}? it "
-                    f"would route to {route} (as written: {route_for(named, prefixes)})",
+                    f"would route to {profile.route or route} (as written: {how})",
                 )
             )
     return found
