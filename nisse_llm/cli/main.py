@@ -31,6 +31,7 @@ from nisse_llm.errors import (
     LLMError,
     LogCorrupt,
     ModelNotServed,
+    TaskStoreMisconfigured,
     UpstreamUnavailable,
 )
 
@@ -49,7 +50,8 @@ __all__ = [
 
 EXIT_OK = 0
 EXIT_ERROR = 1  # any other LLMError, or stale schema files under --check
-EXIT_USAGE = 2  # a configuration or usage error (ModelNotServed, AuthenticationFailed)
+EXIT_USAGE = 2  # a configuration or usage error (ModelNotServed, AuthenticationFailed,
+# TaskStoreMisconfigured)
 EXIT_UPSTREAM = 3  # UpstreamUnavailable: keep the work, resume later
 EXIT_BUDGET = 4  # BudgetExhausted: keep the work, tell the operator
 EXIT_CONTEXT = 5  # ContextWindowExceeded: keep the work, shorten the log, call again
@@ -64,7 +66,9 @@ def exit_code(exc: LLMError) -> int:
         return EXIT_BUDGET
     if isinstance(exc, UpstreamUnavailable):
         return EXIT_UPSTREAM
-    if isinstance(exc, ConfigError | ModelNotServed | AuthenticationFailed):
+    if isinstance(
+        exc, ConfigError | ModelNotServed | AuthenticationFailed | TaskStoreMisconfigured
+    ):
         return EXIT_USAGE
     if isinstance(exc, ContextWindowExceeded):
         return EXIT_CONTEXT
