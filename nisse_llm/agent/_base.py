@@ -124,7 +124,12 @@ def router_pin(router: RouterBase[Any, Any], pin: Pin, *, strict_pin: bool) -> O
     """The pin in force of a task opened through ``router`` (begun: its pin is the task's
     own) and the keys where ``pin`` differs from it, with the WARNING the router did not
     already log, or `TaskPinMismatch` with ``strict_pin``."""
-    from nisse_llm.task.records import OpenedPin, pin_difference, pin_keys
+    from nisse_llm.task.records import (
+        OpenedPin,
+        pin_changes_message,
+        pin_difference,
+        pin_keys,
+    )
 
     in_force, record = router.pin.record(), pin.record()
     changes = tuple(pin_keys(in_force, record))
@@ -137,14 +142,7 @@ def router_pin(router: RouterBase[Any, Any], pin: Pin, *, strict_pin: bool) -> O
             given=str(record["fingerprint"]),
         )
     if changes and not router.pin_changes:
-        logger.warning(
-            "task %r: opened with its own pin %s, not the pin given (%s): the given pin "
-            "differs in %s and applies only to tasks begun with it",
-            router.store,
-            in_force["fingerprint"],
-            record["fingerprint"],
-            ", ".join(changes),
-        )
+        logger.warning(pin_changes_message(repr(router.store), in_force, record, changes))
     return OpenedPin(pin=router.pin, changes=changes)
 
 

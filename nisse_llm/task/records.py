@@ -82,6 +82,7 @@ __all__ = [
     "compaction_record",
     "offered_tools",
     "pending_calls",
+    "pin_changes_message",
     "pin_difference",
     "pin_in_force",
     "pin_keys",
@@ -560,6 +561,17 @@ def pin_difference(stored: dict[str, Any], given: dict[str, Any]) -> str:
     """``" (differs in: a, roles.planner)"``: the keys whose values differ, for the message."""
     keys = pin_keys(stored, given)
     return f" (differs in: {', '.join(keys)})" if keys else ""
+
+
+def pin_changes_message(
+    where: object, stored: Mapping[str, Any], given: Mapping[str, Any], changes: Sequence[str]
+) -> str:
+    """The WARNING of a task opened with its own pin ``stored`` rather than ``given``."""
+    return (
+        f"task {where}: opened with its own pin {stored.get('fingerprint')}, not the pin "
+        f"given ({given.get('fingerprint')}): the given pin differs in {', '.join(changes)} "
+        "and applies only to tasks begun with it"
+    )
 
 
 def pin_in_force(records: Iterable[object]) -> dict[str, Any] | None:

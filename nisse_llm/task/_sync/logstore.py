@@ -55,6 +55,7 @@ from nisse_llm.task.records import (
     compaction_record,
     offered_tools,
     pending_calls,
+    pin_changes_message,
     pin_difference,
     pin_keys,
 )
@@ -275,11 +276,7 @@ class LogStore(io.NextSeq, Closing):
         """
         record = pin_record(pin)
         with self._exclusive():
-            self._x_repair()
-            if self._x_last_seq() is None:
-                header = StoredHeader.now(0, TaskHeader(pin=record))
-                self._x_write([header])
-                self._task_id = task_id(header)
+            if self._x_header_written(record):
                 return self
             first = self._x_first()
         found = self._header_of(first)
@@ -302,11 +299,7 @@ class LogStore(io.NextSeq, Closing):
         """
         record = pin_record(pin)
         with self._exclusive():
-            self._x_repair()
-            if self._x_last_seq() is None:
-                header = StoredHeader.now(0, TaskHeader(pin=record))
-                self._x_write([header])
-                self._task_id = task_id(header)
+            if self._x_header_written(record):
                 return OpenedPin(pin=pin)
             found = self._x_read()
         self._task_id = task_id(self._header_of(found.records[0]))
@@ -318,15 +311,19 @@ class LogStore(io.NextSeq, Closing):
         if strict_pin:
             raise self._mismatch(stored, record)
         in_force = pin.restored(stored)
-        logger.warning(
-            "task %s: opened with its own pin %s, not the pin given (%s): the given pin "
-            "differs in %s and applies only to tasks begun with it",
-            self._where,
-            stored.get("fingerprint"),
-            record.get("fingerprint"),
-            ", ".join(changes),
-        )
+        logger.warning(pin_changes_message(self._where, stored, record, changes))
         return OpenedPin(pin=in_force, changes=changes)
+
+    def _x_header_written(self, record: dict[str, Any]) -> bool:
+        """Write the header of pin ``record`` if the store holds no record (a torn tail a
+        crash left removed first); whether it did."""
+        self._x_repair()
+        if self._x_last_seq() is not None:
+            return False
+        header = StoredHeader.now(0, TaskHeader(pin=record))
+        self._x_write([header])
+        self._task_id = task_id(header)
+        return True
 
     def _check_base_url(self, stored: dict[str, Any], base_url: str, given: dict[str, Any]) -> None:
         """`TaskPinMismatch` naming both URLs unless the task's pin names ``base_url``."""
