@@ -64,6 +64,7 @@ if TYPE_CHECKING:
         RoleMap,
         Settings,
         load_settings,
+        load_task_store,
     )
     from nisse_llm.log.tool_changes import ToolChanges
     from nisse_llm.log.toolbox import Toolbox
@@ -109,6 +110,7 @@ if TYPE_CHECKING:
 # Public name -> module that defines it, imported on first attribute access.
 _LAZY = {
     "load_settings": "nisse_llm.config.settings",
+    "load_task_store": "nisse_llm.config.settings",
     "Settings": "nisse_llm.config.settings",
     "Pin": "nisse_llm.config.settings",
     "RoleMap": "nisse_llm.config.settings",
@@ -261,6 +263,7 @@ __all__ = [
     "has_native_adapter",
     "instrument",
     "load_settings",
+    "load_task_store",
     "mint_call_id",
     "open_task_store",
     "repair",
