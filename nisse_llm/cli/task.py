@@ -51,17 +51,23 @@ def _opened(args: argparse.Namespace, key: str) -> Iterator[LogStore]:
 def _settings(args: argparse.Namespace) -> Settings:
     """Where tasks live, and nothing else: ``--store``, else ``NISSE_TASK_STORE`` or the
     TOML's ``task_store``. A password on the command line is warned about (``ps`` shows
-    it to every user of the machine)."""
+    it to every user of the machine), once per command."""
+    found: Settings | None = getattr(args, "store_settings", None)
+    if found is not None:
+        return found
     if args.store is None:
-        return load_task_store(args.config)
-    if password_of(args.store):
-        print(
-            "warning: --store carries a password, which every user of this machine can "
-            "read in the process list: give a URL without it and set PGPASSWORD or "
-            "~/.pgpass, or put the URL in NISSE_TASK_STORE or the TOML's task_store",
-            file=sys.stderr,
-        )
-    return Settings.model_construct(task_store=SecretStr(args.store))
+        found = load_task_store(args.config)
+    else:
+        if password_of(args.store):
+            print(
+                "warning: --store carries a password, which every user of this machine can "
+                "read in the process list: give a URL without it and set PGPASSWORD or "
+                "~/.pgpass, or put the URL in NISSE_TASK_STORE or the TOML's task_store",
+                file=sys.stderr,
+            )
+        found = Settings.model_construct(task_store=SecretStr(args.store))
+    args.store_settings = found
+    return found
 
 
 def _read(args: argparse.Namespace, key: str) -> LogRead:
@@ -311,8 +317,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         (
             "list",
             _list,
-            "every task: key, pin, status, calls, cost, last activity, lease holder ('-' "
-            "none, '(unknown)' held without a readable record, '?' the system cannot tell)",
+            "every task: key, pin, status, calls, unknown calls, cost, last activity, lease "
+            "holder ('-' none, '(unknown)' held without a readable record, '?' the system "
+            "cannot tell)",
         ),
         (
             "show",

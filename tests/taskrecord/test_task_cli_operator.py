@@ -255,3 +255,13 @@ def test_a_repin_is_refused_with_its_reason_and_nothing_written(tmp_path: Path) 
         done = _run("repin", "t", "--role", "executor=gpt-4.1", *where, status=1)
         assert "holds" in done.stderr.decode()
     assert (tmp_path / "t.jsonl").read_bytes() == before
+
+
+def test_a_password_on_the_command_line_is_warned_about_once(
+    tmp_path: Path, postgres: LocalPostgres
+) -> None:
+    """A command that opens the store twice (``repin`` reads, then writes) warns once."""
+    url = postgres.database(f"once_{tmp_path.name}".lower())
+    _task(PostgresLogStore(url, "t1"))
+    done = _run("repin", "t1", "--role", "executor=gpt-4.1", "--store", url)
+    assert done.stderr.decode().count("warning: --store carries a password") == 1
