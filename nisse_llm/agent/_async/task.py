@@ -135,8 +135,9 @@ class AsyncTask(TaskBase["AsyncLogStore"], AsyncClosing):
         both, whatever ``strict_pin`` says, before any request. The file is repaired of a
         torn tail and continued; ``prompt`` is then not written again. ``router``
         (default: one built over the pin in force, with ``compaction``) must record its
-        calls in the same file; it takes the task's own pin as it begins. ``reconcile(call)`` (see `AsyncReconcile`) is asked for
-        the result of a cut run of a tool that may not run again (None: unknown).
+        calls in the same file; it takes the task's own pin as it begins.
+        ``reconcile(call)`` (see `AsyncReconcile`) is asked for the result of a cut run of
+        a tool that may not run again (None: unknown).
         """
         opened, owned = open_async_store(store, settings)
         if router is not None:

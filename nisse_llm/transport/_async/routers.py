@@ -125,9 +125,10 @@ class AsyncRoleRouter(
         pin's header; a task begun before keeps its own pin, which the router takes
         (`AsyncLogStore.open_pin`: one WARNING naming the keys that differ, in
         ``pin_changes``; `TaskPinMismatch` with ``strict_pin``, or for another base URL,
-        before any call). A `RoleRouter` begins it as it is built; an `AsyncRoleRouter`,
-        which cannot await there, at its first `complete`, `completion` or `complete_as`,
-        or when this is awaited (await it before a resumed task's first `stream`)."""
+        before any call). A `RoleRouter` begins it as it is built; an `AsyncRoleRouter`
+        (whose constructor cannot wait on I/O) at its first `complete`, `completion` or
+        `complete_as`, or when this is called: a resumed task's first `stream` needs it
+        called first."""
         if not self._begun:
             assert self._store is not None
             opened = await self._store.open_pin(self._pin, strict_pin=self._strict_pin)
