@@ -47,3 +47,28 @@ async def test_an_async_router_begins_its_store_before_its_first_call(tmp_path: 
         await llm.complete("executor", [UserText(text="go")], None)
         assert llm.pin_changes == ("roles.executor",)
     assert [r.model for r in script.requests] == ["gpt-4.1"]
+
+
+async def test_an_async_routers_stream_over_a_task_begun_with_another_pin(tmp_path: Path) -> None:
+    """A stream is resolved before the router can learn a resumed task's own pin: unless
+    ``begin_task`` was awaited first, it is refused before its request leaves; awaited
+    first, it goes to the task's own model."""
+    path = tmp_path / "task.jsonl"
+    LogStore(path).begin(make_pin(executor="gpt-4.1"))
+    script = Script().chat(reply("on the task's own model"))
+    transport = ScriptedTransport(script)
+    log = [UserText(text="go")]
+    async with AsyncRoleRouter.from_pin(
+        make_pin(), store=AsyncLogStore(path), transport=transport
+    ) as llm:
+        with pytest.raises(ValueError, match=r"await router\.begin_task"):
+            async with llm.stream("executor", log, None) as stream:
+                [d async for d in stream]
+    assert script.requests == []
+    async with AsyncRoleRouter.from_pin(
+        make_pin(), store=AsyncLogStore(path), transport=transport
+    ) as llm:
+        await llm.begin_task()
+        async with llm.stream("executor", log, None) as stream:
+            [d async for d in stream]
+    assert [r.model for r in script.requests] == ["gpt-4.1"]
