@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from nisse_llm.errors import ConfigError
@@ -265,3 +266,27 @@ def test_a_password_on_the_command_line_is_warned_about_once(
     _task(PostgresLogStore(url, "t1"))
     done = _run("repin", "t1", "--role", "executor=gpt-4.1", "--store", url)
     assert done.stderr.decode().count("warning: --store carries a password") == 1
+
+
+def test_a_key_written_before_keys_were_checked_does_not_hide_the_others(
+    tmp_path: Path, postgres: LocalPostgres
+) -> None:
+    """A database row under a key no store accepts now (written by an older release) is
+    listed as ``bad-key`` with the reason on stderr (exit 1), beside the tasks it would
+    otherwise have hidden."""
+    url = postgres.database(f"badkey_{tmp_path.name}".lower())
+    _task(PostgresLogStore(url, "good"))
+    with PostgresLogStore(url, "good") as store:
+        line = store.export_lines()[0].decode()
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute(
+            "INSERT INTO nisse_task_records (task, seq, record) VALUES (%s, 0, %s)",
+            ("../x y ü", line),
+        )
+    done = _run(
+        "list", env={"NISSE_TASK_STORE": _bare(url), "PGPASSWORD": postgres.password}, status=1
+    )
+    rows = done.stdout.decode().splitlines()[2:]
+    assert [row.split()[0] for row in rows] == ["../x", "good"]
+    assert "bad-key" in rows[0]
+    assert "task key '../x y ü'" in done.stderr.decode()
