@@ -30,6 +30,7 @@ from nisse_llm.errors import (
     TaskBusy,
     TaskHeaderMissing,
     TaskPinMismatch,
+    TaskStoreMisconfigured,
     TaskStoreUnavailable,
     TruncatedResponse,
     UnknownRoleError,
@@ -63,6 +64,7 @@ if TYPE_CHECKING:
         RoleMap,
         Settings,
         load_settings,
+        load_task_store,
     )
     from nisse_llm.log.tool_changes import ToolChanges
     from nisse_llm.log.toolbox import Toolbox
@@ -108,6 +110,7 @@ if TYPE_CHECKING:
 # Public name -> module that defines it, imported on first attribute access.
 _LAZY = {
     "load_settings": "nisse_llm.config.settings",
+    "load_task_store": "nisse_llm.config.settings",
     "Settings": "nisse_llm.config.settings",
     "Pin": "nisse_llm.config.settings",
     "RoleMap": "nisse_llm.config.settings",
@@ -234,6 +237,7 @@ __all__ = [
     "TaskBusy",
     "TaskHeaderMissing",
     "TaskPinMismatch",
+    "TaskStoreMisconfigured",
     "TaskStoreUnavailable",
     "TextDelta",
     "ToolArgumentsDelta",
@@ -259,6 +263,7 @@ __all__ = [
     "has_native_adapter",
     "instrument",
     "load_settings",
+    "load_task_store",
     "mint_call_id",
     "open_task_store",
     "repair",

@@ -16,6 +16,8 @@ caller must do about it.
     ├── OutputValidationError  the answer did not fit the requested type; a failed turn
     ├── RunLimitReached        a task's run hit its step, cost or token limit; the task resumes
     ├── TaskBusy               another driver holds the task's lease: leave the task to it
+    ├── TaskStoreMisconfigured  the task store refused us (password, privilege, database):
+    │                          fix its configuration or grants; retrying will not help
     └── UpstreamUnavailable    keep the work and resume later: not the work's fault
         ├── BudgetExhausted    keep the work; resume after the operator restores the budget
         ├── StreamInterrupted  a streamed reply broke mid-way; what arrived rides along
@@ -83,6 +85,7 @@ __all__ = [
     "TaskBusy",
     "TaskHeaderMissing",
     "TaskPinMismatch",
+    "TaskStoreMisconfigured",
     "TaskStoreUnavailable",
     "TruncatedResponse",
     "UnknownRoleError",
@@ -262,6 +265,17 @@ class TaskBusy(LLMError):
         self.holder = holder
         #: When the holder took it, if known.
         self.since = since
+
+
+class TaskStoreMisconfigured(LLMError):
+    """The task store refused the connection or the work for a reason a retry cannot cure (a
+    refused password, a missing privilege, a missing database): fix the store's settings or
+    grants, then resume the task."""
+
+    def __init__(self, message: str, *, sqlstate: str | None = None) -> None:
+        super().__init__(message)
+        #: The database's error code (SQLSTATE), when it sent one.
+        self.sqlstate = sqlstate
 
 
 class OutputValidationError(LLMError):

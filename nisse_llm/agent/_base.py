@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 from nisse_llm import _telemetry
 from nisse_llm.agent.offer import offer
 from nisse_llm.agent.plan import is_done, unknown_tool_runs
+from nisse_llm.errors import TaskPinMismatch
 from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult, ToolSpec
 from nisse_llm.log.toolbox import Toolbox
 from nisse_llm.task.logstore import AsyncLogStore, LogStore
@@ -25,7 +26,13 @@ if TYPE_CHECKING:
     from nisse_llm.task.compaction import LogFix
     from nisse_llm.task.lease import FileLease
     from nisse_llm.task.logstore import LogRead
-    from nisse_llm.task.records import StoredCall, StoredToolRun, ToolsRecord, UsageTotals
+    from nisse_llm.task.records import (
+        OpenedPin,
+        StoredCall,
+        StoredToolRun,
+        ToolsRecord,
+        UsageTotals,
+    )
     from nisse_llm.transport._router_base import RouterBase
 
 __all__ = [
@@ -39,6 +46,7 @@ __all__ = [
     "open_async_store",
     "open_store",
     "reconciled",
+    "router_pin",
     "tool_runs_of",
     "toolbox_of",
     "unknown_calls_of",
@@ -96,15 +104,13 @@ class _Store(Protocol):
 S = TypeVar("S", bound=_Store)
 
 
-def checked_router(router: RouterBase[Any, S], store: S, pin: Pin, compaction: Any) -> S:
-    """The store calls are recorded in: ``router``'s, which must be ``store``'s file and
-    ``pin``; a `ValueError` says what to fix."""
+def checked_router(router: RouterBase[Any, S], store: S, compaction: Any) -> S:
+    """The store calls are recorded in: ``router``'s, which must be ``store``'s file; a
+    `ValueError` says what to fix."""
     if compaction is not None:
         raise ValueError(
             "a task given a router compacts as the router does: pass compaction= to it"
         )
-    if router.pin != pin:
-        raise ValueError("the router was built over another pin than the task's")
     held = router.store
     if held is None or not _same_task(held, store):
         raise ValueError(
@@ -112,6 +118,32 @@ def checked_router(router: RouterBase[Any, S], store: S, pin: Pin, compaction: A
             f"with store={type(store).__name__}(...) (every call is written before it leaves)"
         )
     return held
+
+
+def router_pin(router: RouterBase[Any, Any], pin: Pin, *, strict_pin: bool) -> OpenedPin:
+    """The pin in force of a task opened through ``router`` (begun: its pin is the task's
+    own) and the keys where ``pin`` differs from it, with the WARNING the router did not
+    already log, or `TaskPinMismatch` with ``strict_pin``."""
+    from nisse_llm.task.records import (
+        OpenedPin,
+        pin_changes_message,
+        pin_difference,
+        pin_keys,
+    )
+
+    in_force, record = router.pin.record(), pin.record()
+    changes = tuple(pin_keys(in_force, record))
+    if changes and strict_pin:
+        raise TaskPinMismatch(
+            f"{router.store!r}: the task runs with pin {in_force['fingerprint']}, not "
+            f"{record['fingerprint']}{pin_difference(in_force, record)}",
+            path=repr(router.store),
+            stored=str(in_force["fingerprint"]),
+            given=str(record["fingerprint"]),
+        )
+    if changes and not router.pin_changes:
+        logger.warning(pin_changes_message(repr(router.store), in_force, record, changes))
+    return OpenedPin(pin=router.pin, changes=changes)
 
 
 def _same_task(held: object, store: object) -> bool:
@@ -172,8 +204,10 @@ class TaskBase(Generic[S]):
         repairs: list[LogFix],
         lease: FileLease | None = None,
         offered_tools: list[ToolSpec] | None = None,
+        pin_changes: tuple[str, ...] = (),
     ) -> None:
         self._store = store
+        self._pin_changes = pin_changes
         #: The driver's lease of a task file, released as the task closes.
         self._held = lease
         self._pin = pin
@@ -195,8 +229,15 @@ class TaskBase(Generic[S]):
 
     @property
     def pin(self) -> Pin:
-        """The pin the task runs with."""
+        """The pin in force: the one the task was begun with (or last repinned to by
+        ``nisse-llm task repin``), with the token of the pin it was opened with."""
         return self._pin
+
+    @property
+    def pin_changes(self) -> tuple[str, ...]:
+        """The keys where the pin given to `open` differs from the pin in force
+        (``roles.executor``, ``mcp_servers``); empty when none."""
+        return self._pin_changes
 
     @property
     def done(self) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 
@@ -30,6 +31,7 @@ from nisse_llm.errors import (
     LLMError,
     LogCorrupt,
     ModelNotServed,
+    TaskStoreMisconfigured,
     UpstreamUnavailable,
 )
 
@@ -48,7 +50,8 @@ __all__ = [
 
 EXIT_OK = 0
 EXIT_ERROR = 1  # any other LLMError, or stale schema files under --check
-EXIT_USAGE = 2  # a configuration or usage error (ModelNotServed, AuthenticationFailed)
+EXIT_USAGE = 2  # a configuration or usage error (ModelNotServed, AuthenticationFailed,
+# TaskStoreMisconfigured)
 EXIT_UPSTREAM = 3  # UpstreamUnavailable: keep the work, resume later
 EXIT_BUDGET = 4  # BudgetExhausted: keep the work, tell the operator
 EXIT_CONTEXT = 5  # ContextWindowExceeded: keep the work, shorten the log, call again
@@ -63,7 +66,9 @@ def exit_code(exc: LLMError) -> int:
         return EXIT_BUDGET
     if isinstance(exc, UpstreamUnavailable):
         return EXIT_UPSTREAM
-    if isinstance(exc, ConfigError | ModelNotServed | AuthenticationFailed):
+    if isinstance(
+        exc, ConfigError | ModelNotServed | AuthenticationFailed | TaskStoreMisconfigured
+    ):
         return EXIT_USAGE
     if isinstance(exc, ContextWindowExceeded):
         return EXIT_CONTEXT
@@ -353,16 +358,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     handler: Handler = args.handler
     try:
-        return handler(args)
+        code = handler(args)
+        sys.stdout.flush()  # a closed pipe is met here, not at the interpreter's exit
+        return code
     except LLMError as exc:
         print(f"error: {printable(str(exc))}", file=sys.stderr)  # may quote a server's body
         return exit_code(exc)
     except LogCorrupt as exc:  # a task's record damaged: said, with its place, not a traceback
         print(f"error: {printable(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
+    except BrokenPipeError:  # the reader left (`task show | head`): nothing more to say
+        _silence_stdout()
+        return EXIT_OK
     except OSError as exc:  # e.g. an unwritable schema folder
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ERROR
+
+
+def _silence_stdout() -> None:
+    """Point standard output at the null device, so the interpreter's last flush of what
+    the closed pipe did not take cannot fail again at exit."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, sys.stdout.fileno())
+    except (OSError, ValueError):  # no real descriptor (a test's captured stream)
+        pass
+    finally:
+        os.close(null)
 
 
 if __name__ == "__main__":

@@ -1,36 +1,45 @@
-"""``nisse-llm task``: list, show, export and import the tasks of the configured store.
+"""``nisse-llm task``: list, show, export, import and repin the tasks of a store.
 
-The store is ``--store`` (a folder or a ``postgresql://`` URL), else the ``task_store``
-setting of ``--config``. Reading never takes a task's lease; ``import`` appends to a new
-task as its one driver. An export is the task's records as stored, one JSON line each,
-so ``task export K | task import --key K -`` moves a task between stores byte for byte.
+The store is ``--store`` (a folder or a ``postgresql://`` URL), else ``NISSE_TASK_STORE``,
+else the ``task_store`` key of ``--config``'s file: nothing else is read (no token, no
+roles). Reading never takes a task's lease; ``import`` and ``repin`` write as the task's
+one driver. An export is the task's records as stored, one JSON line each, so ``task
+export K | task import --key K -`` moves a task between stores byte for byte.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
 from pydantic import SecretStr
 
-from nisse_llm.cli._settings import add_config_argument, load_for
+from nisse_llm.agent.plan import is_done
+from nisse_llm.cli._settings import add_config_argument
 from nisse_llm.cli._terminal import printable, table
-from nisse_llm.config.settings import Settings
-from nisse_llm.errors import LogCorrupt
+from nisse_llm.config.settings import Settings, load_task_store
+from nisse_llm.errors import ConfigError, LogCorrupt
 from nisse_llm.log.canonical import AssistantText, ToolCall, ToolResult, UserText
-from nisse_llm.task.dsn import redacted_url
+from nisse_llm.task.dsn import password_of, redacted_url
 from nisse_llm.task.lease import FileLease
-from nisse_llm.task.logstore import LogRead, LogStore
+from nisse_llm.task.logstore import LogRead, LogSequenceError, LogStore
 from nisse_llm.task.records import UsageTotal
+from nisse_llm.task.repin import default_by, repin_value, repinned
 from nisse_llm.task.stores import is_database_url, open_task_store, task_folder
 
 __all__ = ["register", "store_shown"]
 
 _TEXT_WIDTH = 72
+_EXIT_MISSING = 1  # a task the store lacks: an LLMError's code, said plainly
+_EXIT_REFUSED = 2  # an import or repin refused: a usage error, nothing written
+
+
+class _NoSuchTask(LookupError):
+    """The store holds no task of the key asked for."""
 
 
 @contextmanager
@@ -40,9 +49,35 @@ def _opened(args: argparse.Namespace, key: str) -> Iterator[LogStore]:
 
 
 def _settings(args: argparse.Namespace) -> Settings:
+    """Where tasks live, and nothing else: ``--store``, else ``NISSE_TASK_STORE`` or the
+    TOML's ``task_store``. A password on the command line is warned about (``ps`` shows
+    it to every user of the machine), once per command."""
+    found: Settings | None = getattr(args, "store_settings", None)
+    if found is not None:
+        return found
     if args.store is None:
-        return load_for(args, require_roles=())
-    return Settings.model_construct(task_store=SecretStr(args.store))
+        found = load_task_store(args.config)
+    else:
+        if password_of(args.store):
+            print(
+                "warning: --store carries a password, which every user of this machine can "
+                "read in the process list: give a URL without it and set PGPASSWORD or "
+                "~/.pgpass, or put the URL in NISSE_TASK_STORE or the TOML's task_store",
+                file=sys.stderr,
+            )
+        found = Settings.model_construct(task_store=SecretStr(args.store))
+    args.store_settings = found
+    return found
+
+
+def _read(args: argparse.Namespace, key: str) -> LogRead:
+    """Task ``key``'s records; `_NoSuchTask` naming key and store when it has none."""
+    settings = _settings(args)
+    with open_task_store(key, settings) as store:
+        found = store.read()
+    if not found.records:
+        raise _NoSuchTask(f"no task {key!r} in {store_shown(settings)}")
+    return found
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -59,17 +94,18 @@ def _list(args: argparse.Namespace) -> int:
         folder = task_folder(settings)
         keys = sorted(path.stem for path in folder.glob("*.jsonl")) if folder.is_dir() else []
         holders = {key: _file_lease(folder / f"{key}.jsonl") for key in keys}
-    rows = [("KEY", "PIN", "STATUS", "CALLS", "COST_USD", "LAST_ACTIVITY", "LEASE")]
+    rows = [("KEY", "PIN", "STATUS", "CALLS", "UNKNOWN", "COST_USD", "LAST_ACTIVITY", "LEASE")]
     unreadable = 0
     for key in keys:
         lease = holders.get(key, "-")
         try:
             with open_task_store(key, settings) as store:
                 found_read = store.read()
-        except LogCorrupt as exc:  # one damaged task must not hide the others
+        except (LogCorrupt, ConfigError) as exc:  # one bad task must not hide the others
             unreadable += 1
             print(f"warning: {printable(str(exc))}", file=sys.stderr)
-            rows.append((key, "-", "corrupt", "-", "-", "-", lease))
+            status = "corrupt" if isinstance(exc, LogCorrupt) else "bad-key"
+            rows.append((printable(key), "-", status, "-", "-", "-", "-", lease))
             continue
         total = found_read.usage.total
         rows.append(
@@ -78,6 +114,7 @@ def _list(args: argparse.Namespace) -> int:
                 _fingerprint(found_read),
                 _status(found_read),
                 str(total.calls),
+                str(total.unknown_calls),
                 _cost(total),
                 _last(found_read),
                 lease,
@@ -102,10 +139,10 @@ def _file_lease(task_file: Path) -> str:
 
 
 def _show(args: argparse.Namespace) -> int:
-    with _opened(args, args.key) as store:
-        found = store.read()
+    found = _read(args, args.key)
     print(f"task {args.key}: pin {_fingerprint(found)}, {_status(found)}")
     print(f"records: {len(found.records)}, last activity {_last(found)}")
+    _print_repins(found)
     print("view:")
     for item in found.view:
         span = f"{item.first}" if item.first == item.last else f"{item.first}-{item.last}"
@@ -134,7 +171,25 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_repins(found: LogRead) -> None:
+    """Each repin: when, by whom, and each key it changed, from what to what."""
+    repins = found.repins
+    print(f"repins: {len(repins)}")
+    header = found.header
+    before = header.header.pin if header is not None else {}
+    for record in repins:
+        after = record.repin.pin
+        moves = ", ".join(
+            f"{key} {repin_value(before, key)} -> {repin_value(after, key)}"
+            for key in record.repin.changed
+        )
+        at = record.at.strftime("%Y-%m-%dT%H:%M:%SZ")
+        print(f"  seq {record.seq} at {at} by {printable(record.repin.by)}: {printable(moves)}")
+        before = after
+
+
 def _export(args: argparse.Namespace) -> int:
+    _read(args, args.key)
     with _opened(args, args.key) as store:
         lines = store.export_lines()
     out = sys.stdout.buffer
@@ -146,10 +201,58 @@ def _export(args: argparse.Namespace) -> int:
 
 def _import(args: argparse.Namespace) -> int:
     data = sys.stdin.buffer.read() if args.path == "-" else Path(args.path).read_bytes()
-    with _opened(args, args.key) as store:
-        count = store.import_lines(data.splitlines())
-    print(f"imported {count} record(s) into task {args.key}", file=sys.stderr)
+    try:
+        with _opened(args, args.key) as store:
+            count = store.import_lines(data.splitlines(), replace=args.replace)
+    except (LogSequenceError, LogCorrupt) as exc:
+        source = "standard input" if args.path == "-" else args.path
+        print(f"error: import of {source} refused: {printable(str(exc))}", file=sys.stderr)
+        return _EXIT_REFUSED
+    replaced = " (replacing the task it held)" if args.replace else ""
+    print(f"imported {count} record(s) into task {args.key}{replaced}", file=sys.stderr)
     return 0
+
+
+def _repin(args: argparse.Namespace) -> int:
+    if not args.role and args.base_url is None:
+        print("error: task repin needs --role ROLE=MODEL or --base-url URL", file=sys.stderr)
+        return _EXIT_REFUSED
+    roles: dict[str, str] = {}
+    for given in args.role:
+        role, eq, model = given.partition("=")
+        if not eq or not role.strip() or not model.strip():
+            print(f"error: --role {given!r}: write ROLE=MODEL", file=sys.stderr)
+            return _EXIT_REFUSED
+        roles[role.strip()] = model.strip()
+    _read(args, args.key)
+    with _opened(args, args.key) as store:
+        lease = store.lease()
+        try:
+            found = store.read()  # under the lease: no driver runs the task meanwhile
+            record = repinned(
+                found.pin or {}, roles=roles, base_url=args.base_url, by=args.by or default_by()
+            )
+            stored = store.append_repin(record)
+        finally:
+            if lease is not None:
+                lease.close()
+    moves = ", ".join(f"{k} -> {repin_value(record.pin, k)}" for k in record.changed)
+    print(f"task {args.key}: repinned at seq {stored.seq} by {printable(record.by)}: {moves}")
+    print(f"pin in force from the next opening: {record.pin['fingerprint']}")
+    return 0
+
+
+def _reporting(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """``handler``, a task the store lacks said plainly (exit 1)."""
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return handler(args)
+        except _NoSuchTask as exc:
+            print(f"error: {printable(str(exc))}", file=sys.stderr)
+            return _EXIT_MISSING
+
+    return run
 
 
 def store_shown(settings: Settings) -> str:
@@ -162,17 +265,20 @@ def store_shown(settings: Settings) -> str:
 
 
 def _fingerprint(found: LogRead) -> str:
-    header = found.header
-    return str(header.header.pin.get("fingerprint", "-")) if header is not None else "-"
+    """The fingerprint of the pin in force (the last repin's, else the header's)."""
+    pin = found.pin
+    return str(pin.get("fingerprint", "-")) if pin is not None else "-"
 
 
 def _status(found: LogRead) -> str:
-    """One word for where the task stands."""
+    """One word for where the task stands (its calls of unknown outcome have a column)."""
     if found.header is None:
         return "no-header"
+    events = [item.event for item in found.view]
+    if is_done(events):
+        return "done"
     if found.unknown_calls:
         return "unknown-calls"
-    events = [item.event for item in found.view]
     answered = {e.call_id for e in events if isinstance(e, ToolResult)}
     if any(isinstance(e, ToolCall) and e.call_id not in answered for e in events):
         return "tools-pending"
@@ -202,30 +308,58 @@ def _summary(event: object) -> str:
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``task list|show|export|import``."""
-    task = commands.add_parser("task", help="list, show, export or import tasks")
-    actions = task.add_subparsers(dest="action", required=True, metavar="{list,show,export,import}")
+    """Add ``task list|show|export|import|repin``."""
+    task = commands.add_parser("task", help="list, show, export, import or repin tasks")
+    actions = task.add_subparsers(
+        dest="action", required=True, metavar="{list,show,export,import,repin}"
+    )
     for name, handler, summary in (
         (
             "list",
             _list,
-            "every task: key, pin, status, calls, cost, last activity, lease holder ('-' "
-            "none, '(unknown)' held without a readable record, '?' the system cannot tell)",
+            "every task: key, pin, status, calls, unknown calls, cost, last activity, lease "
+            "holder ('-' none, '(unknown)' held without a readable record, '?' the system "
+            "cannot tell)",
         ),
-        ("show", _show, "one task: its view, unknown calls and usage (never takes the lease)"),
+        (
+            "show",
+            _show,
+            "one task: its repins, view, unknown calls and usage (never takes the lease)",
+        ),
         ("export", _export, "one task's records as JSON lines on standard output"),
-        ("import", _import, "append exported JSON lines (PATH, or - for stdin) to a new task"),
+        ("import", _import, "write an export (PATH, or - for stdin) as a new task"),
+        (
+            "repin",
+            _repin,
+            "move a task to other models (--role ROLE=MODEL) or another proxy (--base-url "
+            "URL) from its next opening: a record says what changed, when and by whom",
+        ),
     ):
         action = actions.add_parser(name, help=summary, description=summary)
         add_config_argument(action)
         action.add_argument(
             "--store",
             metavar="WHERE",
-            help="a folder or a postgresql:// URL (default: the task_store setting)",
+            help="a folder or a postgresql:// URL without its password (default: "
+            "NISSE_TASK_STORE, else the TOML's task_store; the password from PGPASSWORD or "
+            "~/.pgpass)",
         )
         if name == "import":
             action.add_argument("--key", required=True, help="the new task's key")
+            action.add_argument(
+                "--replace", action="store_true", help="replace the task if the key holds one"
+            )
             action.add_argument("path", metavar="PATH", help="the JSON lines, or - for stdin")
         elif name != "list":
             action.add_argument("key", metavar="KEY", help="the task's key")
-        action.set_defaults(handler=handler)
+        if name == "repin":
+            action.add_argument(
+                "--role",
+                action="append",
+                default=[],
+                metavar="ROLE=MODEL",
+                help="the role's new model, on the route the rules give it (repeatable)",
+            )
+            action.add_argument("--base-url", metavar="URL", help="the task's new proxy URL")
+            action.add_argument("--by", metavar="NAME", help="who repins (default: user@host)")
+        action.set_defaults(handler=_reporting(handler))

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         Settings,
         env_var,
         load_settings,
+        load_task_store,
         role_name_problem,
     )
 
@@ -46,6 +47,7 @@ __all__ = [
     "Settings",
     "env_var",
     "load_settings",
+    "load_task_store",
     "role_name_problem",
 ]
 

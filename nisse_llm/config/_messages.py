@@ -98,9 +98,20 @@ def config_error(load: Load, errors: list[ErrorDetails], missing_roles: list[str
             continue
         problems.extend(_describe(load, err))
     problems.extend(missing_roles)
+    if not problems:  # never "0 problems": whatever validation said, in its own words
+        problems = [
+            f"{'.'.join(str(part) for part in err['loc']) or 'configuration'}: "
+            f"{lower_first(err['msg'])}"
+            for err in errors
+        ] or ["the configuration was refused without a stated reason"]
     secrets = _known_tokens(load)
     problems = [_redact(p, secrets) for p in dict.fromkeys(problems)]
-    where = f" (file {load.path})" if load.path is not None else f" ({load.looked})"
+    # Where no file was found, saying so helps only when a file would supply what is missing.
+    wanted = bool(missing_roles) or any(err["type"] == "missing" for err in errors)
+    if load.path is not None:
+        where = f" (file {load.path})"
+    else:
+        where = f" ({load.looked})" if wanted else ""
     noun = "problem" if len(problems) == 1 else "problems"
     message = f"invalid configuration{where}, {len(problems)} {noun}:\n" + "\n".join(
         f"  - {p}" for p in problems
@@ -146,7 +157,12 @@ def _describe(load: Load, err: ErrorDetails) -> Iterator[str]:
         loc = loc[:2] + loc[3:]  # the role form's union tag
     kind = err["type"]
     if kind == "missing":
-        if len(loc) == 1 and loc[0] in _TABLES:
+        if loc == ("roles",) and not load.required:
+            yield (
+                "roles: no role is set, and a configuration needs one; set roles.NAME = "
+                '"MODEL" in a TOML file or NISSE_ROLE_<NAME>, or pass roles={...}'
+            )
+        elif len(loc) == 1 and loc[0] in _TABLES:
             yield from (missing_key(load, key) for key in _required_keys(load, loc[0]))
         else:
             yield missing_key(load, ".".join(loc[:2]))

@@ -98,6 +98,8 @@ __all__ = [
     "Settings",
     "env_var",
     "load_settings",
+    "load_task_store",
+    "record_fingerprint",
     "role_name_problem",
 ]
 
@@ -172,12 +174,12 @@ class Pin(LLMSettings):
     def record(self) -> dict[str, Any]:
         """A JSON-able record for the task log, with a fingerprint and without the token."""
         body = self._record_body()
-        return {**body, "fingerprint": _fingerprint(body)}
+        return {**body, "fingerprint": record_fingerprint(body)}
 
     @property
     def fingerprint(self) -> str:
         """``sha256:`` and the hash of the canonical JSON of the record (token excluded)."""
-        return _fingerprint(self._record_body())
+        return record_fingerprint(self._record_body())
 
     def _record_body(self) -> dict[str, Any]:
         body: dict[str, Any] = {"format": RECORD_FORMAT}
@@ -196,6 +198,20 @@ class Pin(LLMSettings):
         if options is not None:
             entry["options"] = options.model_dump(mode="json", exclude_none=True)
         return entry
+
+    def restored(self, record: Mapping[str, Any]) -> Pin:
+        """The pin a task's stored ``record`` describes, with this pin's token and base URL
+        (`from_record`: `ConfigError` if the record names another URL or is damaged), and
+        this pin's MCP values for each server both pins record alike: what a task begun
+        with ``record`` runs with when this pin reopens it."""
+        pin = Pin.from_record(record, self.token, base_url=self.base_url)
+        pin._token_source = self._token_source
+        pin._mcp_tables = {
+            name: table
+            for name, table in self._mcp_tables.items()
+            if pin.mcp_servers.get(name) == self.mcp_servers.get(name)
+        }
+        return pin
 
     @classmethod
     def from_record(
@@ -226,7 +242,7 @@ class Pin(LLMSettings):
                 f"not a pin record of format {RECORD_FORMAT} (format is {body.get('format')!r})"
             )
         try:
-            actual = _fingerprint(body)
+            actual = record_fingerprint(body)
         except (TypeError, ValueError):
             actual = None
         if stated != actual:
@@ -298,7 +314,9 @@ def _profile_of(entry: Mapping[str, Any], body: Mapping[str, Any]) -> dict[str, 
     return table
 
 
-def _fingerprint(body: Mapping[str, Any]) -> str:
+def record_fingerprint(body: Mapping[str, Any]) -> str:
+    """``sha256:`` and the hash of the canonical JSON of a pin record's body (all but its
+    fingerprint): what `Pin.record` stamps and `Pin.from_record` checks."""
     canonical = json.dumps(
         body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
     )
@@ -541,6 +559,27 @@ def load_settings(
     return Settings(path, require_roles=require_roles, **overrides)
 
 
+def load_task_store(path: str | os.PathLike[str] | None = None) -> Settings:
+    """Settings holding only where tasks live, for what needs nothing else (the task CLI,
+    a store opened by key): ``NISSE_TASK_STORE``, else the ``task_store`` key of the TOML
+    file at ``path`` (else `NISSE_CONFIG`, else ``./nisse.toml``), else the default folder.
+    No token, no roles; `ConfigError` for a file that cannot be read or a value not a
+    string."""
+    load = _start_load(path, {})
+    value: Any = os.environ.get(ENV_VARS["task_store"], "").strip() or None
+    if value is None and load.path is not None:
+        value = read_toml(load.path, load.path_named_by)[0].get("task_store")
+        if value is not None and not isinstance(value, str):
+            raise ConfigError(
+                f"task_store: must be a folder or a postgresql:// URL (a string), got "
+                f"{toml_type(value)}; from file {load.path}"
+            )
+    settings = Settings.model_construct(task_store=None if value is None else SecretStr(value))
+    settings._config_file = load.path
+    settings._config_lookup = load.looked or str(load.path)
+    return settings
+
+
 def _required_roles(names: Iterable[str]) -> tuple[str, ...]:
     """``require_roles`` checked: role names, never one string taken letter by letter."""
     if isinstance(names, str):
@@ -606,12 +645,15 @@ def _model_typos(load: Load, settings: Settings) -> list[str]:
         if typo is not None:
             meant, route = typo
             key = f"roles.{role}.like" if profile.like else f"roles.{role}"
+            # The route the role takes: its profile's ``route`` wins over any model's.
+            taken = profile.route or route_for(named, prefixes)
+            how = f"{taken}, its profile's route" if profile.route else taken
             found.append(
                 explain(
                     load,
                     (key,),
                     f"model {named!r} matches no model-rules row: did you mean {meant}? it "
-                    f"would route to {route} (as written: {route_for(named, prefixes)})",
+                    f"would route to {profile.route or route} (as written: {how})",
                 )
             )
     return found

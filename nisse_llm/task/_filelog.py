@@ -133,6 +133,14 @@ class FileLog:
         os.fsync(fd)
         return found.torn_tail
 
+    def locked_clear(self) -> None:
+        """Empty the file (a task replaced by an import), durably."""
+        fd = self._locked_fd()
+        check_same_file(fd, self.path)
+        self._tail = None
+        os.ftruncate(fd, 0)
+        os.fsync(fd)
+
     def locked_write(
         self, batch: Sequence[StoredRecord], lines: Sequence[bytes] | None = None
     ) -> None:

@@ -22,11 +22,13 @@ from nisse_llm.task.records import (
     StoredCall,
     StoredHeader,
     StoredRecord,
+    StoredRepin,
     StoredToolRun,
     StoredTools,
     UsageTotals,
     ViewItem,
     compacted_view,
+    pin_in_force,
     unknown_calls,
 )
 
@@ -39,6 +41,7 @@ __all__ = [
     "RecordT",
     "Tail",
     "check_batch",
+    "check_export",
     "check_order",
     "decode",
     "encode",
@@ -56,7 +59,13 @@ STORED: TypeAdapter[StoredRecord] = TypeAdapter(StoredRecord)
 #: A stored record of the kinds the appends make.
 RecordT = TypeVar(
     "RecordT",
-    bound=StoredEvent | StoredCall | StoredToolRun | StoredBatch | StoredTools | StoredHeader,
+    bound=StoredEvent
+    | StoredCall
+    | StoredToolRun
+    | StoredBatch
+    | StoredTools
+    | StoredRepin
+    | StoredHeader,
 )
 
 
@@ -106,6 +115,17 @@ class LogRead:
         """The tool-run records, in order (a start before each tool runs; see
         `ToolRunRecord`)."""
         return [r for r in self.records if isinstance(r, StoredToolRun)]
+
+    @property
+    def repins(self) -> list[StoredRepin]:
+        """The repin records (``nisse-llm task repin``), in order."""
+        return [r for r in self.records if isinstance(r, StoredRepin)]
+
+    @property
+    def pin(self) -> dict[str, Any] | None:
+        """The pin record the task runs with: its last repin's, else its header's (None:
+        no header)."""
+        return pin_in_force(self.records) if self.header is not None else None
 
     @property
     def usage(self) -> UsageTotals:
@@ -284,3 +304,30 @@ def decode(lines: Iterable[bytes], where: Path | str) -> LogRead:
         check_order(records, record, where, number)
         records.append(record)
     return LogRead(records=records)
+
+
+def check_export(lines: Sequence[bytes], where: Path | str) -> list[StoredRecord]:
+    """The records of an export (``task export``'s lines) to import as a whole task;
+    `LogSequenceError` for an empty export, one whose first record is not the task's
+    header, or a gap or a repeat in its numbers (a task is numbered 0, 1, 2... without a
+    gap), and `LogCorrupt` for a line that is no record: nothing is to be written."""
+    if not lines:
+        raise LogSequenceError(f"{where}: the export holds no record; nothing was written")
+    records: list[StoredRecord] = []
+    for number, line in enumerate(lines, 1):
+        record = parse_line(line, where, number)
+        if number == 1 and not isinstance(record, StoredHeader):
+            raise LogSequenceError(
+                f"{where}: the export's first record is not a task header (an export begins "
+                "with its header: import a whole `task export`); nothing was written"
+            )
+        if record.seq != number - 1:
+            kind = "a repeat" if record.seq < number - 1 else "a gap"
+            raise LogSequenceError(
+                f"{where}: line {number} of the export is record {record.seq}, not "
+                f"{number - 1}: {kind} in its numbers (a task is numbered 0, 1, 2... "
+                "without a gap); nothing was written"
+            )
+        check_order(records, record, where, number)
+        records.append(record)
+    return records

@@ -4,6 +4,7 @@ says what the stores promise."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
@@ -12,7 +13,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 from pydantic import SecretStr
 
-from nisse_llm.errors import TaskStoreUnavailable
+from nisse_llm.errors import TaskStoreMisconfigured, TaskStoreUnavailable
 from nisse_llm.task.dsn import redacted_url, scrubbed
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "SCHEMA_LOCK",
     "SCHEMA_VERSION",
     "connect_options",
+    "misconfigured",
     "newer_schema",
     "translated",
 ]
@@ -72,14 +74,69 @@ def newer_schema(version: int) -> TaskStoreUnavailable:
 
 @contextmanager
 def translated(url: SecretStr) -> Iterator[None]:
-    """Every psycopg error as `TaskStoreUnavailable`, its message without the URL's password
+    """Every psycopg error as `TaskStoreMisconfigured` when only the operator can cure it
+    (`misconfigured`), else `TaskStoreUnavailable`; the message without the URL's password
     (and without the psycopg exception chained, whose text might hold it)."""
     try:
         yield
     except psycopg.Error as exc:
         message = scrubbed(str(exc).strip() or type(exc).__name__, url)
+        where = f"the task store at {redacted_url(url)}"
+        cure = misconfigured(message, exc.sqlstate, url)
+        if cure is not None:
+            raise TaskStoreMisconfigured(
+                f"{where} refused us ({type(exc).__name__}: {message}); {cure}",
+                sqlstate=exc.sqlstate,
+            ) from None
         raise TaskStoreUnavailable(
-            f"the task store at {redacted_url(url)} failed ({type(exc).__name__}: {message}); "
+            f"{where} failed ({type(exc).__name__}: {message}); "
             "the work is kept: resume the task when the database is back",
             sqlstate=exc.sqlstate,
         ) from None
+
+
+# What a connection refused at login says: psycopg gives it no SQLSTATE, only the
+# server's words (``FATAL:  password authentication failed for user "u"``).
+_LOGIN_REFUSALS = (
+    ("password authentication failed", "password"),
+    ("no password supplied", "no-password"),
+    ("no pg_hba.conf entry", "hba"),
+    ("database .* does not exist", "database"),
+    ("role .* does not exist", "role"),
+)
+
+
+def misconfigured(message: str, sqlstate: str | None, url: SecretStr) -> str | None:
+    """What the operator must grant or set when the store refused us for a reason no
+    retry cures (a password, a privilege, a missing database or role), else None."""
+    if sqlstate == "42501":
+        kind: str | None = "privilege"
+    elif sqlstate == "3D000":
+        kind = "database"
+    elif sqlstate is not None and sqlstate.startswith("28"):
+        kind = "password"
+    else:
+        kind = next((k for words, k in _LOGIN_REFUSALS if re.search(words, message)), None)
+    if kind is None:
+        return None
+    user = conninfo_to_dict(url.get_secret_value()).get("user") or "the URL's user"
+    return _CURES[kind].format(user=user)
+
+
+_SET_PASSWORD = (
+    "set the password libpq reads (PGPASSWORD, or a line in ~/.pgpass), or the URL in "
+    "NISSE_TASK_STORE or the TOML's task_store (never on a command line)"
+)
+_CURES = {
+    "password": "the password was refused: " + _SET_PASSWORD,
+    "no-password": "no password was given: " + _SET_PASSWORD,
+    "hba": "the server's pg_hba.conf admits no such login: allow this host and user there",
+    "database": "create the database the URL names (CREATE DATABASE), or fix the URL",
+    "role": "create the role the URL names (CREATE ROLE ... LOGIN), or fix the URL",
+    "privilege": (
+        "grant {user} what the task tables need: CREATE on the schema "
+        "(GRANT CREATE ON SCHEMA public TO {user}) for the first use, or create the tables "
+        "as their owner once; then SELECT, INSERT, UPDATE, DELETE on nisse_schema, "
+        "nisse_task_records and nisse_task_leases"
+    ),
+}

@@ -9,6 +9,7 @@ task file is one of three shapes, told apart by its key::
     {"seq": 3, "at": ..., "tool_run": {"call_id": ..., "tool": ..., "outcome": "started"}}
     {"seq": 4, "at": ..., "batch": {"events": [...]}}      # then those events, same write
     {"seq": 5, "at": ..., "tools": {"specs": [{"name": ..., ...}]}}  # the tools offered
+    {"seq": 6, "at": ..., "repin": {"changed": [...], "by": ..., "pin": {...}}}  # a repin
 
 Files written before task records hold ``event`` lines only and read unchanged, and files
 written before tool-run records hold none of them.
@@ -25,6 +26,8 @@ finished from it (`unfinished_batch`). A ``tools`` record holds the specs a task
 offered the model, written when they differ from the last ones recorded, so a resumed task
 knows what it offered before (`offered_tools`). A `Compaction` event names the records it
 replaces; `compacted_view` applies them, in file order, to give the log a request sends.
+A ``repin`` record (``nisse-llm task repin``) holds the pin record the task runs with from
+there on: a task's pin is its last repin's, else its header's (`pin_in_force`).
 """
 
 from __future__ import annotations
@@ -57,11 +60,14 @@ __all__ = [
     "TASK_FORMAT",
     "BatchRecord",
     "CallRecord",
+    "OpenedPin",
+    "RepinRecord",
     "ResumedTask",
     "StoredBatch",
     "StoredCall",
     "StoredHeader",
     "StoredRecord",
+    "StoredRepin",
     "StoredToolRun",
     "StoredTools",
     "TaskHeader",
@@ -76,7 +82,10 @@ __all__ = [
     "compaction_record",
     "offered_tools",
     "pending_calls",
+    "pin_changes_message",
     "pin_difference",
+    "pin_in_force",
+    "pin_keys",
     "unfinished_batch",
     "unknown_calls",
 ]
@@ -212,10 +221,33 @@ class StoredTools(_Frozen):
         return cls(seq=seq, at=datetime.now(UTC), tools=record)
 
 
+class RepinRecord(_Frozen):
+    """An operator's deliberate move of a task to another pin (``nisse-llm task repin``):
+    the keys it changed (``roles.executor``, ``base_url``), who made it, and the whole pin
+    record (`Pin.record`, no token) the task runs with from this record on."""
+
+    changed: list[str]
+    by: str
+    pin: dict[str, Any]
+
+
+class StoredRepin(_Frozen):
+    """A `RepinRecord` in the task file."""
+
+    seq: NonNegativeInt
+    at: datetime
+    repin: RepinRecord
+
+    @classmethod
+    def now(cls, seq: int, record: RepinRecord) -> StoredRepin:
+        """A repin record stamped with the current UTC time."""
+        return cls(seq=seq, at=datetime.now(UTC), repin=record)
+
+
 def _record_kind(value: Any) -> str | None:
     """Which record a line is, by its key (a dict while validating, a model when dumping)."""
     if isinstance(value, Mapping):
-        for key in ("event", "llm_call", "tool_run", "batch", "tools", "header"):
+        for key in ("event", "llm_call", "tool_run", "batch", "tools", "repin", "header"):
             if key in value:
                 return key
         return None
@@ -229,27 +261,39 @@ def _record_kind(value: Any) -> str | None:
         return "batch"
     if isinstance(value, StoredTools):
         return "tools"
+    if isinstance(value, StoredRepin):
+        return "repin"
     return "header" if isinstance(value, StoredHeader) else None
 
 
-#: Any line of a task file: a header, an event, a call, tool-run, batch or tools record.
+#: Any line of a task file: a header, an event, a call, tool-run, batch, tools or repin record.
 StoredRecord: TypeAlias = Annotated[
     Annotated[StoredEvent, Tag("event")]
     | Annotated[StoredCall, Tag("llm_call")]
     | Annotated[StoredToolRun, Tag("tool_run")]
     | Annotated[StoredBatch, Tag("batch")]
     | Annotated[StoredTools, Tag("tools")]
+    | Annotated[StoredRepin, Tag("repin")]
     | Annotated[StoredHeader, Tag("header")],
     Discriminator(
         _record_kind,
         custom_error_type="record_kind",
         custom_error_message=(
-            "a record holds one of 'event', 'llm_call', 'tool_run', 'batch', 'tools' or 'header'"
+            "a record holds one of 'event', 'llm_call', 'tool_run', 'batch', 'tools', 'repin' "
+            "or 'header'"
         ),
     ),
 ]
 
-RECORD_TYPES = (StoredEvent, StoredCall, StoredToolRun, StoredBatch, StoredTools, StoredHeader)
+RECORD_TYPES = (
+    StoredEvent,
+    StoredCall,
+    StoredToolRun,
+    StoredBatch,
+    StoredTools,
+    StoredRepin,
+    StoredHeader,
+)
 
 
 class UsageTotal(Usage):
@@ -497,8 +541,9 @@ def compaction_record(view: Sequence[ViewItem], compacted: Sequence[CanonicalEve
     )
 
 
-def pin_difference(stored: dict[str, Any], given: dict[str, Any]) -> str:
-    """``" (differs in: a, roles.planner)"``: the keys whose values differ, for the message."""
+def pin_keys(stored: Mapping[str, Any], given: Mapping[str, Any]) -> list[str]:
+    """The keys whose values differ between two pin records (a table's differing entries
+    named inside it: ``roles.planner``), sorted; the fingerprint left out."""
     keys: list[str] = []
     for key in sorted((set(stored) | set(given)) - {"fingerprint"}):
         left, right = stored.get(key), given.get(key)
@@ -509,4 +554,42 @@ def pin_difference(stored: dict[str, Any], given: dict[str, Any]) -> str:
             keys += [f"{key}.{k}" for k in inner if left.get(k) != right.get(k)]
         else:
             keys.append(key)
+    return keys
+
+
+def pin_difference(stored: dict[str, Any], given: dict[str, Any]) -> str:
+    """``" (differs in: a, roles.planner)"``: the keys whose values differ, for the message."""
+    keys = pin_keys(stored, given)
     return f" (differs in: {', '.join(keys)})" if keys else ""
+
+
+def pin_changes_message(
+    where: object, stored: Mapping[str, Any], given: Mapping[str, Any], changes: Sequence[str]
+) -> str:
+    """The WARNING of a task opened with its own pin ``stored`` rather than ``given``."""
+    return (
+        f"task {where}: opened with its own pin {stored.get('fingerprint')}, not the pin "
+        f"given ({given.get('fingerprint')}): the given pin differs in {', '.join(changes)} "
+        "and applies only to tasks begun with it"
+    )
+
+
+def pin_in_force(records: Iterable[object]) -> dict[str, Any] | None:
+    """The pin record a task runs with: its last repin's, else its header's (None: no
+    header)."""
+    found = None
+    for record in records:
+        if isinstance(record, StoredHeader):
+            found = record.header.pin
+        elif isinstance(record, StoredRepin):
+            found = record.repin.pin
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class OpenedPin:
+    """The pin a task opened with (`LogStore.open_pin`): the pin in force, and the keys
+    where the pin given differs from it (empty: none, or a task begun with it)."""
+
+    pin: Pin
+    changes: tuple[str, ...] = ()

@@ -10,13 +10,12 @@ task moves between them by ``nisse-llm task export`` / ``task import``.
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
 from pydantic import SecretStr
 
-from nisse_llm.errors import ConfigError
+from nisse_llm.task.keys import TASK_KEY_PATTERN, check_task_key
 from nisse_llm.task.logstore import LogStore
 
 if TYPE_CHECKING:
@@ -39,8 +38,6 @@ __all__ = [
 
 #: The folder tasks live in when ``task_store`` is not set (beside the config file).
 DEFAULT_TASK_FOLDER = "tasks"
-#: A task key: a file name on every system, and the same key in a database.
-TASK_KEY_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}"
 _SCHEMES = ("postgresql://", "postgres://")
 
 
@@ -51,7 +48,7 @@ def is_database_url(value: str) -> bool:
 
 def open_task_store(key: str, settings: Settings | None = None) -> LogStore:
     """The store of task ``key`` where ``settings`` say tasks live (a missing folder is
-    made); by default the settings `load_settings` finds, no role required. `ConfigError`
+    made); by default where `load_task_store` finds (no token, no role needed). `ConfigError`
     for a key that is not a plain name (letters, digits, ``.``, ``_``, ``-``; not
     starting with a dot)."""
     where = _task_place(key, settings)
@@ -77,15 +74,11 @@ def open_async_task_store(key: str, settings: Settings | None = None) -> AsyncLo
 
 def _task_place(key: str, settings: Settings | None) -> Path | SecretStr:
     """Where task ``key`` lives: its file's path (the folder made) or the database URL."""
-    if re.fullmatch(TASK_KEY_PATTERN, key) is None:
-        raise ConfigError(
-            f"task key {key!r}: use letters, digits, '.', '_' and '-' (at most 200, not "
-            "starting with '.' or '-'), so it names a file and a database row alike"
-        )
+    check_task_key(key)
     if settings is None:
-        from nisse_llm.config.settings import load_settings
+        from nisse_llm.config.settings import load_task_store
 
-        settings = load_settings(require_roles=())
+        settings = load_task_store()
     configured = settings.task_store
     if configured is not None and is_database_url(configured.get_secret_value()):
         return configured
@@ -104,7 +97,7 @@ def open_store(store: StoreArg, settings: Settings | None = None) -> tuple[LogSt
 
     The one place a ``store`` argument is resolved: a `LogStore` is used as it is; a task
     key (`is_task_key`) is opened by `open_task_store` where ``settings`` say tasks live
-    (default: the settings `load_settings` finds, no role required); any other string, and
+    (default: where `load_task_store` finds: no token, no role needed); any other string, and
     every `Path` or other path-like object, is a task file's path.
     """
     if isinstance(store, LogStore):

@@ -170,8 +170,9 @@ class _Scripted(RouterBase[_Client, _Store]):
         **options: Any,
     ) -> None:
         pin, self._turns, self._script, transport = _build(turns, models)
-        clients = self._clients_for(pin, self._CLIENTS, {**options, "transport": transport})
-        super().__init__(pin, clients, store=store)
+        options = {**options, "transport": transport}
+        clients = self._clients_for(pin, self._CLIENTS, options)
+        super().__init__(pin, clients, store=store, client_options=options)
 
     @classmethod
     def from_pin(cls, pin: Pin, *, store: Any = None, **options: Any) -> Self:

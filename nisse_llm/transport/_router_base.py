@@ -118,9 +118,16 @@ class RouterBase(Generic[K, S]):
         *,
         store: S | None = None,
         compaction: CompactionPolicy | None = None,
+        strict_pin: bool = False,
+        client_options: Mapping[str, Any] | None = None,
     ) -> None:
         self._pin = pin
         self._clients = dict(clients)
+        #: What each client was built with, to build them again over a task's own pin.
+        self._client_options = dict(client_options or {})
+        self._strict_pin = strict_pin
+        #: The keys where the pin given differs from the task's own (see ``pin_changes``).
+        self._pin_changes: tuple[str, ...] = ()
         self._store = store
         #: The store `from_pin` opened (from a path or a key), closed with the router.
         self._owned_store: S | None = None
@@ -192,8 +199,22 @@ class RouterBase(Generic[K, S]):
 
     @property
     def pin(self) -> Pin:
-        """The pin this router completes by."""
+        """The pin this router completes by: with a store, once begun, the task's own (the
+        pin it was begun with, or repinned to), whatever pin the router was given."""
         return self._pin
+
+    @property
+    def pin_changes(self) -> tuple[str, ...]:
+        """The keys where the pin given differs from the task's own, which the router took
+        when it began its store (empty: none, or not begun yet)."""
+        return self._pin_changes
+
+    def _adopted(self, pin: Pin) -> dict[str, K]:
+        """Take ``pin`` (a task's own) and clients over it; the clients replaced, to close."""
+        old = self._clients
+        self._pin = pin
+        self._clients = self._clients_for(pin, self._kinds, self._client_options)
+        return old
 
     def _resolve(self, role: str) -> tuple[str, K]:
         model = self._pin.model_for(role)

@@ -342,17 +342,33 @@ def test_the_final_answer_is_an_assistant_text(tmp_path: Path) -> None:
         assert task.events[-1] == AssistantText(text="Done.", model="scripted-executor")
 
 
-def test_open_refuses_a_file_begun_with_another_pin(tmp_path: Path) -> None:
-    """A task file is reopened only with its own pin: another is `TaskPinMismatch`."""
+def test_open_keeps_the_tasks_own_pin_and_strict_pin_refuses_another(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A task reopened with another pin runs on its own, with one WARNING and `pin_changes`
+    naming the keys that differ; ``strict_pin=True`` refuses it (`TaskPinMismatch`)."""
+    import logging
+
     from nisse_llm import TaskPinMismatch
 
     path = tmp_path / "task.jsonl"
     llm = scripted(path, "Done.")
     with Task.open(path, llm.pin, router=llm, prompt=QUESTION) as task:
         task.run("executor", tools=None)
+        assert task.pin_changes == ()
     other = ScriptedRouter({"executor": ["x"]}, models={"executor": "scripted-other"})
+    before = path.read_bytes()
     with pytest.raises(TaskPinMismatch):
-        Task.open(path, other.pin)
+        Task.open(path, other.pin, strict_pin=True)
+    assert path.read_bytes() == before
+
+    with caplog.at_level(logging.WARNING, logger="nisse_llm"), Task.open(path, other.pin) as task:
+        assert task.pin == llm.pin
+        assert task.pin.model_for("executor") == "scripted-executor"
+        assert task.pin_changes == ("roles.executor",)
+    (warning,) = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert "differs in roles.executor" in warning.getMessage()
+    assert path.read_bytes() == before
 
 
 def test_a_task_builds_and_closes_its_own_router_and_file(tmp_path: Path) -> None:

@@ -363,3 +363,34 @@ def test_a_private_token_file_or_a_public_file_without_token_does_not_warn(
         warnings.simplefilter("error")
         load_settings(private)
         load_settings(public)
+
+
+def test_a_config_error_always_lists_a_problem(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every setting given as an argument but no role, none required: the error names the
+    missing roles table as its one problem, never "0 problems"."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError) as caught:
+        load_settings(llm={"base_url": "http://127.0.0.1:4000", "token": TOKEN}, require_roles=())
+    message = str(caught.value)
+    assert "0 problems" not in message
+    assert caught.value.problems == (
+        'roles: no role is set, and a configuration needs one; set roles.NAME = "MODEL" in a '
+        "TOML file or NISSE_ROLE_<NAME>, or pass roles={...}",
+    )
+    assert message.startswith("invalid configuration (no config file:")
+
+
+def test_no_config_file_is_said_only_when_a_file_would_supply_what_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Everything passed as arguments, one value wrong: the error is about that value, and
+    does not open by saying no config file was found (a file would not fix it)."""
+    monkeypatch.chdir(tmp_path)
+    llm = {"base_url": "http://127.0.0.1:4000", "token": TOKEN, "max_output_tokens": "lots"}
+    with pytest.raises(ConfigError) as caught:
+        load_settings(llm=llm, roles={"executor": "gpt-4.1"}, require_roles=("executor",))
+    message = str(caught.value)
+    assert message.startswith("invalid configuration, 1 problem:\n  - llm.max_output_tokens")
+    assert "no config file" not in message

@@ -191,3 +191,18 @@ def test_a_model_a_row_covers_is_never_a_typo() -> None:
     assert model_typo("gpt-6-astra-2026-01-01", ("claude-",)) is None
     assert model_typo("my-alias", ("claude-",)) is None
     assert model_typo("gpt6-astra", ("claude-",)) == ("gpt-6-astra", "openai_responses")
+
+
+def test_a_misspelt_models_warning_names_the_route_its_profile_gives(tmp_path: Path) -> None:
+    """A role whose profile sets ``route`` takes that route whatever its model's name: the
+    warning says so, never the route the misspelt name alone would take."""
+    roles = {"consultant": {"model": "openai/gpt-6-astro", "route": "openai_responses"}}
+    path = write_config(tmp_path / "c.toml", complete(roles=roles))
+    settings, found = _warned(path)
+    assert settings.pin().route("consultant") == "openai_responses"
+    assert found == [
+        "roles.consultant (env NISSE_ROLE_CONSULTANT): model 'openai/gpt-6-astro' matches no "
+        "model-rules row: did you mean openai/gpt-6-astra? it would route to "
+        "openai_responses (as written: openai_responses, its profile's route); from file "
+        f"{path}"
+    ]

@@ -20,9 +20,12 @@ from nisse_llm.task.lease import FileLease
 from nisse_llm.task.logstore import AsyncLogStore, LogRead, LogStore
 from nisse_llm.task.records import (
     CallRecord,
+    OpenedPin,
+    RepinRecord,
     ResumedTask,
     StoredCall,
     StoredRecord,
+    StoredRepin,
     StoredToolRun,
     StoredTools,
     ToolRunRecord,
@@ -74,8 +77,8 @@ class Blocking(LogStore):
     def export_lines(self) -> list[bytes]:
         return self._run(self.inner.export_lines())
 
-    def import_lines(self, lines: Iterable[bytes]) -> int:
-        return self._run(self.inner.import_lines(lines))
+    def import_lines(self, lines: Iterable[bytes], *, replace: bool = False) -> int:
+        return self._run(self.inner.import_lines(lines, replace=replace))
 
     def append(self, records: StoredRecord | Iterable[StoredRecord]) -> None:
         self._run(self.inner.append(records))
@@ -103,6 +106,12 @@ class Blocking(LogStore):
 
     def append_tool_outcome(self, record: ToolRunRecord, result: ToolResult) -> None:
         self._run(self.inner.append_tool_outcome(record, result))
+
+    def append_repin(self, record: RepinRecord) -> StoredRepin:
+        return self._run(self.inner.append_repin(record))
+
+    def open_pin(self, pin: Pin, *, strict_pin: bool = False) -> OpenedPin:
+        return self._run(self.inner.open_pin(pin, strict_pin=strict_pin))
 
     def begin(self, pin: Pin) -> Self:
         self._run(self.inner.begin(pin))

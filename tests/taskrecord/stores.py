@@ -81,7 +81,7 @@ class Place:
             return
         with psycopg.connect(self.server.url, autocommit=True) as conn:
             # A store made the tables; a plant before any store needs them too.
-            with PostgresLogStore(self.server.url, "_") as maker:
+            with PostgresLogStore(self.server.url, "maker") as maker:
                 maker.read()
             start = len(self._rows())
             for n, line in enumerate(lines):

@@ -16,8 +16,8 @@ from tests.taskrecord.helpers import BASE_URL, TOKEN, make_pin
 
 async def test_an_async_router_begins_its_store_before_its_first_call(tmp_path: Path) -> None:
     """Built, the router has written nothing; its first call writes the pin's header before
-    the call's start record; another task's store is refused at the first call, unsent, or
-    at ``begin_task``."""
+    the call's start record; with ``strict_pin`` a task begun with another pin is refused at
+    the first call, unsent, or at ``begin_task``; without, the call takes its own model."""
     path = tmp_path / "task.jsonl"
     script = Script().chat(reply("done"))
     async with AsyncRoleRouter.from_pin(
@@ -35,9 +35,40 @@ async def test_an_async_router_begins_its_store_before_its_first_call(tmp_path: 
     other = AsyncLogStore(tmp_path / "other.jsonl")
     script = Script().chat(reply("never sent"))
     transport = ScriptedTransport(script)
-    async with AsyncRoleRouter.from_pin(make_pin(), store=other, transport=transport) as llm:
+    async with AsyncRoleRouter.from_pin(
+        make_pin(), store=other, transport=transport, strict_pin=True
+    ) as llm:
         with pytest.raises(TaskPinMismatch):
             await llm.begin_task()
         with pytest.raises(TaskPinMismatch):
             await llm.complete("executor", [UserText(text="go")], None)
     assert script.requests == []
+    async with AsyncRoleRouter.from_pin(make_pin(), store=other, transport=transport) as llm:
+        await llm.complete("executor", [UserText(text="go")], None)
+        assert llm.pin_changes == ("roles.executor",)
+    assert [r.model for r in script.requests] == ["gpt-4.1"]
+
+
+async def test_an_async_routers_stream_over_a_task_begun_with_another_pin(tmp_path: Path) -> None:
+    """A stream is resolved before the router can learn a resumed task's own pin: unless
+    ``begin_task`` was awaited first, it is refused before its request leaves; awaited
+    first, it goes to the task's own model."""
+    path = tmp_path / "task.jsonl"
+    LogStore(path).begin(make_pin(executor="gpt-4.1"))
+    script = Script().chat(reply("on the task's own model"))
+    transport = ScriptedTransport(script)
+    log = [UserText(text="go")]
+    async with AsyncRoleRouter.from_pin(
+        make_pin(), store=AsyncLogStore(path), transport=transport
+    ) as llm:
+        with pytest.raises(ValueError, match=r"await router\.begin_task"):
+            async with llm.stream("executor", log, None) as stream:
+                [d async for d in stream]
+    assert script.requests == []
+    async with AsyncRoleRouter.from_pin(
+        make_pin(), store=AsyncLogStore(path), transport=transport
+    ) as llm:
+        await llm.begin_task()
+        async with llm.stream("executor", log, None) as stream:
+            [d async for d in stream]
+    assert [r.model for r in script.requests] == ["gpt-4.1"]

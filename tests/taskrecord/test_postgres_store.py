@@ -15,7 +15,12 @@ import psycopg
 import pytest
 from pydantic import SecretStr
 
-from nisse_llm.errors import TaskBusy, TaskStoreUnavailable, UpstreamUnavailable
+from nisse_llm.errors import (
+    TaskBusy,
+    TaskStoreMisconfigured,
+    TaskStoreUnavailable,
+    UpstreamUnavailable,
+)
 from nisse_llm.log.canonical import UserText
 from nisse_llm.task.postgres import SCHEMA_VERSION, PostgresLogStore, connect
 from nisse_llm.testing.postgres import LocalPostgres
@@ -126,10 +131,10 @@ def test_tables_are_made_on_first_use_with_their_version() -> None:
 
 
 def test_a_database_that_is_gone_is_a_typed_resumable_error() -> None:
-    """A refused connection, a server stopped mid-run (``pg_ctl stop -m immediate``) and a
-    wrong password are each `TaskStoreUnavailable` (an `UpstreamUnavailable`), never a
-    psycopg exception; after a restart the same store goes on from every acknowledged
-    record."""
+    """A refused connection and a server stopped mid-run (``pg_ctl stop -m immediate``) are
+    each `TaskStoreUnavailable` (an `UpstreamUnavailable`), never a psycopg exception; after
+    a restart the same store goes on from every acknowledged record; a wrong password is
+    `TaskStoreMisconfigured`, which no retry cures."""
     with LocalPostgres() as server:
         store = PostgresLogStore(server.url, "gone").begin(make_pin())
         acknowledged = [store.append_event(UserText(text=str(n))).seq for n in range(5)]
@@ -147,7 +152,7 @@ def test_a_database_that_is_gone_is_a_typed_resumable_error() -> None:
         assert store.append_event(UserText(text="after")).seq == acknowledged[-1] + 1
         store.close()
         wrong = server.url.replace(server.password, "not-the-password")
-        with pytest.raises(TaskStoreUnavailable, match="password authentication failed"):
+        with pytest.raises(TaskStoreMisconfigured, match="password authentication failed"):
             PostgresLogStore(wrong, "gone").read()
     with pytest.raises(TaskStoreUnavailable, match="Connection refused"):
         PostgresLogStore(server.url, "gone").read()

@@ -243,8 +243,9 @@ def test_records_carry_the_proxys_call_id_and_cost(tmp_path: Path) -> None:
     assert usage.total.unpriced_calls == 0
 
 
-def test_a_router_begins_its_store_and_refuses_another_tasks(tmp_path: Path) -> None:
-    """A router given a fresh store writes the pin header; given another task's file, it
+def test_a_router_begins_its_store_and_takes_another_tasks_own_pin(tmp_path: Path) -> None:
+    """A router given a fresh store writes the pin header; given a task begun with another
+    pin, it takes that task's pin (`pin_changes` naming the keys), or with ``strict_pin``
     refuses before any call is made."""
     from nisse_llm.task.logstore import TaskPinMismatch
 
@@ -256,8 +257,16 @@ def test_a_router_begins_its_store_and_refuses_another_tasks(tmp_path: Path) -> 
     other = LogStore(tmp_path / "other.jsonl").begin(make_pin(executor="gpt-4.1"))
     script = Script()
     with pytest.raises(TaskPinMismatch):
-        RoleRouter.from_pin(make_pin(), store=other, transport=ScriptedTransport(script))
+        RoleRouter.from_pin(
+            make_pin(), store=other, transport=ScriptedTransport(script), strict_pin=True
+        )
     assert script.requests == []
+    script.chat(reply("on the task's own model"))
+    with RoleRouter.from_pin(make_pin(), store=other, transport=ScriptedTransport(script)) as llm:
+        assert llm.pin == make_pin(executor="gpt-4.1")
+        assert llm.pin_changes == ("roles.executor",)
+        llm.complete("executor", [UserText(text="go")], None)
+    assert [r.model for r in script.requests] == ["gpt-4.1"]
 
 
 def test_typed_answers_and_options_are_recorded_under_their_role(tmp_path: Path) -> None:

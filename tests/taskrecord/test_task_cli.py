@@ -17,6 +17,7 @@ import pytest
 from nisse_llm.cli.main import main
 from nisse_llm.log.canonical import ToolCall, ToolResult, UserText
 from nisse_llm.task import lease
+from nisse_llm.task.dsn import password_of
 from nisse_llm.task.lease import FileLease, lease_path
 from nisse_llm.task.logstore import LogStore
 from nisse_llm.task.postgres import PostgresLogStore
@@ -29,9 +30,17 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _cli(*args: str, stdin: bytes = b"", status: int = 0) -> subprocess.CompletedProcess[bytes]:
+    """The task CLI as an operator runs it: a database URL's password moved out of the
+    command line into ``PGPASSWORD`` (a ``--store`` carrying one is warned about)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("NISSE_")}
+    given = list(args)
+    for n, arg in enumerate(given):
+        password = password_of(arg) if arg.startswith("postgresql://") else None
+        if password:
+            given[n] = arg.replace(f":{password}@", "@", 1)
+            env["PGPASSWORD"] = password
     done = subprocess.run(
-        [sys.executable, "-m", "nisse_llm", "task", *args],
+        [sys.executable, "-m", "nisse_llm", "task", *given],
         input=stdin,
         capture_output=True,
         cwd=ROOT,
@@ -86,7 +95,8 @@ def test_a_task_moves_from_a_file_to_postgres_and_back_byte_for_byte(
 
 
 def test_list_and_show_on_both_stores(tmp_path: Path, postgres: LocalPostgres) -> None:
-    """``task list`` gives each task's key, pin, status, calls, cost, last activity and live
+    """``task list`` gives each task's key, pin, status, calls, unknown calls, cost, last
+    activity and live
     lease holder; ``task show`` its view, unknown calls and usage; neither takes the lease
     (the holder keeps writing after) and neither prints the password."""
     folder = tmp_path / "tasks"
@@ -107,12 +117,12 @@ def test_list_and_show_on_both_stores(tmp_path: Path, postgres: LocalPostgres) -
 
     assert on_disk.splitlines()[0] == f"1 task(s) in {folder}"
     row = next(line for line in on_disk.splitlines() if line.startswith("on-disk"))
-    assert row.split()[1:5] == [fingerprint, "unknown-calls", "1", "0.000002"]
+    assert row.split()[1:6] == [fingerprint, "unknown-calls", "1", "1", "0.000002"]
     assert row.split()[-1] == "-"
     row = next(line for line in in_db.splitlines() if line.startswith(key))
-    assert row.split()[1:5] == [fingerprint, "unknown-calls", "1", "0.000002"]
+    assert row.split()[1:6] == [fingerprint, "unknown-calls", "1", "1", "0.000002"]
     assert row.endswith("worker-7")
-    assert in_db.splitlines()[0] == "1 task(s) in " + url.replace(postgres.password, "(set)")
+    assert in_db.splitlines()[0] == "1 task(s) in " + url.replace(f":{postgres.password}", "")
     assert f"task {key}: pin {fingerprint}, unknown-calls" in shown
     assert "user_text    Fix the parser — ünïcode" in shown
     assert "unknown calls: 1\n  seq 6: planner m (openai_chat) at " in shown

@@ -215,12 +215,16 @@ def test_a_damaged_pin_record_is_a_config_error(place: Place) -> None:
 def test_resume_sends_the_token_only_to_the_operators_base_url(
     place: Place, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A task whose header names another base URL than the operator's is refused, and
-    without a base URL (argument or NISSE_LLM_BASE_URL) resume says what it needs."""
+    """A task whose header names another base URL than the operator's is refused naming
+    both, and without a base URL (argument or NISSE_LLM_BASE_URL) resume says what it
+    needs."""
     place.open().begin(make_pin())
 
-    with pytest.raises(ConfigError, match="is not the operator's"):
+    with pytest.raises(TaskPinMismatch) as caught:
         place.open().resume(TOKEN, base_url="http://127.0.0.1:5000")
+    assert f"names the proxy {BASE_URL!r}, not the caller's 'http://127.0.0.1:5000'" in str(
+        caught.value
+    )
     monkeypatch.delenv("NISSE_LLM_BASE_URL", raising=False)
     with pytest.raises(ConfigError, match="needs the operator's base URL"):
         place.open().resume(TOKEN)
@@ -301,8 +305,8 @@ def test_a_batch_cut_by_a_crash_is_what_the_batch_record_lacks(tmp_path: Path) -
 
 
 def test_a_line_of_no_known_kind_names_the_keys(place: Place) -> None:
-    """A complete line holding none of event, llm_call, tool_run, batch, tools or header is
-    corrupt, said plainly."""
+    """A complete line holding none of event, llm_call, tool_run, batch, tools, repin or
+    header is corrupt, said plainly."""
     place.plant([b'{"seq": 0, "at": "2026-01-01T00:00:00Z", "note": "x"}'])
 
     with pytest.raises(LogCorrupt) as caught:
@@ -310,7 +314,7 @@ def test_a_line_of_no_known_kind_names_the_keys(place: Place) -> None:
 
     assert str(caught.value) == (
         f"{place.where}:1: not a valid log record (a record holds one of 'event', 'llm_call', "
-        "'tool_run', 'batch', 'tools' or 'header')"
+        "'tool_run', 'batch', 'tools', 'repin' or 'header')"
     )
 
 

@@ -24,6 +24,7 @@ from nisse_llm.agent._base import (
     history_of,
     open_store,
     reconciled,
+    router_pin,
     tool_runs_of,
     toolbox_of,
     unknown_calls_of,
@@ -77,6 +78,7 @@ class Task(TaskBase["LogStore"], Closing):
         router: RoleRouter,
         resumed: ResumedTask[LogStore],
         *,
+        pin_changes: tuple[str, ...] = (),
         owned: bool,
         owns_router: bool,
         lease: FileLease | None,
@@ -96,6 +98,7 @@ class Task(TaskBase["LogStore"], Closing):
             repairs=resumed.repairs,
             lease=lease,
             offered_tools=resumed.offered_tools,
+            pin_changes=pin_changes,
         )
 
     @classmethod
@@ -110,6 +113,7 @@ class Task(TaskBase["LogStore"], Closing):
         prompt: str | None = None,
         reconcile: Reconcile | None = None,
         settings: Settings | None = None,
+        strict_pin: bool = False,
     ) -> Task:
         """Begin the task ``pin`` in ``store``, or resume it, as its one driver:
         ``with Task.open(...) as task`` (closed on leaving), or
@@ -118,35 +122,48 @@ class Task(TaskBase["LogStore"], Closing):
         ``store`` is a task file's path, a store object (`LogStore`,
         `PostgresLogStore`), or a task key: a string with no path separator and no
         ``.jsonl`` suffix, such as ``"fix-issue-123"``, opened with `open_task_store`
-        where ``settings`` say tasks live (default: the settings
-        `load_settings` finds, no role required). The task's lease is taken first:
+        where ``settings`` say tasks live (default: where `load_task_store` finds: no
+        token, no role needed). The task's lease is taken first:
         `TaskBusy` while another driver holds it (see `nisse_llm.task.lease`); closing
         the task releases it.
 
         A new or empty file gets the pin's header and, with ``prompt``, the first user
-        message; a file begun before is checked against ``pin`` (`TaskPinMismatch`),
-        repaired of a torn tail, and continued; ``prompt`` is then not written again.
-        ``router`` (default: one built over ``pin``, with ``compaction``) must record its
-        calls in the same file. ``reconcile(call)`` (see `Reconcile`) is asked for
-        the result of a cut run of a tool that may not run again (None: unknown).
+        message. A task begun before keeps its own pin (the one it was begun with, or
+        repinned to by ``nisse-llm task repin``), rebuilt with ``pin``'s token: ``pin``
+        only begins a new task. Where they differ the task opens anyway, with one WARNING
+        naming the keys (`pin_changes`); ``strict_pin=True`` makes it `TaskPinMismatch`.
+        A task whose pin names another base URL than ``pin`` is `TaskPinMismatch` naming
+        both, whatever ``strict_pin`` says, before any request. The file is repaired of a
+        torn tail and continued; ``prompt`` is then not written again. ``router``
+        (default: one built over the pin in force, with ``compaction``) must record its
+        calls in the same file; it takes the task's own pin as it begins.
+        ``reconcile(call)`` (see `Reconcile`) is asked for the result of a cut run of
+        a tool that may not run again (None: unknown).
         """
         opened, owned = open_store(store, settings)
         if router is not None:
-            opened = checked_router(router, opened, pin, compaction)
+            opened = checked_router(router, opened, compaction)
             owned = False
         lease = _lease(opened, owned)
         try:
-            _begin(opened, pin, prompt)
-            resumed = opened.resume(pin.token, base_url=pin.base_url)
-            driver = router or RoleRouter.from_pin(pin, store=opened, compaction=compaction)
+            if router is None:
+                found = opened.open_pin(pin, strict_pin=strict_pin)
+            else:
+                router.begin_task()
+                found = router_pin(router, pin, strict_pin=strict_pin)
+            _begin(opened, prompt)
+            in_force = found.pin
+            resumed = opened.resume(in_force.token, base_url=in_force.base_url)
+            driver = router or RoleRouter.from_pin(in_force, store=opened, compaction=compaction)
         except BaseException:
             _release(opened, owned, lease)
             raise
         return cls(
             opened,
-            pin,
+            in_force,
             driver,
             resumed,
+            pin_changes=found.changes,
             owned=owned,
             owns_router=router is None,
             lease=lease,
@@ -382,10 +399,9 @@ def _release(store: LogStore, owned: bool, lease: FileLease | None) -> None:
             lease.close()
 
 
-def _begin(store: LogStore, pin: Pin, prompt: str | None) -> None:
-    """Begin or check the task, finish a batch a crash cut short, and write ``prompt``
-    if the task holds no event yet."""
-    store.begin(pin)
+def _begin(store: LogStore, prompt: str | None) -> None:
+    """Finish a batch a crash cut short in the begun task, and write ``prompt`` if the task
+    holds no event yet."""
     found = store.read()
     missing = unfinished_batch(found.records)
     if missing:

@@ -17,7 +17,7 @@ from typing import Any
 import psycopg
 from pydantic import SecretStr
 
-from nisse_llm.errors import TaskBusy, TaskStoreUnavailable
+from nisse_llm.errors import TaskBusy, TaskStoreMisconfigured, TaskStoreUnavailable
 from nisse_llm.task._async.logstore import AsyncLogStore
 from nisse_llm.task._logread import LogRead, check_batch, decode, encode
 from nisse_llm.task._pg import (
@@ -30,6 +30,7 @@ from nisse_llm.task._pg import (
     translated,
 )
 from nisse_llm.task.dsn import redacted_url
+from nisse_llm.task.keys import check_task_key
 from nisse_llm.task.records import StoredRecord
 
 __all__ = ["AsyncPostgresLogStore", "connect", "ensure_schema", "task_keys"]
@@ -42,15 +43,15 @@ class AsyncPostgresLogStore(AsyncLogStore):
     """One task's records in PostgreSQL, keyed by ``key``: the task file's promises, and a
     lease so one driver writes at a time (`TaskBusy` for a second).
 
-    ``url`` is a ``postgresql://`` URL (its password is a secret: never shown; TLS and other
+    ``key`` is a task key (`check_task_key`: `ConfigError` for another string). ``url`` is a
+    ``postgresql://`` URL (its password is a secret: never shown; TLS and other
     options in it pass through to psycopg). ``holder`` names this driver in `TaskBusy` and
     ``nisse-llm task list`` (default: host and process id). The lease is taken by the first
     write, `begin` or `resume`, and held until `aclose`; reading never needs it.
     """
 
     def __init__(self, url: str | SecretStr, key: str, *, holder: str | None = None) -> None:
-        if not key:
-            raise ValueError("a task key must not be empty")
+        check_task_key(key)
         secret = url if isinstance(url, SecretStr) else SecretStr(url)
         self._url = secret
         self.key = key
@@ -164,6 +165,13 @@ class AsyncPostgresLogStore(AsyncLogStore):
             )
         self._last = last
 
+    async def _x_clear(self) -> None:
+        """Delete the task's records, in the transaction that writes its new ones."""
+        await (await self._connection()).execute(
+            "DELETE FROM nisse_task_records WHERE task = %s", (self.key,)
+        )
+        self._last, self._last_known = None, True
+
     async def _lines(self) -> list[bytes]:
         cursor = await (await self._connection()).execute(_LINES, (self.key,))
         return [str(record).encode() for (record,) in await cursor.fetchall()]
@@ -225,7 +233,7 @@ class AsyncPostgresLogStore(AsyncLogStore):
         try:
             with translated(self._url):
                 yield
-        except TaskStoreUnavailable:
+        except (TaskStoreUnavailable, TaskStoreMisconfigured):
             if self._conn is not None and (self._conn.broken or self._conn.closed):
                 await self._drop()
             raise

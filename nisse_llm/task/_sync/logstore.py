@@ -8,6 +8,7 @@ store promises. The async file store runs its blocking file work in a worker thr
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -17,12 +18,13 @@ from typing import TYPE_CHECKING, Any, Self
 from pydantic import SecretStr
 
 from nisse_llm._closing import Closing
-from nisse_llm.errors import LogDuplicateId
+from nisse_llm.errors import LogDuplicateId, LogSequenceError
 from nisse_llm.log.canonical import CanonicalEvent, LogLike, StoredEvent, ToolCall, ToolResult
 from nisse_llm.task._filelog import FileLog
 from nisse_llm.task._logread import (
     LogRead,
     RecordT,
+    check_export,
     decode,
     ids_after,
     pin_from_record,
@@ -34,11 +36,14 @@ from nisse_llm.task.records import (
     RECORD_TYPES,
     BatchRecord,
     CallRecord,
+    OpenedPin,
+    RepinRecord,
     ResumedTask,
     StoredBatch,
     StoredCall,
     StoredHeader,
     StoredRecord,
+    StoredRepin,
     StoredToolRun,
     StoredTools,
     TaskHeader,
@@ -50,7 +55,9 @@ from nisse_llm.task.records import (
     compaction_record,
     offered_tools,
     pending_calls,
+    pin_changes_message,
     pin_difference,
+    pin_keys,
 )
 
 if TYPE_CHECKING:
@@ -58,6 +65,8 @@ if TYPE_CHECKING:
     from nisse_llm.task.lease import FileLease
 
 __all__ = ["LogStore"]
+
+logger = logging.getLogger("nisse_llm")
 
 
 class LogStore(io.NextSeq, Closing):
@@ -144,15 +153,28 @@ class LogStore(io.NextSeq, Closing):
         with self._exclusive():
             self._x_write(batch)
 
-    def import_lines(self, lines: Iterable[bytes]) -> int:
-        """Append records given as their lines (``task export``), each validated and kept
-        byte for byte, in one write; return how many. Their numbers must rise above the
-        log's last (`LogSequenceError`, nothing written): import into a new task."""
+    def import_lines(self, lines: Iterable[bytes], *, replace: bool = False) -> int:
+        """Write a whole task given as its lines (``task export``), each validated and kept
+        byte for byte, in one write; return how many. Refused before anything is written
+        (`check_export`: `LogSequenceError`, `LogCorrupt`): an empty export, one without
+        its header first, a gap or a repeat in its numbers; and a task that exists
+        (`LogSequenceError`) unless ``replace``, which removes its records first (in the
+        same transaction in a database; a file is emptied, then written)."""
         batch = [line.rstrip(b"\r\n") for line in lines if line.strip()]
-        records = decode(batch, self._where).records
-        if records:
-            with self._exclusive():
-                self._x_write(records, batch)
+        records = check_export(batch, self._where)
+        with self._exclusive():
+            self._x_repair()
+            last_seq = self._x_last_seq()
+            if last_seq is not None and not replace:
+                raise LogSequenceError(
+                    f"{self._where}: the task exists already (records 0..{last_seq}): import "
+                    "under another key, or replace it (`task import --replace`); nothing "
+                    "was written"
+                )
+            if last_seq is not None:
+                self._x_clear()
+                self._ids, self._task_id = None, None
+            self._x_write(records, batch)
         return len(records)
 
     def append_event(self, event: CanonicalEvent) -> StoredEvent:
@@ -220,6 +242,17 @@ class LogStore(io.NextSeq, Closing):
         """Append the tool specs a step offers (see `ToolsRecord`); return the record."""
         return (self._append_next([record], StoredTools.now))[0]
 
+    def append_repin(self, record: RepinRecord) -> StoredRepin:
+        """Append a repin record (``nisse-llm task repin``): the task runs with its pin from
+        the next opening on; return it. `TaskHeaderMissing` for a task never begun."""
+        with self._exclusive():
+            found = self._x_read()
+            self._header_of(found.records[0] if found.records else None)
+            last_seq = self._x_last_seq()
+            stored = StoredRepin.now(0 if last_seq is None else last_seq + 1, record)
+            self._x_write([stored])
+        return stored
+
     def append_tool_outcome(self, record: ToolRunRecord, result: ToolResult) -> None:
         """Append a tool-run record and the `ToolResult` that answers its call, in one write
         (both or neither are in the file after a crash); `LogDuplicateId` as for
@@ -243,26 +276,77 @@ class LogStore(io.NextSeq, Closing):
         """
         record = pin_record(pin)
         with self._exclusive():
-            self._x_repair()
-            if self._x_last_seq() is None:
-                header = StoredHeader.now(0, TaskHeader(pin=record))
-                self._x_write([header])
-                self._task_id = task_id(header)
+            if self._x_header_written(record):
                 return self
             first = self._x_first()
         found = self._header_of(first)
         stored = found.header.pin
         if stored != record:
-            raise TaskPinMismatch(
-                f"{self._where}: the task was begun with pin {stored.get('fingerprint')}, "
-                f"not {record.get('fingerprint')}{pin_difference(stored, record)}; "
-                "resume it with resume(token), or begin a new task in another file",
-                path=self._where,
-                stored=str(stored.get("fingerprint")),
-                given=str(record.get("fingerprint")),
-            )
+            raise self._mismatch(stored, record)
         self._task_id = task_id(found)
         return self
+
+    def open_pin(self, pin: Pin, *, strict_pin: bool = False) -> OpenedPin:
+        """Begin the task with ``pin`` if the store holds none; else the pin the task was
+        begun with (or last repinned to), rebuilt with ``pin``'s token: the pin in force.
+
+        Where ``pin`` differs from the task's, the task opens anyway with its own pin, one
+        WARNING naming the keys that differ is logged, and the result's ``changes`` names
+        them; with ``strict_pin`` it is `TaskPinMismatch` instead (as `begin`). A task
+        whose pin names another base URL than ``pin`` is `TaskPinMismatch` naming both,
+        whatever ``strict_pin`` says: the token goes only to the caller's proxy. A torn
+        tail a crash left is removed first. Nothing else is written.
+        """
+        record = pin_record(pin)
+        with self._exclusive():
+            if self._x_header_written(record):
+                return OpenedPin(pin=pin)
+            found = self._x_read()
+        self._task_id = task_id(self._header_of(found.records[0]))
+        stored = found.pin or {}
+        self._check_base_url(stored, pin.base_url, record)
+        changes = tuple(pin_keys(stored, record))
+        if not changes:
+            return OpenedPin(pin=pin)
+        if strict_pin:
+            raise self._mismatch(stored, record)
+        in_force = pin.restored(stored)
+        logger.warning(pin_changes_message(self._where, stored, record, changes))
+        return OpenedPin(pin=in_force, changes=changes)
+
+    def _x_header_written(self, record: dict[str, Any]) -> bool:
+        """Write the header of pin ``record`` if the store holds no record (a torn tail a
+        crash left removed first); whether it did."""
+        self._x_repair()
+        if self._x_last_seq() is not None:
+            return False
+        header = StoredHeader.now(0, TaskHeader(pin=record))
+        self._x_write([header])
+        self._task_id = task_id(header)
+        return True
+
+    def _check_base_url(self, stored: dict[str, Any], base_url: str, given: dict[str, Any]) -> None:
+        """`TaskPinMismatch` naming both URLs unless the task's pin names ``base_url``."""
+        if stored.get("base_url") != base_url.rstrip("/"):
+            raise TaskPinMismatch(
+                f"{self._where}: the task's pin names the proxy {stored.get('base_url')!r}, "
+                f"not the caller's {base_url.rstrip('/')!r}: the token is sent only to the "
+                "caller's proxy; open it with that URL configured, or move the task with "
+                "`nisse-llm task repin KEY --base-url URL`",
+                path=self._where,
+                stored=str(stored.get("fingerprint")),
+                given=str(given.get("fingerprint")),
+            )
+
+    def _mismatch(self, stored: dict[str, Any], record: dict[str, Any]) -> TaskPinMismatch:
+        return TaskPinMismatch(
+            f"{self._where}: the task was begun with pin {stored.get('fingerprint')}, "
+            f"not {record.get('fingerprint')}{pin_difference(stored, record)}; "
+            "resume it with resume(token), or begin a new task in another file",
+            path=self._where,
+            stored=str(stored.get("fingerprint")),
+            given=str(record.get("fingerprint")),
+        )
 
     def resume(self, token: str | SecretStr, *, base_url: str | None = None) -> ResumedTask[Self]:
         """Everything this task file holds, ready to continue: pin, events, pending calls, usage.
@@ -271,8 +355,9 @@ class LogStore(io.NextSeq, Closing):
         (``repairs`` says how; the file is not changed); ``history`` every event record;
         ``unknown_calls`` the calls that started and never ended.
 
-        The pin is rebuilt from the header with ``token`` (never stored) by
-        `Pin.from_record`: the record's base URL must be the operator's (``base_url``, else
+        The pin is rebuilt from the header, or from the last repin record (``nisse-llm task
+        repin``), with ``token`` (never stored) by `Pin.from_record`: the record's base URL
+        must be the operator's (``base_url``: `TaskPinMismatch` naming both; else
         ``NISSE_LLM_BASE_URL``). A torn tail a crash left is removed first (its bytes are
         in ``repaired``). Raises `TaskHeaderMissing` for a missing file or one without a
         header, `LogCorrupt` for an invalid line, and `ConfigError` for a header whose pin
@@ -286,9 +371,12 @@ class LogStore(io.NextSeq, Closing):
 
         header = self._header_of(found.records[0] if found.records else None)
         self._task_id = task_id(header)
+        stored = found.pin or header.header.pin
+        if base_url is not None:
+            self._check_base_url(stored, base_url, stored)
         events, fixes = repair([item.event for item in found.view], answer_dangling=False)
         return ResumedTask(
-            pin=pin_from_record(header.header.pin, token, base_url),
+            pin=pin_from_record(stored, token, base_url),
             events=events,
             pending_calls=pending_calls(events),
             usage=found.usage,
@@ -407,3 +495,7 @@ class LogStore(io.NextSeq, Closing):
     def _x_write(self, batch: Sequence[StoredRecord], lines: Sequence[bytes] | None = None) -> None:
         """Append ``batch`` (encoded as ``lines`` when given: bytes kept as they came)."""
         io.blocking(self._file.locked_write, batch, lines)
+
+    def _x_clear(self) -> None:
+        """Remove every record of the task (``import_lines(..., replace=True)``)."""
+        io.blocking(self._file.locked_clear)

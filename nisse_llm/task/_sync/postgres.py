@@ -18,7 +18,7 @@ from typing import Any
 import psycopg
 from pydantic import SecretStr
 
-from nisse_llm.errors import TaskBusy, TaskStoreUnavailable
+from nisse_llm.errors import TaskBusy, TaskStoreMisconfigured, TaskStoreUnavailable
 from nisse_llm.task._logread import LogRead, check_batch, decode, encode
 from nisse_llm.task._pg import (
     CREATE,
@@ -31,6 +31,7 @@ from nisse_llm.task._pg import (
 )
 from nisse_llm.task._sync.logstore import LogStore
 from nisse_llm.task.dsn import redacted_url
+from nisse_llm.task.keys import check_task_key
 from nisse_llm.task.records import StoredRecord
 
 __all__ = ["PostgresLogStore", "connect", "ensure_schema", "task_keys"]
@@ -43,15 +44,15 @@ class PostgresLogStore(LogStore):
     """One task's records in PostgreSQL, keyed by ``key``: the task file's promises, and a
     lease so one driver writes at a time (`TaskBusy` for a second).
 
-    ``url`` is a ``postgresql://`` URL (its password is a secret: never shown; TLS and other
+    ``key`` is a task key (`check_task_key`: `ConfigError` for another string). ``url`` is a
+    ``postgresql://`` URL (its password is a secret: never shown; TLS and other
     options in it pass through to psycopg). ``holder`` names this driver in `TaskBusy` and
     ``nisse-llm task list`` (default: host and process id). The lease is taken by the first
     write, `begin` or `resume`, and held until `close`; reading never needs it.
     """
 
     def __init__(self, url: str | SecretStr, key: str, *, holder: str | None = None) -> None:
-        if not key:
-            raise ValueError("a task key must not be empty")
+        check_task_key(key)
         secret = url if isinstance(url, SecretStr) else SecretStr(url)
         self._url = secret
         self.key = key
@@ -163,6 +164,11 @@ class PostgresLogStore(LogStore):
             )
         self._last = last
 
+    def _x_clear(self) -> None:
+        """Delete the task's records, in the transaction that writes its new ones."""
+        (self._connection()).execute("DELETE FROM nisse_task_records WHERE task = %s", (self.key,))
+        self._last, self._last_known = None, True
+
     def _lines(self) -> list[bytes]:
         cursor = (self._connection()).execute(_LINES, (self.key,))
         return [str(record).encode() for (record,) in cursor.fetchall()]
@@ -222,7 +228,7 @@ class PostgresLogStore(LogStore):
         try:
             with translated(self._url):
                 yield
-        except TaskStoreUnavailable:
+        except (TaskStoreUnavailable, TaskStoreMisconfigured):
             if self._conn is not None and (self._conn.broken or self._conn.closed):
                 self._drop()
             raise

@@ -68,6 +68,7 @@ class AsyncRoleRouter(
         store: AsyncStoreArg | None = None,
         compaction: CompactionPolicy | None = None,
         settings: Settings | None = None,
+        strict_pin: bool = False,
         **options: Any,
     ) -> Self:
         """A router over ``pin``; ``options`` (transport, sleep, on_usage...) go to each client.
@@ -75,7 +76,8 @@ class AsyncRoleRouter(
         With ``store``, a start record is appended before each request leaves and the
         call's record (role, model, route, usage, cost, outcome) as it ends, success or
         failure, each awaited before the call goes on; the store is begun with ``pin``
-        first (`TaskPinMismatch` if it holds another task; see `begin_task`). ``store`` is
+        first, or, holding a task already, the router takes that task's own pin (see
+        `begin_task`; ``strict_pin``: `TaskPinMismatch` instead when they differ). ``store`` is
         an `AsyncLogStore`, a task file's path or a task key of the store ``settings``
         configure (`open_async_store`); one opened from a path or a key is closed with the
         router. With ``compaction``, `complete` compacts a log near the window.
@@ -85,7 +87,14 @@ class AsyncRoleRouter(
         opened, owned = (None, False) if store is None else open_async_store(store, settings)
         try:
             clients = cls._clients_for(pin, cls._kinds, options)
-            router = cls(pin, clients, store=opened, compaction=compaction)
+            router = cls(
+                pin,
+                clients,
+                store=opened,
+                compaction=compaction,
+                strict_pin=strict_pin,
+                client_options=options,
+            )
         except BaseException:
             if owned and opened is not None:
                 io.abandon(opened)
@@ -113,20 +122,35 @@ class AsyncRoleRouter(
 
     async def begin_task(self) -> None:
         """Begin the task's store with the router's pin, unless begun: a new task gets the
-        pin's header, another task's store is refused (`TaskPinMismatch`) before any call.
-        A `RoleRouter` begins it as it is built; an `AsyncRoleRouter`, which cannot await
-        there, before its first call's start record, or when this is awaited."""
+        pin's header; a task begun before keeps its own pin, which the router takes
+        (`AsyncLogStore.open_pin`: one WARNING naming the keys that differ, in
+        ``pin_changes``; `TaskPinMismatch` with ``strict_pin``, or for another base URL,
+        before any call). A `RoleRouter` begins it as it is built; an `AsyncRoleRouter`
+        (whose constructor cannot wait on I/O) at its first `complete`, `completion` or
+        `complete_as`, or when this is called: a resumed task's first `stream` needs it
+        called first."""
         if not self._begun:
             assert self._store is not None
-            await self._store.begin(self._pin)
+            opened = await self._store.open_pin(self._pin, strict_pin=self._strict_pin)
+            if opened.pin != self._pin:
+                for client in self._adopted(opened.pin).values():
+                    await client.aclose()
+            self._pin_changes = opened.changes
             self._begun = True
-            self._observe_clients()  # the task's id is known now
+            self._observe_clients()  # the task's id is known now, and the clients new
 
     async def _call_started(self, call: Call) -> None:
-        """Append ``call``'s start record before its request leaves (the store begun first)."""
+        """Append ``call``'s start record before its request leaves (the store begun first:
+        a call resolved over another pin than the task's own is refused before it leaves)."""
         assert self._store is not None
         if not self._begun:
             await self.begin_task()
+            role = call.role
+            if role is not None and call.model != self._pin.model_for(role):
+                raise ValueError(
+                    "this call was resolved before the router learnt the task's own pin: "
+                    "await router.begin_task() before a resumed task's first stream"
+                )
         self._starts[id(call)] = (await self._store.append_call(start_record(call))).seq
 
     async def _call_ended(self, call: Call, usage: Usage | None, outcome: str) -> None:
@@ -172,6 +196,8 @@ class AsyncRoleRouter(
     ) -> Completion:
         """``complete()``, returning this call's whole `Completion`: its events, usage and
         call info, which concurrent calls never share (unlike ``last_usage``)."""
+        if not self._begun:
+            await self.begin_task()
         model, client, merged = self._call(role, options)
         policy = self._compaction
         if policy is None:
@@ -266,6 +292,8 @@ class AsyncRoleRouter(
     ) -> TypedReply[M]:
         """An answer from ``role``'s pinned model validated into ``output_type``; ``options``
         override the role's profile (whose ``reasoning`` decides how the answer is asked)."""
+        if not self._begun:
+            await self.begin_task()
         model, client, merged = self._call(role, options)
         with acting(role):
             return await client.complete_as(
