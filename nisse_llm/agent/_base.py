@@ -6,6 +6,7 @@ from __future__ import annotations
 import inspect
 import logging
 import os
+import warnings
 from collections.abc import Awaitable, Callable, Iterable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 from nisse_llm import _telemetry
 from nisse_llm.agent.offer import offer
 from nisse_llm.agent.plan import is_done, unknown_tool_runs
+from nisse_llm.errors import TaskClosed
 from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult, ToolSpec
 from nisse_llm.log.toolbox import Toolbox
 from nisse_llm.task.logstore import AsyncLogStore, LogStore
@@ -187,6 +189,8 @@ class TaskBase(Generic[S]):
         #: opening has offered tools yet.
         self._offered = offered_tools
         self._stepped = False
+        #: Whether the task was closed (then every method raises `TaskClosed`).
+        self._closed = False
 
     @property
     def store(self) -> S:
@@ -218,6 +222,7 @@ class TaskBase(Generic[S]):
         """How ``tools`` differ from the tools the task last offered the model, as recorded
         in its file (empty: the same, or none offered yet). Ask before a resumed task's
         first step to refuse, or to tell the model (`say`), when its tools changed."""
+        self._check_open("tool_changes")
         return offer(self._offered, toolbox_of(tools).specs).changes
 
     def _offered_record(self, box: Toolbox) -> ToolsRecord | None:
@@ -232,6 +237,35 @@ class TaskBase(Generic[S]):
             self._offered = specs
         self._stepped = True
         return planned.record
+
+    def _check_open(self, method: str) -> None:
+        """`TaskClosed` if the task was closed: a closed task runs nothing."""
+        if self._closed:
+            raise TaskClosed(
+                f"{self!r} is closed: {method}() ran nothing; open the task again to go on"
+            )
+
+    def _closing(self) -> bool:
+        """Mark the task closed; False when it already was (closing twice does nothing)."""
+        if self._closed:
+            return False
+        self._closed = True
+        return True
+
+    def __del__(self) -> None:
+        # A task dropped while open would hold its lease until the process exits.
+        if getattr(self, "_closed", True):
+            return
+        self._closed = True
+        warnings.warn(
+            f"{self!r} was never closed; its lease is released now: close the task "
+            "(open it in a with block)",
+            ResourceWarning,
+            stacklevel=1,
+            source=self,
+        )
+        if self._held is not None:
+            self._held.close()
 
     def _agent_span(self, role: str) -> AbstractContextManager[AgentTrace]:
         tracer = _telemetry.tracer

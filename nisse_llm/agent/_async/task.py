@@ -197,6 +197,7 @@ class AsyncTask(TaskBase["AsyncLogStore"], AsyncClosing):
 
     async def say(self, text: str, *, images: Iterable[Image] = ()) -> None:
         """Append a user message (its text, then its images), durably, in one write."""
+        self._check_open("say")
         events: list[CanonicalEvent] = [UserText(text=text)]
         events += [UserImage(image=image) for image in images]
         self._log += [record.event for record in await self._store.append_batch(events)]
@@ -209,6 +210,7 @@ class AsyncTask(TaskBase["AsyncLogStore"], AsyncClosing):
 
         Tool calls a cut step left unanswered are answered first (`finish_plan`).
         """
+        self._check_open("step")
         box = toolbox_of(tools)
         finished = await self._finish(box)
         await self._offer(box)
@@ -239,6 +241,7 @@ class AsyncTask(TaskBase["AsyncLogStore"], AsyncClosing):
         model call the run's limits are checked: `RunLimitReached` names the one reached,
         and the task stays resumable. Other errors are `complete`'s.
         """
+        self._check_open("run")
         limits = _limits(max_steps, max_cost_usd, max_tokens)
         counts = RunCounts()
         with self._agent_span(role) as span:
@@ -263,6 +266,7 @@ class AsyncTask(TaskBase["AsyncLogStore"], AsyncClosing):
         """`run`, then a typed answer through ``complete_as`` (one more step, its exchange
         appended); the result's ``output`` is the answer. A task whose log ends with such
         an answer (a `run_as` that finished) returns it without calling the model."""
+        self._check_open("run_as")
         limits = _limits(max_steps, max_cost_usd, max_tokens)
         counts = RunCounts()
         found = typed_answer(self._log, output_type)
@@ -354,7 +358,10 @@ class AsyncTask(TaskBase["AsyncLogStore"], AsyncClosing):
             await self._store.append_tools(record)
 
     async def aclose(self) -> None:
-        """Close what the task opened: its router and its file (not those it was given)."""
+        """Close what the task opened: its router and its file (not those it was given);
+        every method of a closed task raises `TaskClosed` (closing again does nothing)."""
+        if not self._closing():
+            return
         if self._owns_router:
             await self._router.aclose()
         await _release(self._store, self._owned, self._held)

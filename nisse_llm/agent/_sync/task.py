@@ -198,6 +198,7 @@ class Task(TaskBase["LogStore"], Closing):
 
     def say(self, text: str, *, images: Iterable[Image] = ()) -> None:
         """Append a user message (its text, then its images), durably, in one write."""
+        self._check_open("say")
         events: list[CanonicalEvent] = [UserText(text=text)]
         events += [UserImage(image=image) for image in images]
         self._log += [record.event for record in self._store.append_batch(events)]
@@ -210,6 +211,7 @@ class Task(TaskBase["LogStore"], Closing):
 
         Tool calls a cut step left unanswered are answered first (`finish_plan`).
         """
+        self._check_open("step")
         box = toolbox_of(tools)
         finished = self._finish(box)
         self._offer(box)
@@ -240,6 +242,7 @@ class Task(TaskBase["LogStore"], Closing):
         model call the run's limits are checked: `RunLimitReached` names the one reached,
         and the task stays resumable. Other errors are `complete`'s.
         """
+        self._check_open("run")
         limits = _limits(max_steps, max_cost_usd, max_tokens)
         counts = RunCounts()
         with self._agent_span(role) as span:
@@ -264,6 +267,7 @@ class Task(TaskBase["LogStore"], Closing):
         """`run`, then a typed answer through ``complete_as`` (one more step, its exchange
         appended); the result's ``output`` is the answer. A task whose log ends with such
         an answer (a `run_as` that finished) returns it without calling the model."""
+        self._check_open("run_as")
         limits = _limits(max_steps, max_cost_usd, max_tokens)
         counts = RunCounts()
         found = typed_answer(self._log, output_type)
@@ -355,7 +359,10 @@ class Task(TaskBase["LogStore"], Closing):
             self._store.append_tools(record)
 
     def close(self) -> None:
-        """Close what the task opened: its router and its file (not those it was given)."""
+        """Close what the task opened: its router and its file (not those it was given);
+        every method of a closed task raises `TaskClosed` (closing again does nothing)."""
+        if not self._closing():
+            return
         if self._owns_router:
             self._router.close()
         _release(self._store, self._owned, self._held)
