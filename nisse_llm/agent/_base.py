@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 from nisse_llm import _telemetry
 from nisse_llm.agent.offer import offer
 from nisse_llm.agent.plan import is_done, unknown_tool_runs
+from nisse_llm.agent.program import Recorded, check_same, system_change
 from nisse_llm.errors import TaskClosed
 from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult, ToolSpec
 from nisse_llm.log.toolbox import Toolbox
@@ -27,7 +28,13 @@ if TYPE_CHECKING:
     from nisse_llm.task.compaction import LogFix
     from nisse_llm.task.lease import FileLease
     from nisse_llm.task.logstore import LogRead
-    from nisse_llm.task.records import StoredCall, StoredToolRun, ToolsRecord, UsageTotals
+    from nisse_llm.task.records import (
+        ProgramRecord,
+        StoredCall,
+        StoredToolRun,
+        ToolsRecord,
+        UsageTotals,
+    )
     from nisse_llm.transport._router_base import RouterBase
 
 __all__ = [
@@ -174,6 +181,7 @@ class TaskBase(Generic[S]):
         repairs: list[LogFix],
         lease: FileLease | None = None,
         offered_tools: list[ToolSpec] | None = None,
+        program: list[Recorded] | None = None,
     ) -> None:
         self._store = store
         #: The driver's lease of a task file, released as the task closes.
@@ -191,6 +199,12 @@ class TaskBase(Generic[S]):
         self._stepped = False
         #: Whether the task was closed (then every method raises `TaskClosed`).
         self._closed = False
+        #: The program's calls: those the file recorded, then those made since.
+        self._program: list[Recorded] = [] if program is None else program
+        #: How many calls of the program this opening has asked (its place in the replay).
+        self._position = 0
+        #: The system prompt in force after the program's last call (None: none).
+        self._system = self._program[-1].system if self._program else None
 
     @property
     def store(self) -> S:
@@ -204,8 +218,27 @@ class TaskBase(Generic[S]):
 
     @property
     def done(self) -> bool:
-        """Whether the model's last reply ended the run (it asked for no tool)."""
-        return is_done(self._log)
+        """Whether the program's last run finished (a ``say`` since starts another; for a
+        task whose file records no program, or after a ``step``: whether the model's last
+        reply asked for no tool)."""
+        last = self._program[-1] if self._program else None
+        if last is None or last.asked.op == "step":
+            return (last is None or last.done is not None) and is_done(self._log)
+        return last.asked.op != "say" and last.done is not None
+
+    def _enter(self, asked: ProgramRecord) -> Recorded | None:
+        """The call the file recorded at this point of the program, checked to be ``asked``
+        (`TaskDiverged` if not: nothing written), or None past the record: a new call."""
+        position = self._position
+        found = self._program[position] if position < len(self._program) else None
+        if found is not None:
+            check_same(position, found, asked)
+        self._position += 1
+        return found
+
+    def _system_change(self, system: str | None) -> str | None:
+        """What a new call's start record says of its system prompt (see `system_change`)."""
+        return system_change(self._system, system)
 
     @property
     def repairs(self) -> list[LogFix]:

@@ -21,6 +21,7 @@ from nisse_llm.task.records import (
     StoredBatch,
     StoredCall,
     StoredHeader,
+    StoredProgram,
     StoredRecord,
     StoredToolRun,
     StoredTools,
@@ -56,7 +57,13 @@ STORED: TypeAdapter[StoredRecord] = TypeAdapter(StoredRecord)
 #: A stored record of the kinds the appends make.
 RecordT = TypeVar(
     "RecordT",
-    bound=StoredEvent | StoredCall | StoredToolRun | StoredBatch | StoredTools | StoredHeader,
+    bound=StoredEvent
+    | StoredCall
+    | StoredToolRun
+    | StoredBatch
+    | StoredTools
+    | StoredProgram
+    | StoredHeader,
 )
 
 

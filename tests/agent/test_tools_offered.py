@@ -82,6 +82,7 @@ def test_reopened_with_the_same_tools_nothing_is_said_or_written(
     with caplog.at_level(logging.WARNING), Task.open(path, llm.pin, router=llm) as again:
         assert again.offered_tools == _box(tools).specs
         assert again.tool_changes(same) == ToolChanges()
+        again.step("executor", tools=same)  # the program's first call, replayed
         assert again.run("executor", tools=same).text == "Done."
     assert _warnings(caplog) == []
     assert _offered(path) == [["read_file", "write_file"]]
@@ -113,6 +114,7 @@ def test_reopened_with_other_tools_the_task_says_what_changed(
             added=("list_files",), removed=("write_file",), changed=("read_file",)
         )
         assert again.tool_changes(changed) == expected
+        again.step("executor", tools=changed)  # the program's first call, replayed
         again.run("executor", tools=changed)
         assert again.tool_changes(changed) == ToolChanges()
     (warning,) = _warnings(caplog)
@@ -179,6 +181,7 @@ def test_a_typed_answer_asked_of_a_finished_run_records_the_tools_it_offers(
         caplog.at_level(logging.WARNING),
         Task.open(path, llm.pin, router=llm) as again,
     ):
+        again.run("executor", tools=Toolbox([tools.read_file]))  # replayed
         result = again.run_as("executor", Verdict, tools=_box(tools))
     assert result.output == Verdict(fixed=True)
     assert _offered(path) == [["read_file"], ["read_file", "write_file"]]
