@@ -144,19 +144,23 @@ def check_same(position: int, recorded: Recorded, asked: ProgramRecord) -> None:
 
 
 def run_counts_since(records: Iterable[object], start: int) -> tuple[int, Usage, Decimal]:
-    """The steps, usage and cost of the model calls that ended well after record ``start``
-    (what a resumed run already spent)."""
+    """The steps, usage and cost of the model calls after record ``start`` whose replies
+    reached the file (what a resumed run already spent on the log it goes on from; a call
+    whose reply a kill lost is made again, and counted then)."""
     steps, usage, cost = 0, Usage(), Decimal(0)
+    ended: StoredCall | None = None
     for record in records:
-        if not isinstance(record, StoredCall) or record.seq <= start:
+        if getattr(record, "seq", -1) <= start:
             continue
-        call = record.llm_call
-        if call.outcome != "ok":
-            continue
-        steps += 1
-        usage = usage + call.usage
-        if call.call is not None and call.call.cost_usd is not None:
-            cost += call.call.cost_usd
+        if isinstance(record, StoredCall):
+            ended = record if record.llm_call.outcome == "ok" else None
+        elif isinstance(record, StoredEvent | StoredBatch) and ended is not None:
+            call = ended.llm_call
+            steps += 1
+            usage = usage + call.usage
+            if call.call is not None and call.call.cost_usd is not None:
+                cost += call.call.cost_usd
+            ended = None
     return steps, usage, cost
 
 

@@ -77,6 +77,8 @@ class Points:
         self.passed = 0
         #: Model calls whose start record is written and whose end record is not.
         self.in_flight = 0
+        #: Whether a call's success is written and its reply not yet (a kill now loses it).
+        self.unsaved = False
 
     def reached(self, kind: str) -> bool:
         """Count a point; True when it is the kill point (the caller then `kill`s)."""
@@ -85,7 +87,8 @@ class Points:
 
     def kill(self, kind: str) -> None:
         with self.notes.open("a", encoding="utf-8") as out:
-            out.write(json.dumps({"kind": kind, "in_flight": self.in_flight}) + "\n")
+            killed = {"kind": kind, "in_flight": self.in_flight, "unsaved": self.unsaved}
+            out.write(json.dumps(killed) + "\n")
             out.flush()
             os.fsync(out.fileno())
         os.kill(os.getpid(), signal.SIGKILL)
@@ -131,6 +134,9 @@ def _pointed_write(points: Points, real: Callable[[int, Any], int]) -> Callable[
         for line in raw.splitlines():
             if b'"llm_call"' in line:
                 points.in_flight += 1 if b'"outcome":"started"' in line else -1
+                points.unsaved = b'"outcome":"ok"' in line
+            elif b'"event"' in line or b'"batch"' in line:
+                points.unsaved = False
         return written
 
     return write

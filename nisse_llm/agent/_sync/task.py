@@ -535,29 +535,28 @@ class Task(TaskBase["LogStore"], Closing):
             results.append(self._answered(result))
         return results
 
-    def _run_tool(self, box: Toolbox, finish: Finish) -> ToolResult | _Written:
-        """Answer one tool call as ``finish`` says: its start written before it runs; its
-        result returned for the caller to append (one given up as unknown is written
-        here, with its record)."""
+    def _run_tool(self, box: Toolbox, finish: Finish) -> ToolResult | _GivenUp:
+        """Answer one tool call as ``finish`` says: its start written before it runs, its
+        result returned for the caller to append in call order."""
         call = finish.call
         if finish.how == "reconcile" and self._reconcile is not None:
             found = reconciled(self._reconcile, call)
             if found is not None:
                 return found.model_copy(update={"call_id": call.call_id})
         if finish.how in ("reconcile", "unknown"):
-            result = unknown_result(call)
             record = ToolRunRecord(
                 call_id=call.call_id, tool=call.tool, outcome="unknown", start=finish.start
             )
-            self._store.append_tool_outcome(record, result)
-            return _Written(result)
+            return _GivenUp(record, unknown_result(call))
         self._store.append_tool_run(ToolRunRecord(call_id=call.call_id, tool=call.tool))
         (result,) = box.run([call])
         return result
 
-    def _answered(self, result: ToolResult | _Written) -> ToolResult:
-        """Append a tool's result to the log (and the file, unless written already)."""
-        if isinstance(result, _Written):
+    def _answered(self, result: ToolResult | _GivenUp) -> ToolResult:
+        """Append a tool's result to the log and the file (a run given up as unknown with
+        its record, in the same write)."""
+        if isinstance(result, _GivenUp):
+            self._store.append_tool_outcome(result.record, result.result)
             self._log.append(result.result)
             return result.result
         self._log.append((self._store.append_event(result)).event)
@@ -614,12 +613,13 @@ def _begin(store: LogStore, pin: Pin, prompt: str | None) -> list[StoredRecord]:
     return found.records
 
 
-class _Written:
-    """A tool's result already in the file (with the record saying it was given up)."""
+class _GivenUp:
+    """The result standing for a tool run given up as unknown, and the record saying so."""
 
-    __slots__ = ("result",)
+    __slots__ = ("record", "result")
 
-    def __init__(self, result: ToolResult) -> None:
+    def __init__(self, record: ToolRunRecord, result: ToolResult) -> None:
+        self.record = record
         self.result = result
 
 
