@@ -98,21 +98,38 @@ class Points:
             self.kill(kind)
 
 
-class _PointedTransport(httpx.BaseTransport):
-    """The scripted upstream, with a kill point as each model request has left and as its
-    reply has come back."""
+class PointedTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
+    """A scripted upstream answering by ``fallback``, with a kill point as each model request
+    (to a path ending in one of ``paths``) has left and as its reply has come back; for
+    sync and async clients."""
 
-    def __init__(self, points: Points) -> None:
-        self._inner = ScriptedTransport(Script(fallback=upstream))
+    def __init__(
+        self,
+        points: Points,
+        fallback: Callable[[RecordedRequest], Turn] = upstream,
+        paths: tuple[str, ...] = ("/v1/messages",),
+    ) -> None:
+        self._inner = ScriptedTransport(Script(fallback=fallback))
         self._points = points
+        self._paths = paths
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        model_call = request.url.path.endswith("/v1/messages")
+        model_call = request.url.path.endswith(self._paths)
         if model_call:
             self._points.at("call")
         response = self._inner.handle_request(request)
         if model_call:
             response.read()
+            self._points.at("reply")
+        return response
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        model_call = request.url.path.endswith(self._paths)
+        if model_call:
+            self._points.at("call")
+        response = await self._inner.handle_async_request(request)
+        if model_call:
+            await response.aread()
             self._points.at("reply")
         return response
 
@@ -178,7 +195,7 @@ def run_agent(path: str, effects: str, kill_at: int, notes: str) -> None:
     policy = CompactionPolicy(keep_last_turns=1)
     with (
         RoleRouter.from_pin(
-            pin, store=store, compaction=policy, transport=_PointedTransport(points)
+            pin, store=store, compaction=policy, transport=PointedTransport(points)
         ) as llm,
         Task.open(store, pin, router=llm, prompt=QUESTION) as task,
     ):

@@ -19,14 +19,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-import httpx
 from pydantic import BaseModel
 
 from nisse_llm.agent import AsyncTask, Task
 from nisse_llm.task.logstore import AsyncLogStore, LogStore
-from nisse_llm.testing import RecordedRequest, Script, ScriptedTransport, ToolUse, Turn, reply
+from nisse_llm.testing import RecordedRequest, ToolUse, Turn, reply
 from nisse_llm.transport.routers import AsyncRoleRouter, RoleRouter
-from tests.agent._killed_loop import Points, _pointed_write, tools
+from tests.agent._killed_loop import PointedTransport, Points, _pointed_write, tools
 from tests.taskrecord.helpers import make_pin
 
 QUESTION = "Tidy the two modules."
@@ -66,36 +65,8 @@ def upstream(request: RecordedRequest) -> Turn:
     )
 
 
-class _PointedTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
-    """The scripted upstream, with a kill point as each model request has left and as its
-    reply has come back, on both routes the program uses, for sync and async clients."""
-
-    def __init__(self, points: Points) -> None:
-        self._inner = ScriptedTransport(Script(fallback=upstream))
-        self._points = points
-
-    def _model_call(self, request: httpx.Request) -> bool:
-        return request.url.path.endswith(("/v1/messages", "/responses"))
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        model_call = self._model_call(request)
-        if model_call:
-            self._points.at("call")
-        response = self._inner.handle_request(request)
-        if model_call:
-            response.read()
-            self._points.at("reply")
-        return response
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        model_call = self._model_call(request)
-        if model_call:
-            self._points.at("call")
-        response = await self._inner.handle_async_request(request)
-        if model_call:
-            await response.aread()
-            self._points.at("reply")
-        return response
+def _transport(points: Points) -> PointedTransport:
+    return PointedTransport(points, upstream, ("/v1/messages", "/responses"))
 
 
 def _values(plan: Any, done: Any) -> dict[str, Any]:
@@ -124,9 +95,7 @@ def run_program(
         values = asyncio.run(_async_program(path, pin, points, box, concurrent))
     else:
         with (
-            RoleRouter.from_pin(
-                pin, store=LogStore(path), transport=_PointedTransport(points)
-            ) as llm,
+            RoleRouter.from_pin(pin, store=LogStore(path), transport=_transport(points)) as llm,
             Task.open(llm.store, pin, router=llm, prompt=QUESTION) as task,  # type: ignore[arg-type]
         ):
             plan = task.run_as("planner", Plan, tools=None, system="You plan.")
@@ -142,7 +111,7 @@ async def _async_program(
 ) -> dict[str, Any]:
     async with (
         AsyncRoleRouter.from_pin(
-            pin, store=AsyncLogStore(path), transport=_PointedTransport(points)
+            pin, store=AsyncLogStore(path), transport=_transport(points)
         ) as llm,
         AsyncTask.open(llm.store, pin, router=llm, prompt=QUESTION) as task,  # type: ignore[arg-type]
     ):
