@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 from nisse_llm import _telemetry
 from nisse_llm.agent.offer import offer
 from nisse_llm.agent.plan import is_done, unknown_tool_runs
-from nisse_llm.agent.program import Recorded, check_same, system_change
+from nisse_llm.agent.program import Recorded, check_same, same_call, system_change
 from nisse_llm.errors import TaskClosed
 from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult, ToolSpec
 from nisse_llm.log.toolbox import Toolbox
@@ -228,9 +228,17 @@ class TaskBase(Generic[S]):
 
     def _enter(self, asked: ProgramRecord) -> Recorded | None:
         """The call the file recorded at this point of the program, checked to be ``asked``
-        (`TaskDiverged` if not: nothing written), or None past the record: a new call."""
+        (`TaskDiverged` if not: nothing written), or None past the record: a new call.
+
+        The same call asked again after it failed (a retry after `UpstreamUnavailable`)
+        goes on with the failed one, so a program run again from the top, asking it once,
+        meets one record."""
         position = self._position
-        found = self._program[position] if position < len(self._program) else None
+        program = self._program
+        last = program[-1] if program and position == len(program) else None
+        if last is not None and last.done is None and same_call(last.asked, asked):
+            return last
+        found = program[position] if position < len(program) else None
         if found is not None:
             check_same(position, found, asked)
         self._position += 1

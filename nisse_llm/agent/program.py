@@ -44,6 +44,7 @@ __all__ = [
     "replayed_step",
     "resumed_reply",
     "run_counts_since",
+    "same_call",
     "step_events",
     "step_result",
     "system_change",
@@ -124,13 +125,19 @@ def describe(record: ProgramRecord) -> str:
     return f"{record.op}({record.role!r}{extra})"
 
 
+def same_call(recorded: ProgramRecord, asked: ProgramRecord) -> bool:
+    """Whether ``asked`` is the call ``recorded``: the same kind, role, text and answer type
+    (its system prompt aside: a resumed call sends the recorded one)."""
+    return _identity(recorded) == _identity(asked)
+
+
 def _identity(record: ProgramRecord) -> tuple[Any, ...]:
     return (record.op, record.role, record.text, record.images, record.output_type)
 
 
 def check_same(position: int, recorded: Recorded, asked: ProgramRecord) -> None:
     """`TaskDiverged` unless ``asked`` is the call ``recorded`` at ``position``."""
-    if _identity(recorded.asked) == _identity(asked):
+    if same_call(recorded.asked, asked):
         return
     was, now = describe(recorded.asked), describe(asked)
     raise TaskDiverged(

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from nisse_llm import (
     OutputValidationError,
+    RunLimitReached,
     Task,
     TaskDiverged,
     Toolbox,
@@ -254,3 +255,22 @@ def test_a_typed_answer_without_a_native_format_asks_for_it_in_the_log(tmp_path:
     last = llm.script.requests[-1]
     assert last.user_texts[-1] == ask
     assert any(isinstance(e, ToolCall) and e.tool == "Plan" for e in task.history)
+
+
+def test_a_call_retried_after_it_failed_goes_on_as_one_program_call(tmp_path: Path) -> None:
+    """A run asked again in the same opening after it stopped at a limit goes on with the
+    stopped one (one record), so the program run again from the top replays one run."""
+    path = tmp_path / "task.jsonl"
+    tools = SideEffects(tmp_path / "effects.jsonl")
+    llm = _router(path, [], _executor_turns())
+    box = Toolbox([tools.write_file])
+    with Task.open(path, llm.pin, router=llm, prompt=QUESTION) as task:
+        with pytest.raises(RunLimitReached):
+            task.run("executor", tools=box, max_steps=1)
+        done = task.run("executor", tools=box)
+    starts = [line for line in path.read_bytes().splitlines() if b'"started"}}' in line]
+    assert len([s for s in starts if b'"program"' in s]) == 1
+    assert done.steps == 2
+
+    with Task.open(path, llm.pin, router=llm) as again:
+        assert again.run("executor", tools=box) == done
