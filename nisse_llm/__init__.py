@@ -28,6 +28,8 @@ from nisse_llm.errors import (
     RunLimitReached,
     StreamInterrupted,
     TaskBusy,
+    TaskClosed,
+    TaskDiverged,
     TaskHeaderMissing,
     TaskPinMismatch,
     TaskStoreMisconfigured,
@@ -85,7 +87,13 @@ if TYPE_CHECKING:
     from nisse_llm.task.compaction import LogFix, compact, repair
     from nisse_llm.task.logstore import AsyncLogStore, LogStore
     from nisse_llm.task.postgres import AsyncPostgresLogStore, PostgresLogStore
-    from nisse_llm.task.records import CallRecord, ResumedTask, UsageTotal, UsageTotals
+    from nisse_llm.task.records import (
+        CallRecord,
+        ProgramRecord,
+        ResumedTask,
+        UsageTotal,
+        UsageTotals,
+    )
     from nisse_llm.task.stores import open_task_store
     from nisse_llm.task.summaries import CompactionPolicy, asummarize, summarize
     from nisse_llm.telemetry import instrument, uninstrument
@@ -126,6 +134,7 @@ _LAZY = {
     "summarize": "nisse_llm.task.summaries",
     "asummarize": "nisse_llm.task.summaries",
     "CallRecord": "nisse_llm.task.records",
+    "ProgramRecord": "nisse_llm.task.records",
     "ResumedTask": "nisse_llm.task.records",
     "UsageTotal": "nisse_llm.task.records",
     "UsageTotals": "nisse_llm.task.records",
@@ -214,6 +223,7 @@ __all__ = [
     "PartialReply",
     "Pin",
     "PostgresLogStore",
+    "ProgramRecord",
     "PromptCache",
     "Reasoning",
     "ReasoningDelta",
@@ -235,6 +245,8 @@ __all__ = [
     "StreamInterrupted",
     "Task",
     "TaskBusy",
+    "TaskClosed",
+    "TaskDiverged",
     "TaskHeaderMissing",
     "TaskPinMismatch",
     "TaskStoreMisconfigured",

@@ -19,11 +19,11 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from nisse_llm.errors import RunLimitReached
+from nisse_llm.errors import OutputValidationError, RunLimitReached
 from nisse_llm.log.canonical import (
     AssistantText,
     CallInfo,
@@ -34,8 +34,15 @@ from nisse_llm.log.canonical import (
     ToolCall,
     ToolResult,
     Usage,
+    UserText,
 )
-from nisse_llm.render.typed import ACCEPTED, answer_tool
+from nisse_llm.render.typed import (
+    ACCEPTED,
+    answer_tool,
+    error_summary,
+    native_feedback,
+    parse_answer_text,
+)
 from nisse_llm.task.records import StoredToolRun, pending_calls
 
 __all__ = [
@@ -45,10 +52,15 @@ __all__ = [
     "RunLimits",
     "RunResult",
     "Step",
+    "answer_request",
     "answer_text",
+    "asked_for_answer",
     "final_text",
     "finish_plan",
     "is_done",
+    "native_answer",
+    "run_result",
+    "run_result_record",
     "typed_answer",
     "unknown_result",
     "unknown_tool_runs",
@@ -286,3 +298,66 @@ class RunCounts:
             usage=self.usage,
             cost_usd=self.cost_usd,
         )
+
+
+def answer_request(output_type: type[BaseModel], *, native: bool) -> str:
+    """The user message a `run_as` appends to ask for its answer when the model's last
+    reply ended the run without it: as JSON of the answer's schema (``native``), or through
+    the answer tool. Written to the log, so the request is what the file says."""
+    name = answer_tool(output_type).name
+    if native:
+        return f"Give your final answer now, as JSON that follows the {name} schema."
+    return f"Give your final answer now, by calling the {name!r} tool with it as the arguments."
+
+
+def asked_for_answer(events: Sequence[CanonicalEvent], output_type: type[BaseModel]) -> bool:
+    """Whether the log ends with `answer_request`'s message (a `run_as` cut after asking)."""
+    tail = [e for e in events if not isinstance(e, Compaction)][-1:]
+    asks = {answer_request(output_type, native=n) for n in (True, False)}
+    return bool(tail) and isinstance(tail[0], UserText) and tail[0].text in asks
+
+
+def native_answer(
+    events: Sequence[CanonicalEvent], output_type: type[M], attempts: int, repair_attempts: int
+) -> M | str:
+    """The answer a natively asked run ended with (its last reply's text, validated); else
+    what to tell the model (while ``attempts`` made are within ``repair_attempts``), else
+    `OutputValidationError`."""
+    raw = final_text(events)
+    value, errors = parse_answer_text(output_type, raw)
+    if value is not None:
+        return value
+    if attempts < repair_attempts:
+        return native_feedback(answer_tool(output_type).name, errors)
+    raise OutputValidationError(
+        f"the answer does not validate as {output_type.__name__} after {attempts + 1} "
+        f"attempt(s): {error_summary(errors)}",
+        raw=raw,
+        errors=errors,
+        attempts=attempts + 1,
+    )
+
+
+def run_result_record(result: RunResult[Any], value: BaseModel | None) -> dict[str, Any]:
+    """What a done `run` or `run_as` record keeps of its result (``value``: the answer)."""
+    record: dict[str, Any] = {
+        "text": result.text,
+        "steps": result.steps,
+        "usage": result.usage.model_dump(mode="json"),
+        "cost_usd": str(result.cost_usd),
+    }
+    if value is not None:
+        record["output"] = value.model_dump(mode="json")
+    return record
+
+
+def run_result(record: dict[str, Any], output_type: type[M] | None) -> RunResult[Any]:
+    """The result a done `run` (``output_type`` None) or `run_as` returned, from its record."""
+    text: str = record["text"]
+    return RunResult(
+        text=text,
+        output=text if output_type is None else output_type.model_validate(record["output"]),
+        steps=record["steps"],
+        usage=Usage.model_validate(record["usage"]),
+        cost_usd=Decimal(record["cost_usd"]),
+    )

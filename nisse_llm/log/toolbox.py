@@ -24,7 +24,9 @@ functions: the same `specs`, `run` and `arun`; `close` (or leaving a ``with``) s
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
+import logging
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -38,7 +40,7 @@ from nisse_llm._closing import Closing
 from nisse_llm._drive import adrive, drive
 from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult, ToolSpec
 from nisse_llm.log.images import Image
-from nisse_llm.log.tools import arguments_model
+from nisse_llm.log.tools import arguments_model, strict_problem
 
 if TYPE_CHECKING:
     from nisse_llm._telemetry import ToolTrace
@@ -121,6 +123,9 @@ def validation_feedback(tool: str, error: ValidationError) -> str:
     return "\n".join(lines)
 
 
+logger = logging.getLogger("nisse_llm")
+
+
 class Toolbox(Closing):
     """Python functions as tools: their `specs`, and `run` / `arun` to answer tool calls.
 
@@ -129,6 +134,9 @@ class Toolbox(Closing):
     caller instead of becoming an error result (validation and unknown names stay results).
     ``repeatable`` names the tools that may run again when a run was cut and its outcome is
     unknown (reads, test runs; see `is_repeatable`); a tool is not repeatable by default.
+    ``strict`` (default) marks each tool whose schema fits strict mode as it is to be sent
+    ``strict: true`` where the route and model take it (`ToolSpec.strict`); a tool that
+    does not fit is sent as before, and why is logged at DEBUG; ``strict=False`` opts out.
     """
 
     def __init__(
@@ -137,7 +145,11 @@ class Toolbox(Closing):
         *,
         propagate_errors: bool = False,
         repeatable: Iterable[str] = (),
+        strict: bool = True,
     ) -> None:
+        #: Whether tools whose schema fits strict mode are sent strict (where the route
+        #: and model take it; see `ToolSpec.strict`).
+        self.strict = strict
         self._tools: dict[str, _Tool] = {}
         for fn in tools:
             self._add(_entry(fn))
@@ -166,6 +178,13 @@ class Toolbox(Closing):
     def _add(self, entry: _Tool) -> None:
         if entry.spec.name in self._tools:
             raise ValueError(f"two tools are named {entry.spec.name!r}")
+        if self.strict:
+            problem = strict_problem(entry.spec.parameters)
+            if problem is None:
+                strict = entry.spec.model_copy(update={"strict": True})
+                entry = dataclasses.replace(entry, spec=strict)
+            else:
+                logger.debug("tool %r is not sent strict: %s", entry.spec.name, problem)
         self._tools[entry.spec.name] = entry
 
     @classmethod
@@ -175,13 +194,14 @@ class Toolbox(Closing):
         tools: Iterable[Callable[..., Any]] = (),
         propagate_errors: bool = False,
         repeatable: Iterable[str] = (),
+        strict: bool = True,
     ) -> Toolbox:
         """The tools of ``servers`` (started now, stopped by `close`) beside the functions
         ``tools``. A tool its server marks read-only or idempotent is ``repeatable``.
 
         Raises `UpstreamUnavailable` when a server does not start or list its tools.
         """
-        box = cls(tools, propagate_errors=propagate_errors)
+        box = cls(tools, propagate_errors=propagate_errors, strict=strict)
         if servers:
             first, *more = servers
             box._serve(first.connect(*more))
@@ -195,9 +215,10 @@ class Toolbox(Closing):
         tools: Iterable[Callable[..., Any]] = (),
         propagate_errors: bool = False,
         repeatable: Iterable[str] = (),
+        strict: bool = True,
     ) -> Toolbox:
         """`from_mcp` for asyncio: the servers start without blocking the running loop."""
-        box = cls(tools, propagate_errors=propagate_errors)
+        box = cls(tools, propagate_errors=propagate_errors, strict=strict)
         if servers:
             first, *more = servers
             box._serve(await first.aconnect(*more))

@@ -21,6 +21,7 @@ from nisse_llm.task.records import (
     StoredBatch,
     StoredCall,
     StoredHeader,
+    StoredProgram,
     StoredRecord,
     StoredRepin,
     StoredToolRun,
@@ -65,6 +66,7 @@ RecordT = TypeVar(
     | StoredBatch
     | StoredTools
     | StoredRepin
+    | StoredProgram
     | StoredHeader,
 )
 

@@ -68,20 +68,24 @@ def test_run_steps_until_the_model_answers_and_writes_every_step(tmp_path: Path)
 
 
 def test_open_writes_the_prompt_once_and_a_done_task_runs_no_model(tmp_path: Path) -> None:
-    """Reopened, the prompt is not written again and `run` returns the answer with no call."""
+    """Reopened, the prompt is not written again and `run` returns the recorded result (the
+    same value the first run returned) with no call and no record."""
     path = tmp_path / "task.jsonl"
     tools = SideEffects(tmp_path / "effects.jsonl")
     llm = scripted(path, *two_steps())
     with Task.open(path, llm.pin, router=llm, prompt=QUESTION) as task:
-        task.run("executor", tools=_box(tools))
+        first = task.run("executor", tools=_box(tools))
     requests = len(llm.script.requests)
+    records = len(LogStore(path).read().records)
 
     with Task.open(path, llm.pin, router=llm, prompt=QUESTION) as again:
         assert again.done
         result = again.run("executor", tools=_box(tools))
 
-    assert (result.text, result.steps, result.usage.input) == ("Fixed it.", 0, 0)
+    assert result == first
+    assert (result.text, result.steps) == ("Fixed it.", 3)
     assert len(llm.script.requests) == requests
+    assert len(LogStore(path).read().records) == records
     assert [e for e in again.history if isinstance(e, UserText)] == [UserText(text=QUESTION)]
 
 
@@ -159,7 +163,7 @@ def test_a_limit_stops_the_run_and_the_task_resumes(
 
     with Task.open(path, llm.pin, router=llm) as again:
         result = again.run("executor", tools=_box(tools))
-    assert (result.text, result.steps) == ("Fixed it.", 2)
+    assert (result.text, result.steps) == ("Fixed it.", 3)  # the run's, before the limit too
     assert [r["tool"] for r in tools.runs()] == ["read_file", "write_file"]
 
 
@@ -190,7 +194,7 @@ def test_run_as_ends_with_a_typed_answer(tmp_path: Path) -> None:
 
     with Task.open(path, llm.pin, router=llm, prompt=QUESTION) as again:
         resumed = again.run_as("executor", Verdict, tools=_box(tools))
-    assert (resumed.output, resumed.steps) == (result.output, 0)
+    assert resumed == result
     assert len(llm.script.requests) == requests
 
 

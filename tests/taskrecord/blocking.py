@@ -21,9 +21,11 @@ from nisse_llm.task.logstore import AsyncLogStore, LogRead, LogStore
 from nisse_llm.task.records import (
     CallRecord,
     OpenedPin,
+    ProgramRecord,
     RepinRecord,
     ResumedTask,
     StoredCall,
+    StoredProgram,
     StoredRecord,
     StoredRepin,
     StoredToolRun,
@@ -89,8 +91,10 @@ class Blocking(LogStore):
     def append_events(self, events: Iterable[CanonicalEvent]) -> list[StoredEvent]:
         return self._run(self.inner.append_events(events))
 
-    def append_batch(self, events: Iterable[CanonicalEvent]) -> list[StoredEvent]:
-        return self._run(self.inner.append_batch(events))
+    def append_batch(
+        self, events: Iterable[CanonicalEvent], *, call: ProgramRecord | None = None
+    ) -> list[StoredEvent]:
+        return self._run(self.inner.append_batch(events, call=call))
 
     def append_compaction(self, compacted: LogLike) -> StoredEvent:
         return self._run(self.inner.append_compaction(compacted))
@@ -100,6 +104,9 @@ class Blocking(LogStore):
 
     def append_tool_run(self, record: ToolRunRecord) -> StoredToolRun:
         return self._run(self.inner.append_tool_run(record))
+
+    def append_program(self, record: ProgramRecord) -> StoredProgram:
+        return self._run(self.inner.append_program(record))
 
     def append_tools(self, record: ToolsRecord) -> StoredTools:
         return self._run(self.inner.append_tools(record))

@@ -4,11 +4,14 @@ is generated from it by ``tests/gen_sync.py`` (unasync).
 ``AsyncTask.open(path, pin, prompt=...)`` begins the task or resumes it; ``run`` steps until
 the model answers without tool calls. Every step is written before it acts (see
 `nisse_llm.agent.plan`, which decides what a resumed task does), so a task killed at any
-instant reopens to the log an uninterrupted run would have.
+instant reopens to the log an uninterrupted run would have. Each ``say``, ``step``, ``run``
+and ``run_as`` is a call of the task's program, recorded as it starts and ends, so a
+program run again from the top replays what it did (`nisse_llm.agent.program`).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -38,14 +41,35 @@ from nisse_llm.agent.plan import (
     RunLimits,
     RunResult,
     Step,
+    answer_request,
+    asked_for_answer,
     final_text,
     finish_plan,
+    is_done,
+    native_answer,
+    run_result,
+    run_result_record,
     typed_answer,
     unknown_result,
 )
+from nisse_llm.agent.program import (
+    Recorded,
+    program_of,
+    replayed_step,
+    resumed_reply,
+    run_counts_since,
+    step_events,
+    step_result,
+)
 from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult, UserImage, UserText
 from nisse_llm.log.toolbox import Toolbox
-from nisse_llm.task.records import ToolRunRecord, pending_calls, unfinished_batch
+from nisse_llm.task.records import (
+    ProgramRecord,
+    StoredRecord,
+    ToolRunRecord,
+    pending_calls,
+    unfinished_batch,
+)
 from nisse_llm.transport.routers import AsyncRoleRouter
 
 if TYPE_CHECKING:
@@ -82,6 +106,7 @@ class AsyncTask(TaskBase["AsyncLogStore"], AsyncClosing):
         owns_router: bool,
         lease: FileLease | None,
         reconcile: AsyncReconcile | None,
+        program: list[Recorded] | None = None,
     ) -> None:
         """A task opened by `open` (which does the opening's I/O): use that."""
         self._router = router
@@ -98,6 +123,7 @@ class AsyncTask(TaskBase["AsyncLogStore"], AsyncClosing):
             lease=lease,
             offered_tools=resumed.offered_tools,
             pin_changes=pin_changes,
+            program=program,
         )
 
     @classmethod
@@ -135,9 +161,12 @@ class AsyncTask(TaskBase["AsyncLogStore"], AsyncClosing):
         both, whatever ``strict_pin`` says, before any request. The file is repaired of a
         torn tail and continued; ``prompt`` is then not written again. ``router``
         (default: one built over the pin in force, with ``compaction``) must record its
-        calls in the same file; it takes the task's own pin as it begins.
-        ``reconcile(call)`` (see `AsyncReconcile`) is asked for the result of a cut run of
-        a tool that may not run again (None: unknown).
+        calls in the same file; it takes the task's own pin as it begins. A task begun
+        before replays its program: its ``say``, ``step``, ``run`` and ``run_as`` calls,
+        asked again from the top, meet their records (see `nisse_llm.agent.program`;
+        `TaskDiverged` for a program that asks something else). ``reconcile(call)`` (see
+        `AsyncReconcile`) is asked for the result of a cut run of a tool that may not run
+        again (None: unknown).
         """
         opened, owned = open_async_store(store, settings)
         if router is not None:
@@ -150,7 +179,7 @@ class AsyncTask(TaskBase["AsyncLogStore"], AsyncClosing):
             else:
                 await router.begin_task()
                 found = router_pin(router, pin, strict_pin=strict_pin)
-            await _begin(opened, prompt)
+            records = await _begin(opened, prompt)
             in_force = found.pin
             resumed = await opened.resume(in_force.token, base_url=in_force.base_url)
             driver = router or AsyncRoleRouter.from_pin(
@@ -169,6 +198,7 @@ class AsyncTask(TaskBase["AsyncLogStore"], AsyncClosing):
             owns_router=router is None,
             lease=lease,
             reconcile=reconcile,
+            program=program_of(records),
         )
 
     @property
@@ -215,31 +245,93 @@ class AsyncTask(TaskBase["AsyncLogStore"], AsyncClosing):
         return part(await self._store.read())
 
     async def say(self, text: str, *, images: Iterable[Image] = ()) -> None:
-        """Append a user message (its text, then its images), durably, in one write."""
+        """Append a user message (its text, then its images), durably, in one write; a
+        ``say`` the task recorded at this point of its program writes nothing again."""
+        self._check_open("say")
+        images = list(images)
+        asked = ProgramRecord(op="say", text=text, images=len(images), outcome="done")
+        if self._enter(asked) is not None:
+            return
         events: list[CanonicalEvent] = [UserText(text=text)]
         events += [UserImage(image=image) for image in images]
-        self._log += [record.event for record in await self._store.append_batch(events)]
+        written = await self._store.append_batch(events, call=asked)
+        self._log += [record.event for record in written]
+        self._program.append(Recorded(asked, written[0].seq - 1, self._system))
 
     async def step(
-        self, role: str, *, tools: Tools = None, options: RequestOptions | None = None
+        self,
+        role: str,
+        *,
+        tools: Tools = None,
+        options: RequestOptions | None = None,
+        system: str | None = None,
+        max_concurrent_tools: int = 1,
     ) -> Step:
-        """One model call for ``role`` with the task's log, its reply appended before this
-        returns, then each tool call it asked for run and its result appended as it comes.
+        """One model call for ``role`` with the task's log and ``system`` prompt, its reply
+        appended before this returns, then each tool call it asked for run and its result
+        appended (at most ``max_concurrent_tools`` at once, results in call order).
 
-        Tool calls a cut step left unanswered are answered first (`finish_plan`).
+        Tool calls a cut step left unanswered are answered first (`finish_plan`). A step
+        the task recorded done at this point of its program returns what it returned.
         """
+        self._check_open("step")
         box = toolbox_of(tools)
-        finished = await self._finish(box)
+        found = self._enter(ProgramRecord(op="step", role=role))
+        if found is not None and found.done is not None:
+            return await self._replayed_step(found)
+        if found is None:
+            found = await self._started(ProgramRecord(op="step", role=role), system)
+            step = await self._step(role, box, options, found.system, max_concurrent_tools)
+        else:
+            step = await self._resumed_step(role, box, options, found, max_concurrent_tools)
+        await self._ended(found, step_result(step))
+        return step
+
+    async def _step(
+        self,
+        role: str,
+        box: Toolbox,
+        options: RequestOptions | None,
+        system: str | None,
+        limit: int,
+    ) -> Step:
+        """The model call of a step and its tool runs (the cut step's calls answered)."""
+        finished = await self._finish(box, limit)
         await self._offer(box)
-        completion = await self._router.completion(role, self._log, box, options=options)
+        completion = await self._router.completion(role, self._log, box, system, options=options)
         self._log += [record.event for record in await self._store.append_batch(completion.events)]
         self._settled = False
-        results = [
-            await self._run_tool(box, Finish(e, "run"))
-            for e in completion.events
-            if isinstance(e, ToolCall)
-        ]
+        calls = [Finish(e, "run") for e in completion.events if isinstance(e, ToolCall)]
+        results = await self._run_tools(box, calls, limit)
         self._settled = True
+        return Step(completion=completion, results=results, finished=finished)
+
+    async def _resumed_step(
+        self,
+        role: str,
+        box: Toolbox,
+        options: RequestOptions | None,
+        found: Recorded,
+        limit: int,
+    ) -> Step:
+        """A step a kill cut: its reply's calls answered if the reply was written, else
+        its model call made (with the system prompt the cut step sent)."""
+        finished = await self._finish(box, limit)
+        records = (await self._store.read()).records
+        resumed = resumed_reply(records, found.seq)
+        if resumed is None:
+            step = await self._step(role, box, options, found.system, limit)
+            return Step(completion=step.completion, results=step.results, finished=finished)
+        completion, results = resumed
+        return Step(completion=completion, results=results)
+
+    async def _replayed_step(self, found: Recorded) -> Step:
+        """A step the task recorded done, as it returned (read back from the file)."""
+        assert found.done is not None
+        assert found.done.result is not None
+        records = (await self._store.read()).records
+        added = step_events(records, found.seq, found.done_seq)
+        finished, completion, results = replayed_step(found.done.result, added)
         return Step(completion=completion, results=results, finished=finished)
 
     async def run(
@@ -251,21 +343,38 @@ class AsyncTask(TaskBase["AsyncLogStore"], AsyncClosing):
         max_cost_usd: Decimal | float | None = None,
         max_tokens: int | None = None,
         options: RequestOptions | None = None,
+        system: str | None = None,
+        max_concurrent_tools: int = 1,
     ) -> RunResult[str]:
         """Step until the model answers without tool calls; its answer is the result.
+        ``system`` is the run's system prompt; a reply's tool calls run at most
+        ``max_concurrent_tools`` at once.
 
-        A task already done returns its answer without calling the model. Before each
+        A run the task recorded done at this point of its program returns its recorded
+        result without calling the model; one a kill cut goes on (its limits count what it
+        spent before). A log the model already answered is not asked again. Before each
         model call the run's limits are checked: `RunLimitReached` names the one reached,
         and the task stays resumable. Other errors are `complete`'s.
         """
+        self._check_open("run")
         limits = _limits(max_steps, max_cost_usd, max_tokens)
-        counts = RunCounts()
+        asked = ProgramRecord(op="run", role=role)
+        found = self._enter(asked)
+        if found is not None and found.done is not None:
+            assert found.done.result is not None
+            return run_result(found.done.result, None)
+        found, counts = await self._run_begun(found, asked, system)
         with self._agent_span(role) as span:
             try:
-                await self._steps(role, tools, limits, counts, options)
+                await self._steps(
+                    role, toolbox_of(tools), limits, counts, options, found.system,
+                    max_concurrent_tools,
+                )  # fmt: skip
             finally:
                 span.ended(counts.steps, counts.usage)
-        return counts.result(self._log, final_text(self._log))
+        result = counts.result(self._log, final_text(self._log))
+        await self._ended(found, run_result_record(result, None))
+        return result
 
     async def run_as(
         self,
@@ -278,55 +387,148 @@ class AsyncTask(TaskBase["AsyncLogStore"], AsyncClosing):
         max_tokens: int | None = None,
         options: RequestOptions | None = None,
         repair_attempts: int = 0,
+        system: str | None = None,
+        max_concurrent_tools: int = 1,
     ) -> RunResult[M]:
-        """`run`, then a typed answer through ``complete_as`` (one more step, its exchange
-        appended); the result's ``output`` is the answer. A task whose log ends with such
-        an answer (a `run_as` that finished) returns it without calling the model."""
+        """`run` for an answer of ``output_type``: the result's ``output`` is the answer.
+
+        Where ``role``'s model and route take a native structured output, every step asks
+        for it beside the tools, and the reply that calls no tool is the answer: one call
+        (a reply that does not validate is told why, in the log, ``repair_attempts``
+        times). Elsewhere the run ends as `run` does, then a user message asking for the
+        answer is appended and ``complete_as`` answers through its answer tool.
+
+        A `run_as` the task recorded done at this point of its program returns its
+        validated answer from the file, without calling the model."""
+        self._check_open("run_as")
         limits = _limits(max_steps, max_cost_usd, max_tokens)
-        counts = RunCounts()
-        found = typed_answer(self._log, output_type)
-        if found is not None:
-            return counts.result(self._log, found)
+        asked = ProgramRecord(op="run_as", role=role, output_type=output_type.__name__)
+        found = self._enter(asked)
+        if found is not None and found.done is not None:
+            assert found.done.result is not None
+            return run_result(found.done.result, output_type)
+        box = toolbox_of(tools)
+        # A finished answer at the log's end is this call's when it was cut before its done
+        # record, or a file's from before program records.
+        answered = found is not None or not self._program
+        found, counts = await self._run_begun(found, asked, system)
         with self._agent_span(role) as span:
             try:
-                box = toolbox_of(tools)
-                await self._steps(role, box, limits, counts, options)
-                counts.check(limits)
-                await self._offer(box)  # a run that made no step still records what it offers
-                typed = await self._router.complete_as(
-                    output_type,
-                    role,
-                    self._log,
-                    box,
-                    options=options,
-                    repair_attempts=repair_attempts,
-                )
-                self._log += [r.event for r in await self._store.append_batch(typed.events)]
-                counts.add(typed.usage, *typed.calls)
+                value = await self._answer(
+                    role, output_type, box, limits, counts, options, repair_attempts,
+                    found.system, max_concurrent_tools, answered=answered,
+                )  # fmt: skip
             finally:
                 span.ended(counts.steps, counts.usage)
-        return counts.result(self._log, typed.value)
+        result = counts.result(self._log, value)
+        await self._ended(found, run_result_record(result, value))
+        return result
+
+    async def _answer(
+        self,
+        role: str,
+        output_type: type[M],
+        box: Toolbox,
+        limits: RunLimits,
+        counts: RunCounts,
+        options: RequestOptions | None,
+        repair_attempts: int,
+        system: str | None,
+        limit: int,
+        *,
+        answered: bool,
+    ) -> M:
+        """The typed answer of a `run_as`: in the steps' replies where the route takes a
+        native format, else by a call of its own after the steps (``answered``: an answer
+        the log ends with is this run's)."""
+        taken = [spec.name for spec in box.specs]
+        found = typed_answer(self._log, output_type) if answered else None
+        if found is not None:
+            return found
+        native = self._router.answer_options(role, output_type, options, taken)
+        if native is not None:
+            attempts = 0
+            if is_done(self._log) and not asked_for_answer(self._log, output_type):
+                await self._said(answer_request(output_type, native=True))
+            while True:
+                await self._steps(role, box, limits, counts, native, system, limit)
+                value = native_answer(self._log, output_type, attempts, repair_attempts)
+                if not isinstance(value, str):
+                    return value
+                attempts += 1
+                await self._said(value)
+        if not asked_for_answer(self._log, output_type):
+            await self._steps(role, box, limits, counts, options, system, limit)
+            counts.check(limits)
+            await self._said(answer_request(output_type, native=False))
+        await self._offer(box)  # a run that made no step still records what it offers
+        typed = await self._router.complete_as(
+            output_type,
+            role,
+            self._log,
+            box,
+            system,
+            options=options,
+            repair_attempts=repair_attempts,
+        )
+        self._log += [r.event for r in await self._store.append_batch(typed.events)]
+        counts.add(typed.usage, *typed.calls)
+        return typed.value
+
+    async def _said(self, text: str) -> None:
+        """Append a user message the loop itself adds (not a call of the program)."""
+        self._log.append((await self._store.append_event(UserText(text=text))).event)
+
+    async def _run_begun(
+        self, found: Recorded | None, asked: ProgramRecord, system: str | None
+    ) -> tuple[Recorded, RunCounts]:
+        """A run's program call, recorded as started if new, and its counts so far (what a
+        cut run spent before the kill)."""
+        if found is None:
+            return await self._started(asked, system), RunCounts()
+        records = (await self._store.read()).records
+        steps, usage, cost = run_counts_since(records, found.seq)
+        return found, RunCounts(steps=steps, usage=usage, cost_usd=cost)
+
+    async def _started(self, asked: ProgramRecord, system: str | None) -> Recorded:
+        """Record a new call of the program as started, with its system prompt if it
+        changed."""
+        change = self._system_change(system)
+        record = asked.model_copy(update={"system": change})
+        stored = await self._store.append_program(record)
+        self._system = system or None
+        found = Recorded(record, stored.seq, self._system)
+        self._program.append(found)
+        return found
+
+    async def _ended(self, found: Recorded, result: dict[str, Any]) -> None:
+        """Record a call of the program as done, with what it returned."""
+        record = ProgramRecord(op=found.asked.op, outcome="done", start=found.seq, result=result)
+        stored = await self._store.append_program(record)
+        at = self._program.index(found)
+        self._program[at] = found.finished(record, stored.seq)
 
     async def _steps(
         self,
         role: str,
-        tools: Tools,
+        box: Toolbox,
         limits: RunLimits,
         counts: RunCounts,
         options: RequestOptions | None,
+        system: str | None,
+        limit: int,
     ) -> None:
-        box = toolbox_of(tools)
-        if self.done:
+        if is_done(self._log):
             return
         while True:
-            await self._finish(box)
+            await self._finish(box, limit)
             counts.check(limits)
-            step = await self.step(role, tools=box, options=options)
+            step = await self._step(role, box, options, system, limit)
             counts.add(step.completion.usage, step.completion.call)
             if not step.more:
                 return
 
-    async def _finish(self, box: Toolbox) -> list[ToolResult]:
+    async def _finish(self, box: Toolbox, limit: int = 1) -> list[ToolResult]:
         """Answer the tool calls a cut step left unanswered (the log is searched for them
         only after an opening or a cut step, the file's tool-run records read only when
         there are some)."""
@@ -335,33 +537,47 @@ class AsyncTask(TaskBase["AsyncLogStore"], AsyncClosing):
         if pending_calls(self._log):
             runs = (await self._store.read()).tool_runs
             plan = finish_plan(self._log, runs, box.is_repeatable)
-            finished = [await self._run_tool(box, finish) for finish in plan]
+            finished = await self._run_tools(box, plan, limit)
         else:
             finished = []
         self._settled = True
         return finished
 
-    async def _run_tool(self, box: Toolbox, finish: Finish) -> ToolResult:
+    async def _run_tools(self, box: Toolbox, plan: list[Finish], limit: int) -> list[ToolResult]:
+        """Answer each of ``plan``'s calls, at most ``limit`` at once: each start written
+        before its tool runs, the results appended in call order as they come."""
+        if limit < 1:
+            raise ValueError(f"max_concurrent_tools must be at least 1, got {limit}")
+        results = []
+        runs = [functools.partial(self._run_tool, box, finish) for finish in plan]
+        async for result in io.ordered(runs, limit):
+            results.append(await self._answered(result))
+        return results
+
+    async def _run_tool(self, box: Toolbox, finish: Finish) -> ToolResult | _GivenUp:
         """Answer one tool call as ``finish`` says: its start written before it runs, its
-        result as soon as it exists."""
+        result returned for the caller to append in call order."""
         call = finish.call
         if finish.how == "reconcile" and self._reconcile is not None:
             found = await areconciled(self._reconcile, call)
             if found is not None:
-                return await self._answered(found.model_copy(update={"call_id": call.call_id}))
+                return found.model_copy(update={"call_id": call.call_id})
         if finish.how in ("reconcile", "unknown"):
-            result = unknown_result(call)
             record = ToolRunRecord(
                 call_id=call.call_id, tool=call.tool, outcome="unknown", start=finish.start
             )
-            await self._store.append_tool_outcome(record, result)
-            self._log.append(result)
-            return result
+            return _GivenUp(record, unknown_result(call))
         await self._store.append_tool_run(ToolRunRecord(call_id=call.call_id, tool=call.tool))
         (result,) = await box.arun([call])
-        return await self._answered(result)
+        return result
 
-    async def _answered(self, result: ToolResult) -> ToolResult:
+    async def _answered(self, result: ToolResult | _GivenUp) -> ToolResult:
+        """Append a tool's result to the log and the file (a run given up as unknown with
+        its record, in the same write)."""
+        if isinstance(result, _GivenUp):
+            await self._store.append_tool_outcome(result.record, result.result)
+            self._log.append(result.result)
+            return result.result
         self._log.append((await self._store.append_event(result)).event)
         return result
 
@@ -373,7 +589,10 @@ class AsyncTask(TaskBase["AsyncLogStore"], AsyncClosing):
             await self._store.append_tools(record)
 
     async def aclose(self) -> None:
-        """Close what the task opened: its router and its file (not those it was given)."""
+        """Close what the task opened: its router and its file (not those it was given);
+        every method of a closed task raises `TaskClosed` (closing again does nothing)."""
+        if not self._closing():
+            return
         if self._owns_router:
             await self._router.aclose()
         await _release(self._store, self._owned, self._held)
@@ -400,15 +619,26 @@ async def _release(store: AsyncLogStore, owned: bool, lease: FileLease | None) -
             lease.close()
 
 
-async def _begin(store: AsyncLogStore, prompt: str | None) -> None:
+async def _begin(store: AsyncLogStore, prompt: str | None) -> list[StoredRecord]:
     """Finish a batch a crash cut short in the begun task, and write ``prompt`` if the task
-    holds no event yet."""
+    holds no event yet; return the records read (the program's among them)."""
     found = await store.read()
     missing = unfinished_batch(found.records)
     if missing:
         await store.append_batch(missing)
     if prompt is not None and not found.events:
         await store.append_event(UserText(text=prompt))
+    return found.records
+
+
+class _GivenUp:
+    """The result standing for a tool run given up as unknown, and the record saying so."""
+
+    __slots__ = ("record", "result")
+
+    def __init__(self, record: ToolRunRecord, result: ToolResult) -> None:
+        self.record = record
+        self.result = result
 
 
 def _limits(

@@ -36,11 +36,13 @@ from nisse_llm.task.records import (
     BatchRecord,
     CallRecord,
     OpenedPin,
+    ProgramRecord,
     RepinRecord,
     ResumedTask,
     StoredBatch,
     StoredCall,
     StoredHeader,
+    StoredProgram,
     StoredRecord,
     StoredRepin,
     StoredToolRun,
@@ -190,12 +192,15 @@ class AsyncLogStore(io.NextSeq, AsyncClosing):
         all); `LogDuplicateId` as for `append_event`."""
         return await self._append_next(list(events), StoredEvent.now)
 
-    async def append_batch(self, events: Iterable[CanonicalEvent]) -> list[StoredEvent]:
+    async def append_batch(
+        self, events: Iterable[CanonicalEvent], *, call: ProgramRecord | None = None
+    ) -> list[StoredEvent]:
         """`append_events`, all or nothing even across a crash: several events follow a
         batch record holding them, in the same write, so a write a crash cut short is
-        finished from it (`nisse_llm.task.records.unfinished_batch`)."""
+        finished from it (`nisse_llm.task.records.unfinished_batch`). ``call`` is the
+        program's ``say`` the events are (then the batch record is written for one too)."""
         events = list(events)
-        if len(events) < 2:
+        if len(events) < 2 and call is None:
             return await self.append_events(events)
 
         def make(seq: int, item: BatchRecord | CanonicalEvent) -> StoredBatch | StoredEvent:
@@ -203,7 +208,7 @@ class AsyncLogStore(io.NextSeq, AsyncClosing):
                 return StoredBatch.now(seq, item)
             return StoredEvent.now(seq, item)
 
-        written = await self._append_next([BatchRecord(events=events), *events], make)
+        written = await self._append_next([BatchRecord(events=events, call=call), *events], make)
         return [record for record in written if isinstance(record, StoredEvent)]
 
     async def append_compaction(self, compacted: LogLike) -> StoredEvent:
@@ -236,6 +241,11 @@ class AsyncLogStore(io.NextSeq, AsyncClosing):
     async def append_tool_run(self, record: ToolRunRecord) -> StoredToolRun:
         """Append a tool-run record (a tool's start, before it runs); return it."""
         return (await self._append_next([record], StoredToolRun.now))[0]
+
+    async def append_program(self, record: ProgramRecord) -> StoredProgram:
+        """Append a program record (a call of the task's program started or done; see
+        `ProgramRecord`); return it."""
+        return (await self._append_next([record], StoredProgram.now))[0]
 
     async def append_tools(self, record: ToolsRecord) -> StoredTools:
         """Append the tool specs a step offers (see `ToolsRecord`); return the record."""
