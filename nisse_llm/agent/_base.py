@@ -103,6 +103,8 @@ class _Store(Protocol):
     @property
     def task_id(self) -> str | None: ...
 
+    def abandon(self) -> None: ...
+
 
 S = TypeVar("S", bound=_Store)
 
@@ -351,6 +353,10 @@ class TaskBase(Generic[S]):
         )
         if self._held is not None:
             self._held.close()
+        if self._owned:
+            # Without blocking or awaiting: a PostgreSQL store's lease is its session,
+            # ended by closing the connection's socket (the async store's too).
+            self._store.abandon()
 
     def _agent_span(self, role: str) -> AbstractContextManager[AgentTrace]:
         tracer = _telemetry.tracer
