@@ -103,6 +103,8 @@ class _Store(Protocol):
     @property
     def task_id(self) -> str | None: ...
 
+    def abandon(self) -> None: ...
+
 
 S = TypeVar("S", bound=_Store)
 
@@ -237,18 +239,21 @@ class TaskBase(Generic[S]):
     @property
     def store(self) -> S:
         """The task's store."""
+        self._check_open("store")
         return self._store
 
     @property
     def pin(self) -> Pin:
         """The pin in force: the one the task was begun with (or last repinned to by
         ``nisse-llm task repin``), with the token of the pin it was opened with."""
+        self._check_open("pin")
         return self._pin
 
     @property
     def pin_changes(self) -> tuple[str, ...]:
         """The keys where the pin given to `open` differs from the pin in force
         (``roles.executor``, ``mcp_servers``); empty when none."""
+        self._check_open("pin_changes")
         return self._pin_changes
 
     @property
@@ -256,6 +261,7 @@ class TaskBase(Generic[S]):
         """Whether the program's last run finished (a ``say`` since starts another; for a
         task whose file records no program, or after a ``step``: whether the model's last
         reply asked for no tool)."""
+        self._check_open("done")
         last = self._program[-1] if self._program else None
         if last is None or last.asked.op == "step":
             return (last is None or last.done is not None) and is_done(self._log)
@@ -286,19 +292,21 @@ class TaskBase(Generic[S]):
     @property
     def repairs(self) -> list[LogFix]:
         """What the view needed changed to render when the task was opened (see `repair`)."""
+        self._check_open("repairs")
         return list(self._repairs)
 
     @property
     def offered_tools(self) -> list[ToolSpec] | None:
         """The tool specs the task last offered the model, as its file records them (None:
         it has offered none)."""
+        self._check_open("offered_tools")
         return None if self._offered is None else list(self._offered)
 
     def tool_changes(self, tools: Toolbox | Iterable[Callable[..., Any]] | None) -> ToolChanges:
         """How ``tools`` differ from the tools the task last offered the model, as recorded
         in its file (empty: the same, or none offered yet). Ask before a resumed task's
         first step to refuse, or to tell the model (`say`), when its tools changed."""
-        self._check_open("tool_changes")
+        self._check_open("tool_changes()")
         return offer(self._offered, toolbox_of(tools).specs).changes
 
     def _offered_record(self, box: Toolbox) -> ToolsRecord | None:
@@ -314,11 +322,14 @@ class TaskBase(Generic[S]):
         self._stepped = True
         return planned.record
 
-    def _check_open(self, method: str) -> None:
-        """`TaskClosed` if the task was closed: a closed task runs nothing."""
+    def _check_open(self, name: str) -> None:
+        """`TaskClosed` if the task was closed: a closed task runs and reads nothing (its
+        lease is gone, so another driver may be writing its store)."""
         if self._closed:
             raise TaskClosed(
-                f"{self!r} is closed: {method}() ran nothing; open the task again to go on"
+                f"{self!r} is closed: {name} ran nothing; call or read it before closing "
+                "the task (inside its with block; a run's outcome is in the RunResult it "
+                "returned), or open the task again to go on"
             )
 
     def _closing(self) -> bool:
@@ -342,6 +353,10 @@ class TaskBase(Generic[S]):
         )
         if self._held is not None:
             self._held.close()
+        if self._owned:
+            # Without blocking or awaiting: a PostgreSQL store's lease is its session,
+            # ended by closing the connection's socket (the async store's too).
+            self._store.abandon()
 
     def _agent_span(self, role: str) -> AbstractContextManager[AgentTrace]:
         tracer = _telemetry.tracer

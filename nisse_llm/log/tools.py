@@ -512,14 +512,14 @@ def strict_schema(schema: Mapping[str, Any], dialect: Dialect) -> dict[str, Any]
     return out
 
 
-def strict_problem(schema: Mapping[str, Any]) -> str | None:
+def strict_problem(schema: Mapping[str, Any], dialect: Dialect = "openai") -> str | None:
     """Why ``schema`` cannot be a strict tool's parameters as it is (None: it can), in
-    OpenAI's strict subset: an optional parameter (strict mode requires every property,
+    ``dialect``'s strict subset: an optional parameter (strict mode requires every property,
     so a model would send ``null`` where the function takes a default), a keyword strict
     mode drops, or what it cannot express at all. The schema is never narrowed: a tool is
     sent strict exactly as the toolbox validates it, or not strict."""
     try:
-        narrowed = strict_schema(schema, "openai")
+        narrowed = strict_schema(schema, dialect)
     except ValueError as exc:
         return str(exc)
     if narrowed == schema:

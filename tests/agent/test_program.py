@@ -133,9 +133,10 @@ def test_a_program_cut_mid_run_resumes_its_run_with_the_recorded_system_prompt(
         assert again.run_as("planner", Plan, tools=None) == plan
         again.say("Carry out: " + plan.text)
         assert again.run("executor", tools=box, system="Other words.").text == "Done."
+        history = again.history
     sent = [_body(r)["instructions"] for r in llm.requests_for("executor")]
     assert sent == ["First words.", "First words."]
-    said = [e for e in again.history if isinstance(e, UserText)]
+    said = [e for e in history if isinstance(e, UserText)]
     assert [e.text for e in said] == [QUESTION, "Carry out: " + plan.text]
     assert calls == ["a.py", "a.py"]
 
@@ -225,9 +226,10 @@ def test_a_native_answer_that_does_not_validate_is_told_why_in_the_log(tmp_path:
     llm = _router(path, ['{"steps": "one"}', json.dumps(PLAN)], [])
     with Task.open(path, llm.pin, router=llm, prompt=QUESTION) as task:
         plan = task.run_as("planner", Plan, tools=None, repair_attempts=1)
+        history = task.history
     assert plan.output == Plan(**PLAN)
     assert plan.steps == 2
-    feedback = [e for e in task.history if isinstance(e, UserText)][-1]
+    feedback = [e for e in history if isinstance(e, UserText)][-1]
     assert "does not validate as Plan" in feedback.text
 
     other = tmp_path / "other.jsonl"
@@ -249,12 +251,13 @@ def test_a_typed_answer_without_a_native_format_asks_for_it_in_the_log(tmp_path:
     )
     with Task.open(path, llm.pin, router=llm, prompt=QUESTION) as task:
         plan = task.run_as("executor", Plan, tools=None)
+        history = task.history
     assert plan.output == Plan(**PLAN)
     ask = answer_request(Plan, native=False)
-    assert UserText(text=ask) in task.history
+    assert UserText(text=ask) in history
     last = llm.script.requests[-1]
     assert last.user_texts[-1] == ask
-    assert any(isinstance(e, ToolCall) and e.tool == "Plan" for e in task.history)
+    assert any(isinstance(e, ToolCall) and e.tool == "Plan" for e in history)
 
 
 def test_a_call_retried_after_it_failed_goes_on_as_one_program_call(tmp_path: Path) -> None:

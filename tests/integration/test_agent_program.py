@@ -125,3 +125,23 @@ def test_the_system_prompt_reaches_each_route_in_its_place(
     (request,) = script.requests
     assert request.route == route
     assert _system_sent(route, _body(request)) == SYSTEM
+
+
+def test_tools_reach_the_messages_route_strict_where_their_schema_allows(
+    proxy: LiteLLMProxy, script: Script, tmp_path: Path
+) -> None:
+    """Through the proxy, claude-opus-5-5's upstream on ``/v1/messages`` gets ``read_file``
+    (every parameter required) with ``strict: true``, unchanged, and ``grep`` (an optional
+    parameter) without it."""
+    script.add(
+        "anthropic_messages", reply(ToolUse("read_file", {"path": "calc.py"})), reply("Read it.")
+    )
+    with Task.open(tmp_path / "task.jsonl", _pin(proxy), prompt=QUESTION) as task:
+        task.run("planner", tools=Toolbox([read_file, grep]))
+    assert len(script.requests) == 2
+    for request in script.requests:
+        assert request.route == "anthropic_messages"
+        tools = {t["name"]: t for t in _body(request)["tools"]}
+        assert tools["read_file"]["strict"] is True
+        assert tools["read_file"]["input_schema"]["additionalProperties"] is False
+        assert "strict" not in tools["grep"]

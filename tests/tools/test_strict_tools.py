@@ -1,5 +1,5 @@
 """Strict tools: a `Toolbox` marks each tool whose schema fits strict mode as it is, the
-OpenAI routes send those ``strict: true`` to models that take it, a tool that does not fit
+OpenAI routes and the messages route send those ``strict: true`` to models that take it, a tool that does not fit
 is sent as before and says why at DEBUG, and ``Toolbox(..., strict=False)`` opts out."""
 
 from __future__ import annotations
@@ -81,18 +81,35 @@ def test_the_chat_route_sends_fitting_tools_strict_to_openai_models() -> None:
     assert "strict" not in sent["grep"]
 
 
+def test_the_messages_route_sends_fitting_tools_strict_to_claude_models() -> None:
+    """A Claude model with structured outputs gets ``strict: true`` on the fitting tool
+    only, in the typed body and the bytes; ``Toolbox(..., strict=False)`` opts out."""
+    box = Toolbox([read_file, grep])
+    sent = _tools(AnthropicMessagesRenderer().render(LOG, box, "claude-opus-5-5"))
+    assert sent["read_file"]["strict"] is True
+    assert sent["read_file"]["input_schema"] == box.specs[0].parameters
+    assert "strict" not in sent["grep"]
+    raw = json.loads(AnthropicMessagesRenderer().render_bytes(LOG, box, "claude-opus-5-5"))
+    assert _tools(raw)["read_file"]["strict"] is True
+    assert "strict" not in _tools(raw)["grep"]
+    loose = Toolbox([read_file], strict=False)
+    body = AnthropicMessagesRenderer().render_bytes(LOG, loose, "claude-opus-5-5")
+    assert "strict" not in _tools(json.loads(body))["read_file"]
+
+
 @pytest.mark.parametrize(
     ("renderer", "model"),
     [
         (OpenAIResponsesRenderer, "scripted-executor"),
         (OpenAIChatRenderer, "scripted-executor"),
         (OpenAIChatRenderer, "claude-opus-5-5"),
-        (AnthropicMessagesRenderer, "claude-opus-5-5"),
+        (AnthropicMessagesRenderer, "scripted-planner"),
     ],
 )
 def test_models_without_strict_tools_get_them_as_before(renderer: Any, model: str) -> None:
-    """A model whose rules know no structured outputs, or a Claude model, gets no strict
-    tool (``strict: false`` where the route requires the field)."""
+    """A model whose rules know no structured outputs, or a Claude model on the chat route
+    (not measured through the proxy), gets no strict tool (``strict: false`` where the
+    route requires the field)."""
     body = renderer().render(LOG, Toolbox([read_file]), model)
     sent = _tools(body)["read_file"]
     assert sent.get("strict") in (None, False)

@@ -203,41 +203,48 @@ class Task(TaskBase["LogStore"], Closing):
     @property
     def router(self) -> RoleRouter:
         """The router the task's model calls go through."""
+        self._check_open("router")
         return self._router
 
     @property
     def events(self) -> io.Read[list[CanonicalEvent]]:
         """The log the next request sends: the file's compacted view, repaired (read from
         the store: ``task.events``)."""
+        self._check_open("events")
         return self._reading(view_of)
 
     @property
     def history(self) -> io.Read[list[CanonicalEvent]]:
         """Every event the task file holds, compactions included, in file order (read from
         the store: ``task.history``)."""
+        self._check_open("history")
         return self._reading(history_of)
 
     @property
     def usage(self) -> io.Read[UsageTotals]:
         """The usage of every recorded call (tokens and cost, overall and per role; read
         from the store: ``task.usage``)."""
+        self._check_open("usage")
         return self._reading(usage_of)
 
     @property
     def unknown_calls(self) -> io.Read[list[StoredCall]]:
         """The start records of model calls that never ended: possibly billed (read from the
         store: ``task.unknown_calls``)."""
+        self._check_open("unknown_calls")
         return self._reading(unknown_calls_of)
 
     @property
     def unknown_tool_runs(self) -> io.Read[list[ToolCall]]:
         """The tool calls whose run was cut and whose outcome is unknown (answered by an
         error result saying so; read from the store: ``task.unknown_tool_runs``)."""
+        self._check_open("unknown_tool_runs")
         return self._reading(unknown_tool_runs_of)
 
     @property
     def tool_runs(self) -> io.Read[list[StoredToolRun]]:
         """Every tool-run record of the file (read from the store: ``task.tool_runs``)."""
+        self._check_open("tool_runs")
         return self._reading(tool_runs_of)
 
     def _reading(self, part: Callable[[LogRead], R]) -> R:
@@ -246,7 +253,7 @@ class Task(TaskBase["LogStore"], Closing):
     def say(self, text: str, *, images: Iterable[Image] = ()) -> None:
         """Append a user message (its text, then its images), durably, in one write; a
         ``say`` the task recorded at this point of its program writes nothing again."""
-        self._check_open("say")
+        self._check_open("say()")
         images = list(images)
         asked = ProgramRecord(op="say", text=text, images=len(images), outcome="done")
         if self._enter(asked) is not None:
@@ -273,7 +280,7 @@ class Task(TaskBase["LogStore"], Closing):
         Tool calls a cut step left unanswered are answered first (`finish_plan`). A step
         the task recorded done at this point of its program returns what it returned.
         """
-        self._check_open("step")
+        self._check_open("step()")
         box = toolbox_of(tools)
         found = self._enter(ProgramRecord(op="step", role=role))
         if found is not None and found.done is not None:
@@ -355,7 +362,7 @@ class Task(TaskBase["LogStore"], Closing):
         model call the run's limits are checked: `RunLimitReached` names the one reached,
         and the task stays resumable. Other errors are `complete`'s.
         """
-        self._check_open("run")
+        self._check_open("run()")
         limits = _limits(max_steps, max_cost_usd, max_tokens)
         asked = ProgramRecord(op="run", role=role)
         found = self._enter(asked)
@@ -399,7 +406,7 @@ class Task(TaskBase["LogStore"], Closing):
 
         A `run_as` the task recorded done at this point of its program returns its
         validated answer from the file, without calling the model."""
-        self._check_open("run_as")
+        self._check_open("run_as()")
         limits = _limits(max_steps, max_cost_usd, max_tokens)
         asked = ProgramRecord(op="run_as", role=role, output_type=output_type.__name__)
         found = self._enter(asked)

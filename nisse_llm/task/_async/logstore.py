@@ -111,6 +111,11 @@ class AsyncLogStore(io.NextSeq, AsyncClosing):
         async with self._lock:
             await io.blocking(self._file.close)
 
+    def abandon(self) -> None:
+        """Let go of what the store holds, without blocking or awaiting (a task dropped
+        open does, from its finalizer): nothing for a task file, whose lease is the
+        task's `FileLease` and whose descriptor closes with the store."""
+
     async def lease(self) -> FileLease | None:
         """Take the task's driver lease, for one driver per task (`Task.open` does): a
         `FileLease` on ``<file>.lease`` (`nisse_llm.task.lease`), which the caller closes,

@@ -80,6 +80,17 @@ class AsyncPostgresLogStore(AsyncLogStore):
         async with self._lock:
             await self._drop()
 
+    def abandon(self) -> None:
+        """End the session, and the lease with it, without a round trip or an await (a
+        task dropped open does, from its finalizer, where nothing can be awaited): libpq
+        sends its goodbye and closes the socket at once, for the async connection too; the
+        server then frees the advisory lock as the session ends (a moment later, not at
+        process exit). The next use reconnects."""
+        conn = self._conn
+        self._conn, self._leased, self._ids = None, False, None
+        if conn is not None and not conn.closed:
+            conn.pgconn.finish()
+
     async def lease(self) -> None:
         """Take the task's lease now rather than at the first write (`TaskBusy` naming its
         holder); it is the store's own, held until `aclose`."""
