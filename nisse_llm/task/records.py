@@ -11,6 +11,7 @@ task file is one of these shapes, told apart by its key::
     {"seq": 5, "at": ..., "tools": {"specs": [{"name": ..., ...}]}}  # the tools offered
     {"seq": 6, "at": ..., "repin": {"changed": [...], "by": ..., "pin": {...}}}  # a repin
     {"seq": 7, "at": ..., "program": {"op": "run", "role": ..., "outcome": "started"}}
+    {"seq": 8, "at": ..., "approval": {"call_id": ..., "tool": ..., "outcome": "pending"}}
 
 Files written before task records hold ``event`` lines only and read unchanged, and files
 written before tool-run records hold none of them.
@@ -32,6 +33,8 @@ task's program (`ProgramRecord`: a ``step``, ``run`` or ``run_as``, started and 
 order, to give the log a request sends.
 A ``repin`` record (``nisse-llm task repin``) holds the pin record the task runs with from
 there on: a task's pin is its last repin's, else its header's (`pin_in_force`).
+An ``approval`` record is a step of a tool call's approval: pending, approved or denied
+(`nisse_llm.task.approvals`).
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ from nisse_llm.log.canonical import (
     ToolSpec,
     Usage,
 )
+from nisse_llm.task.approvals import ApprovalRecord, StoredApproval
 
 if TYPE_CHECKING:
     from nisse_llm.config.settings import Pin
@@ -62,12 +66,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "TASK_FORMAT",
+    "ApprovalRecord",
     "BatchRecord",
     "CallRecord",
     "OpenedPin",
     "ProgramRecord",
     "RepinRecord",
     "ResumedTask",
+    "StoredApproval",
     "StoredBatch",
     "StoredCall",
     "StoredHeader",
@@ -288,8 +294,8 @@ class StoredRepin(_Frozen):
 def _record_kind(value: Any) -> str | None:
     """Which record a line is, by its key (a dict while validating, a model when dumping)."""
     if isinstance(value, Mapping):
-        keys = ("event", "llm_call", "tool_run", "batch", "tools", "repin", "program", "header")
-        for key in keys:
+        keys = ("event", "llm_call", "tool_run", "batch", "tools", "repin", "program")
+        for key in (*keys, "approval", "header"):
             if key in value:
                 return key
         return None
@@ -307,11 +313,13 @@ def _record_kind(value: Any) -> str | None:
         return "repin"
     if isinstance(value, StoredProgram):
         return "program"
+    if isinstance(value, StoredApproval):
+        return "approval"
     return "header" if isinstance(value, StoredHeader) else None
 
 
-#: Any line of a task file: a header, an event, a call, tool-run, batch, tools, repin or
-#: program record.
+#: Any line of a task file: a header, an event, a call, tool-run, batch, tools, repin,
+#: program or approval record.
 StoredRecord: TypeAlias = Annotated[
     Annotated[StoredEvent, Tag("event")]
     | Annotated[StoredCall, Tag("llm_call")]
@@ -320,13 +328,14 @@ StoredRecord: TypeAlias = Annotated[
     | Annotated[StoredTools, Tag("tools")]
     | Annotated[StoredRepin, Tag("repin")]
     | Annotated[StoredProgram, Tag("program")]
+    | Annotated[StoredApproval, Tag("approval")]
     | Annotated[StoredHeader, Tag("header")],
     Discriminator(
         _record_kind,
         custom_error_type="record_kind",
         custom_error_message=(
             "a record holds one of 'event', 'llm_call', 'tool_run', 'batch', 'tools', 'repin', "
-            "'program' or 'header'"
+            "'program', 'approval' or 'header'"
         ),
     ),
 ]
@@ -339,6 +348,7 @@ RECORD_TYPES = (
     StoredTools,
     StoredRepin,
     StoredProgram,
+    StoredApproval,
     StoredHeader,
 )
 

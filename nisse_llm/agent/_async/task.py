@@ -11,10 +11,11 @@ program run again from the top replays what it did (`nisse_llm.agent.program`).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from nisse_llm import defaults
 from nisse_llm._closing import AsyncClosing
@@ -27,6 +28,7 @@ from nisse_llm.agent._base import (
     checked_router,
     history_of,
     open_async_store,
+    pending_approvals_of,
     router_pin,
     tool_runs_of,
     toolbox_of,
@@ -45,6 +47,7 @@ from nisse_llm.agent.plan import (
     asked_for_answer,
     final_text,
     finish_plan,
+    fresh_plan,
     is_done,
     native_answer,
     run_result,
@@ -61,8 +64,23 @@ from nisse_llm.agent.program import (
     step_events,
     step_result,
 )
-from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult, UserImage, UserText
+from nisse_llm.log.canonical import (
+    CanonicalEvent,
+    Completion,
+    ToolCall,
+    ToolResult,
+    Usage,
+    UserImage,
+    UserText,
+)
 from nisse_llm.log.toolbox import Toolbox
+from nisse_llm.task.approvals import (
+    ApprovalRecord,
+    PendingApproval,
+    approvals_of,
+    decision_record,
+    denied_result,
+)
 from nisse_llm.task.records import (
     ProgramRecord,
     StoredRecord,
@@ -70,6 +88,7 @@ from nisse_llm.task.records import (
     pending_calls,
     unfinished_batch,
 )
+from nisse_llm.task.repin import default_by
 from nisse_llm.transport.routers import AsyncRoleRouter
 
 if TYPE_CHECKING:
@@ -113,6 +132,8 @@ class AsyncTask(TaskBase["AsyncLogStore"], AsyncClosing):
         self._owns_router = owns_router
         #: Whether every tool call of the log is answered (unknown until searched).
         self._settled = False
+        #: The calls the last tool runs left awaiting a person's approval.
+        self._awaiting: list[PendingApproval] = []
         super().__init__(
             store,
             pin,
@@ -241,6 +262,39 @@ class AsyncTask(TaskBase["AsyncLogStore"], AsyncClosing):
         """Every tool-run record of the file (read from the store: ``await task.tool_runs``)."""
         return self._reading(tool_runs_of)
 
+    @property
+    def pending_approvals(self) -> io.Read[list[PendingApproval]]:
+        """The tool calls awaiting a person's approval, in the order recorded (read from
+        the store: ``await task.pending_approvals``)."""
+        return self._reading(pending_approvals_of)
+
+    async def approve(self, call_id: str, *, by: str | None = None) -> None:
+        """Approve the call ``call_id`` awaiting approval, ``by`` whom (default:
+        ``user@host``): the next run runs it. `ApprovalRefused` (nothing written) for a
+        call that awaits no approval or was decided before."""
+        self._check_open("approve")
+        await self._decide(call_id, "approved", by, None)
+
+    async def deny(self, call_id: str, reason: str, *, by: str | None = None) -> None:
+        """Deny the call ``call_id`` awaiting approval, ``by`` whom: the next run answers it
+        with an error result carrying ``reason``. Refused as `approve` is."""
+        self._check_open("deny")
+        await self._decide(call_id, "denied", by, reason)
+
+    async def _decide(
+        self,
+        call_id: str,
+        outcome: Literal["approved", "denied"],
+        by: str | None,
+        reason: str | None,
+    ) -> None:
+        found = await self._store.read()
+        record = decision_record(
+            found.records, call_id, outcome, by=by or default_by(), reason=reason
+        )
+        await self._store.append_approval(record)
+        self._settled = False  # the next step finishes the call as decided
+
     async def _reading(self, part: Callable[[LogRead], R]) -> R:
         return part(await self._store.read())
 
@@ -284,6 +338,8 @@ class AsyncTask(TaskBase["AsyncLogStore"], AsyncClosing):
             step = await self._step(role, box, options, found.system, max_concurrent_tools)
         else:
             step = await self._resumed_step(role, box, options, found, max_concurrent_tools)
+        if step.pending_approvals:
+            return step  # not done: asked again once they are decided, it goes on
         await self._ended(found, step_result(step))
         return step
 
@@ -297,14 +353,22 @@ class AsyncTask(TaskBase["AsyncLogStore"], AsyncClosing):
     ) -> Step:
         """The model call of a step and its tool runs (the cut step's calls answered)."""
         finished = await self._finish(box, limit)
+        if self._awaiting:
+            return _waiting_step(finished, self._awaiting)
         await self._offer(box)
         completion = await self._router.completion(role, self._log, box, system, options=options)
         self._log += [record.event for record in await self._store.append_batch(completion.events)]
         self._settled = False
-        calls = [Finish(e, "run") for e in completion.events if isinstance(e, ToolCall)]
-        results = await self._run_tools(box, calls, limit)
-        self._settled = True
-        return Step(completion=completion, results=results, finished=finished)
+        results = await self._run_tools(
+            box, fresh_plan(completion.events, box.needs_approval), limit
+        )
+        self._settled = not self._awaiting
+        return Step(
+            completion=completion,
+            results=results,
+            finished=finished,
+            pending_approvals=tuple(self._awaiting),
+        )
 
     async def _resumed_step(
         self,
@@ -321,9 +385,14 @@ class AsyncTask(TaskBase["AsyncLogStore"], AsyncClosing):
         resumed = resumed_reply(records, found.seq)
         if resumed is None:
             step = await self._step(role, box, options, found.system, limit)
-            return Step(completion=step.completion, results=step.results, finished=finished)
+            return Step(
+                completion=step.completion,
+                results=step.results,
+                finished=finished,
+                pending_approvals=step.pending_approvals,
+            )
         completion, results = resumed
-        return Step(completion=completion, results=results)
+        return Step(completion=completion, results=results, pending_approvals=tuple(self._awaiting))
 
     async def _replayed_step(self, found: Recorded) -> Step:
         """A step the task recorded done, as it returned (read back from the file)."""
@@ -372,8 +441,9 @@ class AsyncTask(TaskBase["AsyncLogStore"], AsyncClosing):
                 )  # fmt: skip
             finally:
                 span.ended(counts.steps, counts.usage)
-        result = counts.result(self._log, final_text(self._log))
-        await self._ended(found, run_result_record(result, None))
+        result = counts.result(self._log, final_text(self._log), self._awaiting)
+        if not result.pending_approvals:  # else not done: run again once they are decided
+            await self._ended(found, run_result_record(result, None))
         return result
 
     async def run_as(
@@ -420,6 +490,8 @@ class AsyncTask(TaskBase["AsyncLogStore"], AsyncClosing):
                 )  # fmt: skip
             finally:
                 span.ended(counts.steps, counts.usage)
+        if value is None:  # stopped on calls awaiting approval: not done, no answer yet
+            return counts.result(self._log, cast("M", None), self._awaiting)
         result = counts.result(self._log, value)
         await self._ended(found, run_result_record(result, value))
         return result
@@ -437,10 +509,10 @@ class AsyncTask(TaskBase["AsyncLogStore"], AsyncClosing):
         limit: int,
         *,
         answered: bool,
-    ) -> M:
+    ) -> M | None:
         """The typed answer of a `run_as`: in the steps' replies where the route takes a
         native format, else by a call of its own after the steps (``answered``: an answer
-        the log ends with is this run's)."""
+        the log ends with is this run's); None while calls await approval."""
         taken = [spec.name for spec in box.specs]
         found = typed_answer(self._log, output_type) if answered else None
         if found is not None:
@@ -452,6 +524,8 @@ class AsyncTask(TaskBase["AsyncLogStore"], AsyncClosing):
                 await self._said(answer_request(output_type, native=True))
             while True:
                 await self._steps(role, box, limits, counts, native, system, limit)
+                if self._awaiting:
+                    return None
                 value = native_answer(self._log, output_type, attempts, repair_attempts)
                 if not isinstance(value, str):
                     return value
@@ -459,6 +533,8 @@ class AsyncTask(TaskBase["AsyncLogStore"], AsyncClosing):
                 await self._said(value)
         if not asked_for_answer(self._log, output_type):
             await self._steps(role, box, limits, counts, options, system, limit)
+            if self._awaiting:
+                return None
             counts.check(limits)
             await self._said(answer_request(output_type, native=False))
         await self._offer(box)  # a run that made no step still records what it offers
@@ -522,10 +598,12 @@ class AsyncTask(TaskBase["AsyncLogStore"], AsyncClosing):
             return
         while True:
             await self._finish(box, limit)
+            if self._awaiting:
+                return
             counts.check(limits)
             step = await self._step(role, box, options, system, limit)
             counts.add(step.completion.usage, step.completion.call)
-            if not step.more:
+            if not step.more or step.pending_approvals:
                 return
 
     async def _finish(self, box: Toolbox, limit: int = 1) -> list[ToolResult]:
@@ -534,13 +612,17 @@ class AsyncTask(TaskBase["AsyncLogStore"], AsyncClosing):
         there are some)."""
         if self._settled:
             return []
+        self._awaiting = []
         if pending_calls(self._log):
-            runs = (await self._store.read()).tool_runs
-            plan = finish_plan(self._log, runs, box.is_repeatable)
+            found = await self._store.read()
+            approvals = approvals_of(found.records)
+            plan = finish_plan(
+                self._log, found.tool_runs, box.is_repeatable, approvals, box.needs_approval
+            )
             finished = await self._run_tools(box, plan, limit)
         else:
             finished = []
-        self._settled = True
+        self._settled = not self._awaiting
         return finished
 
     async def _run_tools(self, box: Toolbox, plan: list[Finish], limit: int) -> list[ToolResult]:
@@ -549,15 +631,33 @@ class AsyncTask(TaskBase["AsyncLogStore"], AsyncClosing):
         if limit < 1:
             raise ValueError(f"max_concurrent_tools must be at least 1, got {limit}")
         results = []
+        self._awaiting = []
         runs = [functools.partial(self._run_tool, box, finish) for finish in plan]
         async for result in io.ordered(runs, limit):
-            results.append(await self._answered(result))
+            if isinstance(result, PendingApproval):
+                self._awaiting.append(result)
+            else:
+                results.append(await self._answered(result))
         return results
 
-    async def _run_tool(self, box: Toolbox, finish: Finish) -> ToolResult | _GivenUp:
+    async def _run_tool(
+        self, box: Toolbox, finish: Finish
+    ) -> ToolResult | _GivenUp | PendingApproval:
         """Answer one tool call as ``finish`` says: its start written before it runs, its
-        result returned for the caller to append in call order."""
+        result returned for the caller to append in call order (a call awaiting approval:
+        its pending record written if it was not, and it returned unanswered)."""
         call = finish.call
+        if finish.how == "await":
+            if finish.approval is None:
+                pending = ApprovalRecord(
+                    call_id=call.call_id, tool=call.tool, arguments=call.arguments
+                )
+                stored = await self._store.append_approval(pending)
+                finish = dataclasses.replace(finish, approval=stored)
+            return finish.waiting()
+        if finish.how == "deny":
+            assert finish.approval is not None
+            return denied_result(call, finish.approval.approval)
         if finish.how == "reconcile" and self._reconcile is not None:
             found = await areconciled(self._reconcile, call)
             if found is not None:
@@ -629,6 +729,16 @@ async def _begin(store: AsyncLogStore, prompt: str | None) -> list[StoredRecord]
     if prompt is not None and not found.events:
         await store.append_event(UserText(text=prompt))
     return found.records
+
+
+def _waiting_step(finished: list[ToolResult], waiting: Sequence[PendingApproval]) -> Step:
+    """A step that made no model call: calls of the log still await approval."""
+    return Step(
+        completion=Completion(events=[], usage=Usage()),
+        results=[],
+        finished=finished,
+        pending_approvals=tuple(waiting),
+    )
 
 
 class _GivenUp:

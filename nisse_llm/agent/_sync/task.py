@@ -12,10 +12,11 @@ program run again from the top replays what it did (`nisse_llm.agent.program`).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from nisse_llm import defaults
 from nisse_llm._closing import Closing
@@ -26,6 +27,7 @@ from nisse_llm.agent._base import (
     checked_router,
     history_of,
     open_store,
+    pending_approvals_of,
     reconciled,
     router_pin,
     tool_runs_of,
@@ -46,6 +48,7 @@ from nisse_llm.agent.plan import (
     asked_for_answer,
     final_text,
     finish_plan,
+    fresh_plan,
     is_done,
     native_answer,
     run_result,
@@ -62,8 +65,23 @@ from nisse_llm.agent.program import (
     step_events,
     step_result,
 )
-from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult, UserImage, UserText
+from nisse_llm.log.canonical import (
+    CanonicalEvent,
+    Completion,
+    ToolCall,
+    ToolResult,
+    Usage,
+    UserImage,
+    UserText,
+)
 from nisse_llm.log.toolbox import Toolbox
+from nisse_llm.task.approvals import (
+    ApprovalRecord,
+    PendingApproval,
+    approvals_of,
+    decision_record,
+    denied_result,
+)
 from nisse_llm.task.records import (
     ProgramRecord,
     StoredRecord,
@@ -71,6 +89,7 @@ from nisse_llm.task.records import (
     pending_calls,
     unfinished_batch,
 )
+from nisse_llm.task.repin import default_by
 from nisse_llm.transport.routers import RoleRouter
 
 if TYPE_CHECKING:
@@ -114,6 +133,8 @@ class Task(TaskBase["LogStore"], Closing):
         self._owns_router = owns_router
         #: Whether every tool call of the log is answered (unknown until searched).
         self._settled = False
+        #: The calls the last tool runs left awaiting a person's approval.
+        self._awaiting: list[PendingApproval] = []
         super().__init__(
             store,
             pin,
@@ -240,6 +261,39 @@ class Task(TaskBase["LogStore"], Closing):
         """Every tool-run record of the file (read from the store: ``task.tool_runs``)."""
         return self._reading(tool_runs_of)
 
+    @property
+    def pending_approvals(self) -> io.Read[list[PendingApproval]]:
+        """The tool calls awaiting a person's approval, in the order recorded (read from
+        the store: ``task.pending_approvals``)."""
+        return self._reading(pending_approvals_of)
+
+    def approve(self, call_id: str, *, by: str | None = None) -> None:
+        """Approve the call ``call_id`` awaiting approval, ``by`` whom (default:
+        ``user@host``): the next run runs it. `ApprovalRefused` (nothing written) for a
+        call that awaits no approval or was decided before."""
+        self._check_open("approve")
+        self._decide(call_id, "approved", by, None)
+
+    def deny(self, call_id: str, reason: str, *, by: str | None = None) -> None:
+        """Deny the call ``call_id`` awaiting approval, ``by`` whom: the next run answers it
+        with an error result carrying ``reason``. Refused as `approve` is."""
+        self._check_open("deny")
+        self._decide(call_id, "denied", by, reason)
+
+    def _decide(
+        self,
+        call_id: str,
+        outcome: Literal["approved", "denied"],
+        by: str | None,
+        reason: str | None,
+    ) -> None:
+        found = self._store.read()
+        record = decision_record(
+            found.records, call_id, outcome, by=by or default_by(), reason=reason
+        )
+        self._store.append_approval(record)
+        self._settled = False  # the next step finishes the call as decided
+
     def _reading(self, part: Callable[[LogRead], R]) -> R:
         return part(self._store.read())
 
@@ -283,6 +337,8 @@ class Task(TaskBase["LogStore"], Closing):
             step = self._step(role, box, options, found.system, max_concurrent_tools)
         else:
             step = self._resumed_step(role, box, options, found, max_concurrent_tools)
+        if step.pending_approvals:
+            return step  # not done: asked again once they are decided, it goes on
         self._ended(found, step_result(step))
         return step
 
@@ -296,14 +352,20 @@ class Task(TaskBase["LogStore"], Closing):
     ) -> Step:
         """The model call of a step and its tool runs (the cut step's calls answered)."""
         finished = self._finish(box, limit)
+        if self._awaiting:
+            return _waiting_step(finished, self._awaiting)
         self._offer(box)
         completion = self._router.completion(role, self._log, box, system, options=options)
         self._log += [record.event for record in self._store.append_batch(completion.events)]
         self._settled = False
-        calls = [Finish(e, "run") for e in completion.events if isinstance(e, ToolCall)]
-        results = self._run_tools(box, calls, limit)
-        self._settled = True
-        return Step(completion=completion, results=results, finished=finished)
+        results = self._run_tools(box, fresh_plan(completion.events, box.needs_approval), limit)
+        self._settled = not self._awaiting
+        return Step(
+            completion=completion,
+            results=results,
+            finished=finished,
+            pending_approvals=tuple(self._awaiting),
+        )
 
     def _resumed_step(
         self,
@@ -320,9 +382,14 @@ class Task(TaskBase["LogStore"], Closing):
         resumed = resumed_reply(records, found.seq)
         if resumed is None:
             step = self._step(role, box, options, found.system, limit)
-            return Step(completion=step.completion, results=step.results, finished=finished)
+            return Step(
+                completion=step.completion,
+                results=step.results,
+                finished=finished,
+                pending_approvals=step.pending_approvals,
+            )
         completion, results = resumed
-        return Step(completion=completion, results=results)
+        return Step(completion=completion, results=results, pending_approvals=tuple(self._awaiting))
 
     def _replayed_step(self, found: Recorded) -> Step:
         """A step the task recorded done, as it returned (read back from the file)."""
@@ -371,8 +438,9 @@ class Task(TaskBase["LogStore"], Closing):
                 )  # fmt: skip
             finally:
                 span.ended(counts.steps, counts.usage)
-        result = counts.result(self._log, final_text(self._log))
-        self._ended(found, run_result_record(result, None))
+        result = counts.result(self._log, final_text(self._log), self._awaiting)
+        if not result.pending_approvals:  # else not done: run again once they are decided
+            self._ended(found, run_result_record(result, None))
         return result
 
     def run_as(
@@ -419,6 +487,8 @@ class Task(TaskBase["LogStore"], Closing):
                 )  # fmt: skip
             finally:
                 span.ended(counts.steps, counts.usage)
+        if value is None:  # stopped on calls awaiting approval: not done, no answer yet
+            return counts.result(self._log, cast("M", None), self._awaiting)
         result = counts.result(self._log, value)
         self._ended(found, run_result_record(result, value))
         return result
@@ -436,10 +506,10 @@ class Task(TaskBase["LogStore"], Closing):
         limit: int,
         *,
         answered: bool,
-    ) -> M:
+    ) -> M | None:
         """The typed answer of a `run_as`: in the steps' replies where the route takes a
         native format, else by a call of its own after the steps (``answered``: an answer
-        the log ends with is this run's)."""
+        the log ends with is this run's); None while calls approval."""
         taken = [spec.name for spec in box.specs]
         found = typed_answer(self._log, output_type) if answered else None
         if found is not None:
@@ -451,6 +521,8 @@ class Task(TaskBase["LogStore"], Closing):
                 self._said(answer_request(output_type, native=True))
             while True:
                 self._steps(role, box, limits, counts, native, system, limit)
+                if self._awaiting:
+                    return None
                 value = native_answer(self._log, output_type, attempts, repair_attempts)
                 if not isinstance(value, str):
                     return value
@@ -458,6 +530,8 @@ class Task(TaskBase["LogStore"], Closing):
                 self._said(value)
         if not asked_for_answer(self._log, output_type):
             self._steps(role, box, limits, counts, options, system, limit)
+            if self._awaiting:
+                return None
             counts.check(limits)
             self._said(answer_request(output_type, native=False))
         self._offer(box)  # a run that made no step still records what it offers
@@ -521,10 +595,12 @@ class Task(TaskBase["LogStore"], Closing):
             return
         while True:
             self._finish(box, limit)
+            if self._awaiting:
+                return
             counts.check(limits)
             step = self._step(role, box, options, system, limit)
             counts.add(step.completion.usage, step.completion.call)
-            if not step.more:
+            if not step.more or step.pending_approvals:
                 return
 
     def _finish(self, box: Toolbox, limit: int = 1) -> list[ToolResult]:
@@ -533,13 +609,17 @@ class Task(TaskBase["LogStore"], Closing):
         there are some)."""
         if self._settled:
             return []
+        self._awaiting = []
         if pending_calls(self._log):
-            runs = (self._store.read()).tool_runs
-            plan = finish_plan(self._log, runs, box.is_repeatable)
+            found = self._store.read()
+            approvals = approvals_of(found.records)
+            plan = finish_plan(
+                self._log, found.tool_runs, box.is_repeatable, approvals, box.needs_approval
+            )
             finished = self._run_tools(box, plan, limit)
         else:
             finished = []
-        self._settled = True
+        self._settled = not self._awaiting
         return finished
 
     def _run_tools(self, box: Toolbox, plan: list[Finish], limit: int) -> list[ToolResult]:
@@ -548,15 +628,31 @@ class Task(TaskBase["LogStore"], Closing):
         if limit < 1:
             raise ValueError(f"max_concurrent_tools must be at least 1, got {limit}")
         results = []
+        self._awaiting = []
         runs = [functools.partial(self._run_tool, box, finish) for finish in plan]
         for result in io.ordered(runs, limit):
-            results.append(self._answered(result))
+            if isinstance(result, PendingApproval):
+                self._awaiting.append(result)
+            else:
+                results.append(self._answered(result))
         return results
 
-    def _run_tool(self, box: Toolbox, finish: Finish) -> ToolResult | _GivenUp:
+    def _run_tool(self, box: Toolbox, finish: Finish) -> ToolResult | _GivenUp | PendingApproval:
         """Answer one tool call as ``finish`` says: its start written before it runs, its
-        result returned for the caller to append in call order."""
+        result returned for the caller to append in call order (a call awaiting approval:
+        its pending record written if it was not, and it returned unanswered)."""
         call = finish.call
+        if finish.how == "await":
+            if finish.approval is None:
+                pending = ApprovalRecord(
+                    call_id=call.call_id, tool=call.tool, arguments=call.arguments
+                )
+                stored = self._store.append_approval(pending)
+                finish = dataclasses.replace(finish, approval=stored)
+            return finish.waiting()
+        if finish.how == "deny":
+            assert finish.approval is not None
+            return denied_result(call, finish.approval.approval)
         if finish.how == "reconcile" and self._reconcile is not None:
             found = reconciled(self._reconcile, call)
             if found is not None:
@@ -628,6 +724,16 @@ def _begin(store: LogStore, prompt: str | None) -> list[StoredRecord]:
     if prompt is not None and not found.events:
         store.append_event(UserText(text=prompt))
     return found.records
+
+
+def _waiting_step(finished: list[ToolResult], waiting: Sequence[PendingApproval]) -> Step:
+    """A step that made no model call: calls of the log still approval."""
+    return Step(
+        completion=Completion(events=[], usage=Usage()),
+        results=[],
+        finished=finished,
+        pending_approvals=tuple(waiting),
+    )
 
 
 class _GivenUp:
