@@ -66,11 +66,13 @@ __all__ = [
     "fresh_plan",
     "is_done",
     "native_answer",
+    "run_limits",
     "run_result",
     "run_result_record",
     "typed_answer",
     "unknown_result",
     "unknown_tool_runs",
+    "waiting_step",
 ]
 
 T = TypeVar("T")
@@ -412,4 +414,22 @@ def run_result(record: dict[str, Any], output_type: type[M] | None) -> RunResult
         steps=record["steps"],
         usage=Usage.model_validate(record["usage"]),
         cost_usd=Decimal(record["cost_usd"]),
+    )
+
+
+def run_limits(
+    max_steps: int, max_cost_usd: Decimal | float | None, max_tokens: int | None
+) -> RunLimits:
+    """A run's limits as `run` takes them (a cost as a float or a `Decimal`)."""
+    cost = None if max_cost_usd is None else Decimal(str(max_cost_usd))
+    return RunLimits(max_steps=max_steps, max_cost_usd=cost, max_tokens=max_tokens)
+
+
+def waiting_step(finished: list[ToolResult], waiting: Sequence[PendingApproval]) -> Step:
+    """A step that made no model call: calls of the log still await approval."""
+    return Step(
+        completion=Completion(events=[], usage=Usage()),
+        results=[],
+        finished=finished,
+        pending_approvals=tuple(waiting),
     )

@@ -28,6 +28,7 @@ from nisse_llm.config.settings import Settings, load_task_store
 from nisse_llm.errors import ApprovalRefused, ConfigError, LogCorrupt
 from nisse_llm.log.canonical import AssistantText, ToolCall, ToolResult, UserText
 from nisse_llm.task.approvals import PendingApproval, awaiting, decision_record
+from nisse_llm.task.delegation import children_of, parent_of
 from nisse_llm.task.dsn import password_of, redacted_url
 from nisse_llm.task.lease import FileLease
 from nisse_llm.task.logstore import LogRead, LogSequenceError, LogStore
@@ -105,7 +106,7 @@ def _keys(args: argparse.Namespace) -> tuple[list[str], dict[str, str]]:
 def _list(args: argparse.Namespace) -> int:
     settings = _settings(args)
     keys, holders = _keys(args)
-    header = "KEY PIN STATUS CALLS UNKNOWN APPROVALS COST_USD LAST_ACTIVITY LEASE"
+    header = "KEY PIN STATUS CALLS UNKNOWN APPROVALS COST_USD LAST_ACTIVITY LEASE PARENT"
     rows = [tuple(header.split())]
     unreadable = 0
     for key in keys:
@@ -117,7 +118,7 @@ def _list(args: argparse.Namespace) -> int:
             unreadable += 1
             print(f"warning: {printable(str(exc))}", file=sys.stderr)
             status = "corrupt" if isinstance(exc, LogCorrupt) else "bad-key"
-            rows.append((printable(key), "-", status, "-", "-", "-", "-", "-", lease))
+            rows.append((printable(key), "-", status, "-", "-", "-", "-", "-", lease, "-"))
             continue
         total = found_read.usage.total
         rows.append(
@@ -131,11 +132,38 @@ def _list(args: argparse.Namespace) -> int:
                 _cost(total),
                 _last(found_read),
                 lease,
+                _parent(found_read),
             )
         )
     print(f"{len(keys)} task(s) in {store_shown(settings)}")
     table(sys.stdout, rows)
     return 1 if unreadable else 0
+
+
+def _parent(found: LogRead) -> str:
+    """The key of the task that delegated this one (``-``: none)."""
+    parent = parent_of(found.records)
+    return "-" if parent is None else printable(parent.key)
+
+
+def _print_tree(args: argparse.Namespace, key: str, found: LogRead) -> None:
+    """The task's parent, its sub-tasks (each with its status and cost, theirs below them)
+    and the usage of the whole tree."""
+    parent = parent_of(found.records)
+    print(f"parent: {'-' if parent is None else printable(parent.key)}")
+    print("sub-tasks:")
+    total = _subtree(args, key, found, 1)
+    print(f"tree usage: {total.calls} call(s), {_cost(total)} USD, {total.unknown_calls} unknown")
+
+
+def _subtree(args: argparse.Namespace, key: str, found: LogRead, depth: int) -> UsageTotal:
+    total = found.usage.total
+    for child in children_of(found.records):
+        below = _read(args, child)
+        mine = below.usage.total
+        print(f"{'  ' * depth}{printable(child)}: {_status(below)}, {_cost(mine)} USD")
+        total = total + _subtree(args, child, below, depth + 1)
+    return total
 
 
 def _awaiting(found: LogRead) -> list[PendingApproval]:
@@ -224,6 +252,7 @@ def _show(args: argparse.Namespace) -> int:
     for record in unknown:
         call = record.llm_call
         print(f"  seq {record.seq}: {call.role or '-'} {call.model} ({call.route}) at {record.at}")
+    _print_tree(args, args.key, found)
     waiting = _awaiting(found)
     print(f"awaiting approval: {len(waiting)}")
     for one in waiting:
@@ -399,14 +428,15 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         (
             "list",
             _list,
-            "every task: key, pin, status, calls, unknown calls, calls awaiting approval, cost, "
-            "last activity, lease holder ('-' none, '(unknown)' held without a readable record, '?' the system "
-            "cannot tell)",
+            "every task, sub-tasks after their parent: key, pin, status, calls, unknown calls, "
+            "calls awaiting approval, cost, last activity, lease holder ('-' none, '(unknown)' "
+            "held without a readable record, '?' the system cannot tell), parent",
         ),
         (
             "show",
             _show,
-            "one task: its repins, view, unknown calls and usage (never takes the lease)",
+            "one task: its repins, parent and sub-tasks, view, unknown calls and usage (never "
+            "takes the lease)",
         ),
         ("export", _export, "one task's records as JSON lines on standard output"),
         ("import", _import, "write an export (PATH, or - for stdin) as a new task"),

@@ -179,6 +179,38 @@ class Toolbox(Closing):
         #: is repeatable too: see `is_repeatable`).
         self.repeatable |= self._tool_names("repeatable", names)
 
+    @classmethod
+    def delegation(
+        cls,
+        task: Any,
+        role: str,
+        *,
+        tools: Any,
+        system: str | None = None,
+        name: str | None = None,
+    ) -> Toolbox:
+        """A box of one tool, ``delegate_to_<role>(prompt)`` (or ``name``), through which the
+        model hands a sub-task to ``role``: ``task.delegate(role, prompt, tools=tools,
+        system=system)`` (a `Task`'s or an `AsyncTask`'s), its answer's text the result.
+        Repeatable: a run of it cut by a kill runs again, and the delegation's replay
+        resumes the same child rather than beginning another."""
+        named = name or f"delegate_to_{role}"
+        if inspect.iscoroutinefunction(task.delegate):
+
+            async def handed(prompt: str) -> str:
+                return str((await task.delegate(role, prompt, tools=tools, system=system)).text)
+
+            run: Callable[..., Any] = handed
+        else:
+
+            def handed_sync(prompt: str) -> str:
+                return str(task.delegate(role, prompt, tools=tools, system=system).text)
+
+            run = handed_sync
+        run.__name__ = run.__qualname__ = named
+        run.__doc__ = f"Hand a sub-task to the {role}: say what to do; its answer comes back."
+        return cls([run], repeatable={named})
+
     def needs_approval(self, name: str) -> bool:
         """Whether a call of the tool ``name`` runs only once a person approves it."""
         return name in self.approval_needed

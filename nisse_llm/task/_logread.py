@@ -22,6 +22,7 @@ from nisse_llm.task.records import (
     StoredBatch,
     StoredCall,
     StoredHeader,
+    StoredParent,
     StoredProgram,
     StoredRecord,
     StoredRepin,
@@ -69,6 +70,7 @@ RecordT = TypeVar(
     | StoredRepin
     | StoredProgram
     | StoredApproval
+    | StoredParent
     | StoredHeader,
 )
 

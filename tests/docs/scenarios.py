@@ -93,6 +93,8 @@ def _agent_loop(script: Script, workdir: Path) -> None:
     script.when(
         reply("Pushed fix-add."), where=lambda r: any("pushed fix-add" in t for t in r.tool_results)
     )
+    script.when(reply("calc.py is tidy."), user_text="Tidy calc.py.")
+    script.when(reply("notes.txt is tidy."), user_text="Tidy notes.txt.")
 
 
 SCENARIOS["docs/guides/agent-loop.md"] = _agent_loop

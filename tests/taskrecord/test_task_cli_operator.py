@@ -227,7 +227,7 @@ def test_a_finished_task_is_done_with_its_unknown_calls_in_their_own_column(
     listed = _run("list", "--store", str(tmp_path)).stdout.decode().splitlines()
     assert listed[1].split() == [
         "KEY", "PIN", "STATUS", "CALLS", "UNKNOWN", "APPROVALS", "COST_USD", "LAST_ACTIVITY",
-        "LEASE",
+        "LEASE", "PARENT",
     ]  # fmt: skip
     rows = {line.split()[0]: line.split() for line in listed[2:]}
     assert rows["finished"][2:5] == ["done", "0", "1"]

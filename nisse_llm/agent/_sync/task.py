@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
@@ -37,7 +37,7 @@ from nisse_llm.agent._base import (
     usage_of,
     view_of,
 )
-from nisse_llm.agent._sync import io
+from nisse_llm.agent._sync import delegation, io
 from nisse_llm.agent.plan import (
     Finish,
     RunCounts,
@@ -51,10 +51,12 @@ from nisse_llm.agent.plan import (
     fresh_plan,
     is_done,
     native_answer,
+    run_limits,
     run_result,
     run_result_record,
     typed_answer,
     unknown_result,
+    waiting_step,
 )
 from nisse_llm.agent.program import (
     Recorded,
@@ -67,10 +69,8 @@ from nisse_llm.agent.program import (
 )
 from nisse_llm.log.canonical import (
     CanonicalEvent,
-    Completion,
     ToolCall,
     ToolResult,
-    Usage,
     UserImage,
     UserText,
 )
@@ -82,6 +82,7 @@ from nisse_llm.task.approvals import (
     decision_record,
     denied_result,
 )
+from nisse_llm.task.delegation import children_of
 from nisse_llm.task.records import (
     ProgramRecord,
     StoredRecord,
@@ -100,7 +101,13 @@ if TYPE_CHECKING:
     from nisse_llm.log.images import Image
     from nisse_llm.task.lease import FileLease
     from nisse_llm.task.logstore import LogRead, LogStore
-    from nisse_llm.task.records import ResumedTask, StoredCall, StoredToolRun, UsageTotals
+    from nisse_llm.task.records import (
+        ResumedTask,
+        StoredCall,
+        StoredToolRun,
+        UsageTotal,
+        UsageTotals,
+    )
     from nisse_llm.task.summaries import CompactionPolicy
 
     M = TypeVar("M", bound=BaseModel)
@@ -353,7 +360,7 @@ class Task(TaskBase["LogStore"], Closing):
         """The model call of a step and its tool runs (the cut step's calls answered)."""
         finished = self._finish(box, limit)
         if self._awaiting:
-            return _waiting_step(finished, self._awaiting)
+            return waiting_step(finished, self._awaiting)
         self._offer(box)
         completion = self._router.completion(role, self._log, box, system, options=options)
         self._log += [record.event for record in self._store.append_batch(completion.events)]
@@ -423,7 +430,7 @@ class Task(TaskBase["LogStore"], Closing):
         and the task stays resumable. Other errors are `complete`'s.
         """
         self._check_open("run")
-        limits = _limits(max_steps, max_cost_usd, max_tokens)
+        limits = run_limits(max_steps, max_cost_usd, max_tokens)
         asked = ProgramRecord(op="run", role=role)
         found = self._enter(asked)
         if found is not None and found.done is not None:
@@ -468,7 +475,7 @@ class Task(TaskBase["LogStore"], Closing):
         A `run_as` the task recorded done at this point of its program returns its
         validated answer from the file, without calling the model."""
         self._check_open("run_as")
-        limits = _limits(max_steps, max_cost_usd, max_tokens)
+        limits = run_limits(max_steps, max_cost_usd, max_tokens)
         asked = ProgramRecord(op="run_as", role=role, output_type=output_type.__name__)
         found = self._enter(asked)
         if found is not None and found.done is not None:
@@ -547,6 +554,40 @@ class Task(TaskBase["LogStore"], Closing):
         self._log += [r.event for r in self._store.append_batch(typed.events)]
         counts.add(typed.usage, *typed.calls)
         return typed.value
+
+    def delegate(
+        self,
+        role: str,
+        prompt: str,
+        *,
+        tools: Tools,
+        system: str | None = None,
+        max_steps: int = defaults.RUN_MAX_STEPS,
+        max_cost_usd: Decimal | float | None = None,
+    ) -> RunResult[str]:
+        """Run ``prompt`` as a sub-task for ``role``: a child task in this task's store under
+        a key derived from this one's (``fix.1-delegate``), its key recorded here first, its
+        parent recorded there; its ``run`` result is returned (and recorded here, so a
+        replay returns it). Reopened and replayed, a ``delegate`` not done resumes the same
+        child. Errors are the child's `run`'s; the child stays resumable
+        (`nisse_llm.agent._async.delegation`)."""
+        self._check_open("delegate")
+        return delegation.delegate(
+            self, role, prompt, tools=tools, system=system, max_steps=max_steps,
+            max_cost_usd=max_cost_usd,
+        )  # fmt: skip
+
+    @property
+    def children(self) -> io.Read[list[str]]:
+        """The keys of the sub-tasks this task delegated to, in order (read from the store:
+        ``task.children``)."""
+        return self._reading(lambda found: children_of(found.records))
+
+    @property
+    def total_usage(self) -> io.Read[UsageTotal]:
+        """The usage of this task and of all its sub-tasks, theirs in turn (read from the
+        store: ``task.total_usage``)."""
+        return delegation.total_usage(self._store)
 
     def _said(self, text: str) -> None:
         """Append a user message the loop itself adds (not a call of the program)."""
@@ -726,16 +767,6 @@ def _begin(store: LogStore, prompt: str | None) -> list[StoredRecord]:
     return found.records
 
 
-def _waiting_step(finished: list[ToolResult], waiting: Sequence[PendingApproval]) -> Step:
-    """A step that made no model call: calls of the log still approval."""
-    return Step(
-        completion=Completion(events=[], usage=Usage()),
-        results=[],
-        finished=finished,
-        pending_approvals=tuple(waiting),
-    )
-
-
 class _GivenUp:
     """The result standing for a tool run given up as unknown, and the record saying so."""
 
@@ -744,10 +775,3 @@ class _GivenUp:
     def __init__(self, record: ToolRunRecord, result: ToolResult) -> None:
         self.record = record
         self.result = result
-
-
-def _limits(
-    max_steps: int, max_cost_usd: Decimal | float | None, max_tokens: int | None
-) -> RunLimits:
-    cost = None if max_cost_usd is None else Decimal(str(max_cost_usd))
-    return RunLimits(max_steps=max_steps, max_cost_usd=cost, max_tokens=max_tokens)

@@ -32,6 +32,8 @@ from nisse_llm.task._logread import (
     task_id,
 )
 from nisse_llm.task.approvals import decision_problem
+from nisse_llm.task.delegation import ParentRecord, StoredParent
+from nisse_llm.task.keys import check_task_key
 from nisse_llm.task.records import (
     RECORD_TYPES,
     ApprovalRecord,
@@ -108,6 +110,15 @@ class AsyncLogStore(io.NextSeq, AsyncClosing):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({str(self.path)!r})"
+
+    @property
+    def task_key(self) -> str:
+        """The task's key in its store: the file's name without ``.jsonl``."""
+        return self.path.stem
+
+    def sibling(self, key: str) -> Self:
+        """The store of task ``key`` beside this one (a sub-task's: the same folder)."""
+        return type(self)(self.path.with_name(f"{check_task_key(key)}.jsonl"))
 
     async def aclose(self) -> None:
         """Close the write descriptor (reopened by the next append)."""
@@ -249,6 +260,10 @@ class AsyncLogStore(io.NextSeq, AsyncClosing):
         """Append a program record (a call of the task's program started or done; see
         `ProgramRecord`); return it."""
         return (await self._append_next([record], StoredProgram.now))[0]
+
+    async def append_parent(self, record: ParentRecord) -> StoredParent:
+        """Append the record naming the task that delegated this one; return it."""
+        return (await self._append_next([record], StoredParent.now))[0]
 
     async def append_approval(self, record: ApprovalRecord) -> StoredApproval:
         """Append an approval record. A ``"pending"`` one is appended as it is; a decision
