@@ -5,9 +5,6 @@ store); the next run runs an approved call once and answers a denied one with th
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,8 +15,7 @@ from nisse_llm.log.toolbox import Toolbox
 from nisse_llm.task.logstore import LogStore
 from nisse_llm.testing import ToolUse, reply
 from tests.agent.helpers import QUESTION, SideEffects, scripted
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.taskrecord.helpers import task_cli
 
 
 class Repo(SideEffects):
@@ -45,22 +41,6 @@ def _turns() -> list[object]:
     ]
 
 
-def _cli(*args: str, status: int = 0) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("NISSE_", "PG"))}
-    done = subprocess.run(
-        [sys.executable, "-m", "nisse_llm", "task", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=base,
-        check=False,
-        timeout=120,
-    )
-    assert done.returncode == status, done.stderr
-    assert "Traceback" not in done.stderr
-    return done
-
-
 def test_a_run_stops_on_the_pending_call_and_an_approval_from_another_process_runs_it_once(
     tmp_path: Path,
 ) -> None:
@@ -82,15 +62,15 @@ def test_a_run_stops_on_the_pending_call_and_an_approval_from_another_process_ru
     assert first.steps == 1
 
     store = ["--store", str(tmp_path)]
-    listed = _cli("list", *store).stdout.splitlines()
+    listed = task_cli("list", *store).splitlines()
     assert listed[2].split()[2] == "awaiting-approval"
     assert listed[2].split()[5] == "1"
-    shown = _cli("pending", "fix", *store).stdout
+    shown = task_cli("pending", "fix", *store)
     assert pending.call_id in shown
     assert '{"branch": "fix"}' in shown
-    _cli("approve", "fix", pending.call_id, "--by", "ana", *store)
-    again = _cli("approve", "fix", pending.call_id, "--by", "bo", *store, status=2)
-    assert "approved already by ana" in again.stderr
+    task_cli("approve", "fix", pending.call_id, "--by", "ana", *store)
+    again = task_cli("approve", "fix", pending.call_id, "--by", "bo", *store, status=2)
+    assert "approved already by ana" in again
 
     with Task.open(path, llm.pin, router=llm, prompt=QUESTION) as task:
         done = task.run("executor", tools=repo.box())
@@ -147,8 +127,8 @@ def test_decisions_refused_with_their_reason_and_nothing_written(tmp_path: Path)
         with pytest.raises(ApprovalRefused, match="approved already by ana") as refused:
             task.deny(pending.call_id, "too late", by="bo")
         assert refused.value.call_id == pending.call_id
-    denied = _cli("deny", "task", "c9", "--reason", "no", "--store", str(tmp_path), status=2)
-    assert "no call 'c9' awaits approval" in denied.stderr
+    denied = task_cli("deny", "task", "c9", "--reason", "no", "--store", str(tmp_path), status=2)
+    assert "no call 'c9' awaits approval" in denied
 
 
 def test_a_step_stops_on_the_pending_call_and_asked_again_goes_on(tmp_path: Path) -> None:
@@ -200,4 +180,4 @@ def test_a_call_recorded_pending_waits_though_the_box_no_longer_asks(tmp_path: P
         again = task.run("executor", tools=[repo.read_file, repo.git_push])
     assert len(again.pending_approvals) == 1
     assert [run["tool"] for run in repo.runs()] == ["read_file"]
-    assert _cli("pending", "--store", str(tmp_path)).stdout.startswith("1 call(s) await")
+    assert task_cli("pending", "--store", str(tmp_path)).startswith("1 call(s) await")

@@ -6,9 +6,6 @@ resumed, not begun again; usage summed over the tree; the tree shown by the task
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -27,9 +24,8 @@ from nisse_llm.testing import (
     reply,
 )
 from nisse_llm.transport.routers import AsyncRoleRouter, RoleRouter
-from tests.taskrecord.helpers import make_pin
+from tests.taskrecord.helpers import make_pin, task_cli
 
-ROOT = Path(__file__).resolve().parents[2]
 PIN = make_pin(planner="claude-sonnet-4-5", delegate="claude-sonnet-4-5")
 BUDGET = "No deployments available - crossed budget: Exceeded budget for deployment"
 
@@ -130,18 +126,10 @@ def test_the_model_delegates_through_a_tool_and_the_cli_shows_the_tree(tmp_path:
     assert done.text == "Delegated and done."
     assert "s3 is tidy." in upstream.requests[-1].tool_results
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NISSE_", "PG"))}
-    command = [sys.executable, "-m", "nisse_llm", "task"]
-    listed = subprocess.run(
-        [*command, "list", "--store", str(tmp_path)], capture_output=True, text=True, env=env,
-        cwd=ROOT, check=True,
-    ).stdout.splitlines()  # fmt: skip
+    listed = task_cli("list", "--store", str(tmp_path)).splitlines()
     rows = [line.split() for line in listed[2:]]
     assert [(r[0], r[-1]) for r in rows] == [("plan", "-"), ("plan.1-delegate", "plan")]
-    shown = subprocess.run(
-        [*command, "show", "plan", "--store", str(tmp_path)], capture_output=True, text=True,
-        env=env, cwd=ROOT, check=True,
-    ).stdout  # fmt: skip
+    shown = task_cli("show", "plan", "--store", str(tmp_path))
     assert "  plan.1-delegate: done" in shown
     assert "tree usage: 3 call(s)" in shown
 

@@ -6,9 +6,6 @@ upstream. A denial's reason reaches the upstream as an error result."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +16,10 @@ from nisse_llm.config.settings import Pin
 from nisse_llm.testing import Script, ToolUse, reply
 from nisse_llm.testing.proxy import LiteLLMProxy
 from tests.agent._proxy_agent import QUESTION, ROLES
+from tests.taskrecord.helpers import task_cli
 
 pytestmark = pytest.mark.proxy
 
-ROOT = Path(__file__).resolve().parents[2]
 ROUTES = {
     "planner": "anthropic_messages",
     "executor": "openai_responses",
@@ -56,21 +53,6 @@ def _box(effects: Path) -> Toolbox:
     return Toolbox([read_file, git_push], needs_approval={"git_push"})
 
 
-def _cli(*args: str) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NISSE_", "PG"))}
-    done = subprocess.run(
-        [sys.executable, "-m", "nisse_llm", "task", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        check=False,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
-
-
 @pytest.mark.parametrize("role", sorted(ROUTES))
 def test_an_approved_push_runs_once_and_a_denied_one_tells_the_model_why(
     proxy: LiteLLMProxy, script: Script, role: str, tmp_path: Path
@@ -90,7 +72,7 @@ def test_an_approved_push_runs_once_and_a_denied_one_tells_the_model_why(
             (pending,) = task.run(role, tools=_box(effects)).pending_approvals
         assert pending.tool == "git_push"
         extra = ["--reason", "the release is frozen"] if decision == "deny" else []
-        _cli(decision, key, pending.call_id, "--by", "ana", "--store", str(tmp_path), *extra)
+        task_cli(decision, key, pending.call_id, "--by", "ana", "--store", str(tmp_path), *extra)
         with Task.open(path, pin, prompt=QUESTION) as task:
             done = task.run(role, tools=_box(effects))
             assert task.done
