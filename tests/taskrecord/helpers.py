@@ -52,17 +52,17 @@ def call_record(n: int) -> CallRecord:
     )
 
 
-def task_cli(*args: str, status: int = 0) -> str:
-    """``nisse-llm task ARGS`` in another process, with no NISSE_* or PG* variable: its
-    standard output, the exit ``status`` checked and no traceback; on a refusal (a
-    nonzero ``status``) its standard error."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NISSE_", "PG"))}
+def task_cli(*args: str, status: int = 0, env: dict[str, str] | None = None) -> str:
+    """``nisse-llm task ARGS`` in another process, with no NISSE_* or PG* variable but those
+    of ``env``: its standard output, the exit ``status`` checked and no traceback; on a
+    refusal (a nonzero ``status``) its standard error."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("NISSE_", "PG"))}
     done = subprocess.run(
         [sys.executable, "-m", "nisse_llm", "task", *args],
         capture_output=True,
         text=True,
         cwd=Path(__file__).resolve().parents[2],
-        env=env,
+        env={**base, **(env or {})},
         check=False,
         timeout=120,
     )

@@ -52,8 +52,8 @@ async def delegate(
         key = child_key(parent.task_key, number, role)
         found = await task._started(asked.model_copy(update={"child": key}), task._system)
     assert found.asked.child is not None
-    store = parent.sibling(found.asked.child)
     async with (
+        parent.sibling(found.asked.child) as store,  # closed with the child: its lease too
         task.router.for_store(store) as router,
         AsyncTask.open(store, task.pin, router=router) as child,
     ):

@@ -53,8 +53,8 @@ def delegate(
         key = child_key(parent.task_key, number, role)
         found = task._started(asked.model_copy(update={"child": key}), task._system)
     assert found.asked.child is not None
-    store = parent.sibling(found.asked.child)
     with (
+        parent.sibling(found.asked.child) as store,  # closed with the child: its lease too
         task.router.for_store(store) as router,
         Task.open(store, task.pin, router=router) as child,
     ):
