@@ -8,6 +8,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
 from nisse_llm import ApprovalRefused, AsyncTask, Task
 from nisse_llm.log.canonical import ToolCall, ToolResult
@@ -181,3 +182,27 @@ def test_a_call_recorded_pending_waits_though_the_box_no_longer_asks(tmp_path: P
     assert len(again.pending_approvals) == 1
     assert [run["tool"] for run in repo.runs()] == ["read_file"]
     assert task_cli("pending", "--store", str(tmp_path)).startswith("1 call(s) await")
+
+
+class Verdict(BaseModel):
+    """Whether the push went out."""
+
+    pushed: bool
+
+
+def test_run_as_stopped_on_an_approval_answers_once_it_is_given(tmp_path: Path) -> None:
+    """`run_as` stops as `run` does (no answer yet: ``output`` None, not done); asked again
+    after the approval it runs the call and answers."""
+    path = tmp_path / "task.jsonl"
+    repo = Repo(tmp_path / "effects.log")
+    llm = scripted(path, *_turns(), reply(ToolUse("Verdict", {"pushed": True})))
+    with Task.open(path, llm.pin, router=llm, prompt=QUESTION) as task:
+        first = task.run_as("executor", Verdict, tools=repo.box())
+        assert first.output is None
+        assert not task.done
+        task.approve(first.pending_approvals[0].call_id)
+    with Task.open(path, llm.pin, router=llm, prompt=QUESTION) as task:
+        answer = task.run_as("executor", Verdict, tools=repo.box())
+        assert task.done
+    assert answer.output == Verdict(pushed=True)
+    assert [run["tool"] for run in repo.runs()] == ["read_file", "git_push"]
