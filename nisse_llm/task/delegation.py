@@ -10,8 +10,9 @@ in a ``parent`` record::
                                        "text": "...", "child": "fix.1-delegate"}}
     {"seq": 1, "at": ..., "parent": {"key": "fix", "role": "delegate"}}   # in the child
 
-A child's key is its parent's, a dot, its number among the parent's delegations and its
-role (`child_key`), so a reopened parent finds the same child and begins no other.
+A child's key is its parent's, a dot, the number of its ``delegate`` call in the parent's
+program (1 for the program's first call) and its role (`child_key`), so a reopened parent
+finds the same child and begins no other.
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ class StoredParent(BaseModel):
 
 
 def child_key(parent: str, number: int, role: str) -> str:
-    """The key of a parent's ``number``-th delegation (1 first) to ``role``."""
+    """The key of the child a parent's ``number``-th program call (1 first) delegates to
+    ``role``."""
     return f"{parent}.{number}-{role}"
 
 

@@ -122,15 +122,15 @@ def test_the_model_delegates_through_a_tool_and_the_cli_shows_the_tree(tmp_path:
         box = Toolbox.delegation(task, "delegate", tools=None)
         assert box.is_repeatable("delegate_to_delegate")
         done = task.run("planner", tools=box)
-        assert task.children == ["plan.1-delegate"]
+        assert task.children == ["plan.3-delegate"]
     assert done.text == "Delegated and done."
     assert "s3 is tidy." in upstream.requests[-1].tool_results
 
     listed = task_cli("list", "--store", str(tmp_path)).splitlines()
     rows = [line.split() for line in listed[2:]]
-    assert [(r[0], r[-1]) for r in rows] == [("plan", "-"), ("plan.1-delegate", "plan")]
+    assert [(r[0], r[-1]) for r in rows] == [("plan", "-"), ("plan.3-delegate", "plan")]
     shown = task_cli("show", "plan", "--store", str(tmp_path))
-    assert "  plan.1-delegate: done" in shown
+    assert "  plan.3-delegate: done" in shown
     assert "tree usage: 3 call(s)" in shown
 
 
@@ -150,4 +150,35 @@ def test_async_task_delegates_as_task_does(tmp_path: Path) -> None:
             done = await task.run("planner", tools=box)
             return done.text, await task.children, (await task.total_usage).calls
 
-    assert asyncio.run(main()) == ("Delegated and done.", ["plan.1-delegate"], 3)
+    assert asyncio.run(main()) == ("Delegated and done.", ["plan.3-delegate"], 3)
+
+
+def test_two_delegations_of_one_reply_run_at_once_as_two_children(tmp_path: Path) -> None:
+    """A reply asking for two delegations, run concurrently on `AsyncTask`: two children
+    under two keys, each answered."""
+    from nisse_llm.task.logstore import AsyncLogStore
+
+    def upstream(request: RecordedRequest) -> Turn:
+        last = request.user_texts[-1]
+        if last.startswith("Tidy"):
+            return reply(f"{last.split()[1].rstrip('.')} is tidy.")
+        if request.tool_results:
+            return reply(" ".join(sorted(request.tool_results)))
+        call = "delegate_to_delegate"
+        return reply(ToolUse(call, {"prompt": "Tidy s4."}), ToolUse(call, {"prompt": "Tidy s5."}))
+
+    async def main() -> tuple[str, list[str]]:
+        transport = ScriptedTransport(Script(fallback=upstream))
+        path = tmp_path / "plan.jsonl"
+        async with (
+            AsyncRoleRouter.from_pin(PIN, store=AsyncLogStore(path), transport=transport) as llm,
+            AsyncTask.open(llm.store, PIN, router=llm) as task,  # type: ignore[arg-type]
+        ):
+            await task.say("Plan it.")
+            box = Toolbox.delegation(task, "delegate", tools=None)
+            done = await task.run("planner", tools=box, max_concurrent_tools=2)
+            return done.text, sorted(await task.children)
+
+    text, children = asyncio.run(main())
+    assert text == "s4 is tidy. s5 is tidy."
+    assert children == ["plan.3-delegate", "plan.4-delegate"]

@@ -49,8 +49,8 @@ def test_approval_from_the_cli_and_a_sub_task_in_a_database(
     env = {"PGPASSWORD": postgres.password}
     assert call_id in task_cli("pending", "plan", "--store", bare, env=env)
     task_cli("approve", "plan", call_id, "--by", "ana", "--store", bare, env=env)
-    assert program() == ("Pushed.", ["plan.1-delegate"], 3)
+    assert program() == ("Pushed.", ["plan.3-delegate"], 3)
     assert [r["tool"] for r in repo.runs()] == ["git_push"]
-    with PostgresLogStore(url, "plan.1-delegate") as child:
+    with PostgresLogStore(url, "plan.3-delegate") as child:
         child.lease()  # released as the sub-task closed: TaskBusy otherwise
         assert child.read().usage.total.calls == 1

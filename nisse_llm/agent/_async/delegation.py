@@ -48,8 +48,9 @@ async def delegate(
         return run_result(found.done.result, None)
     parent = task.store
     if found is None:
-        number = len(children_of((await parent.read()).records)) + 1
-        key = child_key(parent.task_key, number, role)
+        # Numbered by the call's place in the program (1 first), known before any await:
+        # two delegations started at once (a reply's concurrent tool calls) differ.
+        key = child_key(parent.task_key, task._position, role)
         found = await task._started(asked.model_copy(update={"child": key}), task._system)
     assert found.asked.child is not None
     async with (
