@@ -106,7 +106,7 @@ def _keys(args: argparse.Namespace) -> tuple[list[str], dict[str, str]]:
 def _list(args: argparse.Namespace) -> int:
     settings = _settings(args)
     keys, holders = _keys(args)
-    header = "KEY PIN STATUS CALLS UNKNOWN APPROVALS COST_USD LAST_ACTIVITY LEASE PARENT"
+    header = "KEY PIN STATUS CALLS UNKNOWN COST_USD APPROVALS LAST_ACTIVITY PARENT LEASE"
     rows = [tuple(header.split())]
     unreadable = 0
     for key in keys:
@@ -118,7 +118,7 @@ def _list(args: argparse.Namespace) -> int:
             unreadable += 1
             print(f"warning: {printable(str(exc))}", file=sys.stderr)
             status = "corrupt" if isinstance(exc, LogCorrupt) else "bad-key"
-            rows.append((printable(key), "-", status, "-", "-", "-", "-", "-", lease, "-"))
+            rows.append((printable(key), "-", status, "-", "-", "-", "-", "-", "-", lease))
             continue
         total = found_read.usage.total
         rows.append(
@@ -128,11 +128,11 @@ def _list(args: argparse.Namespace) -> int:
                 _status(found_read),
                 str(total.calls),
                 str(total.unknown_calls),
-                str(len(_awaiting(found_read))),
                 _cost(total),
+                str(len(_awaiting(found_read))),
                 _last(found_read),
-                lease,
                 _parent(found_read),
+                lease,
             )
         )
     print(f"{len(keys)} task(s) in {store_shown(settings)}")
@@ -429,8 +429,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
             "list",
             _list,
             "every task, sub-tasks after their parent: key, pin, status, calls, unknown calls, "
-            "calls awaiting approval, cost, last activity, lease holder ('-' none, '(unknown)' "
-            "held without a readable record, '?' the system cannot tell), parent",
+            "cost, calls awaiting approval, last activity, parent, lease holder ('-' none, "
+            "'(unknown)' held without a readable record, '?' the system cannot tell)",
         ),
         (
             "show",

@@ -65,7 +65,7 @@ def test_a_run_stops_on_the_pending_call_and_an_approval_from_another_process_ru
     store = ["--store", str(tmp_path)]
     listed = task_cli("list", *store).splitlines()
     assert listed[2].split()[2] == "awaiting-approval"
-    assert listed[2].split()[5] == "1"
+    assert listed[2].split()[6] == "1"
     shown = task_cli("pending", "fix", *store)
     assert pending.call_id in shown
     assert '{"branch": "fix"}' in shown

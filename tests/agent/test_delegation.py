@@ -128,7 +128,7 @@ def test_the_model_delegates_through_a_tool_and_the_cli_shows_the_tree(tmp_path:
 
     listed = task_cli("list", "--store", str(tmp_path)).splitlines()
     rows = [line.split() for line in listed[2:]]
-    assert [(r[0], r[-1]) for r in rows] == [("plan", "-"), ("plan.3-delegate", "plan")]
+    assert [(r[0], r[-2]) for r in rows] == [("plan", "-"), ("plan.3-delegate", "plan")]
     shown = task_cli("show", "plan", "--store", str(tmp_path))
     assert "  plan.3-delegate: done" in shown
     assert "tree usage: 3 call(s)" in shown
