@@ -206,3 +206,18 @@ def test_run_as_stopped_on_an_approval_answers_once_it_is_given(tmp_path: Path) 
         assert task.done
     assert answer.output == Verdict(pushed=True)
     assert [run["tool"] for run in repo.runs()] == ["read_file", "git_push"]
+
+
+def test_needs_approval_names_tools_of_the_box_and_mcp_servers() -> None:
+    """``needs_approval`` takes tool names (an MCP server's too), never a bare string, and
+    refuses a name the box lacks."""
+    from tests.mcp.helpers import stdio_test_server
+
+    repo = Repo(Path("unused.log"))
+    with pytest.raises(TypeError, match="needs_approval holds tool names"):
+        Toolbox([repo.git_push], needs_approval="git_push")
+    with pytest.raises(ValueError, match="needs_approval names no tool of the box: push"):
+        Toolbox([repo.git_push], needs_approval={"push"})
+    with Toolbox.from_mcp(stdio_test_server(), needs_approval={"echo"}) as box:
+        assert box.needs_approval("echo")
+        assert not box.needs_approval("shout")
