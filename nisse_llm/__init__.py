@@ -13,6 +13,7 @@ from nisse_llm import _lazy
 from nisse_llm._version import __version__ as __version__
 from nisse_llm.config.routes import has_native_adapter
 from nisse_llm.errors import (
+    ApprovalRefused,
     AuthenticationFailed,
     BudgetExhausted,
     ConfigError,
@@ -58,7 +59,7 @@ from nisse_llm.log.images import Image
 
 if TYPE_CHECKING:
     from nisse_llm._partial import PartialReply
-    from nisse_llm.agent import AsyncTask, RunResult, Step, Task
+    from nisse_llm.agent import AsyncTask, PendingApproval, RunResult, Step, Task
     from nisse_llm.config.options import RequestOptions
     from nisse_llm.config.profiles import RoleProfile
     from nisse_llm.config.settings import (
@@ -176,6 +177,7 @@ _LAZY = {
     "Task": "nisse_llm.agent",
     "AsyncTask": "nisse_llm.agent",
     "RunResult": "nisse_llm.agent",
+    "PendingApproval": "nisse_llm.agent",
     "Step": "nisse_llm.agent",
     "uninstrument": "nisse_llm.telemetry",
 }
@@ -183,6 +185,7 @@ _LAZY = {
 __all__ = [
     "AnthropicMessagesRenderer",
     "AnthropicPassthroughClient",
+    "ApprovalRefused",
     "AssistantText",
     "AsyncAnthropicPassthroughClient",
     "AsyncLiteLLMClient",
@@ -221,6 +224,7 @@ __all__ = [
     "OpenAIResponsesRenderer",
     "OutputValidationError",
     "PartialReply",
+    "PendingApproval",
     "Pin",
     "PostgresLogStore",
     "ProgramRecord",

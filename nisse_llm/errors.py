@@ -18,6 +18,7 @@ caller must do about it.
     ├── TaskBusy               another driver holds the task's lease: leave the task to it
     ├── TaskClosed             the task was closed: open it again to go on
     ├── TaskDiverged           a reopened task's program asked another call than it recorded
+    ├── ApprovalRefused        an approval or denial of a call that awaits none: nothing written
     ├── TaskStoreMisconfigured  the task store refused us (password, privilege, database):
     │                          fix its configuration or grants; retrying will not help
     └── UpstreamUnavailable    keep the work and resume later: not the work's fault
@@ -63,6 +64,7 @@ if TYPE_CHECKING:
     from nisse_llm._partial import PartialReply, PartialToolCall
 
 __all__ = [
+    "ApprovalRefused",
     "AuthenticationFailed",
     "BudgetExhausted",
     "ConfigError",
@@ -285,6 +287,18 @@ class TaskStoreMisconfigured(LLMError):
 class TaskClosed(LLMError):
     """A method was called on a task after it was closed: nothing ran; open the task again
     (``Task.open``) to go on with it."""
+
+
+class ApprovalRefused(LLMError):
+    """An approval or a denial of a tool call was refused, nothing written: no call of that
+    id awaits approval in the task, or it was decided before (``reason`` says which)."""
+
+    def __init__(self, message: str, *, call_id: str, reason: str) -> None:
+        super().__init__(message)
+        #: The call id the decision named.
+        self.call_id = call_id
+        #: Why it was refused.
+        self.reason = reason
 
 
 class TaskDiverged(LLMError):

@@ -18,6 +18,7 @@ from nisse_llm.agent.program import Recorded, check_same, same_call, system_chan
 from nisse_llm.errors import TaskClosed, TaskPinMismatch
 from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult, ToolSpec
 from nisse_llm.log.toolbox import Toolbox
+from nisse_llm.task.approvals import PendingApproval, awaiting
 from nisse_llm.task.logstore import AsyncLogStore, LogStore
 from nisse_llm.task.stores import AsyncStoreArg, StoreArg, open_async_store, open_store
 
@@ -48,6 +49,7 @@ __all__ = [
     "history_of",
     "open_async_store",
     "open_store",
+    "pending_approvals_of",
     "reconciled",
     "router_pin",
     "tool_runs_of",
@@ -188,6 +190,11 @@ def unknown_calls_of(found: LogRead) -> list[StoredCall]:
 def unknown_tool_runs_of(found: LogRead) -> list[ToolCall]:
     """The tool calls whose run was cut and whose outcome is unknown."""
     return unknown_tool_runs((r.event for r in found.events), found.tool_runs)
+
+
+def pending_approvals_of(found: LogRead) -> list[PendingApproval]:
+    """The tool calls awaiting a person's approval, in the order recorded."""
+    return awaiting((r.event for r in found.events), found.records)
 
 
 def tool_runs_of(found: LogRead) -> list[StoredToolRun]:

@@ -52,7 +52,7 @@ __all__ = [
 ]
 
 #: A kind of program call.
-Op = Literal["say", "step", "run", "run_as"]
+Op = Literal["say", "step", "run", "run_as", "delegate"]
 #: How long a said text may be in a `TaskDiverged` message before it is cut.
 _SHOWN = 60
 
@@ -116,11 +116,13 @@ def system_change(before: str | None, given: str | None) -> str | None:
 
 def describe(record: ProgramRecord) -> str:
     """A call as a program spells it: ``run_as('planner', Plan)``, ``say('Go on.')``."""
+    text = record.text or ""
+    shown = text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
     if record.op == "say":
-        text = record.text or ""
-        shown = text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
         images = f", images={record.images}" if record.images else ""
         return f"say({shown!r}{images})"
+    if record.op == "delegate":
+        return f"delegate({record.role!r}, {shown!r})"
     extra = f", {record.output_type}" if record.output_type else ""
     return f"{record.op}({record.role!r}{extra})"
 

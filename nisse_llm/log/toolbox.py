@@ -137,6 +137,9 @@ class Toolbox(Closing):
     ``strict`` (default) marks each tool whose schema fits strict mode as it is to be sent
     ``strict: true`` where the route and model take it (`ToolSpec.strict`); a tool that
     does not fit is sent as before, and why is logged at DEBUG; ``strict=False`` opts out.
+    ``needs_approval`` names the tools a task runs only after a person approves the call
+    (``task.approve``; see `nisse_llm.task.approvals`): a run stops with such a call
+    pending, and the calls beside it run as usual.
     """
 
     def __init__(
@@ -146,6 +149,7 @@ class Toolbox(Closing):
         propagate_errors: bool = False,
         repeatable: Iterable[str] = (),
         strict: bool = True,
+        needs_approval: Iterable[str] = (),
     ) -> None:
         #: Whether tools whose schema fits strict mode are sent strict (where the route
         #: and model take it; see `ToolSpec.strict`).
@@ -157,17 +161,59 @@ class Toolbox(Closing):
         self.repeatable: frozenset[str] = frozenset()
         self._connections: list[McpConnection] = []
         self._mark_repeatable(repeatable)
+        #: The tools whose calls run only once a person approves them (`needs_approval`).
+        self.approval_needed = self._tool_names("needs_approval", needs_approval)
 
-    def _mark_repeatable(self, names: Iterable[str]) -> None:
+    def _tool_names(self, what: str, names: Iterable[str]) -> frozenset[str]:
+        """``names``, each the name of a tool of the box (`ValueError` naming the others)."""
         if isinstance(names, str):
-            raise TypeError(f"repeatable holds tool names: write {{{names!r}}}")
-        #: The names given as ``repeatable`` (a function marked by `ToolSpec.from_function`
-        #: is repeatable too: see `is_repeatable`).
+            raise TypeError(f"{what} holds tool names: write {{{names!r}}}")
         marked = frozenset(names)
         unknown = sorted(marked - set(self._tools))
         if unknown:
-            raise ValueError(f"repeatable names no tool of the box: {', '.join(unknown)}")
-        self.repeatable |= marked
+            raise ValueError(f"{what} names no tool of the box: {', '.join(unknown)}")
+        return marked
+
+    def _mark_repeatable(self, names: Iterable[str]) -> None:
+        #: The names given as ``repeatable`` (a function marked by `ToolSpec.from_function`
+        #: is repeatable too: see `is_repeatable`).
+        self.repeatable |= self._tool_names("repeatable", names)
+
+    @classmethod
+    def delegation(
+        cls,
+        task: Any,
+        role: str,
+        *,
+        tools: Any,
+        system: str | None = None,
+        name: str | None = None,
+    ) -> Toolbox:
+        """A box of one tool, ``delegate_to_<role>(prompt)`` (or ``name``), through which the
+        model hands a sub-task to ``role``: ``task.delegate(role, prompt, tools=tools,
+        system=system)`` (a `Task`'s or an `AsyncTask`'s), its answer's text the result.
+        Repeatable: a run of it cut by a kill runs again, and the delegation's replay
+        resumes the same child rather than beginning another."""
+        named = name or f"delegate_to_{role}"
+        if inspect.iscoroutinefunction(task.delegate):
+
+            async def handed(prompt: str) -> str:
+                return str((await task.delegate(role, prompt, tools=tools, system=system)).text)
+
+            run: Callable[..., Any] = handed
+        else:
+
+            def handed_sync(prompt: str) -> str:
+                return str(task.delegate(role, prompt, tools=tools, system=system).text)
+
+            run = handed_sync
+        run.__name__ = run.__qualname__ = named
+        run.__doc__ = f"Hand a sub-task to the {role}: say what to do; its answer comes back."
+        return cls([run], repeatable={named})
+
+    def needs_approval(self, name: str) -> bool:
+        """Whether a call of the tool ``name`` runs only once a person approves it."""
+        return name in self.approval_needed
 
     def is_repeatable(self, name: str) -> bool:
         """Whether the tool ``name`` may run again when its outcome is unknown: named in
@@ -195,9 +241,11 @@ class Toolbox(Closing):
         propagate_errors: bool = False,
         repeatable: Iterable[str] = (),
         strict: bool = True,
+        needs_approval: Iterable[str] = (),
     ) -> Toolbox:
         """The tools of ``servers`` (started now, stopped by `close`) beside the functions
-        ``tools``. A tool its server marks read-only or idempotent is ``repeatable``.
+        ``tools``. A tool its server marks read-only or idempotent is ``repeatable``;
+        ``needs_approval`` as for the constructor.
 
         Raises `UpstreamUnavailable` when a server does not start or list its tools.
         """
@@ -206,6 +254,7 @@ class Toolbox(Closing):
             first, *more = servers
             box._serve(first.connect(*more))
         box._mark_repeatable(repeatable)
+        box.approval_needed = box._tool_names("needs_approval", needs_approval)
         return box
 
     @classmethod
@@ -216,6 +265,7 @@ class Toolbox(Closing):
         propagate_errors: bool = False,
         repeatable: Iterable[str] = (),
         strict: bool = True,
+        needs_approval: Iterable[str] = (),
     ) -> Toolbox:
         """`from_mcp` for asyncio: the servers start without blocking the running loop."""
         box = cls(tools, propagate_errors=propagate_errors, strict=strict)
@@ -223,6 +273,7 @@ class Toolbox(Closing):
             first, *more = servers
             box._serve(await first.aconnect(*more))
         box._mark_repeatable(repeatable)
+        box.approval_needed = box._tool_names("needs_approval", needs_approval)
         return box
 
     def _serve(self, connection: McpConnection) -> None:

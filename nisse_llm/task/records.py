@@ -11,6 +11,8 @@ task file is one of these shapes, told apart by its key::
     {"seq": 5, "at": ..., "tools": {"specs": [{"name": ..., ...}]}}  # the tools offered
     {"seq": 6, "at": ..., "repin": {"changed": [...], "by": ..., "pin": {...}}}  # a repin
     {"seq": 7, "at": ..., "program": {"op": "run", "role": ..., "outcome": "started"}}
+    {"seq": 8, "at": ..., "approval": {"call_id": ..., "tool": ..., "outcome": "pending"}}
+    {"seq": 9, "at": ..., "parent": {"key": ..., "role": ...}}     # a sub-task's parent
 
 Files written before task records hold ``event`` lines only and read unchanged, and files
 written before tool-run records hold none of them.
@@ -32,6 +34,9 @@ task's program (`ProgramRecord`: a ``step``, ``run`` or ``run_as``, started and 
 order, to give the log a request sends.
 A ``repin`` record (``nisse-llm task repin``) holds the pin record the task runs with from
 there on: a task's pin is its last repin's, else its header's (`pin_in_force`).
+An ``approval`` record is a step of a tool call's approval: pending, approved or denied
+(`nisse_llm.task.approvals`). A ``parent`` record names the task that delegated this one
+(`nisse_llm.task.delegation`).
 """
 
 from __future__ import annotations
@@ -55,6 +60,8 @@ from nisse_llm.log.canonical import (
     ToolSpec,
     Usage,
 )
+from nisse_llm.task.approvals import ApprovalRecord, StoredApproval
+from nisse_llm.task.delegation import StoredParent
 
 if TYPE_CHECKING:
     from nisse_llm.config.settings import Pin
@@ -62,15 +69,18 @@ if TYPE_CHECKING:
 
 __all__ = [
     "TASK_FORMAT",
+    "ApprovalRecord",
     "BatchRecord",
     "CallRecord",
     "OpenedPin",
     "ProgramRecord",
     "RepinRecord",
     "ResumedTask",
+    "StoredApproval",
     "StoredBatch",
     "StoredCall",
     "StoredHeader",
+    "StoredParent",
     "StoredProgram",
     "StoredRecord",
     "StoredRepin",
@@ -187,21 +197,23 @@ class StoredToolRun(_Frozen):
 
 
 class ProgramRecord(_Frozen):
-    """One call of a task's program (``say``, ``step``, ``run`` or ``run_as``), as asked:
-    its ``role``, the ``text`` said (``say``), the answer type's name (``run_as``), and the
-    ``system`` prompt when it differs from the one before (``""``: none from here on).
+    """One call of a task's program (``say``, ``step``, ``run``, ``run_as`` or ``delegate``),
+    as asked: its ``role``, the ``text`` said (``say``; a ``delegate``'s prompt), the answer
+    type's name (``run_as``), the ``system`` prompt when it differs from the one before
+    (``""``: none from here on), and a ``delegate``'s ``child`` task key.
 
     ``"started"`` is written before the call acts and ``"done"`` (``start`` naming it,
     ``result`` what the call returned, as JSON) when it returns; a ``say`` is written
     ``"done"`` in its message's batch. A task reopened replays its program against these.
     """
 
-    op: Literal["say", "step", "run", "run_as"]
+    op: Literal["say", "step", "run", "run_as", "delegate"]
     role: str | None = Field(default=None, exclude_if=lambda v: v is None)
     text: str | None = Field(default=None, exclude_if=lambda v: v is None)
     images: NonNegativeInt = Field(default=0, exclude_if=lambda v: v == 0)
     output_type: str | None = Field(default=None, exclude_if=lambda v: v is None)
     system: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    child: str | None = Field(default=None, exclude_if=lambda v: v is None)
     outcome: Literal["started", "done"] = "started"
     start: NonNegativeInt | None = Field(default=None, exclude_if=lambda v: v is None)
     result: dict[str, Any] | None = Field(default=None, exclude_if=lambda v: v is None)
@@ -288,8 +300,8 @@ class StoredRepin(_Frozen):
 def _record_kind(value: Any) -> str | None:
     """Which record a line is, by its key (a dict while validating, a model when dumping)."""
     if isinstance(value, Mapping):
-        keys = ("event", "llm_call", "tool_run", "batch", "tools", "repin", "program", "header")
-        for key in keys:
+        keys = ("event", "llm_call", "tool_run", "batch", "tools", "repin", "program")
+        for key in (*keys, "approval", "parent", "header"):
             if key in value:
                 return key
         return None
@@ -307,11 +319,15 @@ def _record_kind(value: Any) -> str | None:
         return "repin"
     if isinstance(value, StoredProgram):
         return "program"
+    if isinstance(value, StoredApproval):
+        return "approval"
+    if isinstance(value, StoredParent):
+        return "parent"
     return "header" if isinstance(value, StoredHeader) else None
 
 
-#: Any line of a task file: a header, an event, a call, tool-run, batch, tools, repin or
-#: program record.
+#: Any line of a task file: a header, an event, a call, tool-run, batch, tools, repin,
+#: program, approval or parent record.
 StoredRecord: TypeAlias = Annotated[
     Annotated[StoredEvent, Tag("event")]
     | Annotated[StoredCall, Tag("llm_call")]
@@ -320,13 +336,15 @@ StoredRecord: TypeAlias = Annotated[
     | Annotated[StoredTools, Tag("tools")]
     | Annotated[StoredRepin, Tag("repin")]
     | Annotated[StoredProgram, Tag("program")]
+    | Annotated[StoredApproval, Tag("approval")]
+    | Annotated[StoredParent, Tag("parent")]
     | Annotated[StoredHeader, Tag("header")],
     Discriminator(
         _record_kind,
         custom_error_type="record_kind",
         custom_error_message=(
             "a record holds one of 'event', 'llm_call', 'tool_run', 'batch', 'tools', 'repin', "
-            "'program' or 'header'"
+            "'program', 'approval', 'parent' or 'header'"
         ),
     ),
 ]
@@ -339,6 +357,8 @@ RECORD_TYPES = (
     StoredTools,
     StoredRepin,
     StoredProgram,
+    StoredApproval,
+    StoredParent,
     StoredHeader,
 )
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Self, TypeVar, cast
 
 from nisse_llm.config._bounds import check_client_numbers
 from nisse_llm.log.canonical import CallInfo, CanonicalEvent, Usage
@@ -173,6 +173,13 @@ class RouterBase(Generic[K, S]):
         ):
             return after + log[len(before) :]
         return log
+
+    def for_store(self, store: S) -> Self:
+        """A router like this one (its pin, compaction and client options, so the same
+        transport) recording its calls in ``store``: a sub-task's; close it after use."""
+        build = type(self).from_pin  # type: ignore[attr-defined]
+        made = build(self._pin, store=store, compaction=self._compaction, **self._client_options)
+        return cast("Self", made)
 
     @property
     def store(self) -> S | None:

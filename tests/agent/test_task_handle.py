@@ -23,11 +23,15 @@ ACTS: dict[str, Callable[[Any, Any], Any]] = {
     "run()": lambda task, box: task.run("executor", tools=box),
     "run_as()": lambda task, box: task.run_as("executor", _Answer, tools=box),
     "tool_changes()": lambda task, box: task.tool_changes(box),
+    "approve()": lambda task, box: task.approve("call-1"),
+    "deny()": lambda task, box: task.deny("call-1", "no"),
+    "delegate()": lambda task, box: task.delegate("executor", "Help.", tools=box),
 }
 #: Every public read of a task (the store's contents and what the opening set).
 READS = (
     "done", "events", "history", "usage", "unknown_calls", "unknown_tool_runs", "tool_runs",
     "repairs", "offered_tools", "pin", "pin_changes", "store", "router",
+    "pending_approvals", "children", "total_usage",
 )  # fmt: skip
 
 

@@ -82,6 +82,19 @@ def _agent_loop(script: Script, workdir: Path) -> None:
         reply(json.dumps({"fixed": True, "summary": "add() adds"})), user_text="Is calc.py fixed?"
     )
     script.when(reply("Hello!"), user_text="Say hello.")
+    script.when(
+        reply(
+            "Pushing, and reading it once more.",
+            ToolUse("git_push", {"branch": "fix-add"}),
+            ToolUse("read_file", {"path": "calc.py"}),
+        ),
+        user_text="Push the fix to a branch.",
+    )
+    script.when(
+        reply("Pushed fix-add."), where=lambda r: any("pushed fix-add" in t for t in r.tool_results)
+    )
+    script.when(reply("calc.py is tidy."), user_text="Tidy calc.py.")
+    script.when(reply("notes.txt is tidy."), user_text="Tidy notes.txt.")
 
 
 SCENARIOS["docs/guides/agent-loop.md"] = _agent_loop

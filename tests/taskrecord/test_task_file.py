@@ -314,7 +314,8 @@ def test_a_line_of_no_known_kind_names_the_keys(place: Place) -> None:
 
     assert str(caught.value) == (
         f"{place.where}:1: not a valid log record (a record holds one of 'event', 'llm_call', "
-        "'tool_run', 'batch', 'tools', 'repin', 'program' or 'header')"
+        "'tool_run', 'batch', 'tools', 'repin', 'program', 'approval', 'parent' "
+        "or 'header')"
     )
 
 

@@ -12,10 +12,11 @@ program run again from the top replays what it did (`nisse_llm.agent.program`).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Iterable
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from nisse_llm import defaults
 from nisse_llm._closing import Closing
@@ -26,6 +27,7 @@ from nisse_llm.agent._base import (
     checked_router,
     history_of,
     open_store,
+    pending_approvals_of,
     reconciled,
     router_pin,
     tool_runs_of,
@@ -35,7 +37,7 @@ from nisse_llm.agent._base import (
     usage_of,
     view_of,
 )
-from nisse_llm.agent._sync import io
+from nisse_llm.agent._sync import delegation, io, opening
 from nisse_llm.agent.plan import (
     Finish,
     RunCounts,
@@ -46,12 +48,15 @@ from nisse_llm.agent.plan import (
     asked_for_answer,
     final_text,
     finish_plan,
+    fresh_plan,
     is_done,
     native_answer,
+    run_limits,
     run_result,
     run_result_record,
     typed_answer,
     unknown_result,
+    waiting_step,
 )
 from nisse_llm.agent.program import (
     Recorded,
@@ -62,15 +67,28 @@ from nisse_llm.agent.program import (
     step_events,
     step_result,
 )
-from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult, UserImage, UserText
+from nisse_llm.log.canonical import (
+    CanonicalEvent,
+    ToolCall,
+    ToolResult,
+    UserImage,
+    UserText,
+)
 from nisse_llm.log.toolbox import Toolbox
+from nisse_llm.task.approvals import (
+    ApprovalRecord,
+    PendingApproval,
+    approvals_of,
+    decision_record,
+    denied_result,
+)
+from nisse_llm.task.delegation import ParentRecord, child_key, children_of, parent_of
 from nisse_llm.task.records import (
     ProgramRecord,
-    StoredRecord,
     ToolRunRecord,
     pending_calls,
-    unfinished_batch,
 )
+from nisse_llm.task.repin import default_by
 from nisse_llm.transport.routers import RoleRouter
 
 if TYPE_CHECKING:
@@ -81,7 +99,13 @@ if TYPE_CHECKING:
     from nisse_llm.log.images import Image
     from nisse_llm.task.lease import FileLease
     from nisse_llm.task.logstore import LogRead, LogStore
-    from nisse_llm.task.records import ResumedTask, StoredCall, StoredToolRun, UsageTotals
+    from nisse_llm.task.records import (
+        ResumedTask,
+        StoredCall,
+        StoredToolRun,
+        UsageTotal,
+        UsageTotals,
+    )
     from nisse_llm.task.summaries import CompactionPolicy
 
     M = TypeVar("M", bound=BaseModel)
@@ -114,6 +138,8 @@ class Task(TaskBase["LogStore"], Closing):
         self._owns_router = owns_router
         #: Whether every tool call of the log is answered (unknown until searched).
         self._settled = False
+        #: The calls the last tool runs left awaiting a person's approval.
+        self._awaiting: list[PendingApproval] = []
         super().__init__(
             store,
             pin,
@@ -173,19 +199,19 @@ class Task(TaskBase["LogStore"], Closing):
         if router is not None:
             opened = checked_router(router, opened, compaction)
             owned = False
-        lease = _lease(opened, owned)
+        lease = opening.take_lease(opened, owned)
         try:
             if router is None:
                 found = opened.open_pin(pin, strict_pin=strict_pin)
             else:
                 router.begin_task()
                 found = router_pin(router, pin, strict_pin=strict_pin)
-            records = _begin(opened, prompt)
+            records = opening.begin(opened, prompt)
             in_force = found.pin
             resumed = opened.resume(in_force.token, base_url=in_force.base_url)
             driver = router or RoleRouter.from_pin(in_force, store=opened, compaction=compaction)
         except BaseException:
-            _release(opened, owned, lease)
+            opening.release(opened, owned, lease)
             raise
         return cls(
             opened,
@@ -247,6 +273,40 @@ class Task(TaskBase["LogStore"], Closing):
         self._check_open("tool_runs")
         return self._reading(tool_runs_of)
 
+    @property
+    def pending_approvals(self) -> io.Read[list[PendingApproval]]:
+        """The tool calls awaiting a person's approval, in the order recorded (read from
+        the store: ``task.pending_approvals``)."""
+        self._check_open("pending_approvals")
+        return self._reading(pending_approvals_of)
+
+    def approve(self, call_id: str, *, by: str | None = None) -> None:
+        """Approve the call ``call_id`` awaiting approval, ``by`` whom (default:
+        ``user@host``): the next run runs it. `ApprovalRefused` (nothing written) for a
+        call that awaits no approval or was decided before."""
+        self._check_open("approve()")
+        self._decide(call_id, "approved", by, None)
+
+    def deny(self, call_id: str, reason: str, *, by: str | None = None) -> None:
+        """Deny the call ``call_id`` awaiting approval, ``by`` whom: the next run answers it
+        with an error result carrying ``reason``. Refused as `approve` is."""
+        self._check_open("deny()")
+        self._decide(call_id, "denied", by, reason)
+
+    def _decide(
+        self,
+        call_id: str,
+        outcome: Literal["approved", "denied"],
+        by: str | None,
+        reason: str | None,
+    ) -> None:
+        found = self._store.read()
+        record = decision_record(
+            found.records, call_id, outcome, by=by or default_by(), reason=reason
+        )
+        self._store.append_approval(record)
+        self._settled = False  # the next step finishes the call as decided
+
     def _reading(self, part: Callable[[LogRead], R]) -> R:
         return part(self._store.read())
 
@@ -290,6 +350,8 @@ class Task(TaskBase["LogStore"], Closing):
             step = self._step(role, box, options, found.system, max_concurrent_tools)
         else:
             step = self._resumed_step(role, box, options, found, max_concurrent_tools)
+        if step.pending_approvals:
+            return step  # not done: asked again once they are decided, it goes on
         self._ended(found, step_result(step))
         return step
 
@@ -303,14 +365,20 @@ class Task(TaskBase["LogStore"], Closing):
     ) -> Step:
         """The model call of a step and its tool runs (the cut step's calls answered)."""
         finished = self._finish(box, limit)
+        if self._awaiting:
+            return waiting_step(finished, self._awaiting)
         self._offer(box)
         completion = self._router.completion(role, self._log, box, system, options=options)
         self._log += [record.event for record in self._store.append_batch(completion.events)]
         self._settled = False
-        calls = [Finish(e, "run") for e in completion.events if isinstance(e, ToolCall)]
-        results = self._run_tools(box, calls, limit)
-        self._settled = True
-        return Step(completion=completion, results=results, finished=finished)
+        results = self._run_tools(box, fresh_plan(completion.events, box.needs_approval), limit)
+        self._settled = not self._awaiting
+        return Step(
+            completion=completion,
+            results=results,
+            finished=finished,
+            pending_approvals=tuple(self._awaiting),
+        )
 
     def _resumed_step(
         self,
@@ -327,9 +395,14 @@ class Task(TaskBase["LogStore"], Closing):
         resumed = resumed_reply(records, found.seq)
         if resumed is None:
             step = self._step(role, box, options, found.system, limit)
-            return Step(completion=step.completion, results=step.results, finished=finished)
+            return Step(
+                completion=step.completion,
+                results=step.results,
+                finished=finished,
+                pending_approvals=step.pending_approvals,
+            )
         completion, results = resumed
-        return Step(completion=completion, results=results)
+        return Step(completion=completion, results=results, pending_approvals=tuple(self._awaiting))
 
     def _replayed_step(self, found: Recorded) -> Step:
         """A step the task recorded done, as it returned (read back from the file)."""
@@ -363,7 +436,7 @@ class Task(TaskBase["LogStore"], Closing):
         and the task stays resumable. Other errors are `complete`'s.
         """
         self._check_open("run()")
-        limits = _limits(max_steps, max_cost_usd, max_tokens)
+        limits = run_limits(max_steps, max_cost_usd, max_tokens)
         asked = ProgramRecord(op="run", role=role)
         found = self._enter(asked)
         if found is not None and found.done is not None:
@@ -378,8 +451,9 @@ class Task(TaskBase["LogStore"], Closing):
                 )  # fmt: skip
             finally:
                 span.ended(counts.steps, counts.usage)
-        result = counts.result(self._log, final_text(self._log))
-        self._ended(found, run_result_record(result, None))
+        result = counts.result(self._log, final_text(self._log), self._awaiting)
+        if not result.pending_approvals:  # else not done: run again once they are decided
+            self._ended(found, run_result_record(result, None))
         return result
 
     def run_as(
@@ -407,7 +481,7 @@ class Task(TaskBase["LogStore"], Closing):
         A `run_as` the task recorded done at this point of its program returns its
         validated answer from the file, without calling the model."""
         self._check_open("run_as()")
-        limits = _limits(max_steps, max_cost_usd, max_tokens)
+        limits = run_limits(max_steps, max_cost_usd, max_tokens)
         asked = ProgramRecord(op="run_as", role=role, output_type=output_type.__name__)
         found = self._enter(asked)
         if found is not None and found.done is not None:
@@ -426,6 +500,8 @@ class Task(TaskBase["LogStore"], Closing):
                 )  # fmt: skip
             finally:
                 span.ended(counts.steps, counts.usage)
+        if value is None:  # stopped on calls awaiting approval: not done, no answer yet
+            return counts.result(self._log, cast("M", None), self._awaiting)
         result = counts.result(self._log, value)
         self._ended(found, run_result_record(result, value))
         return result
@@ -443,10 +519,10 @@ class Task(TaskBase["LogStore"], Closing):
         limit: int,
         *,
         answered: bool,
-    ) -> M:
+    ) -> M | None:
         """The typed answer of a `run_as`: in the steps' replies where the route takes a
         native format, else by a call of its own after the steps (``answered``: an answer
-        the log ends with is this run's)."""
+        the log ends with is this run's); None while calls approval."""
         taken = [spec.name for spec in box.specs]
         found = typed_answer(self._log, output_type) if answered else None
         if found is not None:
@@ -458,6 +534,8 @@ class Task(TaskBase["LogStore"], Closing):
                 self._said(answer_request(output_type, native=True))
             while True:
                 self._steps(role, box, limits, counts, native, system, limit)
+                if self._awaiting:
+                    return None
                 value = native_answer(self._log, output_type, attempts, repair_attempts)
                 if not isinstance(value, str):
                     return value
@@ -465,6 +543,8 @@ class Task(TaskBase["LogStore"], Closing):
                 self._said(value)
         if not asked_for_answer(self._log, output_type):
             self._steps(role, box, limits, counts, options, system, limit)
+            if self._awaiting:
+                return None
             counts.check(limits)
             self._said(answer_request(output_type, native=False))
         self._offer(box)  # a run that made no step still records what it offers
@@ -480,6 +560,66 @@ class Task(TaskBase["LogStore"], Closing):
         self._log += [r.event for r in self._store.append_batch(typed.events)]
         counts.add(typed.usage, *typed.calls)
         return typed.value
+
+    def delegate(
+        self,
+        role: str,
+        prompt: str,
+        *,
+        tools: Tools,
+        system: str | None = None,
+        max_steps: int = defaults.RUN_MAX_STEPS,
+        max_cost_usd: Decimal | float | None = None,
+    ) -> RunResult[str]:
+        """Run ``prompt`` as a sub-task for ``role``: a child task in this task's store under
+        a key derived from this one's (``fix.1-delegate``), its key recorded here first, its
+        parent recorded there; its ``run`` result is returned (and recorded here, so a
+        replay returns it). Reopened and replayed, a ``delegate`` done returns the child's
+        recorded result; one not done opens the same child, whose program replays in turn,
+        so no child call is made twice and no child begun twice. Errors are the child's
+        `run`'s (an `UpstreamUnavailable`: a budget, the network): the child keeps its
+        branch, and this task reopened later resumes it."""
+        self._check_open("delegate()")
+        asked = ProgramRecord(op="delegate", role=role, text=prompt)
+        found = self._enter(asked)
+        if found is not None and found.done is not None:
+            assert found.done.result is not None
+            return run_result(found.done.result, None)
+        parent = self._store
+        if found is None:
+            # Numbered by the call's place in the program (1 first), known before any await:
+            # two delegations started at once (a reply's concurrent tool calls) differ.
+            key = child_key(parent.task_key, self._position, role)
+            found = self._started(asked.model_copy(update={"child": key}), self._system)
+        assert found.asked.child is not None
+        with (
+            parent.sibling(found.asked.child) as store,  # closed with the child: its lease too
+            self._router.for_store(store) as router,
+            Task.open(store, self._pin, router=router) as child,
+        ):
+            if parent_of((store.read()).records) is None:
+                store.append_parent(ParentRecord(key=parent.task_key, role=role))
+            child.say(prompt)
+            result = child.run(
+                role, tools=tools, system=system, max_steps=max_steps, max_cost_usd=max_cost_usd
+            )
+        if not result.pending_approvals:
+            self._ended(found, run_result_record(result, None))
+        return result
+
+    @property
+    def children(self) -> io.Read[list[str]]:
+        """The keys of the sub-tasks this task delegated to, in order (read from the store:
+        ``task.children``)."""
+        self._check_open("children")
+        return self._reading(lambda found: children_of(found.records))
+
+    @property
+    def total_usage(self) -> io.Read[UsageTotal]:
+        """The usage of this task and of all its sub-tasks, theirs in turn (read from the
+        store: ``task.total_usage``)."""
+        self._check_open("total_usage")
+        return delegation.total_usage(self._store)
 
     def _said(self, text: str) -> None:
         """Append a user message the loop itself adds (not a call of the program)."""
@@ -528,10 +668,12 @@ class Task(TaskBase["LogStore"], Closing):
             return
         while True:
             self._finish(box, limit)
+            if self._awaiting:
+                return
             counts.check(limits)
             step = self._step(role, box, options, system, limit)
             counts.add(step.completion.usage, step.completion.call)
-            if not step.more:
+            if not step.more or step.pending_approvals:
                 return
 
     def _finish(self, box: Toolbox, limit: int = 1) -> list[ToolResult]:
@@ -540,13 +682,17 @@ class Task(TaskBase["LogStore"], Closing):
         there are some)."""
         if self._settled:
             return []
+        self._awaiting = []
         if pending_calls(self._log):
-            runs = (self._store.read()).tool_runs
-            plan = finish_plan(self._log, runs, box.is_repeatable)
+            found = self._store.read()
+            approvals = approvals_of(found.records)
+            plan = finish_plan(
+                self._log, found.tool_runs, box.is_repeatable, approvals, box.needs_approval
+            )
             finished = self._run_tools(box, plan, limit)
         else:
             finished = []
-        self._settled = True
+        self._settled = not self._awaiting
         return finished
 
     def _run_tools(self, box: Toolbox, plan: list[Finish], limit: int) -> list[ToolResult]:
@@ -555,15 +701,31 @@ class Task(TaskBase["LogStore"], Closing):
         if limit < 1:
             raise ValueError(f"max_concurrent_tools must be at least 1, got {limit}")
         results = []
+        self._awaiting = []
         runs = [functools.partial(self._run_tool, box, finish) for finish in plan]
         for result in io.ordered(runs, limit):
-            results.append(self._answered(result))
+            if isinstance(result, PendingApproval):
+                self._awaiting.append(result)
+            else:
+                results.append(self._answered(result))
         return results
 
-    def _run_tool(self, box: Toolbox, finish: Finish) -> ToolResult | _GivenUp:
+    def _run_tool(self, box: Toolbox, finish: Finish) -> ToolResult | _GivenUp | PendingApproval:
         """Answer one tool call as ``finish`` says: its start written before it runs, its
-        result returned for the caller to append in call order."""
+        result returned for the caller to append in call order (a call awaiting approval:
+        its pending record written if it was not, and it returned unanswered)."""
         call = finish.call
+        if finish.how == "await":
+            if finish.approval is None:
+                pending = ApprovalRecord(
+                    call_id=call.call_id, tool=call.tool, arguments=call.arguments
+                )
+                stored = self._store.append_approval(pending)
+                finish = dataclasses.replace(finish, approval=stored)
+            return finish.waiting()
+        if finish.how == "deny":
+            assert finish.approval is not None
+            return denied_result(call, finish.approval.approval)
         if finish.how == "reconcile" and self._reconcile is not None:
             found = reconciled(self._reconcile, call)
             if found is not None:
@@ -601,40 +763,7 @@ class Task(TaskBase["LogStore"], Closing):
             return
         if self._owns_router:
             self._router.close()
-        _release(self._store, self._owned, self._held)
-
-
-def _lease(store: LogStore, owned: bool) -> FileLease | None:
-    """Take the task's lease as its one driver (`LogStore.lease`); `TaskBusy` while
-    another holds it (a store the task opened is closed first)."""
-    try:
-        return store.lease()
-    except BaseException:
-        if owned:
-            store.close()
-        raise
-
-
-def _release(store: LogStore, owned: bool, lease: FileLease | None) -> None:
-    """Close the store if the task opened it, then release the lease."""
-    try:
-        if owned:
-            store.close()
-    finally:
-        if lease is not None:
-            lease.close()
-
-
-def _begin(store: LogStore, prompt: str | None) -> list[StoredRecord]:
-    """Finish a batch a crash cut short in the begun task, and write ``prompt`` if the task
-    holds no event yet; return the records read (the program's among them)."""
-    found = store.read()
-    missing = unfinished_batch(found.records)
-    if missing:
-        store.append_batch(missing)
-    if prompt is not None and not found.events:
-        store.append_event(UserText(text=prompt))
-    return found.records
+        opening.release(self._store, self._owned, self._held)
 
 
 class _GivenUp:
@@ -645,10 +774,3 @@ class _GivenUp:
     def __init__(self, record: ToolRunRecord, result: ToolResult) -> None:
         self.record = record
         self.result = result
-
-
-def _limits(
-    max_steps: int, max_cost_usd: Decimal | float | None, max_tokens: int | None
-) -> RunLimits:
-    cost = None if max_cost_usd is None else Decimal(str(max_cost_usd))
-    return RunLimits(max_steps=max_steps, max_cost_usd=cost, max_tokens=max_tokens)

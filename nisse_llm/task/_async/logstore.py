@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Self
 from pydantic import SecretStr
 
 from nisse_llm._closing import AsyncClosing
-from nisse_llm.errors import LogDuplicateId, LogSequenceError
+from nisse_llm.errors import ApprovalRefused, LogDuplicateId, LogSequenceError
 from nisse_llm.log.canonical import CanonicalEvent, LogLike, StoredEvent, ToolCall, ToolResult
 from nisse_llm.task._async import io
 from nisse_llm.task._filelog import FileLog
@@ -31,14 +31,19 @@ from nisse_llm.task._logread import (
     pin_record,
     task_id,
 )
+from nisse_llm.task.approvals import decision_problem
+from nisse_llm.task.delegation import ParentRecord, StoredParent
+from nisse_llm.task.keys import check_task_key
 from nisse_llm.task.records import (
     RECORD_TYPES,
+    ApprovalRecord,
     BatchRecord,
     CallRecord,
     OpenedPin,
     ProgramRecord,
     RepinRecord,
     ResumedTask,
+    StoredApproval,
     StoredBatch,
     StoredCall,
     StoredHeader,
@@ -105,6 +110,15 @@ class AsyncLogStore(io.NextSeq, AsyncClosing):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({str(self.path)!r})"
+
+    @property
+    def task_key(self) -> str:
+        """The task's key in its store: the file's name without ``.jsonl``."""
+        return self.path.stem
+
+    def sibling(self, key: str) -> Self:
+        """The store of task ``key`` beside this one (a sub-task's: the same folder)."""
+        return type(self)(self.path.with_name(f"{check_task_key(key)}.jsonl"))
 
     async def aclose(self) -> None:
         """Close the write descriptor (reopened by the next append)."""
@@ -251,6 +265,34 @@ class AsyncLogStore(io.NextSeq, AsyncClosing):
         """Append a program record (a call of the task's program started or done; see
         `ProgramRecord`); return it."""
         return (await self._append_next([record], StoredProgram.now))[0]
+
+    async def append_parent(self, record: ParentRecord) -> StoredParent:
+        """Append the record naming the task that delegated this one; return it."""
+        return (await self._append_next([record], StoredParent.now))[0]
+
+    async def append_approval(self, record: ApprovalRecord) -> StoredApproval:
+        """Append an approval record. A ``"pending"`` one is appended as it is; a decision
+        (``"approved"``, ``"denied"``) is checked against the file in the same exclusive
+        write (`decision_problem`): `ApprovalRefused` with the reason, nothing written, for
+        a call that awaits no approval or was decided before. A decision is written as the
+        task's driver (its lease held): a torn tail a killed writer left is cut first."""
+        async with self._exclusive():
+            if record.outcome != "pending":
+                await self._x_repair()
+                found = await self._x_read()
+                problem = decision_problem(
+                    found.records, (r.event for r in found.events), record.call_id
+                )
+                if problem is not None:
+                    raise ApprovalRefused(
+                        f"{self._where}: {record.outcome[:-1]} refused, nothing written: {problem}",
+                        call_id=record.call_id,
+                        reason=problem,
+                    )
+            last_seq = await self._x_last_seq()
+            stored = StoredApproval.now(0 if last_seq is None else last_seq + 1, record)
+            await self._x_write([stored])
+        return stored
 
     async def append_tools(self, record: ToolsRecord) -> StoredTools:
         """Append the tool specs a step offers (see `ToolsRecord`); return the record."""

@@ -12,7 +12,7 @@ import os
 import socket
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, suppress
-from typing import Any
+from typing import Any, Self
 
 import psycopg
 from pydantic import SecretStr
@@ -74,6 +74,15 @@ class AsyncPostgresLogStore(AsyncLogStore):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url!r}, {self.key!r})"
+
+    @property
+    def task_key(self) -> str:
+        """The task's key."""
+        return self.key
+
+    def sibling(self, key: str) -> Self:
+        """Task ``key`` of the same database (a sub-task's store)."""
+        return type(self)(self._url, key, holder=self.holder)
 
     async def aclose(self) -> None:
         """Close the connection: the lease ends with it (reopened by the next use)."""
