@@ -26,7 +26,7 @@ from nisse_llm.errors import ConfigError, LogCorrupt
 from nisse_llm.log.canonical import AssistantText, ToolCall, ToolResult, UserText
 from nisse_llm.task.dsn import password_of, redacted_url
 from nisse_llm.task.lease import FileLease
-from nisse_llm.task.logstore import LogRead, LogSequenceError, LogStore
+from nisse_llm.task.logstore import LogRead, LogSequenceError, TaskStore
 from nisse_llm.task.records import UsageTotal
 from nisse_llm.task.repin import default_by, repin_value, repinned
 from nisse_llm.task.stores import is_database_url, open_task_store, task_folder
@@ -43,7 +43,7 @@ class _NoSuchTask(LookupError):
 
 
 @contextmanager
-def _opened(args: argparse.Namespace, key: str) -> Iterator[LogStore]:
+def _opened(args: argparse.Namespace, key: str) -> Iterator[TaskStore]:
     with open_task_store(key, _settings(args)) as store:
         yield store
 

@@ -1,6 +1,6 @@
 """The task file's own I/O, plain blocking calls: opening, the exclusive ``flock`` around
-a read-then-write, the tail, reads, appends and repair. The file store (`LogStore`) calls
-them directly; its async twin (`AsyncLogStore`) runs each in a worker thread. The record
+a read-then-write, the tail, reads, appends and repair. The file store (`TaskStore`) calls
+them directly; its async twin (`AsyncTaskStore`) runs each in a worker thread. The record
 logic above them is the store's; `nisse_llm.task.logstore` says what they guarantee.
 """
 

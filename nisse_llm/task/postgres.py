@@ -1,11 +1,13 @@
 """Tasks in PostgreSQL: the task file's records and promises in a table, one driver per task.
 
-`PostgresLogStore` is a `LogStore` whose records live in a database: the record logic
-(header and pin check, numbering, id claims, compaction, resume) is the file store's own;
-``_async/postgres.py`` says only how records are appended, read and leased. Each row
+`PostgresTaskStore` is a `TaskStore` whose records live in a database, a sibling of the
+file store: the record logic (header and pin check, numbering, id claims, compaction,
+resume) is `TaskStore`'s; ``_async/postgres.py`` says only how records are appended, read
+and leased. Each row
 holds the same JSON line a task file holds, so a new record kind needs no change here.
-Written once as `AsyncPostgresLogStore` (psycopg's async connection); `PostgresLogStore`
-is generated from it. An async store's operation cancelled mid-way drops its connection
+Written once as `AsyncPostgresTaskStore` (psycopg's async connection); `PostgresTaskStore`
+is generated from it (``PostgresLogStore`` and ``AsyncPostgresLogStore``, their old names,
+still work for one release, with a `DeprecationWarning`). An async store's operation cancelled mid-way drops its connection
 (the server commits what it received whole or rolls it back; the lease goes with the
 session) and the next use reconnects.
 
@@ -33,16 +35,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from nisse_llm._lazy import renamed
 from nisse_llm.task._pg import SCHEMA_VERSION, translated
-from nisse_llm.task._sync.postgres import PostgresLogStore, connect, ensure_schema, task_keys
+from nisse_llm.task._sync.postgres import PostgresTaskStore, connect, ensure_schema, task_keys
 
 if TYPE_CHECKING:
-    from nisse_llm.task._async.postgres import AsyncPostgresLogStore
+    from nisse_llm.task._async.postgres import AsyncPostgresTaskStore
 
 __all__ = [
     "SCHEMA_VERSION",
-    "AsyncPostgresLogStore",
-    "PostgresLogStore",
+    "AsyncPostgresTaskStore",
+    "PostgresTaskStore",
     "connect",
     "ensure_schema",
     "task_keys",
@@ -52,8 +55,13 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     # The async store loads asyncio: imported when first named, so sync programs never do.
-    if name == "AsyncPostgresLogStore":
-        from nisse_llm.task._async.postgres import AsyncPostgresLogStore
+    if name == "AsyncPostgresTaskStore":
+        from nisse_llm.task._async.postgres import AsyncPostgresTaskStore
 
-        return AsyncPostgresLogStore
+        return AsyncPostgresTaskStore
+    if name == "AsyncPostgresLogStore":
+        new = "AsyncPostgresTaskStore"
+        return renamed(__name__, name, new, __getattr__(new))
+    if name == "PostgresLogStore":
+        return renamed(__name__, name, "PostgresTaskStore", PostgresTaskStore)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

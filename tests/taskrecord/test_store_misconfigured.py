@@ -19,7 +19,7 @@ from nisse_llm.errors import (
     TaskStoreUnavailable,
     UpstreamUnavailable,
 )
-from nisse_llm.task.postgres import PostgresLogStore
+from nisse_llm.task.postgres import PostgresTaskStore
 from nisse_llm.testing.postgres import LocalPostgres
 from tests.taskrecord.helpers import make_pin
 
@@ -48,7 +48,7 @@ def _misconfigured(url: str, *secrets: str) -> TaskStoreMisconfigured:
     """The error a first use of ``url`` raises, checked to be no retryable one and to show
     none of ``secrets``."""
     with pytest.raises(TaskStoreMisconfigured) as caught:
-        PostgresLogStore(url, "t1").begin(make_pin())
+        PostgresTaskStore(url, "t1").begin(make_pin())
     error = caught.value
     assert isinstance(error, LLMError)
     assert not isinstance(error, UpstreamUnavailable)
@@ -125,7 +125,7 @@ def test_a_server_down_or_unreachable_stays_unavailable() -> None:
         port = probe.getsockname()[1]
     url = f"postgresql://nisse:pw-9@127.0.0.1:{port}/postgres"
     with pytest.raises(TaskStoreUnavailable) as caught:
-        PostgresLogStore(url, "t1").read()
+        PostgresTaskStore(url, "t1").read()
     assert isinstance(caught.value, UpstreamUnavailable)
     assert "resume the task when the database is back" in str(caught.value)
     done = _cli_list(url.replace(":pw-9@", "@"), {"PGPASSWORD": "pw-9"})

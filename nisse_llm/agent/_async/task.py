@@ -18,7 +18,7 @@ from nisse_llm._closing import AsyncClosing
 from nisse_llm.agent._async import io
 from nisse_llm.agent._base import (
     AsyncReconcile,
-    AsyncTaskStore,
+    AsyncStoreArg,
     TaskBase,
     areconciled,
     checked_router,
@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from nisse_llm.config.settings import Pin, Settings
     from nisse_llm.log.images import Image
     from nisse_llm.task.lease import FileLease
-    from nisse_llm.task.logstore import AsyncLogStore, LogRead
+    from nisse_llm.task.logstore import AsyncTaskStore, LogRead
     from nisse_llm.task.records import ResumedTask, StoredCall, StoredToolRun, UsageTotals
     from nisse_llm.task.summaries import CompactionPolicy
 
@@ -67,15 +67,15 @@ Tools = Toolbox | Iterable[Callable[..., Any]] | None
 R = TypeVar("R")
 
 
-class AsyncTask(TaskBase["AsyncLogStore"], AsyncClosing):
+class AsyncTask(TaskBase["AsyncTaskStore"], AsyncClosing):
     """One durable agent task in one task file: open it, say, run; kill it and open again."""
 
     def __init__(
         self,
-        store: AsyncLogStore,
+        store: AsyncTaskStore,
         pin: Pin,
         router: AsyncRoleRouter,
-        resumed: ResumedTask[AsyncLogStore],
+        resumed: ResumedTask[AsyncTaskStore],
         *,
         pin_changes: tuple[str, ...] = (),
         owned: bool,
@@ -104,7 +104,7 @@ class AsyncTask(TaskBase["AsyncLogStore"], AsyncClosing):
     @io.opening
     async def open(
         cls,
-        store: AsyncTaskStore,
+        store: AsyncStoreArg,
         pin: Pin,
         *,
         router: AsyncRoleRouter | None = None,
@@ -118,8 +118,8 @@ class AsyncTask(TaskBase["AsyncLogStore"], AsyncClosing):
         ``async with AsyncTask.open(...) as task`` (closed on leaving), or
         ``task = await AsyncTask.open(...)`` (then ``await task.aclose()``).
 
-        ``store`` is a task file's path, a store object (`AsyncLogStore`,
-        `AsyncPostgresLogStore`), or a task key: a string with no path separator and no
+        ``store`` is a task file's path, a store object (`AsyncTaskStore`,
+        `AsyncPostgresTaskStore`), or a task key: a string with no path separator and no
         ``.jsonl`` suffix, such as ``"fix-issue-123"``, opened with `open_async_task_store`
         where ``settings`` say tasks live (default: where `load_task_store` finds: no
         token, no role needed). The task's lease is taken first:
@@ -379,8 +379,8 @@ class AsyncTask(TaskBase["AsyncLogStore"], AsyncClosing):
         await _release(self._store, self._owned, self._held)
 
 
-async def _lease(store: AsyncLogStore, owned: bool) -> FileLease | None:
-    """Take the task's lease as its one driver (`AsyncLogStore.lease`); `TaskBusy` while
+async def _lease(store: AsyncTaskStore, owned: bool) -> FileLease | None:
+    """Take the task's lease as its one driver (`AsyncTaskStore.lease`); `TaskBusy` while
     another holds it (a store the task opened is closed first)."""
     try:
         return await store.lease()
@@ -390,7 +390,7 @@ async def _lease(store: AsyncLogStore, owned: bool) -> FileLease | None:
         raise
 
 
-async def _release(store: AsyncLogStore, owned: bool, lease: FileLease | None) -> None:
+async def _release(store: AsyncTaskStore, owned: bool, lease: FileLease | None) -> None:
     """Close the store if the task opened it, then release the lease."""
     try:
         if owned:
@@ -400,7 +400,7 @@ async def _release(store: AsyncLogStore, owned: bool, lease: FileLease | None) -
             lease.close()
 
 
-async def _begin(store: AsyncLogStore, prompt: str | None) -> None:
+async def _begin(store: AsyncTaskStore, prompt: str | None) -> None:
     """Finish a batch a crash cut short in the begun task, and write ``prompt`` if the task
     holds no event yet."""
     found = await store.read()

@@ -18,8 +18,8 @@ from nisse_llm import defaults
 from nisse_llm._closing import Closing
 from nisse_llm.agent._base import (
     Reconcile,
+    StoreArg,
     TaskBase,
-    TaskStore,
     checked_router,
     history_of,
     open_store,
@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from nisse_llm.config.settings import Pin, Settings
     from nisse_llm.log.images import Image
     from nisse_llm.task.lease import FileLease
-    from nisse_llm.task.logstore import LogRead, LogStore
+    from nisse_llm.task.logstore import LogRead, TaskStore
     from nisse_llm.task.records import ResumedTask, StoredCall, StoredToolRun, UsageTotals
     from nisse_llm.task.summaries import CompactionPolicy
 
@@ -68,15 +68,15 @@ Tools = Toolbox | Iterable[Callable[..., Any]] | None
 R = TypeVar("R")
 
 
-class Task(TaskBase["LogStore"], Closing):
+class Task(TaskBase["TaskStore"], Closing):
     """One durable agent task in one task file: open it, say, run; kill it and open again."""
 
     def __init__(
         self,
-        store: LogStore,
+        store: TaskStore,
         pin: Pin,
         router: RoleRouter,
-        resumed: ResumedTask[LogStore],
+        resumed: ResumedTask[TaskStore],
         *,
         pin_changes: tuple[str, ...] = (),
         owned: bool,
@@ -105,7 +105,7 @@ class Task(TaskBase["LogStore"], Closing):
     @io.opening
     def open(
         cls,
-        store: TaskStore,
+        store: StoreArg,
         pin: Pin,
         *,
         router: RoleRouter | None = None,
@@ -119,8 +119,8 @@ class Task(TaskBase["LogStore"], Closing):
         ``with Task.open(...) as task`` (closed on leaving), or
         ``task = Task.open(...)`` (then ``task.close()``).
 
-        ``store`` is a task file's path, a store object (`LogStore`,
-        `PostgresLogStore`), or a task key: a string with no path separator and no
+        ``store`` is a task file's path, a store object (`TaskStore`,
+        `PostgresTaskStore`), or a task key: a string with no path separator and no
         ``.jsonl`` suffix, such as ``"fix-issue-123"``, opened with `open_task_store`
         where ``settings`` say tasks live (default: where `load_task_store` finds: no
         token, no role needed). The task's lease is taken first:
@@ -378,8 +378,8 @@ class Task(TaskBase["LogStore"], Closing):
         _release(self._store, self._owned, self._held)
 
 
-def _lease(store: LogStore, owned: bool) -> FileLease | None:
-    """Take the task's lease as its one driver (`LogStore.lease`); `TaskBusy` while
+def _lease(store: TaskStore, owned: bool) -> FileLease | None:
+    """Take the task's lease as its one driver (`TaskStore.lease`); `TaskBusy` while
     another holds it (a store the task opened is closed first)."""
     try:
         return store.lease()
@@ -389,7 +389,7 @@ def _lease(store: LogStore, owned: bool) -> FileLease | None:
         raise
 
 
-def _release(store: LogStore, owned: bool, lease: FileLease | None) -> None:
+def _release(store: TaskStore, owned: bool, lease: FileLease | None) -> None:
     """Close the store if the task opened it, then release the lease."""
     try:
         if owned:
@@ -399,7 +399,7 @@ def _release(store: LogStore, owned: bool, lease: FileLease | None) -> None:
             lease.close()
 
 
-def _begin(store: LogStore, prompt: str | None) -> None:
+def _begin(store: TaskStore, prompt: str | None) -> None:
     """Finish a batch a crash cut short in the begun task, and write ``prompt`` if the task
     holds no event yet."""
     found = store.read()

@@ -1,9 +1,9 @@
-"""Tasks in PostgreSQL, written once: `AsyncPostgresLogStore` on psycopg's async
-connection; ``_sync/postgres.py`` (`PostgresLogStore`) is generated from this source by
+"""Tasks in PostgreSQL, written once: `AsyncPostgresTaskStore` on psycopg's async
+connection; ``_sync/postgres.py`` (`PostgresTaskStore`) is generated from this source by
 ``tests/gen_sync.py``. `nisse_llm.task.postgres` says what the stores promise.
 
-The record logic is the file store's own (`AsyncLogStore`); this module says only how
-records are appended, read and leased.
+The record logic is every store's (`AsyncTaskStore`); this module says only how records
+are appended, read and leased.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import psycopg
 from pydantic import SecretStr
 
 from nisse_llm.errors import TaskBusy, TaskStoreMisconfigured, TaskStoreUnavailable
-from nisse_llm.task._async.logstore import AsyncLogStore
+from nisse_llm.task._async.store import AsyncTaskStore
 from nisse_llm.task._logread import LogRead, check_batch, decode, encode
 from nisse_llm.task._pg import (
     CREATE,
@@ -33,13 +33,13 @@ from nisse_llm.task.dsn import redacted_url
 from nisse_llm.task.keys import check_task_key
 from nisse_llm.task.records import StoredRecord
 
-__all__ = ["AsyncPostgresLogStore", "connect", "ensure_schema", "task_keys"]
+__all__ = ["AsyncPostgresTaskStore", "connect", "ensure_schema", "task_keys"]
 
 _LAST_SEQ = "SELECT max(seq) FROM nisse_task_records WHERE task = %s"
 _LINES = "SELECT record FROM nisse_task_records WHERE task = %s ORDER BY seq"
 
 
-class AsyncPostgresLogStore(AsyncLogStore):
+class AsyncPostgresTaskStore(AsyncTaskStore):
     """One task's records in PostgreSQL, keyed by ``key``: the task file's promises, and a
     lease so one driver writes at a time (`TaskBusy` for a second).
 
@@ -51,6 +51,7 @@ class AsyncPostgresLogStore(AsyncLogStore):
     """
 
     def __init__(self, url: str | SecretStr, key: str, *, holder: str | None = None) -> None:
+        super().__init__()
         check_task_key(key)
         secret = url if isinstance(url, SecretStr) else SecretStr(url)
         self._url = secret
@@ -61,7 +62,6 @@ class AsyncPostgresLogStore(AsyncLogStore):
         # The task's last number, known only inside a transaction (read once there).
         self._last: int | None = None
         self._last_known = False
-        self._init_records()
 
     @property
     def url(self) -> str:
@@ -71,6 +71,11 @@ class AsyncPostgresLogStore(AsyncLogStore):
     @property
     def _where(self) -> str:
         return f"{self.url} task {self.key!r}"
+
+    @property
+    def place(self) -> tuple[str, ...]:
+        """The database URL (as given) and the task's key."""
+        return ("postgres", self._url.get_secret_value(), self.key)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url!r}, {self.key!r})"

@@ -1,10 +1,10 @@
 # Generated from nisse_llm/task/_async/postgres.py by tests/gen_sync.py (unasync); do not edit.
-"""Tasks in PostgreSQL, written once: `PostgresLogStore` on psycopg's async
-connection; ``_sync/postgres.py`` (`PostgresLogStore`) is generated from this source by
+"""Tasks in PostgreSQL, written once: `PostgresTaskStore` on psycopg's async
+connection; ``_sync/postgres.py`` (`PostgresTaskStore`) is generated from this source by
 ``tests/gen_sync.py``. `nisse_llm.task.postgres` says what the stores promise.
 
-The record logic is the file store's own (`LogStore`); this module says only how
-records are appended, read and leased.
+The record logic is every store's (`TaskStore`); this module says only how records
+are appended, read and leased.
 """
 
 from __future__ import annotations
@@ -29,18 +29,18 @@ from nisse_llm.task._pg import (
     newer_schema,
     translated,
 )
-from nisse_llm.task._sync.logstore import LogStore
+from nisse_llm.task._sync.store import TaskStore
 from nisse_llm.task.dsn import redacted_url
 from nisse_llm.task.keys import check_task_key
 from nisse_llm.task.records import StoredRecord
 
-__all__ = ["PostgresLogStore", "connect", "ensure_schema", "task_keys"]
+__all__ = ["PostgresTaskStore", "connect", "ensure_schema", "task_keys"]
 
 _LAST_SEQ = "SELECT max(seq) FROM nisse_task_records WHERE task = %s"
 _LINES = "SELECT record FROM nisse_task_records WHERE task = %s ORDER BY seq"
 
 
-class PostgresLogStore(LogStore):
+class PostgresTaskStore(TaskStore):
     """One task's records in PostgreSQL, keyed by ``key``: the task file's promises, and a
     lease so one driver writes at a time (`TaskBusy` for a second).
 
@@ -52,6 +52,7 @@ class PostgresLogStore(LogStore):
     """
 
     def __init__(self, url: str | SecretStr, key: str, *, holder: str | None = None) -> None:
+        super().__init__()
         check_task_key(key)
         secret = url if isinstance(url, SecretStr) else SecretStr(url)
         self._url = secret
@@ -62,7 +63,6 @@ class PostgresLogStore(LogStore):
         # The task's last number, known only inside a transaction (read once there).
         self._last: int | None = None
         self._last_known = False
-        self._init_records()
 
     @property
     def url(self) -> str:
@@ -72,6 +72,11 @@ class PostgresLogStore(LogStore):
     @property
     def _where(self) -> str:
         return f"{self.url} task {self.key!r}"
+
+    @property
+    def place(self) -> tuple[str, ...]:
+        """The database URL (as given) and the task's key."""
+        return ("postgres", self._url.get_secret_value(), self.key)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url!r}, {self.key!r})"

@@ -1,36 +1,35 @@
+# Generated from nisse_llm/task/_async/store.py by tests/gen_sync.py (unasync); do not edit.
 """The task store, written once: the record logic (header and pin check, numbering, id
-claims, batches, compaction, resume, import) over a few ``_x_*`` hooks, and the file store
-that implements them. ``_sync/logstore.py`` (`LogStore`) is generated from this source
-(`AsyncLogStore`) by ``tests/gen_sync.py``; `nisse_llm.task.logstore` says what the file
-store promises. The async file store runs its blocking file work in a worker thread.
+claims, batches, compaction, resume, import) in `TaskStore`, over a few abstract
+``_x_*`` hooks that its siblings implement: `FileTaskStore` (``filestore.py``) and
+`PostgresTaskStore` (``postgres.py``). ``_sync/store.py`` (`TaskStore`) is generated
+from this source by ``tests/gen_sync.py``.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from contextlib import asynccontextmanager
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from pydantic import SecretStr
 
-from nisse_llm._closing import AsyncClosing
+from nisse_llm._closing import Closing
 from nisse_llm.errors import LogDuplicateId, LogSequenceError
 from nisse_llm.log.canonical import CanonicalEvent, LogLike, StoredEvent, ToolCall, ToolResult
-from nisse_llm.task._async import io
-from nisse_llm.task._filelog import FileLog
 from nisse_llm.task._logread import (
     LogRead,
     RecordT,
     check_export,
-    decode,
     ids_after,
     pin_from_record,
     pin_record,
     task_id,
 )
+from nisse_llm.task._sync import io
 from nisse_llm.task.records import (
     RECORD_TYPES,
     BatchRecord,
@@ -63,27 +62,21 @@ if TYPE_CHECKING:
     from nisse_llm.config.settings import Pin
     from nisse_llm.task.lease import FileLease
 
-__all__ = ["AsyncLogStore"]
+__all__ = ["TaskStore"]
 
 logger = logging.getLogger("nisse_llm")
 
 
-class AsyncLogStore(io.NextSeq, AsyncClosing):
-    """One canonical log in one JSON-lines file: append-only, fsynced, readable after a crash.
+class TaskStore(io.NextSeq, Closing, ABC):
+    """One task's records, wherever they are kept: the record logic, written once.
 
-    It is also the task store interface: the record logic is written here once, over the
-    ``_x_*`` methods that work inside ``_exclusive()``; another store
-    (`AsyncPostgresLogStore`) overrides only those, `read`, `export_lines`, `lease`,
-    ``_next_seq``, `aclose` and ``_where``.
+    The logic works over the abstract ``_x_*`` hooks, called only inside ``_exclusive()``
+    (a read-then-write no other writer interleaves with); a store says how its records
+    are held, read, leased and closed, and nothing outside the stores asks which kind it
+    is: `same_task` says whether two store objects hold one task.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
-        self._file = FileLog(self.path)
-        self._init_records()
-
-    def _init_records(self) -> None:
-        """The state the record logic keeps, whatever holds the records."""
+    def __init__(self) -> None:
         self._lock = io.new_lock()
         # The call ids and answered ids in the log, as of the log state ``_ids_at``.
         self._ids: tuple[set[str], set[str]] | None = None
@@ -91,53 +84,46 @@ class AsyncLogStore(io.NextSeq, AsyncClosing):
         self._task_id: str | None = None
 
     @property
+    @abstractmethod
     def _where(self) -> Path | str:
         """What messages and errors name as the task's place."""
-        return self.path
+
+    @property
+    @abstractmethod
+    def place(self) -> tuple[str, ...]:
+        """What names the task's place, equal for every store object of one task (a file's
+        real path; a database and a key)."""
+
+    def same_task(self, other: object) -> bool:
+        """Whether ``other`` is a store of this very task (`place` compared)."""
+        return other is self or (isinstance(other, TaskStore) and other.place == self.place)
 
     @property
     def task_id(self) -> str | None:
-        """An opaque id of the task this file holds, the same on every resume (a digest of
+        """An opaque id of the task this store holds, the same on every resume (a digest of
         its header); None until `begin` or `resume` has read or written the header."""
         return self._task_id
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({str(self.path)!r})"
+    @abstractmethod
+    def close(self) -> None:
+        """Release what the store holds (a descriptor, a connection); reopened by the next use."""
 
-    async def aclose(self) -> None:
-        """Close the write descriptor (reopened by the next append)."""
-        async with self._lock:
-            await io.blocking(self._file.close)
+    @abstractmethod
+    def lease(self) -> FileLease | None:
+        """Take the task's driver lease, for one driver per task (`Task.open` does), or
+        `TaskBusy` naming its holder."""
 
-    async def lease(self) -> FileLease | None:
-        """Take the task's driver lease, for one driver per task (`Task.open` does): a
-        `FileLease` on ``<file>.lease`` (`nisse_llm.task.lease`), which the caller closes,
-        or `TaskBusy` naming its holder. Appending never needs it: several writers of one
-        file stay serialised by each append's ``flock``."""
-        from nisse_llm.task.lease import FileLease
+    @abstractmethod
+    def read(self) -> LogRead:
+        """Every complete record, in order (a task never written is an empty log);
+        `LogCorrupt` naming the record that is not valid."""
 
-        return await io.blocking(FileLease.take, self.path)
-
-    async def _next_seq(self) -> int:
-        async with self._lock:
-            return await io.blocking(self._file.next_seq)
-
-    async def read(self) -> LogRead:
-        """Every complete record, in order, and the torn last line if there is one.
-
-        A missing file is an empty log. Raises `LogCorrupt`, naming the 1-based line,
-        when a complete line is not a valid record or its number does not increase.
-        """
-        return await io.blocking(self._file.read)
-
-    async def export_lines(self) -> list[bytes]:
+    @abstractmethod
+    def export_lines(self) -> list[bytes]:
         """Every complete record's line as stored (no newline), in order: what ``task
-        export`` prints. A torn tail is left out; `LogCorrupt` for an invalid line."""
-        lines = await io.blocking(self._file.read_lines)
-        decode(lines, self._where)
-        return lines
+        export`` prints."""
 
-    async def append(self, records: StoredRecord | Iterable[StoredRecord]) -> None:
+    def append(self, records: StoredRecord | Iterable[StoredRecord]) -> None:
         """Append one record or several, durably, in one write; refuse any out-of-order number.
 
         Raises `LogSequenceError` when a number is not above the one before it (in the
@@ -149,10 +135,10 @@ class AsyncLogStore(io.NextSeq, AsyncClosing):
         batch = [records] if isinstance(records, RECORD_TYPES) else list(records)
         if not batch:
             return
-        async with self._exclusive():
-            await self._x_write(batch)
+        with self._exclusive():
+            self._x_write(batch)
 
-    async def import_lines(self, lines: Iterable[bytes], *, replace: bool = False) -> int:
+    def import_lines(self, lines: Iterable[bytes], *, replace: bool = False) -> int:
         """Write a whole task given as its lines (``task export``), each validated and kept
         byte for byte, in one write; return how many. Refused before anything is written
         (`check_export`: `LogSequenceError`, `LogCorrupt`): an empty export, one without
@@ -161,9 +147,9 @@ class AsyncLogStore(io.NextSeq, AsyncClosing):
         same transaction in a database; a file is emptied, then written)."""
         batch = [line.rstrip(b"\r\n") for line in lines if line.strip()]
         records = check_export(batch, self._where)
-        async with self._exclusive():
-            await self._x_repair()
-            last_seq = await self._x_last_seq()
+        with self._exclusive():
+            self._x_repair()
+            last_seq = self._x_last_seq()
             if last_seq is not None and not replace:
                 raise LogSequenceError(
                     f"{self._where}: the task exists already (records 0..{last_seq}): import "
@@ -171,42 +157,42 @@ class AsyncLogStore(io.NextSeq, AsyncClosing):
                     "was written"
                 )
             if last_seq is not None:
-                await self._x_clear()
+                self._x_clear()
                 self._ids, self._task_id = None, None
-            await self._x_write(records, batch)
+            self._x_write(records, batch)
         return len(records)
 
-    async def append_event(self, event: CanonicalEvent) -> StoredEvent:
+    def append_event(self, event: CanonicalEvent) -> StoredEvent:
         """Append an event as the next record, stamped with the current UTC time; return it.
 
         A `ToolCall` whose id the file already holds, or a `ToolResult` for a call already
         answered, raises `LogDuplicateId` and nothing is written (a log holding it would
         be refused by every route).
         """
-        return (await self._append_next([event], StoredEvent.now))[0]
+        return (self._append_next([event], StoredEvent.now))[0]
 
-    async def append_events(self, events: Iterable[CanonicalEvent]) -> list[StoredEvent]:
+    def append_events(self, events: Iterable[CanonicalEvent]) -> list[StoredEvent]:
         """Append events as the next records, in one write (a reply is logged whole or not at
         all); `LogDuplicateId` as for `append_event`."""
-        return await self._append_next(list(events), StoredEvent.now)
+        return self._append_next(list(events), StoredEvent.now)
 
-    async def append_batch(self, events: Iterable[CanonicalEvent]) -> list[StoredEvent]:
+    def append_batch(self, events: Iterable[CanonicalEvent]) -> list[StoredEvent]:
         """`append_events`, all or nothing even across a crash: several events follow a
         batch record holding them, in the same write, so a write a crash cut short is
         finished from it (`nisse_llm.task.records.unfinished_batch`)."""
         events = list(events)
         if len(events) < 2:
-            return await self.append_events(events)
+            return self.append_events(events)
 
         def make(seq: int, item: BatchRecord | CanonicalEvent) -> StoredBatch | StoredEvent:
             if isinstance(item, BatchRecord):
                 return StoredBatch.now(seq, item)
             return StoredEvent.now(seq, item)
 
-        written = await self._append_next([BatchRecord(events=events), *events], make)
+        written = self._append_next([BatchRecord(events=events), *events], make)
         return [record for record in written if isinstance(record, StoredEvent)]
 
-    async def append_compaction(self, compacted: LogLike) -> StoredEvent:
+    def append_compaction(self, compacted: LogLike) -> StoredEvent:
         """Record that the task's log is now ``compacted`` (`compact` or `summarize` applied
         to the view `resume` gives, perhaps with events not yet appended at its end).
 
@@ -218,41 +204,41 @@ class AsyncLogStore(io.NextSeq, AsyncClosing):
         from nisse_llm.log.canonical import as_events
 
         events = as_events(compacted)
-        async with self._exclusive():
-            found = await self._x_read()
+        with self._exclusive():
+            found = self._x_read()
             record = compaction_record(compacted_view(found.events), events)
-            last_seq = await self._x_last_seq()
+            last_seq = self._x_last_seq()
             stored = StoredEvent.now(0 if last_seq is None else last_seq + 1, record)
-            await self._x_write([stored])
+            self._x_write([stored])
         return stored
 
-    async def append_call(self, record: CallRecord) -> StoredCall:
+    def append_call(self, record: CallRecord) -> StoredCall:
         """Append a call record (role, model, route, usage, cost, outcome); return it.
 
         `RoleRouter.from_pin(pin, store=...)` calls this for every call it makes.
         """
-        return (await self._append_next([record], StoredCall.now))[0]
+        return (self._append_next([record], StoredCall.now))[0]
 
-    async def append_tool_run(self, record: ToolRunRecord) -> StoredToolRun:
+    def append_tool_run(self, record: ToolRunRecord) -> StoredToolRun:
         """Append a tool-run record (a tool's start, before it runs); return it."""
-        return (await self._append_next([record], StoredToolRun.now))[0]
+        return (self._append_next([record], StoredToolRun.now))[0]
 
-    async def append_tools(self, record: ToolsRecord) -> StoredTools:
+    def append_tools(self, record: ToolsRecord) -> StoredTools:
         """Append the tool specs a step offers (see `ToolsRecord`); return the record."""
-        return (await self._append_next([record], StoredTools.now))[0]
+        return (self._append_next([record], StoredTools.now))[0]
 
-    async def append_repin(self, record: RepinRecord) -> StoredRepin:
+    def append_repin(self, record: RepinRecord) -> StoredRepin:
         """Append a repin record (``nisse-llm task repin``): the task runs with its pin from
         the next opening on; return it. `TaskHeaderMissing` for a task never begun."""
-        async with self._exclusive():
-            found = await self._x_read()
+        with self._exclusive():
+            found = self._x_read()
             self._header_of(found.records[0] if found.records else None)
-            last_seq = await self._x_last_seq()
+            last_seq = self._x_last_seq()
             stored = StoredRepin.now(0 if last_seq is None else last_seq + 1, record)
-            await self._x_write([stored])
+            self._x_write([stored])
         return stored
 
-    async def append_tool_outcome(self, record: ToolRunRecord, result: ToolResult) -> None:
+    def append_tool_outcome(self, record: ToolRunRecord, result: ToolResult) -> None:
         """Append a tool-run record and the `ToolResult` that answers its call, in one write
         (both or neither are in the file after a crash); `LogDuplicateId` as for
         `append_event`."""
@@ -262,22 +248,22 @@ class AsyncLogStore(io.NextSeq, AsyncClosing):
                 return StoredToolRun.now(seq, item)
             return StoredEvent.now(seq, item)
 
-        await self._append_next([record, result], make)
+        self._append_next([record, result], make)
 
-    async def begin(self, pin: Pin) -> Self:
+    def begin(self, pin: Pin) -> Self:
         """Start the task ``pin`` in this file, or check that the file's task is this one.
 
         An empty or missing file gets the header (``pin.record()``, no token) as its first
         record. A file already begun is checked: a header of another pin raises
         `TaskPinMismatch`, a file of events without a header `TaskHeaderMissing`. A torn
         tail a crash left is removed first, as `repair` does. Returns the store itself, so
-        ``store = await AsyncLogStore(path).begin(pin)`` reads naturally.
+        ``store = FileTaskStore(path).begin(pin)`` reads naturally.
         """
         record = pin_record(pin)
-        async with self._exclusive():
-            if await self._x_header_written(record):
+        with self._exclusive():
+            if self._x_header_written(record):
                 return self
-            first = await self._x_first()
+            first = self._x_first()
         found = self._header_of(first)
         stored = found.header.pin
         if stored != record:
@@ -285,7 +271,7 @@ class AsyncLogStore(io.NextSeq, AsyncClosing):
         self._task_id = task_id(found)
         return self
 
-    async def open_pin(self, pin: Pin, *, strict_pin: bool = False) -> OpenedPin:
+    def open_pin(self, pin: Pin, *, strict_pin: bool = False) -> OpenedPin:
         """Begin the task with ``pin`` if the store holds none; else the pin the task was
         begun with (or last repinned to), rebuilt with ``pin``'s token: the pin in force.
 
@@ -297,10 +283,10 @@ class AsyncLogStore(io.NextSeq, AsyncClosing):
         tail a crash left is removed first. Nothing else is written.
         """
         record = pin_record(pin)
-        async with self._exclusive():
-            if await self._x_header_written(record):
+        with self._exclusive():
+            if self._x_header_written(record):
                 return OpenedPin(pin=pin)
-            found = await self._x_read()
+            found = self._x_read()
         self._task_id = task_id(self._header_of(found.records[0]))
         stored = found.pin or {}
         self._check_base_url(stored, pin.base_url, record)
@@ -313,14 +299,14 @@ class AsyncLogStore(io.NextSeq, AsyncClosing):
         logger.warning(pin_changes_message(self._where, stored, record, changes))
         return OpenedPin(pin=in_force, changes=changes)
 
-    async def _x_header_written(self, record: dict[str, Any]) -> bool:
+    def _x_header_written(self, record: dict[str, Any]) -> bool:
         """Write the header of pin ``record`` if the store holds no record (a torn tail a
         crash left removed first); whether it did."""
-        await self._x_repair()
-        if await self._x_last_seq() is not None:
+        self._x_repair()
+        if self._x_last_seq() is not None:
             return False
         header = StoredHeader.now(0, TaskHeader(pin=record))
-        await self._x_write([header])
+        self._x_write([header])
         self._task_id = task_id(header)
         return True
 
@@ -347,10 +333,8 @@ class AsyncLogStore(io.NextSeq, AsyncClosing):
             given=str(record.get("fingerprint")),
         )
 
-    async def resume(
-        self, token: str | SecretStr, *, base_url: str | None = None
-    ) -> ResumedTask[Self]:
-        """Everything this task file holds, ready to continue: pin, events, pending calls, usage.
+    def resume(self, token: str | SecretStr, *, base_url: str | None = None) -> ResumedTask[Self]:
+        """Everything this task holds, ready to continue: pin, events, pending calls, usage.
 
         ``events`` is the compacted view, repaired where a record would make it unrenderable
         (``repairs`` says how; the file is not changed); ``history`` every event record;
@@ -364,10 +348,10 @@ class AsyncLogStore(io.NextSeq, AsyncClosing):
         header, `LogCorrupt` for an invalid line, and `ConfigError` for a header whose pin
         record was damaged or names another base URL.
         """
-        await self._x_check_begun()
-        async with self._exclusive():
-            repaired = await self._x_repair()
-            found = await self._x_read()
+        self._x_check_begun()
+        with self._exclusive():
+            repaired = self._x_repair()
+            found = self._x_read()
         from nisse_llm.task.compaction import repair
 
         header = self._header_of(found.records[0] if found.records else None)
@@ -390,15 +374,15 @@ class AsyncLogStore(io.NextSeq, AsyncClosing):
             offered_tools=offered_tools(found.records),
         )
 
-    async def repair(self) -> bytes | None:
+    def repair(self) -> bytes | None:
         """Truncate a torn last line left by a crash and return its bytes (None if none).
 
         Only the bytes after the last newline go: never a complete record, and those
         bytes were never acknowledged by an `append`. Raises `LogCorrupt` if a complete
         line is invalid, which is not a crash's doing and needs a person.
         """
-        async with self._exclusive():
-            return await self._x_repair()
+        with self._exclusive():
+            return self._x_repair()
 
     def _header_of(self, first: StoredRecord | None) -> StoredHeader:
         if isinstance(first, StoredHeader):
@@ -409,32 +393,32 @@ class AsyncLogStore(io.NextSeq, AsyncClosing):
             path=self._where,
         )
 
-    async def _append_next(
+    def _append_next(
         self, items: Sequence[Any], make: Callable[[int, Any], RecordT]
     ) -> list[RecordT]:
         """Number ``items`` after the log's last record, stamp them now, append in one write."""
         if not items:
             return []
-        async with self._exclusive():
+        with self._exclusive():
             if any(isinstance(item, ToolCall | ToolResult) for item in items):
-                await self._check_ids(items)
-            last_seq = await self._x_last_seq()
+                self._check_ids(items)
+            last_seq = self._x_last_seq()
             seq = 0 if last_seq is None else last_seq + 1
             records = [make(seq + n, item) for n, item in enumerate(items)]
-            await self._x_write(records)
+            self._x_write(records)
             if self._ids is not None:
                 ids_after(self._ids, items)
-                self._ids_at = await self._x_state()
+                self._ids_at = self._x_state()
         return records
 
-    async def _check_ids(self, items: Sequence[Any]) -> None:
+    def _check_ids(self, items: Sequence[Any]) -> None:
         """`LogDuplicateId` if ``items`` reuse a call id of the log or of each other.
 
         The log's ids are read once and kept while the log is only appended to by this
         store (another writer's append changes its state: it is read again)."""
-        state = await self._x_state()
+        state = self._x_state()
         if self._ids is None or self._ids_at != state:
-            found = await self._x_read()
+            found = self._x_read()
             self._ids = ids_after((set(), set()), [r.event for r in found.events])
             self._ids_at = state
         calls, answered = self._ids
@@ -460,45 +444,39 @@ class AsyncLogStore(io.NextSeq, AsyncClosing):
 
     # The hooks: what a store does inside ``_exclusive()``, and how it gets it.
 
-    @asynccontextmanager
-    async def _exclusive(self) -> AsyncIterator[None]:
-        """Hold the log for a read-then-write (the ``_x_*`` methods work only inside it):
-        the file store takes its lock and an exclusive ``flock``."""
-        async with self._lock:
-            try:
-                await io.blocking(self._file.lock)
-                yield
-            finally:
-                self._file.unlock()
+    @abstractmethod
+    def _exclusive(self) -> AbstractContextManager[None]:
+        """Hold the log for a read-then-write (the ``_x_*`` methods work only inside it)."""
 
-    async def _x_check_begun(self) -> None:
-        if not await io.blocking(self._file.exists):
-            raise TaskHeaderMissing(
-                f"{self.path}: no such task file; begin(pin) starts one", path=self.path
-            )
+    @abstractmethod
+    def _x_check_begun(self) -> None:
+        """`TaskHeaderMissing` where the store can tell, before any lock, that the task was
+        never begun."""
 
-    async def _x_last_seq(self) -> int | None:
-        return await io.blocking(self._file.locked_last_seq)
+    @abstractmethod
+    def _x_last_seq(self) -> int | None:
+        """The last record's number (None for an empty log)."""
 
-    async def _x_state(self) -> object:
+    @abstractmethod
+    def _x_state(self) -> object:
         """A value that changes whenever the log does (the ids read are kept while it holds)."""
-        return await io.blocking(self._file.locked_state)
 
-    async def _x_read(self) -> LogRead:
-        return await io.blocking(self._file.locked_read)
+    @abstractmethod
+    def _x_read(self) -> LogRead:
+        """Every record, as `read`."""
 
-    async def _x_first(self) -> StoredRecord:
-        return await io.blocking(self._file.locked_first)
+    @abstractmethod
+    def _x_first(self) -> StoredRecord:
+        """The first record (the task has one)."""
 
-    async def _x_repair(self) -> bytes | None:
-        return await io.blocking(self._file.locked_repair)
+    @abstractmethod
+    def _x_repair(self) -> bytes | None:
+        """Remove a torn tail a crash left, and return its bytes (None if none)."""
 
-    async def _x_write(
-        self, batch: Sequence[StoredRecord], lines: Sequence[bytes] | None = None
-    ) -> None:
+    @abstractmethod
+    def _x_write(self, batch: Sequence[StoredRecord], lines: Sequence[bytes] | None = None) -> None:
         """Append ``batch`` (encoded as ``lines`` when given: bytes kept as they came)."""
-        await io.blocking(self._file.locked_write, batch, lines)
 
-    async def _x_clear(self) -> None:
+    @abstractmethod
+    def _x_clear(self) -> None:
         """Remove every record of the task (``import_lines(..., replace=True)``)."""
-        await io.blocking(self._file.locked_clear)
