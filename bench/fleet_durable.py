@@ -160,7 +160,7 @@ def _kill_one(
                 if rows:
                     victim = str(rows[0][0])
                     held = conn.execute(
-                        "SELECT l.task FROM nisse_task_leases l JOIN pg_locks p"
+                        "SELECT l.task FROM nisse.nisse_task_leases l JOIN pg_locks p"
                         " ON p.pid = l.pid AND p.locktype = 'advisory' AND p.granted"
                         " WHERE l.holder = %s",
                         (victim,),
@@ -232,7 +232,7 @@ def _tally(url: str, plan: Plan, workdir: Path, result: Result, killed_at: datet
         )
         for key in result.killed_tasks:
             row = conn.execute(
-                "SELECT holder FROM nisse_task_leases WHERE task = %s", (key,)
+                "SELECT holder FROM nisse.nisse_task_leases WHERE task = %s", (key,)
             ).fetchone()
             result.taken_over_by[key] = str(row[0]) if row else "-"
 

@@ -242,6 +242,28 @@ def _repin(args: argparse.Namespace) -> int:
     return 0
 
 
+def _migrate(args: argparse.Namespace) -> int:
+    """Create or upgrade the task tables of a database store, saying each step done."""
+    settings = _settings(args)
+    configured = settings.task_store
+    if configured is None or not is_database_url(configured.get_secret_value()):
+        print(f"{store_shown(settings)}: task files need no migration")
+        return 0
+    from nisse_llm.task._pg import DEFAULT_SCHEMA, SCHEMA_VERSION
+    from nisse_llm.task.postgres import migrate_database
+
+    schema = args.schema or DEFAULT_SCHEMA
+    done = migrate_database(configured, schema=schema)
+    for step in done:
+        print(f"{store_shown(settings)}: {step}")
+    if not done:
+        print(
+            f"{store_shown(settings)}: the task tables in schema {schema} are up to date "
+            f"(version {SCHEMA_VERSION}); nothing done"
+        )
+    return 0
+
+
 def _reporting(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
     """``handler``, a task the store lacks said plainly (exit 1)."""
 
@@ -308,10 +330,12 @@ def _summary(event: object) -> str:
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``task list|show|export|import|repin``."""
-    task = commands.add_parser("task", help="list, show, export, import or repin tasks")
+    """Add ``task list|show|export|import|repin|migrate``."""
+    task = commands.add_parser(
+        "task", help="list, show, export, import or repin tasks; migrate their tables"
+    )
     actions = task.add_subparsers(
-        dest="action", required=True, metavar="{list,show,export,import,repin}"
+        dest="action", required=True, metavar="{list,show,export,import,repin,migrate}"
     )
     for name, handler, summary in (
         (
@@ -334,6 +358,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
             "move a task to other models (--role ROLE=MODEL) or another proxy (--base-url "
             "URL) from its next opening: a record says what changed, when and by whom",
         ),
+        (
+            "migrate",
+            _migrate,
+            "create or upgrade a database store's task tables (run once per release, by a "
+            "role that may create them), saying what it did",
+        ),
     ):
         action = actions.add_parser(name, help=summary, description=summary)
         add_config_argument(action)
@@ -350,6 +380,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                 "--replace", action="store_true", help="replace the task if the key holds one"
             )
             action.add_argument("path", metavar="PATH", help="the JSON lines, or - for stdin")
+        elif name == "migrate":
+            action.add_argument(
+                "--schema", metavar="NAME", help="the tables' schema (default: nisse)"
+            )
         elif name != "list":
             action.add_argument("key", metavar="KEY", help="the task's key")
         if name == "repin":

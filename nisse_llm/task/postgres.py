@@ -11,16 +11,21 @@ still work for one release, with a `DeprecationWarning`). An async store's opera
 (the server commits what it received whole or rolls it back; the lease goes with the
 session) and the next use reconnects.
 
-Tables, created on first use in an empty database (one transaction, under an advisory
-lock, so two first users do not race)::
+Tables, in a schema of their own (``nisse`` unless the store is given another), made by
+``nisse-llm task migrate`` from the package's SQL files (``sql/schema.sql`` for an empty
+database, ``sql/NNNN_*.sql`` for each upgrade), in one transaction under an advisory lock::
 
     nisse_schema (version)                      one row: the layout's version
     nisse_task_records (task, seq, record)      a record per row; primary key (task, seq)
     nisse_task_leases (task, holder, since, pid)  who drives each task, and since when
 
-Migration rule: the version only grows. A store that finds an older version upgrades it,
-one version at a time, in one transaction under the same lock; a newer version than it
-knows is refused (`TaskStoreUnavailable`), never written to.
+Migration rule: the version only grows, one numbered file at a time; version 1 is the
+previous layout (the same tables in ``public``, made at run time). A store's first use
+makes the tables in an empty database where its role may; tables of an older version, or
+a role that may not create them, are `TaskStoreMisconfigured` saying to run ``task
+migrate``; a newer version than it knows is refused (`TaskStoreUnavailable`), never
+written to. Each session has a ``statement_timeout`` (30 s) and a ``lock_timeout`` (10 s),
+the store's keywords, so a stuck write fails and the work is kept.
 
 An append (a batch included) is one transaction; it returns only after the commit, so an
 acknowledged record is on the server and an unacknowledged one is whole or absent (no
@@ -37,7 +42,14 @@ from typing import TYPE_CHECKING, Any
 
 from nisse_llm._lazy import renamed
 from nisse_llm.task._pg import SCHEMA_VERSION, translated
-from nisse_llm.task._sync.postgres import PostgresTaskStore, connect, ensure_schema, task_keys
+from nisse_llm.task._sync.postgres import (
+    PostgresTaskStore,
+    connect,
+    ensure_schema,
+    migrate,
+    migrate_database,
+    task_keys,
+)
 
 if TYPE_CHECKING:
     from nisse_llm.task._async.postgres import AsyncPostgresTaskStore
@@ -48,6 +60,8 @@ __all__ = [
     "PostgresTaskStore",
     "connect",
     "ensure_schema",
+    "migrate",
+    "migrate_database",
     "task_keys",
     "translated",
 ]

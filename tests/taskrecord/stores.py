@@ -86,7 +86,7 @@ class Place:
             start = len(self._rows())
             for n, line in enumerate(lines):
                 conn.execute(
-                    "INSERT INTO nisse_task_records (task, seq, record) VALUES (%s, %s, %s)",
+                    "INSERT INTO nisse.nisse_task_records (task, seq, record) VALUES (%s, %s, %s)",
                     (self.key, start + n, line.decode()),
                 )
 
@@ -97,7 +97,7 @@ class Place:
             return
         with psycopg.connect(self.server.url, autocommit=True) as conn:
             conn.execute(
-                "UPDATE nisse_task_records SET record = replace(record, %s, %s) WHERE task = %s",
+                "UPDATE nisse.nisse_task_records SET record = replace(record, %s, %s) WHERE task = %s",
                 (old, new, self.key),
             )
 
@@ -112,6 +112,7 @@ class Place:
         assert self.server is not None
         with psycopg.connect(self.server.url) as conn:
             rows = conn.execute(
-                "SELECT record FROM nisse_task_records WHERE task = %s ORDER BY seq", (self.key,)
+                "SELECT record FROM nisse.nisse_task_records WHERE task = %s ORDER BY seq",
+                (self.key,),
             ).fetchall()
         return [str(row[0]).encode() for row in rows]

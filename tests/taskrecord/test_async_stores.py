@@ -47,7 +47,7 @@ def _file_held(path: Path) -> Iterator[Callable[[], None]]:
 def _table_held(server: LocalPostgres) -> Iterator[Callable[[], None]]:
     """The records table locked by another session until the release commits."""
     conn = psycopg.connect(server.url)
-    conn.execute("LOCK TABLE nisse_task_records IN ACCESS EXCLUSIVE MODE")
+    conn.execute("LOCK TABLE nisse.nisse_task_records IN ACCESS EXCLUSIVE MODE")
     try:
         yield conn.commit
     finally:

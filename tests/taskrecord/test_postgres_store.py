@@ -122,10 +122,10 @@ def test_tables_are_made_on_first_use_with_their_version() -> None:
             assert store.read().records == []
             store.begin(make_pin())
         with psycopg.connect(server.url, autocommit=True) as conn:
-            assert conn.execute("SELECT version FROM nisse_schema").fetchall() == [
+            assert conn.execute("SELECT version FROM nisse.nisse_schema").fetchall() == [
                 (SCHEMA_VERSION,)
             ]
-            conn.execute("UPDATE nisse_schema SET version = %s", (SCHEMA_VERSION + 1,))
+            conn.execute("UPDATE nisse.nisse_schema SET version = %s", (SCHEMA_VERSION + 1,))
         with pytest.raises(TaskStoreUnavailable, match="newer than this nisse_llm writes"):
             PostgresTaskStore(server.url, "t").read()
 

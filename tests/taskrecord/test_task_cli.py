@@ -150,7 +150,7 @@ def test_a_damaged_task_is_listed_as_corrupt_beside_the_others(
         damaged.write(b'{"seq": 99, "at": "2026-01-01T00:00:00Z"}\n')
     with psycopg.connect(url, autocommit=True) as connection:
         connection.execute(
-            "UPDATE nisse_task_records SET record = %s WHERE task = 'bad' AND seq = 1",
+            "UPDATE nisse.nisse_task_records SET record = %s WHERE task = 'bad' AND seq = 1",
             ('{"seq": 1, "at": "2026-01-01T00:00:00Z"}',),
         )
 

@@ -280,7 +280,7 @@ def test_a_key_written_before_keys_were_checked_does_not_hide_the_others(
         line = store.export_lines()[0].decode()
     with psycopg.connect(url, autocommit=True) as connection:
         connection.execute(
-            "INSERT INTO nisse_task_records (task, seq, record) VALUES (%s, 0, %s)",
+            "INSERT INTO nisse.nisse_task_records (task, seq, record) VALUES (%s, 0, %s)",
             ("../x y ü", line),
         )
     done = _run(

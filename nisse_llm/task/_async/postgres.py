@@ -21,11 +21,15 @@ from nisse_llm.errors import TaskBusy, TaskStoreMisconfigured, TaskStoreUnavaila
 from nisse_llm.task._async.store import AsyncTaskStore
 from nisse_llm.task._logread import LogRead, check_batch, decode, encode
 from nisse_llm.task._pg import (
-    CREATE,
-    MIGRATIONS,
+    DEFAULT_SCHEMA,
+    LOCK_TIMEOUT_S,
     SCHEMA_LOCK,
     SCHEMA_VERSION,
+    STATEMENT_TIMEOUT_S,
+    Tables,
     connect_options,
+    create_sql,
+    migration_sql,
     newer_schema,
     translated,
 )
@@ -33,10 +37,14 @@ from nisse_llm.task.dsn import redacted_url
 from nisse_llm.task.keys import check_task_key
 from nisse_llm.task.records import StoredRecord
 
-__all__ = ["AsyncPostgresTaskStore", "connect", "ensure_schema", "task_keys"]
-
-_LAST_SEQ = "SELECT max(seq) FROM nisse_task_records WHERE task = %s"
-_LINES = "SELECT record FROM nisse_task_records WHERE task = %s ORDER BY seq"
+__all__ = [
+    "AsyncPostgresTaskStore",
+    "connect",
+    "ensure_schema",
+    "migrate",
+    "migrate_database",
+    "task_keys",
+]
 
 
 class AsyncPostgresTaskStore(AsyncTaskStore):
@@ -48,13 +56,31 @@ class AsyncPostgresTaskStore(AsyncTaskStore):
     options in it pass through to psycopg). ``holder`` names this driver in `TaskBusy` and
     ``nisse-llm task list`` (default: host and process id). The lease is taken by the first
     write, `begin` or `resume`, and held until `aclose`; reading never needs it.
+
+    The tables live in ``schema`` (``nisse``; made by ``nisse-llm task migrate``, or by the
+    first use where the role may). Each statement may run ``statement_timeout_s`` and wait
+    for a lock ``lock_timeout_s`` (0: no limit) before it fails, the work kept.
     """
 
-    def __init__(self, url: str | SecretStr, key: str, *, holder: str | None = None) -> None:
+    def __init__(
+        self,
+        url: str | SecretStr,
+        key: str,
+        *,
+        holder: str | None = None,
+        schema: str = DEFAULT_SCHEMA,
+        statement_timeout_s: float = STATEMENT_TIMEOUT_S,
+        lock_timeout_s: float = LOCK_TIMEOUT_S,
+    ) -> None:
         super().__init__()
         check_task_key(key)
         secret = url if isinstance(url, SecretStr) else SecretStr(url)
         self._url = secret
+        self._tables = Tables(schema)
+        self._timeouts = {
+            "statement_timeout_s": statement_timeout_s,
+            "lock_timeout_s": lock_timeout_s,
+        }
         self.key = key
         self.holder = holder or f"{socket.gethostname()} pid {os.getpid()}"
         self._conn: psycopg.AsyncConnection[Any] | None = None
@@ -74,8 +100,8 @@ class AsyncPostgresTaskStore(AsyncTaskStore):
 
     @property
     def place(self) -> tuple[str, ...]:
-        """The database URL (as given) and the task's key."""
-        return ("postgres", self._url.get_secret_value(), self.key)
+        """The database URL (as given), the schema and the task's key."""
+        return ("postgres", self._url.get_secret_value(), self._tables.schema, self.key)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url!r}, {self.key!r})"
@@ -93,7 +119,9 @@ class AsyncPostgresTaskStore(AsyncTaskStore):
 
     async def _next_seq(self) -> int:
         async with self._lock, self._translated():
-            last = await _one(await (await self._connection()).execute(_LAST_SEQ, (self.key,)))
+            last = await _one(
+                await (await self._connection()).execute(self._last_seq_sql, (self.key,))
+            )
         return 0 if last is None else int(last) + 1
 
     async def read(self) -> LogRead:
@@ -137,7 +165,8 @@ class AsyncPostgresTaskStore(AsyncTaskStore):
     async def _x_last_seq(self) -> int | None:
         # Read once per transaction: under the lease no one else appends meanwhile.
         if not self._last_known:
-            last = await _one(await (await self._connection()).execute(_LAST_SEQ, (self.key,)))
+            conn = await self._connection()
+            last = await _one(await conn.execute(self._last_seq_sql, (self.key,)))
             self._last, self._last_known = None if last is None else int(last), True
         return self._last
 
@@ -149,7 +178,7 @@ class AsyncPostgresTaskStore(AsyncTaskStore):
 
     async def _x_first(self) -> StoredRecord:
         cursor = await (await self._connection()).execute(
-            "SELECT record FROM nisse_task_records WHERE task = %s ORDER BY seq LIMIT 1",
+            f"SELECT record FROM {self._tables.records} WHERE task = %s ORDER BY seq LIMIT 1",
             (self.key,),
         )
         return decode([str(await _one(cursor)).encode()], self._where).records[0]
@@ -166,19 +195,22 @@ class AsyncPostgresTaskStore(AsyncTaskStore):
         rows = [(self.key, r.seq, line.decode()) for r, line in zip(batch, encoded, strict=True)]
         async with (await self._connection()).cursor() as cursor:
             await cursor.executemany(
-                "INSERT INTO nisse_task_records (task, seq, record) VALUES (%s, %s, %s)", rows
+                f"INSERT INTO {self._tables.records} (task, seq, record) VALUES (%s, %s, %s)",
+                rows,
             )
         self._last = last
 
     async def _x_clear(self) -> None:
         """Delete the task's records, in the transaction that writes its new ones."""
         await (await self._connection()).execute(
-            "DELETE FROM nisse_task_records WHERE task = %s", (self.key,)
+            f"DELETE FROM {self._tables.records} WHERE task = %s", (self.key,)
         )
         self._last, self._last_known = None, True
 
     async def _lines(self) -> list[bytes]:
-        cursor = await (await self._connection()).execute(_LINES, (self.key,))
+        cursor = await (await self._connection()).execute(
+            f"SELECT record FROM {self._tables.records} WHERE task = %s ORDER BY seq", (self.key,)
+        )
         return [str(record).encode() for (record,) in await cursor.fetchall()]
 
     async def _connection(self) -> psycopg.AsyncConnection[Any]:
@@ -187,7 +219,9 @@ class AsyncPostgresTaskStore(AsyncTaskStore):
         if self._conn is not None and self._conn.broken:
             await self._drop()
         if self._conn is None:
-            self._conn = await connect(self._url, holder=self.holder)
+            self._conn = await connect(
+                self._url, holder=self.holder, schema=self._tables.schema, **self._timeouts
+            )
         return self._conn
 
     async def _take_lease(self, conn: psycopg.AsyncConnection[Any]) -> None:
@@ -199,7 +233,7 @@ class AsyncPostgresTaskStore(AsyncTaskStore):
         )
         if not got:
             cursor = await conn.execute(
-                "SELECT holder, since FROM nisse_task_leases WHERE task = %s", (self.key,)
+                f"SELECT holder, since FROM {self._tables.leases} WHERE task = %s", (self.key,)
             )
             row = await cursor.fetchone()
             holder, since = (None, None) if row is None else (str(row[0]), row[1])
@@ -212,7 +246,7 @@ class AsyncPostgresTaskStore(AsyncTaskStore):
                 since=since,
             )
         await conn.execute(
-            "INSERT INTO nisse_task_leases (task, holder, since, pid)"
+            f"INSERT INTO {self._tables.leases} (task, holder, since, pid)"
             " VALUES (%s, %s, now(), pg_backend_pid()) ON CONFLICT (task) DO UPDATE"
             " SET holder = excluded.holder, since = excluded.since, pid = excluded.pid",
             (self.key, self.holder),
@@ -232,6 +266,10 @@ class AsyncPostgresTaskStore(AsyncTaskStore):
                 )
         await conn.close()
 
+    @property
+    def _last_seq_sql(self) -> str:
+        return f"SELECT max(seq) FROM {self._tables.records} WHERE task = %s"
+
     @asynccontextmanager
     async def _translated(self) -> AsyncIterator[None]:
         """`translated`, and a broken connection dropped (the next use reconnects)."""
@@ -244,61 +282,117 @@ class AsyncPostgresTaskStore(AsyncTaskStore):
             raise
 
 
-async def connect(url: SecretStr, *, holder: str = "nisse_llm") -> psycopg.AsyncConnection[Any]:
-    """A connection to ``url`` (autocommit; keepalives both ways and a connect timeout,
-    each unless the URL sets its own), its tables created or upgraded (`ensure_schema`)."""
+async def connect(
+    url: SecretStr,
+    *,
+    holder: str = "nisse_llm",
+    schema: str = DEFAULT_SCHEMA,
+    statement_timeout_s: float = STATEMENT_TIMEOUT_S,
+    lock_timeout_s: float = LOCK_TIMEOUT_S,
+) -> psycopg.AsyncConnection[Any]:
+    """A connection to ``url`` (autocommit; keepalives both ways, a connect timeout and the
+    statement and lock timeouts, each unless the URL sets its own), its tables checked
+    (`ensure_schema`)."""
+    options = connect_options(
+        url, holder, statement_timeout_s=statement_timeout_s, lock_timeout_s=lock_timeout_s
+    )
     with translated(url):
         conn = await psycopg.AsyncConnection.connect(
-            url.get_secret_value(), autocommit=True, **connect_options(url, holder)
+            url.get_secret_value(), autocommit=True, **options
         )
         try:
-            await ensure_schema(conn)
+            await ensure_schema(conn, schema)
         except BaseException:
             await conn.close()
             raise
         return conn
 
 
-async def ensure_schema(conn: psycopg.AsyncConnection[Any]) -> None:
-    """Create the tables in an empty database, upgrade older ones; refuse newer ones."""
-    if await _schema_version(conn) == SCHEMA_VERSION:
+async def ensure_schema(conn: psycopg.AsyncConnection[Any], schema: str = DEFAULT_SCHEMA) -> None:
+    """Check that the tables in ``schema`` are this version's; in an empty database, make
+    them where the role may. Tables of an older layout, or a role that may not make them,
+    are `TaskStoreMisconfigured` saying to run ``nisse-llm task migrate``; newer ones are
+    refused (`TaskStoreUnavailable`)."""
+    tables = Tables(schema)
+    version = await _version(conn, tables.version)
+    if version == SCHEMA_VERSION:
         return
+    if version is not None and version > SCHEMA_VERSION:
+        raise newer_schema(version)
+    if version is None and await _version(conn, "public.nisse_schema") is None:
+        try:
+            await migrate(conn, schema)
+        except psycopg.errors.InsufficientPrivilege as exc:
+            why = f"and this role may not create them ({exc})"
+            raise _run_migrate(schema, why, sqlstate=exc.sqlstate) from None
+        return
+    raise _run_migrate(schema, f"but are of an older layout (version {version or 1})")
+
+
+async def migrate(conn: psycopg.AsyncConnection[Any], schema: str = DEFAULT_SCHEMA) -> list[str]:
+    """Bring the tables in ``schema`` to this version, in one transaction under the schema
+    lock: create them in an empty database (``sql/schema.sql``), or apply each numbered
+    migration after the version found (the previous layout, version 1, is the tables in
+    ``public``). Returns what was done, one line a step (none: already current)."""
+    tables = Tables(schema)
     async with conn.transaction():
         await conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-        for statement in CREATE:
-            await conn.execute(statement)
-        row = await (await conn.execute("SELECT version FROM nisse_schema")).fetchone()
-        version = None if row is None else int(row[0])
+        version = await _version(conn, tables.version)
         if version is None:
-            await conn.execute("INSERT INTO nisse_schema (version) VALUES (%s)", (SCHEMA_VERSION,))
-            return
+            version = await _version(conn, "public.nisse_schema")
+        if version is None:
+            await conn.execute(create_sql(schema))
+            return [f"created the task tables in schema {schema} (version {SCHEMA_VERSION})"]
         if version > SCHEMA_VERSION:
             raise newer_schema(version)
-        while version < SCHEMA_VERSION:
-            for statement in MIGRATIONS[version]:
-                await conn.execute(statement)
-            version += 1
-        await conn.execute("UPDATE nisse_schema SET version = %s", (version,))
+        done = []
+        for step, (name, script) in sorted(migration_sql(schema).items()):
+            if version < step <= SCHEMA_VERSION:
+                await conn.execute(script)
+                done.append(f"applied {name}: version {step - 1} -> {step}")
+        return done
 
 
-async def _schema_version(conn: psycopg.AsyncConnection[Any]) -> int | None:
-    if not await _one(await conn.execute("SELECT to_regclass('nisse_schema') IS NOT NULL")):
+async def migrate_database(url: str | SecretStr, *, schema: str = DEFAULT_SCHEMA) -> list[str]:
+    """`migrate` the database at ``url`` (``nisse-llm task migrate``): what was done."""
+    secret = url if isinstance(url, SecretStr) else SecretStr(url)
+    options = connect_options(secret, "nisse-llm task migrate")
+    with translated(secret):
+        async with await psycopg.AsyncConnection.connect(
+            secret.get_secret_value(), autocommit=True, **options
+        ) as conn:
+            return await migrate(conn, schema)
+
+
+def _run_migrate(schema: str, why: str, *, sqlstate: str | None = None) -> TaskStoreMisconfigured:
+    return TaskStoreMisconfigured(
+        f"the task tables in schema {schema} are not this nisse_llm's (version "
+        f"{SCHEMA_VERSION}) {why}: run `nisse-llm task migrate` once, as a role that may "
+        "create and alter them, then start the workers",
+        sqlstate=sqlstate,
+    )
+
+
+async def _version(conn: psycopg.AsyncConnection[Any], table: str) -> int | None:
+    """The version row of ``table`` (a qualified name), None where there is no such table."""
+    if not await _one(await conn.execute("SELECT to_regclass(%s) IS NOT NULL", (table,))):
         return None
-    row = await (await conn.execute("SELECT version FROM nisse_schema")).fetchone()
+    row = await (await conn.execute(f"SELECT version FROM {table}")).fetchone()
     return None if row is None else int(row[0])
 
 
-async def task_keys(url: str | SecretStr) -> list[dict[str, Any]]:
+async def task_keys(url: str | SecretStr, *, schema: str = DEFAULT_SCHEMA) -> list[dict[str, Any]]:
     """Every task in the database: key, records, last activity and live lease holder (one
     whose session still holds the lock), ordered by key."""
     secret = url if isinstance(url, SecretStr) else SecretStr(url)
+    tables = Tables(schema)
     with translated(secret):
-        async with await connect(secret) as conn:
+        async with await connect(secret, schema=schema) as conn:
             cursor = await conn.execute(
                 "SELECT r.task, count(*), l.holder, l.since,"
                 " EXISTS (SELECT 1 FROM pg_locks p WHERE p.locktype = 'advisory'"
                 "  AND p.pid = l.pid AND p.granted)"
-                " FROM nisse_task_records r LEFT JOIN nisse_task_leases l ON l.task = r.task"
+                f" FROM {tables.records} r LEFT JOIN {tables.leases} l ON l.task = r.task"
                 " GROUP BY r.task, l.holder, l.since, l.pid ORDER BY r.task"
             )
             rows = await cursor.fetchall()
