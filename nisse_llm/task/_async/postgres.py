@@ -125,9 +125,19 @@ class AsyncPostgresTaskStore(AsyncTaskStore):
         return 0 if last is None else int(last) + 1
 
     async def read(self) -> LogRead:
-        """Every record of the task, in order (an unknown key is an empty log); no lease."""
+        """Every record of the task, in order (an unknown key is an empty log); no lease.
+        While this store holds the lease, the records it read or wrote last are not fetched
+        again unless the task's last number moved (no one else may replace them)."""
         async with self._lock, self._translated():
-            return decode(await self._lines(), self._where)
+            if not self._leased:
+                return decode(await self._lines(), self._where)
+            last = await _one(
+                await (await self._connection()).execute(self._last_seq_sql, (self.key,))
+            )
+            state = None if last is None else int(last)
+            if self._known is None or self._known[0] != state:
+                self._known = (state, decode(await self._lines(), self._where))
+            return self._known[1]
 
     async def export_lines(self) -> list[bytes]:
         """Every record's line as stored (no newline), in order: ``task export``."""
@@ -150,10 +160,10 @@ class AsyncPostgresTaskStore(AsyncTaskStore):
                 async with conn.transaction():
                     yield
             except Exception:
-                self._ids = None
+                self._ids, self._known = None, None  # rolled back: nothing of it is known
                 raise
             except BaseException:
-                self._ids = None
+                self._ids, self._known = None, None
                 await self._drop()
                 raise
             finally:
@@ -255,7 +265,7 @@ class AsyncPostgresTaskStore(AsyncTaskStore):
 
     async def _drop(self) -> None:
         conn, leased = self._conn, self._leased
-        self._conn, self._leased, self._ids = None, False, None
+        self._conn, self._leased, self._ids, self._known = None, False, None, None
         if conn is None:
             return
         if leased and not conn.broken:

@@ -81,6 +81,9 @@ class AsyncTaskStore(io.NextSeq, AsyncClosing, ABC):
         self._ids: tuple[set[str], set[str]] | None = None
         self._ids_at: object = None
         self._task_id: str | None = None
+        # The log as this store last read or wrote it, and the log state it was then: a
+        # task opened (pin, prompt, resume, first id check) reads its records once.
+        self._known: tuple[object, LogRead] | None = None
 
     @property
     @abstractmethod
@@ -135,7 +138,7 @@ class AsyncTaskStore(io.NextSeq, AsyncClosing, ABC):
         if not batch:
             return
         async with self._exclusive():
-            await self._x_write(batch)
+            await self._write(batch)
 
     async def import_lines(self, lines: Iterable[bytes], *, replace: bool = False) -> int:
         """Write a whole task given as its lines (``task export``), each validated and kept
@@ -157,8 +160,8 @@ class AsyncTaskStore(io.NextSeq, AsyncClosing, ABC):
                 )
             if last_seq is not None:
                 await self._x_clear()
-                self._ids, self._task_id = None, None
-            await self._x_write(records, batch)
+                self._ids, self._task_id, self._known = None, None, None
+            await self._write(records, batch)
         return len(records)
 
     async def append_event(self, event: CanonicalEvent) -> StoredEvent:
@@ -204,11 +207,11 @@ class AsyncTaskStore(io.NextSeq, AsyncClosing, ABC):
 
         events = as_events(compacted)
         async with self._exclusive():
-            found = await self._x_read()
+            found = await self._x_current()
             record = compaction_record(compacted_view(found.events), events)
             last_seq = await self._x_last_seq()
             stored = StoredEvent.now(0 if last_seq is None else last_seq + 1, record)
-            await self._x_write([stored])
+            await self._write([stored])
         return stored
 
     async def append_call(self, record: CallRecord) -> StoredCall:
@@ -230,11 +233,11 @@ class AsyncTaskStore(io.NextSeq, AsyncClosing, ABC):
         """Append a repin record (``nisse-llm task repin``): the task runs with its pin from
         the next opening on; return it. `TaskHeaderMissing` for a task never begun."""
         async with self._exclusive():
-            found = await self._x_read()
+            found = await self._x_current()
             self._header_of(found.records[0] if found.records else None)
             last_seq = await self._x_last_seq()
             stored = StoredRepin.now(0 if last_seq is None else last_seq + 1, record)
-            await self._x_write([stored])
+            await self._write([stored])
         return stored
 
     async def append_tool_outcome(self, record: ToolRunRecord, result: ToolResult) -> None:
@@ -285,7 +288,7 @@ class AsyncTaskStore(io.NextSeq, AsyncClosing, ABC):
         async with self._exclusive():
             if await self._x_header_written(record):
                 return OpenedPin(pin=pin)
-            found = await self._x_read()
+            found = await self._x_current()
         self._task_id = task_id(self._header_of(found.records[0]))
         stored = found.pin or {}
         self._check_base_url(stored, pin.base_url, record)
@@ -305,7 +308,7 @@ class AsyncTaskStore(io.NextSeq, AsyncClosing, ABC):
         if await self._x_last_seq() is not None:
             return False
         header = StoredHeader.now(0, TaskHeader(pin=record))
-        await self._x_write([header])
+        await self._write([header])
         self._task_id = task_id(header)
         return True
 
@@ -352,7 +355,7 @@ class AsyncTaskStore(io.NextSeq, AsyncClosing, ABC):
         await self._x_check_begun()
         async with self._exclusive():
             repaired = await self._x_repair()
-            found = await self._x_read()
+            found = await self._x_current()
         from nisse_llm.task.compaction import repair
 
         header = self._header_of(found.records[0] if found.records else None)
@@ -406,7 +409,7 @@ class AsyncTaskStore(io.NextSeq, AsyncClosing, ABC):
             last_seq = await self._x_last_seq()
             seq = 0 if last_seq is None else last_seq + 1
             records = [make(seq + n, item) for n, item in enumerate(items)]
-            await self._x_write(records)
+            await self._write(records)
             if self._ids is not None:
                 ids_after(self._ids, items)
                 self._ids_at = await self._x_state()
@@ -419,7 +422,7 @@ class AsyncTaskStore(io.NextSeq, AsyncClosing, ABC):
         store (another writer's append changes its state: it is read again)."""
         state = await self._x_state()
         if self._ids is None or self._ids_at != state:
-            found = await self._x_read()
+            found = await self._x_current()
             self._ids = ids_after((set(), set()), [r.event for r in found.events])
             self._ids_at = state
         calls, answered = self._ids
@@ -442,6 +445,26 @@ class AsyncTaskStore(io.NextSeq, AsyncClosing, ABC):
                     new_answers,
                     "the tool call {!r} already has its result in the log",
                 )
+
+    async def _x_current(self) -> LogRead:
+        """Every record (inside ``_exclusive()``): read once, then kept while the log's state
+        is the one it was read or written at (another writer's append changes it)."""
+        state = await self._x_state()
+        if self._known is None or self._known[0] != state:
+            self._known = (state, await self._x_read())
+        return self._known[1]
+
+    async def _write(
+        self, batch: Sequence[StoredRecord], lines: Sequence[bytes] | None = None
+    ) -> None:
+        """`_x_write`, and the kept log extended by ``batch`` if it was current."""
+        known = self._known
+        if known is not None and known[0] != await self._x_state():
+            known = None
+        self._known = None  # a write that raises leaves nothing known
+        await self._x_write(batch, lines)
+        if known is not None:
+            self._known = (await self._x_state(), LogRead(records=[*known[1].records, *batch]))
 
     # The hooks: what a store does inside ``_exclusive()``, and how it gets it.
 

@@ -82,6 +82,9 @@ class TaskStore(io.NextSeq, Closing, ABC):
         self._ids: tuple[set[str], set[str]] | None = None
         self._ids_at: object = None
         self._task_id: str | None = None
+        # The log as this store last read or wrote it, and the log state it was then: a
+        # task opened (pin, prompt, resume, first id check) reads its records once.
+        self._known: tuple[object, LogRead] | None = None
 
     @property
     @abstractmethod
@@ -136,7 +139,7 @@ class TaskStore(io.NextSeq, Closing, ABC):
         if not batch:
             return
         with self._exclusive():
-            self._x_write(batch)
+            self._write(batch)
 
     def import_lines(self, lines: Iterable[bytes], *, replace: bool = False) -> int:
         """Write a whole task given as its lines (``task export``), each validated and kept
@@ -158,8 +161,8 @@ class TaskStore(io.NextSeq, Closing, ABC):
                 )
             if last_seq is not None:
                 self._x_clear()
-                self._ids, self._task_id = None, None
-            self._x_write(records, batch)
+                self._ids, self._task_id, self._known = None, None, None
+            self._write(records, batch)
         return len(records)
 
     def append_event(self, event: CanonicalEvent) -> StoredEvent:
@@ -205,11 +208,11 @@ class TaskStore(io.NextSeq, Closing, ABC):
 
         events = as_events(compacted)
         with self._exclusive():
-            found = self._x_read()
+            found = self._x_current()
             record = compaction_record(compacted_view(found.events), events)
             last_seq = self._x_last_seq()
             stored = StoredEvent.now(0 if last_seq is None else last_seq + 1, record)
-            self._x_write([stored])
+            self._write([stored])
         return stored
 
     def append_call(self, record: CallRecord) -> StoredCall:
@@ -231,11 +234,11 @@ class TaskStore(io.NextSeq, Closing, ABC):
         """Append a repin record (``nisse-llm task repin``): the task runs with its pin from
         the next opening on; return it. `TaskHeaderMissing` for a task never begun."""
         with self._exclusive():
-            found = self._x_read()
+            found = self._x_current()
             self._header_of(found.records[0] if found.records else None)
             last_seq = self._x_last_seq()
             stored = StoredRepin.now(0 if last_seq is None else last_seq + 1, record)
-            self._x_write([stored])
+            self._write([stored])
         return stored
 
     def append_tool_outcome(self, record: ToolRunRecord, result: ToolResult) -> None:
@@ -286,7 +289,7 @@ class TaskStore(io.NextSeq, Closing, ABC):
         with self._exclusive():
             if self._x_header_written(record):
                 return OpenedPin(pin=pin)
-            found = self._x_read()
+            found = self._x_current()
         self._task_id = task_id(self._header_of(found.records[0]))
         stored = found.pin or {}
         self._check_base_url(stored, pin.base_url, record)
@@ -306,7 +309,7 @@ class TaskStore(io.NextSeq, Closing, ABC):
         if self._x_last_seq() is not None:
             return False
         header = StoredHeader.now(0, TaskHeader(pin=record))
-        self._x_write([header])
+        self._write([header])
         self._task_id = task_id(header)
         return True
 
@@ -351,7 +354,7 @@ class TaskStore(io.NextSeq, Closing, ABC):
         self._x_check_begun()
         with self._exclusive():
             repaired = self._x_repair()
-            found = self._x_read()
+            found = self._x_current()
         from nisse_llm.task.compaction import repair
 
         header = self._header_of(found.records[0] if found.records else None)
@@ -405,7 +408,7 @@ class TaskStore(io.NextSeq, Closing, ABC):
             last_seq = self._x_last_seq()
             seq = 0 if last_seq is None else last_seq + 1
             records = [make(seq + n, item) for n, item in enumerate(items)]
-            self._x_write(records)
+            self._write(records)
             if self._ids is not None:
                 ids_after(self._ids, items)
                 self._ids_at = self._x_state()
@@ -418,7 +421,7 @@ class TaskStore(io.NextSeq, Closing, ABC):
         store (another writer's append changes its state: it is read again)."""
         state = self._x_state()
         if self._ids is None or self._ids_at != state:
-            found = self._x_read()
+            found = self._x_current()
             self._ids = ids_after((set(), set()), [r.event for r in found.events])
             self._ids_at = state
         calls, answered = self._ids
@@ -441,6 +444,24 @@ class TaskStore(io.NextSeq, Closing, ABC):
                     new_answers,
                     "the tool call {!r} already has its result in the log",
                 )
+
+    def _x_current(self) -> LogRead:
+        """Every record (inside ``_exclusive()``): read once, then kept while the log's state
+        is the one it was read or written at (another writer's append changes it)."""
+        state = self._x_state()
+        if self._known is None or self._known[0] != state:
+            self._known = (state, self._x_read())
+        return self._known[1]
+
+    def _write(self, batch: Sequence[StoredRecord], lines: Sequence[bytes] | None = None) -> None:
+        """`_x_write`, and the kept log extended by ``batch`` if it was current."""
+        known = self._known
+        if known is not None and known[0] != self._x_state():
+            known = None
+        self._known = None  # a write that raises leaves nothing known
+        self._x_write(batch, lines)
+        if known is not None:
+            self._known = (self._x_state(), LogRead(records=[*known[1].records, *batch]))
 
     # The hooks: what a store does inside ``_exclusive()``, and how it gets it.
 
