@@ -10,10 +10,11 @@ export K | task import --key K -`` moves a task between stores byte for byte.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import SecretStr
@@ -22,7 +23,7 @@ from nisse_llm.agent.plan import is_done
 from nisse_llm.cli._settings import add_config_argument
 from nisse_llm.cli._terminal import printable, table
 from nisse_llm.config.settings import Settings, load_task_store
-from nisse_llm.errors import ConfigError, LogCorrupt
+from nisse_llm.errors import ConfigError, LogCorrupt, TaskBusy
 from nisse_llm.log.canonical import AssistantText, ToolCall, ToolResult, UserText
 from nisse_llm.task.dsn import password_of, redacted_url
 from nisse_llm.task.lease import FileLease
@@ -80,20 +81,23 @@ def _read(args: argparse.Namespace, key: str) -> LogRead:
     return found
 
 
-def _list(args: argparse.Namespace) -> int:
-    settings = _settings(args)
+def _keys(settings: Settings) -> tuple[list[str], dict[str, str]]:
+    """The keys of the store's tasks, in order, and the holder of each held one."""
     configured = settings.task_store.get_secret_value() if settings.task_store else None
-    holders: dict[str, str] = {}
     if configured is not None and is_database_url(configured):
         from nisse_llm.task.postgres import task_keys
 
         found = task_keys(configured)
-        keys = [row["key"] for row in found]
         holders = {row["key"]: f"{row['holder']}" for row in found if row["holder"]}
-    else:
-        folder = task_folder(settings)
-        keys = sorted(path.stem for path in folder.glob("*.jsonl")) if folder.is_dir() else []
-        holders = {key: _file_lease(folder / f"{key}.jsonl") for key in keys}
+        return [row["key"] for row in found], holders
+    folder = task_folder(settings)
+    keys = sorted(path.stem for path in folder.glob("*.jsonl")) if folder.is_dir() else []
+    return keys, {key: _file_lease(folder / f"{key}.jsonl") for key in keys}
+
+
+def _list(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    keys, holders = _keys(settings)
     rows = [("KEY", "PIN", "STATUS", "CALLS", "UNKNOWN", "COST_USD", "LAST_ACTIVITY", "LEASE")]
     unreadable = 0
     for key in keys:
@@ -242,6 +246,58 @@ def _repin(args: argparse.Namespace) -> int:
     return 0
 
 
+def _prune(args: argparse.Namespace) -> int:
+    """Export, then delete, each finished task last active before ``--finished-before``;
+    an unfinished or open task is kept and named (exit 1 when any was kept)."""
+    try:
+        before = datetime.fromisoformat(args.finished_before)
+    except ValueError:
+        print(f"error: --finished-before {args.finished_before!r} is no date", file=sys.stderr)
+        return _EXIT_REFUSED
+    before = before if before.tzinfo is not None else before.replace(tzinfo=UTC)
+    archive = None if args.archive is None else Path(args.archive)
+    settings = _settings(args)
+    pruned = kept = 0
+    for key in _keys(settings)[0]:
+        with open_task_store(key, settings) as store:
+            found = store.read()
+            if not found.records or found.records[-1].at >= before:
+                continue
+            try:
+                lease = store.lease()
+            except TaskBusy as exc:
+                print(f"kept {key}: open ({printable(str(exc))})", file=sys.stderr)
+                kept += 1
+                continue
+            try:
+                found = store.read()  # under the lease: no driver writes meanwhile
+                if _status(found) != "done":
+                    print(f"kept {key}: unfinished ({_status(found)})", file=sys.stderr)
+                    kept += 1
+                    continue
+                if archive is not None:
+                    _archived(archive / f"{key}.jsonl", store.export_lines())
+                count = store.delete()
+            finally:
+                if lease is not None:
+                    lease.close()
+        pruned += 1
+        where = "" if archive is None else f", archived in {archive / f'{key}.jsonl'}"
+        print(f"pruned {key}: {count} records{where}")
+    print(f"{pruned} task(s) pruned, {kept} kept, in {store_shown(settings)}")
+    return 1 if kept else 0
+
+
+def _archived(path: Path, lines: list[bytes]) -> None:
+    """Write a task's export to ``path`` (not one already there), durably, before the
+    task is deleted."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("xb") as file:
+        file.write(b"".join(line + b"\n" for line in lines))
+        file.flush()
+        os.fsync(file.fileno())
+
+
 def _migrate(args: argparse.Namespace) -> int:
     """Create or upgrade the task tables of a database store, saying each step done."""
     settings = _settings(args)
@@ -330,12 +386,12 @@ def _summary(event: object) -> str:
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``task list|show|export|import|repin|migrate``."""
+    """Add ``task list|show|export|import|repin|prune|migrate``."""
     task = commands.add_parser(
-        "task", help="list, show, export, import or repin tasks; migrate their tables"
+        "task", help="list, show, export, import, repin or prune tasks; migrate their tables"
     )
     actions = task.add_subparsers(
-        dest="action", required=True, metavar="{list,show,export,import,repin,migrate}"
+        dest="action", required=True, metavar="{list,show,export,import,repin,prune,migrate}"
     )
     for name, handler, summary in (
         (
@@ -359,6 +415,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
             "URL) from its next opening: a record says what changed, when and by whom",
         ),
         (
+            "prune",
+            _prune,
+            "export (with --archive) then delete each finished task last active before "
+            "--finished-before DATE; an unfinished or open task is kept and named",
+        ),
+        (
             "migrate",
             _migrate,
             "create or upgrade a database store's task tables (run once per release, by a "
@@ -380,6 +442,16 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                 "--replace", action="store_true", help="replace the task if the key holds one"
             )
             action.add_argument("path", metavar="PATH", help="the JSON lines, or - for stdin")
+        elif name == "prune":
+            action.add_argument(
+                "--finished-before",
+                required=True,
+                metavar="DATE",
+                help="ISO date or time (UTC unless it names a zone)",
+            )
+            action.add_argument(
+                "--archive", metavar="DIR", help="write each task's export here, KEY.jsonl"
+            )
         elif name == "migrate":
             action.add_argument(
                 "--schema", metavar="NAME", help="the tables' schema (default: nisse)"

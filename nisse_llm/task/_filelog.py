@@ -141,6 +141,15 @@ class FileLog:
         os.ftruncate(fd, 0)
         os.fsync(fd)
 
+    def locked_delete(self) -> None:
+        """Remove the file (a task pruned), durably; a writer waiting for its lock then
+        finds the path no longer names it (`LogFileReplaced`), never writes to it."""
+        fd = self._locked_fd()
+        check_same_file(fd, self.path)
+        self.path.unlink()
+        fsync_dir(self.path.parent)
+        self.close()
+
     def locked_write(
         self, batch: Sequence[StoredRecord], lines: Sequence[bytes] | None = None
     ) -> None:

@@ -100,6 +100,12 @@ class Blocking(TaskStore):
     def _x_clear(self) -> None:
         raise AssertionError(_DEFERRED)
 
+    def _x_delete(self) -> None:
+        raise AssertionError(_DEFERRED)
+
+    def delete(self) -> int:
+        return self._run(self.inner.delete())
+
     def _next_seq(self) -> int:
         return self._run(self.inner.next_seq())
 

@@ -113,5 +113,8 @@ class AsyncFileTaskStore(AsyncTaskStore):
     ) -> None:
         await io.blocking(self._file.locked_write, batch, lines)
 
+    async def _x_delete(self) -> None:
+        await io.blocking(self._file.locked_delete)
+
     async def _x_clear(self) -> None:
         await io.blocking(self._file.locked_clear)

@@ -217,6 +217,13 @@ class AsyncPostgresTaskStore(AsyncTaskStore):
         )
         self._last, self._last_known = None, True
 
+    async def _x_delete(self) -> None:
+        """Delete the task's records and its lease row, in one transaction."""
+        await self._x_clear()
+        await (await self._connection()).execute(
+            f"DELETE FROM {self._tables.leases} WHERE task = %s", (self.key,)
+        )
+
     async def _lines(self) -> list[bytes]:
         cursor = await (await self._connection()).execute(
             f"SELECT record FROM {self._tables.records} WHERE task = %s ORDER BY seq", (self.key,)

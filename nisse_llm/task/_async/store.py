@@ -164,6 +164,15 @@ class AsyncTaskStore(io.NextSeq, AsyncClosing, ABC):
             await self._write(records, batch)
         return len(records)
 
+    async def delete(self) -> int:
+        """Remove the task, every record of it (``nisse-llm task prune``), and return how
+        many there were; the caller holds its lease (`lease`), so no driver has it open."""
+        async with self._exclusive():
+            count = len((await self._x_current()).records)
+            await self._x_delete()
+            self._ids, self._task_id, self._known = None, None, None
+        return count
+
     async def append_event(self, event: CanonicalEvent) -> StoredEvent:
         """Append an event as the next record, stamped with the current UTC time; return it.
 
@@ -502,6 +511,10 @@ class AsyncTaskStore(io.NextSeq, AsyncClosing, ABC):
         self, batch: Sequence[StoredRecord], lines: Sequence[bytes] | None = None
     ) -> None:
         """Append ``batch`` (encoded as ``lines`` when given: bytes kept as they came)."""
+
+    @abstractmethod
+    async def _x_delete(self) -> None:
+        """Remove the task and its records (`delete`)."""
 
     @abstractmethod
     async def _x_clear(self) -> None:

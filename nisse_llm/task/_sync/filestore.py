@@ -112,5 +112,8 @@ class FileTaskStore(TaskStore):
     def _x_write(self, batch: Sequence[StoredRecord], lines: Sequence[bytes] | None = None) -> None:
         io.blocking(self._file.locked_write, batch, lines)
 
+    def _x_delete(self) -> None:
+        io.blocking(self._file.locked_delete)
+
     def _x_clear(self) -> None:
         io.blocking(self._file.locked_clear)

@@ -212,6 +212,13 @@ class PostgresTaskStore(TaskStore):
         )
         self._last, self._last_known = None, True
 
+    def _x_delete(self) -> None:
+        """Delete the task's records and its lease row, in one transaction."""
+        self._x_clear()
+        (self._connection()).execute(
+            f"DELETE FROM {self._tables.leases} WHERE task = %s", (self.key,)
+        )
+
     def _lines(self) -> list[bytes]:
         cursor = (self._connection()).execute(
             f"SELECT record FROM {self._tables.records} WHERE task = %s ORDER BY seq", (self.key,)

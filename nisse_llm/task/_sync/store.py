@@ -165,6 +165,15 @@ class TaskStore(io.NextSeq, Closing, ABC):
             self._write(records, batch)
         return len(records)
 
+    def delete(self) -> int:
+        """Remove the task, every record of it (``nisse-llm task prune``), and return how
+        many there were; the caller holds its lease (`lease`), so no driver has it open."""
+        with self._exclusive():
+            count = len((self._x_current()).records)
+            self._x_delete()
+            self._ids, self._task_id, self._known = None, None, None
+        return count
+
     def append_event(self, event: CanonicalEvent) -> StoredEvent:
         """Append an event as the next record, stamped with the current UTC time; return it.
 
@@ -497,6 +506,10 @@ class TaskStore(io.NextSeq, Closing, ABC):
     @abstractmethod
     def _x_write(self, batch: Sequence[StoredRecord], lines: Sequence[bytes] | None = None) -> None:
         """Append ``batch`` (encoded as ``lines`` when given: bytes kept as they came)."""
+
+    @abstractmethod
+    def _x_delete(self) -> None:
+        """Remove the task and its records (`delete`)."""
 
     @abstractmethod
     def _x_clear(self) -> None:
