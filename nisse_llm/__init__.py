@@ -13,6 +13,7 @@ from nisse_llm import _lazy
 from nisse_llm._version import __version__ as __version__
 from nisse_llm.config.routes import has_native_adapter
 from nisse_llm.errors import (
+    ApprovalRefused,
     AuthenticationFailed,
     BudgetExhausted,
     ConfigError,
@@ -28,6 +29,8 @@ from nisse_llm.errors import (
     RunLimitReached,
     StreamInterrupted,
     TaskBusy,
+    TaskClosed,
+    TaskDiverged,
     TaskHeaderMissing,
     TaskPinMismatch,
     TaskStoreMisconfigured,
@@ -56,7 +59,7 @@ from nisse_llm.log.images import Image
 
 if TYPE_CHECKING:
     from nisse_llm._partial import PartialReply
-    from nisse_llm.agent import AsyncTask, RunResult, Step, Task
+    from nisse_llm.agent import AsyncTask, PendingApproval, RunResult, Step, Task
     from nisse_llm.config.options import RequestOptions
     from nisse_llm.config.profiles import RoleProfile
     from nisse_llm.config.settings import (
@@ -90,7 +93,13 @@ if TYPE_CHECKING:
         TaskStore,
     )
     from nisse_llm.task.postgres import AsyncPostgresTaskStore, PostgresTaskStore
-    from nisse_llm.task.records import CallRecord, ResumedTask, UsageTotal, UsageTotals
+    from nisse_llm.task.records import (
+        CallRecord,
+        ProgramRecord,
+        ResumedTask,
+        UsageTotal,
+        UsageTotals,
+    )
     from nisse_llm.task.stores import open_task_store
     from nisse_llm.task.summaries import CompactionPolicy, asummarize, summarize
     from nisse_llm.telemetry import instrument, uninstrument
@@ -133,6 +142,7 @@ _LAZY = {
     "summarize": "nisse_llm.task.summaries",
     "asummarize": "nisse_llm.task.summaries",
     "CallRecord": "nisse_llm.task.records",
+    "ProgramRecord": "nisse_llm.task.records",
     "ResumedTask": "nisse_llm.task.records",
     "UsageTotal": "nisse_llm.task.records",
     "UsageTotals": "nisse_llm.task.records",
@@ -174,6 +184,7 @@ _LAZY = {
     "Task": "nisse_llm.agent",
     "AsyncTask": "nisse_llm.agent",
     "RunResult": "nisse_llm.agent",
+    "PendingApproval": "nisse_llm.agent",
     "Step": "nisse_llm.agent",
     "uninstrument": "nisse_llm.telemetry",
 }
@@ -181,6 +192,7 @@ _LAZY = {
 __all__ = [
     "AnthropicMessagesRenderer",
     "AnthropicPassthroughClient",
+    "ApprovalRefused",
     "AssistantText",
     "AsyncAnthropicPassthroughClient",
     "AsyncFileTaskStore",
@@ -220,8 +232,10 @@ __all__ = [
     "OpenAIResponsesRenderer",
     "OutputValidationError",
     "PartialReply",
+    "PendingApproval",
     "Pin",
     "PostgresTaskStore",
+    "ProgramRecord",
     "PromptCache",
     "Reasoning",
     "ReasoningDelta",
@@ -243,6 +257,8 @@ __all__ = [
     "StreamInterrupted",
     "Task",
     "TaskBusy",
+    "TaskClosed",
+    "TaskDiverged",
     "TaskHeaderMissing",
     "TaskPinMismatch",
     "TaskStore",

@@ -16,6 +16,9 @@ caller must do about it.
     ├── OutputValidationError  the answer did not fit the requested type; a failed turn
     ├── RunLimitReached        a task's run hit its step, cost or token limit; the task resumes
     ├── TaskBusy               another driver holds the task's lease: leave the task to it
+    ├── TaskClosed             the task was closed: open it again to go on
+    ├── TaskDiverged           a reopened task's program asked another call than it recorded
+    ├── ApprovalRefused        an approval or denial of a call that awaits none: nothing written
     ├── TaskStoreMisconfigured  the task store refused us (password, privilege, database):
     │                          fix its configuration or grants; retrying will not help
     └── UpstreamUnavailable    keep the work and resume later: not the work's fault
@@ -61,6 +64,7 @@ if TYPE_CHECKING:
     from nisse_llm._partial import PartialReply, PartialToolCall
 
 __all__ = [
+    "ApprovalRefused",
     "AuthenticationFailed",
     "BudgetExhausted",
     "ConfigError",
@@ -83,6 +87,8 @@ __all__ = [
     "RunLimitReached",
     "StreamInterrupted",
     "TaskBusy",
+    "TaskClosed",
+    "TaskDiverged",
     "TaskHeaderMissing",
     "TaskPinMismatch",
     "TaskStoreMisconfigured",
@@ -276,6 +282,42 @@ class TaskStoreMisconfigured(LLMError):
         super().__init__(message)
         #: The database's error code (SQLSTATE), when it sent one.
         self.sqlstate = sqlstate
+
+
+class TaskClosed(LLMError):
+    """A method was called on a task after it was closed: nothing ran; open the task again
+    (``Task.open``) to go on with it."""
+
+
+class ApprovalRefused(LLMError):
+    """An approval or a denial of a tool call was refused, nothing written: no call of that
+    id awaits approval in the task, or it was decided before (``reason`` says which)."""
+
+    def __init__(self, message: str, *, call_id: str, reason: str) -> None:
+        super().__init__(message)
+        #: The call id the decision named.
+        self.call_id = call_id
+        #: Why it was refused.
+        self.reason = reason
+
+
+class TaskDiverged(LLMError):
+    """A reopened task's program asked, at a point its file recorded, something else than
+    the killed run asked there: nothing was written; run the program that began the task,
+    or begin a new task.
+
+    ``position`` numbers the program's call (0 first); ``recorded`` and ``asked`` describe
+    the recorded call and the one asked now (``"run_as('planner', Plan)"``).
+    """
+
+    def __init__(self, message: str, *, position: int, recorded: str, asked: str) -> None:
+        super().__init__(message)
+        #: Which call of the program diverged (0: its first).
+        self.position = position
+        #: The call the task file recorded at that point.
+        self.recorded = recorded
+        #: The call the program asked there now.
+        self.asked = asked
 
 
 class OutputValidationError(LLMError):

@@ -28,6 +28,8 @@ SOURCES = (
     "nisse_llm/transport/_async/routers.py",
     "nisse_llm/testing/_async/client.py",
     "nisse_llm/agent/_async/task.py",
+    "nisse_llm/agent/_async/delegation.py",
+    "nisse_llm/agent/_async/opening.py",
     "bench/_async/fleet_driver.py",
     "nisse_llm/task/_async/store.py",
     "nisse_llm/task/_async/filestore.py",

@@ -13,5 +13,6 @@ from __future__ import annotations
 from nisse_llm.agent._async.task import AsyncTask
 from nisse_llm.agent._sync.task import Task
 from nisse_llm.agent.plan import RunResult, Step
+from nisse_llm.task.approvals import PendingApproval
 
-__all__ = ["AsyncTask", "RunResult", "Step", "Task"]
+__all__ = ["AsyncTask", "PendingApproval", "RunResult", "Step", "Task"]

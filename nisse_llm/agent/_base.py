@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import warnings
 from collections.abc import Awaitable, Callable, Iterable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
@@ -12,9 +13,11 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 from nisse_llm import _telemetry
 from nisse_llm.agent.offer import offer
 from nisse_llm.agent.plan import is_done, unknown_tool_runs
-from nisse_llm.errors import TaskPinMismatch
+from nisse_llm.agent.program import Recorded, check_same, same_call, system_change
+from nisse_llm.errors import TaskClosed, TaskPinMismatch
 from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult, ToolSpec
 from nisse_llm.log.toolbox import Toolbox
+from nisse_llm.task.approvals import PendingApproval, awaiting
 from nisse_llm.task.stores import AsyncStoreArg, StoreArg, open_async_store, open_store
 
 if TYPE_CHECKING:
@@ -26,6 +29,7 @@ if TYPE_CHECKING:
     from nisse_llm.task.logstore import LogRead
     from nisse_llm.task.records import (
         OpenedPin,
+        ProgramRecord,
         StoredCall,
         StoredToolRun,
         ToolsRecord,
@@ -43,6 +47,7 @@ __all__ = [
     "history_of",
     "open_async_store",
     "open_store",
+    "pending_approvals_of",
     "reconciled",
     "router_pin",
     "tool_runs_of",
@@ -94,6 +99,8 @@ class _Store(Protocol):
     def task_id(self) -> str | None: ...
 
     def same_task(self, other: object) -> bool: ...
+
+    def abandon(self) -> None: ...
 
 
 S = TypeVar("S", bound=_Store)
@@ -168,6 +175,11 @@ def unknown_tool_runs_of(found: LogRead) -> list[ToolCall]:
     return unknown_tool_runs((r.event for r in found.events), found.tool_runs)
 
 
+def pending_approvals_of(found: LogRead) -> list[PendingApproval]:
+    """The tool calls awaiting a person's approval, in the order recorded."""
+    return awaiting((r.event for r in found.events), found.records)
+
+
 def tool_runs_of(found: LogRead) -> list[StoredToolRun]:
     """Every tool-run record of the file."""
     return found.tool_runs
@@ -188,6 +200,7 @@ class TaskBase(Generic[S]):
         lease: FileLease | None = None,
         offered_tools: list[ToolSpec] | None = None,
         pin_changes: tuple[str, ...] = (),
+        program: list[Recorded] | None = None,
     ) -> None:
         self._store = store
         self._pin_changes = pin_changes
@@ -204,44 +217,86 @@ class TaskBase(Generic[S]):
         #: opening has offered tools yet.
         self._offered = offered_tools
         self._stepped = False
+        #: Whether the task was closed (then every method raises `TaskClosed`).
+        self._closed = False
+        #: The program's calls: those the file recorded, then those made since.
+        self._program: list[Recorded] = [] if program is None else program
+        #: How many calls of the program this opening has asked (its place in the replay).
+        self._position = 0
+        #: The system prompt in force after the program's last call (None: none).
+        self._system = self._program[-1].system if self._program else None
 
     @property
     def store(self) -> S:
         """The task's store."""
+        self._check_open("store")
         return self._store
 
     @property
     def pin(self) -> Pin:
         """The pin in force: the one the task was begun with (or last repinned to by
         ``nisse-llm task repin``), with the token of the pin it was opened with."""
+        self._check_open("pin")
         return self._pin
 
     @property
     def pin_changes(self) -> tuple[str, ...]:
         """The keys where the pin given to `open` differs from the pin in force
         (``roles.executor``, ``mcp_servers``); empty when none."""
+        self._check_open("pin_changes")
         return self._pin_changes
 
     @property
     def done(self) -> bool:
-        """Whether the model's last reply ended the run (it asked for no tool)."""
-        return is_done(self._log)
+        """Whether the program's last run finished (a ``say`` since starts another; for a
+        task whose file records no program, or after a ``step``: whether the model's last
+        reply asked for no tool)."""
+        self._check_open("done")
+        last = self._program[-1] if self._program else None
+        if last is None or last.asked.op == "step":
+            return (last is None or last.done is not None) and is_done(self._log)
+        return last.asked.op != "say" and last.done is not None
+
+    def _enter(self, asked: ProgramRecord) -> Recorded | None:
+        """The call the file recorded at this point of the program, checked to be ``asked``
+        (`TaskDiverged` if not: nothing written), or None past the record: a new call.
+
+        The same call asked again after it failed (a retry after `UpstreamUnavailable`)
+        goes on with the failed one, so a program run again from the top, asking it once,
+        meets one record."""
+        position = self._position
+        program = self._program
+        last = program[-1] if program and position == len(program) else None
+        if last is not None and last.done is None and same_call(last.asked, asked):
+            return last
+        found = program[position] if position < len(program) else None
+        if found is not None:
+            check_same(position, found, asked)
+        self._position += 1
+        return found
+
+    def _system_change(self, system: str | None) -> str | None:
+        """What a new call's start record says of its system prompt (see `system_change`)."""
+        return system_change(self._system, system)
 
     @property
     def repairs(self) -> list[LogFix]:
         """What the view needed changed to render when the task was opened (see `repair`)."""
+        self._check_open("repairs")
         return list(self._repairs)
 
     @property
     def offered_tools(self) -> list[ToolSpec] | None:
         """The tool specs the task last offered the model, as its file records them (None:
         it has offered none)."""
+        self._check_open("offered_tools")
         return None if self._offered is None else list(self._offered)
 
     def tool_changes(self, tools: Toolbox | Iterable[Callable[..., Any]] | None) -> ToolChanges:
         """How ``tools`` differ from the tools the task last offered the model, as recorded
         in its file (empty: the same, or none offered yet). Ask before a resumed task's
         first step to refuse, or to tell the model (`say`), when its tools changed."""
+        self._check_open("tool_changes()")
         return offer(self._offered, toolbox_of(tools).specs).changes
 
     def _offered_record(self, box: Toolbox) -> ToolsRecord | None:
@@ -256,6 +311,42 @@ class TaskBase(Generic[S]):
             self._offered = specs
         self._stepped = True
         return planned.record
+
+    def _check_open(self, name: str) -> None:
+        """`TaskClosed` if the task was closed: a closed task runs and reads nothing (its
+        lease is gone, so another driver may be writing its store)."""
+        if self._closed:
+            raise TaskClosed(
+                f"{self!r} is closed: {name} ran nothing; call or read it before closing "
+                "the task (inside its with block; a run's outcome is in the RunResult it "
+                "returned), or open the task again to go on"
+            )
+
+    def _closing(self) -> bool:
+        """Mark the task closed; False when it already was (closing twice does nothing)."""
+        if self._closed:
+            return False
+        self._closed = True
+        return True
+
+    def __del__(self) -> None:
+        # A task dropped while open would hold its lease until the process exits.
+        if getattr(self, "_closed", True):
+            return
+        self._closed = True
+        warnings.warn(
+            f"{self!r} was never closed; its lease is released now: close the task "
+            "(open it in a with block)",
+            ResourceWarning,
+            stacklevel=1,
+            source=self,
+        )
+        if self._held is not None:
+            self._held.close()
+        if self._owned:
+            # Without blocking or awaiting: a PostgreSQL store's lease is its session,
+            # ended by closing the connection's socket (the async store's too).
+            self._store.abandon()
 
     def _agent_span(self, role: str) -> AbstractContextManager[AgentTrace]:
         tracer = _telemetry.tracer

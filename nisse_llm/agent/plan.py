@@ -11,19 +11,24 @@ leaves unanswered is finished by `finish_plan`:
   runs again; another is asked of the task's ``reconcile`` hook, and failing that gets
   `unknown_result` (an error result the model reads) beside an ``"unknown"`` record;
 - an ``"unknown"`` record and no result (killed between the two): `unknown_result` again.
+
+A call of a tool that needs approval (or one the file records pending) waits until an
+``approval`` record decides it (`nisse_llm.task.approvals`): undecided, it stays
+unanswered (``"await"``) and the run stops; denied, it is answered with `denied_result`
+(``"deny"``); approved, it is finished as any other call (run once, its start recorded).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from nisse_llm.errors import RunLimitReached
+from nisse_llm.errors import OutputValidationError, RunLimitReached
 from nisse_llm.log.canonical import (
     AssistantText,
     CallInfo,
@@ -34,8 +39,16 @@ from nisse_llm.log.canonical import (
     ToolCall,
     ToolResult,
     Usage,
+    UserText,
 )
-from nisse_llm.render.typed import ACCEPTED, answer_tool
+from nisse_llm.render.typed import (
+    ACCEPTED,
+    answer_tool,
+    error_summary,
+    native_feedback,
+    parse_answer_text,
+)
+from nisse_llm.task.approvals import PendingApproval, StoredApproval, decision
 from nisse_llm.task.records import StoredToolRun, pending_calls
 
 __all__ = [
@@ -45,39 +58,70 @@ __all__ = [
     "RunLimits",
     "RunResult",
     "Step",
+    "answer_request",
     "answer_text",
+    "asked_for_answer",
     "final_text",
     "finish_plan",
+    "fresh_plan",
     "is_done",
+    "native_answer",
+    "run_limits",
+    "run_result",
+    "run_result_record",
     "typed_answer",
     "unknown_result",
     "unknown_tool_runs",
+    "waiting_step",
 ]
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
 
 #: How a cut step's tool call is finished (see the module docstring).
-FinishHow = Literal["run", "rerun", "reconcile", "unknown"]
+FinishHow = Literal["run", "rerun", "reconcile", "unknown", "await", "deny"]
 
 
 @dataclass(frozen=True, slots=True)
 class Finish:
     """One unanswered tool call and how to answer it; ``start`` is the number of its
-    tool-run start record (None if it never started)."""
+    tool-run start record (None if it never started); ``approval`` the call's pending
+    record (``"await"``: None if not written yet) or its denial (``"deny"``)."""
 
     call: ToolCall
     how: FinishHow
     start: int | None = None
+    approval: StoredApproval | None = None
+
+    def waiting(self) -> PendingApproval:
+        """The call as awaiting approval."""
+        at = None if self.approval is None else self.approval.at
+        return PendingApproval(self.call.call_id, self.call.tool, self.call.arguments, at)
+
+
+def fresh_plan(
+    events: Iterable[CanonicalEvent], needs_approval: Callable[[str], bool]
+) -> list[Finish]:
+    """How to answer the tool calls of a reply just written: run each, or await its
+    approval."""
+    return [
+        Finish(e, "await" if needs_approval(e.tool) else "run")
+        for e in events
+        if isinstance(e, ToolCall)
+    ]
 
 
 def finish_plan(
     events: Sequence[CanonicalEvent],
     tool_runs: Iterable[StoredToolRun],
     is_repeatable: Callable[[str], bool],
+    approvals: Mapping[str, Sequence[StoredApproval]] | None = None,
+    needs_approval: Callable[[str], bool] = lambda _: False,
 ) -> list[Finish]:
     """How to answer each tool call ``events`` leave unanswered, in log order, given the
-    task file's tool-run records and which tools may run again."""
+    task file's tool-run records, which tools may run again, the file's approval records
+    by call id and which tools need approval."""
+    approvals = approvals or {}
     starts: dict[str, int] = {}
     given_up: set[str] = set()
     for record in tool_runs:
@@ -89,7 +133,13 @@ def finish_plan(
     plan: list[Finish] = []
     for call in pending_calls(events):
         start = starts.get(call.call_id)
-        if call.call_id in given_up:
+        found = approvals.get(call.call_id, ())
+        decided = decision(found)
+        if (found or needs_approval(call.tool)) and decided is None:
+            plan.append(Finish(call, "await", approval=found[0] if found else None))
+        elif decided is not None and decided.approval.outcome == "denied":
+            plan.append(Finish(call, "deny", approval=decided))
+        elif call.call_id in given_up:
             plan.append(Finish(call, "unknown", start))
         elif start is None:
             plan.append(Finish(call, "run"))
@@ -186,12 +236,15 @@ class Step:
     asked for, and whether it asked for any (``more``: the run goes on).
 
     ``finished`` holds the results of an earlier, cut step's calls, answered before this
-    step called the model.
+    step called the model. ``pending_approvals`` lists the calls left awaiting a person's
+    approval (their results are not in ``results``): the step is not done; call it again
+    once they are decided.
     """
 
     completion: Completion
     results: list[ToolResult]
     finished: list[ToolResult] = field(default_factory=list)
+    pending_approvals: tuple[PendingApproval, ...] = ()
 
     @property
     def more(self) -> bool:
@@ -208,13 +261,19 @@ class Step:
 class RunResult(Generic[T]):
     """What a run ended with: the final ``text`` (after `run_as`, its typed answer as
     JSON), the ``output`` (the text, or `run_as`'s typed answer), the ``steps`` (model calls) this run made, their ``usage`` and their
-    ``cost_usd`` as the proxy reported it (calls of unknown cost add nothing)."""
+    ``cost_usd`` as the proxy reported it (calls of unknown cost add nothing).
+
+    ``pending_approvals`` lists the tool calls the run stopped on, each waiting for a
+    person's approval (``task.approve`` / ``task.deny``); while it is not empty the run has
+    not answered (``output`` is then the text so far, None for `run_as`): run it again
+    once they are decided."""
 
     text: str
     output: T
     steps: int
     usage: Usage
     cost_usd: Decimal
+    pending_approvals: tuple[PendingApproval, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,12 +336,100 @@ class RunCounts:
             cost_usd=self.cost_usd,
         )
 
-    def result(self, events: Sequence[CanonicalEvent], output: T) -> RunResult[T]:
-        """The run's result, its final text read from ``events`` (`answer_text`)."""
+    def result(
+        self,
+        events: Sequence[CanonicalEvent],
+        output: T,
+        waiting: Sequence[PendingApproval] = (),
+    ) -> RunResult[T]:
+        """The run's result, its final text read from ``events`` (`answer_text`), and the
+        calls it stopped on awaiting approval (``waiting``)."""
         return RunResult(
             text=answer_text(events),
             output=output,
             steps=self.steps,
             usage=self.usage,
             cost_usd=self.cost_usd,
+            pending_approvals=tuple(waiting),
         )
+
+
+def answer_request(output_type: type[BaseModel], *, native: bool) -> str:
+    """The user message a `run_as` appends to ask for its answer when the model's last
+    reply ended the run without it: as JSON of the answer's schema (``native``), or through
+    the answer tool. Written to the log, so the request is what the file says."""
+    name = answer_tool(output_type).name
+    if native:
+        return f"Give your final answer now, as JSON that follows the {name} schema."
+    return f"Give your final answer now, by calling the {name!r} tool with it as the arguments."
+
+
+def asked_for_answer(events: Sequence[CanonicalEvent], output_type: type[BaseModel]) -> bool:
+    """Whether the log ends with `answer_request`'s message (a `run_as` cut after asking)."""
+    tail = [e for e in events if not isinstance(e, Compaction)][-1:]
+    asks = {answer_request(output_type, native=n) for n in (True, False)}
+    return bool(tail) and isinstance(tail[0], UserText) and tail[0].text in asks
+
+
+def native_answer(
+    events: Sequence[CanonicalEvent], output_type: type[M], attempts: int, repair_attempts: int
+) -> M | str:
+    """The answer a natively asked run ended with (its last reply's text, validated); else
+    what to tell the model (while ``attempts`` made are within ``repair_attempts``), else
+    `OutputValidationError`."""
+    raw = final_text(events)
+    value, errors = parse_answer_text(output_type, raw)
+    if value is not None:
+        return value
+    if attempts < repair_attempts:
+        return native_feedback(answer_tool(output_type).name, errors)
+    raise OutputValidationError(
+        f"the answer does not validate as {output_type.__name__} after {attempts + 1} "
+        f"attempt(s): {error_summary(errors)}",
+        raw=raw,
+        errors=errors,
+        attempts=attempts + 1,
+    )
+
+
+def run_result_record(result: RunResult[Any], value: BaseModel | None) -> dict[str, Any]:
+    """What a done `run` or `run_as` record keeps of its result (``value``: the answer)."""
+    record: dict[str, Any] = {
+        "text": result.text,
+        "steps": result.steps,
+        "usage": result.usage.model_dump(mode="json"),
+        "cost_usd": str(result.cost_usd),
+    }
+    if value is not None:
+        record["output"] = value.model_dump(mode="json")
+    return record
+
+
+def run_result(record: dict[str, Any], output_type: type[M] | None) -> RunResult[Any]:
+    """The result a done `run` (``output_type`` None) or `run_as` returned, from its record."""
+    text: str = record["text"]
+    return RunResult(
+        text=text,
+        output=text if output_type is None else output_type.model_validate(record["output"]),
+        steps=record["steps"],
+        usage=Usage.model_validate(record["usage"]),
+        cost_usd=Decimal(record["cost_usd"]),
+    )
+
+
+def run_limits(
+    max_steps: int, max_cost_usd: Decimal | float | None, max_tokens: int | None
+) -> RunLimits:
+    """A run's limits as `run` takes them (a cost as a float or a `Decimal`)."""
+    cost = None if max_cost_usd is None else Decimal(str(max_cost_usd))
+    return RunLimits(max_steps=max_steps, max_cost_usd=cost, max_tokens=max_tokens)
+
+
+def waiting_step(finished: list[ToolResult], waiting: Sequence[PendingApproval]) -> Step:
+    """A step that made no model call: calls of the log still await approval."""
+    return Step(
+        completion=Completion(events=[], usage=Usage()),
+        results=[],
+        finished=finished,
+        pending_approvals=tuple(waiting),
+    )

@@ -1,21 +1,24 @@
-"""``nisse-llm task``: list, show, export, import and repin the tasks of a store.
+"""``nisse-llm task``: list, show, export, import and repin the tasks of a store, and
+approve or deny the tool calls they await approval for.
 
 The store is ``--store`` (a folder or a ``postgresql://`` URL), else ``NISSE_TASK_STORE``,
 else the ``task_store`` key of ``--config``'s file: nothing else is read (no token, no
-roles). Reading never takes a task's lease; ``import`` and ``repin`` write as the task's
-one driver. An export is the task's records as stored, one JSON line each, so ``task
+roles). Reading never takes a task's lease; ``import``, ``repin``, ``approve`` and
+``deny`` write as the task's one driver (refused while an agent holds the task). An export is the task's records as stored, one JSON line each, so ``task
 export K | task import --key K -`` moves a task between stores byte for byte.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Literal
 
 from pydantic import SecretStr
 
@@ -23,8 +26,10 @@ from nisse_llm.agent.plan import is_done
 from nisse_llm.cli._settings import add_config_argument
 from nisse_llm.cli._terminal import printable, table
 from nisse_llm.config.settings import Settings, load_task_store
-from nisse_llm.errors import ConfigError, LogCorrupt, TaskBusy
+from nisse_llm.errors import ApprovalRefused, ConfigError, LogCorrupt, TaskBusy
 from nisse_llm.log.canonical import AssistantText, ToolCall, ToolResult, UserText
+from nisse_llm.task.approvals import PendingApproval, awaiting, decision_record
+from nisse_llm.task.delegation import children_of, parent_of
 from nisse_llm.task.dsn import password_of, redacted_url
 from nisse_llm.task.lease import FileLease
 from nisse_llm.task.logstore import LogRead, LogSequenceError, TaskStore
@@ -98,7 +103,8 @@ def _keys(settings: Settings) -> tuple[list[str], dict[str, str]]:
 def _list(args: argparse.Namespace) -> int:
     settings = _settings(args)
     keys, holders = _keys(settings)
-    rows = [("KEY", "PIN", "STATUS", "CALLS", "UNKNOWN", "COST_USD", "LAST_ACTIVITY", "LEASE")]
+    header = "KEY PIN STATUS CALLS UNKNOWN COST_USD APPROVALS LAST_ACTIVITY PARENT LEASE"
+    rows = [tuple(header.split())]
     unreadable = 0
     for key in keys:
         lease = holders.get(key, "-")
@@ -109,7 +115,7 @@ def _list(args: argparse.Namespace) -> int:
             unreadable += 1
             print(f"warning: {printable(str(exc))}", file=sys.stderr)
             status = "corrupt" if isinstance(exc, LogCorrupt) else "bad-key"
-            rows.append((printable(key), "-", status, "-", "-", "-", "-", lease))
+            rows.append((printable(key), "-", status, "-", "-", "-", "-", "-", "-", lease))
             continue
         total = found_read.usage.total
         rows.append(
@@ -120,13 +126,100 @@ def _list(args: argparse.Namespace) -> int:
                 str(total.calls),
                 str(total.unknown_calls),
                 _cost(total),
+                str(len(_awaiting(found_read))),
                 _last(found_read),
+                _parent(found_read),
                 lease,
             )
         )
     print(f"{len(keys)} task(s) in {store_shown(settings)}")
     table(sys.stdout, rows)
     return 1 if unreadable else 0
+
+
+def _parent(found: LogRead) -> str:
+    """The key of the task that delegated this one (``-``: none)."""
+    parent = parent_of(found.records)
+    return "-" if parent is None else printable(parent.key)
+
+
+def _print_tree(args: argparse.Namespace, key: str, found: LogRead) -> None:
+    """The task's parent, its sub-tasks (each with its status and cost, theirs below them)
+    and the usage of the whole tree."""
+    parent = parent_of(found.records)
+    print(f"parent: {'-' if parent is None else printable(parent.key)}")
+    print("sub-tasks:")
+    total = _subtree(args, key, found, 1)
+    print(f"tree usage: {total.calls} call(s), {_cost(total)} USD, {total.unknown_calls} unknown")
+
+
+def _subtree(args: argparse.Namespace, key: str, found: LogRead, depth: int) -> UsageTotal:
+    total = found.usage.total
+    for child in children_of(found.records):
+        below = _read(args, child)
+        mine = below.usage.total
+        print(f"{'  ' * depth}{printable(child)}: {_status(below)}, {_cost(mine)} USD")
+        total = total + _subtree(args, child, below, depth + 1)
+    return total
+
+
+def _awaiting(found: LogRead) -> list[PendingApproval]:
+    """The task's tool calls awaiting approval."""
+    return awaiting((r.event for r in found.events), found.records)
+
+
+def _pending(args: argparse.Namespace) -> int:
+    keys = [args.key] if args.key is not None else _keys(_settings(args))[0]
+    rows: list[tuple[str, ...]] = [("KEY", "CALL_ID", "TOOL", "SINCE", "ARGUMENTS")]
+    for key in keys:
+        found = _read(args, key)
+        for call in _awaiting(found):
+            since = "-" if call.at is None else call.at.strftime("%Y-%m-%dT%H:%M:%SZ")
+            arguments = json.dumps(call.arguments, ensure_ascii=False, sort_keys=True)
+            if len(arguments) > _TEXT_WIDTH:
+                arguments = arguments[: _TEXT_WIDTH - 3] + "..."
+            shown = (key, call.call_id, call.tool, since, arguments)
+            rows.append(tuple(printable(value) for value in shown))
+    print(f"{len(rows) - 1} call(s) await approval")
+    table(sys.stdout, rows)
+    return 0
+
+
+def _approve(args: argparse.Namespace) -> int:
+    return _decide(args, "approved", None)
+
+
+def _deny(args: argparse.Namespace) -> int:
+    return _decide(args, "denied", args.reason)
+
+
+def _decide(
+    args: argparse.Namespace, outcome: Literal["approved", "denied"], reason: str | None
+) -> int:
+    _read(args, args.key)
+    with _opened(args, args.key) as store:
+        lease = store.lease()
+        try:
+            record = decision_record(
+                store.read().records,
+                args.call_id,
+                outcome,
+                by=args.by or default_by(),
+                reason=reason,
+            )
+            stored = store.append_approval(record)
+        except ApprovalRefused as exc:
+            print(f"error: {printable(str(exc))}", file=sys.stderr)
+            return _EXIT_REFUSED
+        finally:
+            if lease is not None:
+                lease.close()
+    print(
+        f"task {args.key}: call {printable(args.call_id)} ({printable(record.tool)}) "
+        f"{outcome} at seq {stored.seq} by {printable(record.by or '-')}; the task's next run "
+        + ("runs it" if outcome == "approved" else "answers it with the reason")
+    )
+    return 0
 
 
 def _file_lease(task_file: Path) -> str:
@@ -156,6 +249,11 @@ def _show(args: argparse.Namespace) -> int:
     for record in unknown:
         call = record.llm_call
         print(f"  seq {record.seq}: {call.role or '-'} {call.model} ({call.route}) at {record.at}")
+    _print_tree(args, args.key, found)
+    waiting = _awaiting(found)
+    print(f"awaiting approval: {len(waiting)}")
+    for one in waiting:
+        print(f"  {printable(one.call_id)}: {printable(one.tool)}")
     usage = found.usage
     print("usage:")
     rows = [("  ROLE", "CALLS", "INPUT", "OUTPUT", "COST_USD", "UNPRICED", "UNKNOWN")]
@@ -355,6 +453,8 @@ def _status(found: LogRead) -> str:
     events = [item.event for item in found.view]
     if is_done(events):
         return "done"
+    if _awaiting(found):
+        return "awaiting-approval"
     if found.unknown_calls:
         return "unknown-calls"
     answered = {e.call_id for e in events if isinstance(e, ToolResult)}
@@ -386,25 +486,30 @@ def _summary(event: object) -> str:
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``task list|show|export|import|repin|prune|migrate``."""
+    """Add ``task list|show|export|import|repin|pending|approve|deny|prune|migrate``."""
     task = commands.add_parser(
-        "task", help="list, show, export, import, repin or prune tasks; migrate their tables"
+        "task",
+        help="list, show, export, import, repin or prune tasks; approve or deny tool calls; "
+        "migrate their tables",
     )
     actions = task.add_subparsers(
-        dest="action", required=True, metavar="{list,show,export,import,repin,prune,migrate}"
+        dest="action",
+        required=True,
+        metavar="{list,show,export,import,repin,pending,approve,deny,prune,migrate}",
     )
     for name, handler, summary in (
         (
             "list",
             _list,
-            "every task: key, pin, status, calls, unknown calls, cost, last activity, lease "
-            "holder ('-' none, '(unknown)' held without a readable record, '?' the system "
-            "cannot tell)",
+            "every task, sub-tasks after their parent: key, pin, status, calls, unknown calls, "
+            "cost, calls awaiting approval, last activity, parent, lease holder ('-' none, "
+            "'(unknown)' held without a readable record, '?' the system cannot tell)",
         ),
         (
             "show",
             _show,
-            "one task: its repins, view, unknown calls and usage (never takes the lease)",
+            "one task: its repins, parent and sub-tasks, view, unknown calls and usage (never "
+            "takes the lease)",
         ),
         ("export", _export, "one task's records as JSON lines on standard output"),
         ("import", _import, "write an export (PATH, or - for stdin) as a new task"),
@@ -413,6 +518,22 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
             _repin,
             "move a task to other models (--role ROLE=MODEL) or another proxy (--base-url "
             "URL) from its next opening: a record says what changed, when and by whom",
+        ),
+        (
+            "pending",
+            _pending,
+            "the tool calls awaiting approval: of task KEY, or of every task",
+        ),
+        (
+            "approve",
+            _approve,
+            "approve a call awaiting approval: the task's next run runs it (a record says "
+            "who and when)",
+        ),
+        (
+            "deny",
+            _deny,
+            "deny a call awaiting approval: the task's next run answers it with the reason",
         ),
         (
             "prune",
@@ -442,6 +563,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                 "--replace", action="store_true", help="replace the task if the key holds one"
             )
             action.add_argument("path", metavar="PATH", help="the JSON lines, or - for stdin")
+        elif name == "pending":
+            action.add_argument("key", metavar="KEY", nargs="?", help="the task's key")
         elif name == "prune":
             action.add_argument(
                 "--finished-before",
@@ -458,6 +581,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
             )
         elif name != "list":
             action.add_argument("key", metavar="KEY", help="the task's key")
+        if name in ("approve", "deny"):
+            action.add_argument("call_id", metavar="CALL_ID", help="the call's id")
+            action.add_argument("--by", metavar="NAME", help="who decides (default: user@host)")
+        if name == "deny":
+            action.add_argument("--reason", required=True, help="why: the model reads it")
         if name == "repin":
             action.add_argument(
                 "--role",

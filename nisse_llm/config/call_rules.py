@@ -43,6 +43,19 @@ class CallRules:
     problems: tuple[str, ...] = ()
 
     @property
+    def strict_tools(self) -> bool:
+        """Whether the model takes ``strict: true`` tools: an OpenAI model with native
+        structured outputs (the same rule as a natively asked typed answer)."""
+        return self.family == "openai" and self.structured
+
+    @property
+    def strict_messages_tools(self) -> bool:
+        """Whether the model takes ``strict: true`` tools on Anthropic's messages route: a
+        Claude model with native structured outputs (the proxy forwards the flag there
+        unchanged, measured on LiteLLM 1.108.7)."""
+        return self.family == "anthropic" and self.structured
+
+    @property
     def replays_thinking(self) -> bool:
         """Whether a chat request turns Anthropic thinking on, so the model's own thinking
         blocks go back with its turns (Anthropic refuses a tool loop without them)."""

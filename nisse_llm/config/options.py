@@ -119,6 +119,16 @@ class AnswerOptions(RequestOptions):
     answer_name: Annotated[str, Field(pattern=TOOL_NAME_PATTERN)]
     answer_schema: dict[str, Any]
 
+    def over(self, base: "RequestOptions | None") -> "AnswerOptions":
+        """These options over ``base`` as `RequestOptions.over` layers them, the answer's
+        schema kept."""
+        answer = {"answer_name", "answer_schema"}
+        plain = RequestOptions(**self.model_dump(exclude_none=True, exclude=answer))
+        merged = plain.over(base).model_dump(exclude_none=True)
+        return AnswerOptions(
+            **merged, answer_name=self.answer_name, answer_schema=self.answer_schema
+        )
+
     def __hash__(self) -> int:
         # The schema is a dict: hash the options by their JSON (a frozen model's default
         # hash would hash the dict).

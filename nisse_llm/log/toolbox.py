@@ -24,7 +24,9 @@ functions: the same `specs`, `run` and `arun`; `close` (or leaving a ``with``) s
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
+import logging
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -38,7 +40,7 @@ from nisse_llm._closing import Closing
 from nisse_llm._drive import adrive, drive
 from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult, ToolSpec
 from nisse_llm.log.images import Image
-from nisse_llm.log.tools import arguments_model
+from nisse_llm.log.tools import arguments_model, strict_problem
 
 if TYPE_CHECKING:
     from nisse_llm._telemetry import ToolTrace
@@ -121,6 +123,9 @@ def validation_feedback(tool: str, error: ValidationError) -> str:
     return "\n".join(lines)
 
 
+logger = logging.getLogger("nisse_llm")
+
+
 class Toolbox(Closing):
     """Python functions as tools: their `specs`, and `run` / `arun` to answer tool calls.
 
@@ -129,6 +134,12 @@ class Toolbox(Closing):
     caller instead of becoming an error result (validation and unknown names stay results).
     ``repeatable`` names the tools that may run again when a run was cut and its outcome is
     unknown (reads, test runs; see `is_repeatable`); a tool is not repeatable by default.
+    ``strict`` (default) marks each tool whose schema fits strict mode as it is to be sent
+    ``strict: true`` where the route and model take it (`ToolSpec.strict`); a tool that
+    does not fit is sent as before, and why is logged at DEBUG; ``strict=False`` opts out.
+    ``needs_approval`` names the tools a task runs only after a person approves the call
+    (``task.approve``; see `nisse_llm.task.approvals`): a run stops with such a call
+    pending, and the calls beside it run as usual.
     """
 
     def __init__(
@@ -137,7 +148,12 @@ class Toolbox(Closing):
         *,
         propagate_errors: bool = False,
         repeatable: Iterable[str] = (),
+        strict: bool = True,
+        needs_approval: Iterable[str] = (),
     ) -> None:
+        #: Whether tools whose schema fits strict mode are sent strict (where the route
+        #: and model take it; see `ToolSpec.strict`).
+        self.strict = strict
         self._tools: dict[str, _Tool] = {}
         for fn in tools:
             self._add(_entry(fn))
@@ -145,17 +161,59 @@ class Toolbox(Closing):
         self.repeatable: frozenset[str] = frozenset()
         self._connections: list[McpConnection] = []
         self._mark_repeatable(repeatable)
+        #: The tools whose calls run only once a person approves them (`needs_approval`).
+        self.approval_needed = self._tool_names("needs_approval", needs_approval)
 
-    def _mark_repeatable(self, names: Iterable[str]) -> None:
+    def _tool_names(self, what: str, names: Iterable[str]) -> frozenset[str]:
+        """``names``, each the name of a tool of the box (`ValueError` naming the others)."""
         if isinstance(names, str):
-            raise TypeError(f"repeatable holds tool names: write {{{names!r}}}")
-        #: The names given as ``repeatable`` (a function marked by `ToolSpec.from_function`
-        #: is repeatable too: see `is_repeatable`).
+            raise TypeError(f"{what} holds tool names: write {{{names!r}}}")
         marked = frozenset(names)
         unknown = sorted(marked - set(self._tools))
         if unknown:
-            raise ValueError(f"repeatable names no tool of the box: {', '.join(unknown)}")
-        self.repeatable |= marked
+            raise ValueError(f"{what} names no tool of the box: {', '.join(unknown)}")
+        return marked
+
+    def _mark_repeatable(self, names: Iterable[str]) -> None:
+        #: The names given as ``repeatable`` (a function marked by `ToolSpec.from_function`
+        #: is repeatable too: see `is_repeatable`).
+        self.repeatable |= self._tool_names("repeatable", names)
+
+    @classmethod
+    def delegation(
+        cls,
+        task: Any,
+        role: str,
+        *,
+        tools: Any,
+        system: str | None = None,
+        name: str | None = None,
+    ) -> Toolbox:
+        """A box of one tool, ``delegate_to_<role>(prompt)`` (or ``name``), through which the
+        model hands a sub-task to ``role``: ``task.delegate(role, prompt, tools=tools,
+        system=system)`` (a `Task`'s or an `AsyncTask`'s), its answer's text the result.
+        Repeatable: a run of it cut by a kill runs again, and the delegation's replay
+        resumes the same child rather than beginning another."""
+        named = name or f"delegate_to_{role}"
+        if inspect.iscoroutinefunction(task.delegate):
+
+            async def handed(prompt: str) -> str:
+                return str((await task.delegate(role, prompt, tools=tools, system=system)).text)
+
+            run: Callable[..., Any] = handed
+        else:
+
+            def handed_sync(prompt: str) -> str:
+                return str(task.delegate(role, prompt, tools=tools, system=system).text)
+
+            run = handed_sync
+        run.__name__ = run.__qualname__ = named
+        run.__doc__ = f"Hand a sub-task to the {role}: say what to do; its answer comes back."
+        return cls([run], repeatable={named})
+
+    def needs_approval(self, name: str) -> bool:
+        """Whether a call of the tool ``name`` runs only once a person approves it."""
+        return name in self.approval_needed
 
     def is_repeatable(self, name: str) -> bool:
         """Whether the tool ``name`` may run again when its outcome is unknown: named in
@@ -166,6 +224,13 @@ class Toolbox(Closing):
     def _add(self, entry: _Tool) -> None:
         if entry.spec.name in self._tools:
             raise ValueError(f"two tools are named {entry.spec.name!r}")
+        if self.strict:
+            problem = strict_problem(entry.spec.parameters)
+            if problem is None:
+                strict = entry.spec.model_copy(update={"strict": True})
+                entry = dataclasses.replace(entry, spec=strict)
+            else:
+                logger.debug("tool %r is not sent strict: %s", entry.spec.name, problem)
         self._tools[entry.spec.name] = entry
 
     @classmethod
@@ -175,17 +240,21 @@ class Toolbox(Closing):
         tools: Iterable[Callable[..., Any]] = (),
         propagate_errors: bool = False,
         repeatable: Iterable[str] = (),
+        strict: bool = True,
+        needs_approval: Iterable[str] = (),
     ) -> Toolbox:
         """The tools of ``servers`` (started now, stopped by `close`) beside the functions
-        ``tools``. A tool its server marks read-only or idempotent is ``repeatable``.
+        ``tools``. A tool its server marks read-only or idempotent is ``repeatable``;
+        ``needs_approval`` as for the constructor.
 
         Raises `UpstreamUnavailable` when a server does not start or list its tools.
         """
-        box = cls(tools, propagate_errors=propagate_errors)
+        box = cls(tools, propagate_errors=propagate_errors, strict=strict)
         if servers:
             first, *more = servers
             box._serve(first.connect(*more))
         box._mark_repeatable(repeatable)
+        box.approval_needed = box._tool_names("needs_approval", needs_approval)
         return box
 
     @classmethod
@@ -195,13 +264,16 @@ class Toolbox(Closing):
         tools: Iterable[Callable[..., Any]] = (),
         propagate_errors: bool = False,
         repeatable: Iterable[str] = (),
+        strict: bool = True,
+        needs_approval: Iterable[str] = (),
     ) -> Toolbox:
         """`from_mcp` for asyncio: the servers start without blocking the running loop."""
-        box = cls(tools, propagate_errors=propagate_errors)
+        box = cls(tools, propagate_errors=propagate_errors, strict=strict)
         if servers:
             first, *more = servers
             box._serve(await first.aconnect(*more))
         box._mark_repeatable(repeatable)
+        box.approval_needed = box._tool_names("needs_approval", needs_approval)
         return box
 
     def _serve(self, connection: McpConnection) -> None:

@@ -16,7 +16,8 @@ portable, one schema both routes accept as it is:
 `strict_schema` narrows a portable schema to one provider's strict subset (OpenAI's
 Structured Outputs, Anthropic's structured outputs): every property required (optional
 ones made nullable), unsupported keywords moved into the description as the official SDKs
-do, ``oneOf`` read as ``anyOf``.
+do, ``oneOf`` read as ``anyOf``. `strict_problem` says why a tool's schema cannot be sent
+strict as it is (a `Toolbox` marks the specs that can: ``ToolSpec.strict``).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ __all__ = [
     "portable_schema",
     "spec_from_function",
     "spec_from_model",
+    "strict_problem",
     "strict_schema",
 ]
 
@@ -510,6 +512,32 @@ def strict_schema(schema: Mapping[str, Any], dialect: Dialect) -> dict[str, Any]
     return out
 
 
+def strict_problem(schema: Mapping[str, Any], dialect: Dialect = "openai") -> str | None:
+    """Why ``schema`` cannot be a strict tool's parameters as it is (None: it can), in
+    ``dialect``'s strict subset: an optional parameter (strict mode requires every property,
+    so a model would send ``null`` where the function takes a default), a keyword strict
+    mode drops, or what it cannot express at all. The schema is never narrowed: a tool is
+    sent strict exactly as the toolbox validates it, or not strict."""
+    try:
+        narrowed = strict_schema(schema, dialect)
+    except ValueError as exc:
+        return str(exc)
+    if narrowed == schema:
+        return None
+    optional = _optional_names(schema)
+    if optional:
+        return f"optional parameters ({', '.join(optional)}) would become required"
+    return "strict mode would change its schema (a keyword it does not take)"
+
+
+def _optional_names(schema: Mapping[str, Any]) -> list[str]:
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping):
+        return []
+    required = set(schema.get("required", ()))
+    return [name for name in properties if name not in required]
+
+
 class ToolSpec(BaseModel):
     """A tool the model may call: a name, a description and a JSON Schema for its arguments."""
 
@@ -521,6 +549,9 @@ class ToolSpec(BaseModel):
     #: Whether the tool may run again when a run was cut and its outcome is unknown (a
     #: read, a test run); never sent to the model (left out of every dump).
     repeatable: bool = Field(default=False, exclude=True)
+    #: Whether the tool is sent with ``strict: true`` where the route and model take it (its
+    #: schema fits strict mode as it is: `strict_problem`); set by `Toolbox`, never dumped.
+    strict: bool = Field(default=False, exclude=True)
 
     @classmethod
     def from_function(
@@ -620,7 +651,10 @@ def as_tool_specs(tools: ToolsLike) -> list[ToolSpec]:
         elif isinstance(tool, HasToolSpecs):
             specs.extend(tool.specs)
         elif callable(tool) and not isinstance(tool, type):
-            specs.append(ToolSpec.from_function(tool))
+            spec = ToolSpec.from_function(tool)
+            if strict_problem(spec.parameters) is None:  # as a `Toolbox` holding it would
+                spec = spec.model_copy(update={"strict": True})
+            specs.append(spec)
         else:
             hint = (
                 f"for a model's fields, pass ToolSpec.from_model({tool.__name__})"

@@ -24,7 +24,10 @@ Render rules (each answers something the API rejects):
 - Calls in the log but no tools passed: one stub tool per called name
   (`STUB_TOOL_DESCRIPTION`, schema ``{"type": "object"}``) and ``tool_choice: none``, as
   the API requires tools whenever ``tool_use`` blocks are present. Two tools with one
-  name are a `RenderError`; a schema without ``type`` gets ``"type": "object"``.
+  name are a `RenderError`; a schema without ``type`` gets ``"type": "object"``. A tool
+  marked strict (`ToolSpec.strict`) whose schema also fits Anthropic's strict subset goes
+  with ``strict: true`` to a Claude model with structured outputs
+  (`CallRules.strict_messages_tools`); otherwise with no ``strict`` field.
 - An empty log, or one with nothing left to send, is a `RenderError`.
 - A `UserImage` is an ``image`` block (``base64`` or ``url`` source) in the user message,
   in log order among the user's texts; a result's images follow its text inside the
@@ -41,6 +44,7 @@ The reply side (parsing) lives in `nisse_llm.render.anthropic_messages_reply`.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Any, Literal, Self, TypeAlias, assert_never, cast
 
@@ -63,6 +67,7 @@ from nisse_llm.log.canonical import (
     WireEvent,
     log_items,
 )
+from nisse_llm.log.tools import strict_problem
 from nisse_llm.render._anthropic_blocks import (
     EMPTY_ERROR_CONTENT,
     EMPTY_ERROR_OUTPUT,
@@ -123,6 +128,8 @@ __all__ = [
 LEADING_PLACEHOLDER = "(This conversation continues from an earlier session.)"
 TRAILING_PLACEHOLDER = "(Continue.)"
 
+logger = logging.getLogger(__name__)
+
 _EVENT_TYPES = frozenset({UserText, UserImage, AssistantText, ToolCall, ToolResult, Reasoning})
 
 #: Each event's encoded block, computed once per event object (events are frozen).
@@ -131,6 +138,9 @@ _FRAGMENTS: FragmentMemo[WireEvent, bytes] = FragmentMemo()
 _INTERRUPTED: FragmentMemo[ToolCall, bytes] = FragmentMemo()
 #: Each tool spec's wire tool, built (and its schema validated) once per spec object.
 _TOOLS: FragmentMemo[ToolSpec, AnthropicTool] = FragmentMemo()
+#: Each tool spec's wire tool where the model takes strict tools (``strict: true`` when
+#: its schema fits Anthropic's strict subset as well as OpenAI's).
+_STRICT_TOOLS: FragmentMemo[ToolSpec, AnthropicTool] = FragmentMemo()
 #: The marker of each TTL, shared: request models are never mutated once built.
 _CONTROLS: dict[str | None, AnthropicCacheControl] = {
     None: AnthropicCacheControl(),
@@ -405,7 +415,7 @@ class AnthropicMessagesRenderer(Renderer):
         """The request body as its typed model; ``rules`` as for `render_parts`."""
         rules = self._decided(rules, model, options, max_tokens, cache)
         with self._walks.lock:
-            plan = _plan(self._walks, events, tools, model)
+            plan = _plan(self._walks, events, tools, model, rules.strict_messages_tools)
             turns = plan.turns.list()
         policy = active(cache, model)
         if policy is None:
@@ -471,7 +481,7 @@ class AnthropicMessagesRenderer(Renderer):
         options: RequestOptions | None,
         rules: CallRules,
     ) -> list[bytes]:
-        plan = _plan(self._walks, events, tools, model)
+        plan = _plan(self._walks, events, tools, model, rules.strict_messages_tools)
         policy = active(cache, model)
         head, tail = _head_tail(
             self._envelopes, model, system, max_tokens, rules, plan, policy, options
@@ -497,7 +507,13 @@ class AnthropicMessagesRenderer(Renderer):
         return [opening, *blocks, b",".join(rest)]
 
 
-def _plan(walks: ProgressCache[_Progress], events: LogLike, tools: ToolsLike, model: str) -> _Plan:
+def _plan(
+    walks: ProgressCache[_Progress],
+    events: LogLike,
+    tools: ToolsLike,
+    model: str,
+    strict: bool = False,
+) -> _Plan:
     if not model:
         raise RenderError("cannot render a request without a model name")
     items = log_items(events)
@@ -508,14 +524,29 @@ def _plan(walks: ProgressCache[_Progress], events: LogLike, tools: ToolsLike, mo
     turns = progress.finish()
     specs = unique_specs(tools)
     if specs:
-        return _Plan(turns, _map_tools(specs), False, progress)
+        return _Plan(turns, _map_tools(specs, strict), False, progress)
     if called := progress.used_tools():
         return _Plan(turns, [stub_tool(name) for name in called], True, progress)
     return _Plan(turns, None, False, progress)
 
 
-def _map_tools(specs: list[ToolSpec]) -> list[AnthropicTool]:
-    return [_TOOLS.get(spec, map_tool) for spec in specs]
+def _map_tools(specs: list[ToolSpec], strict: bool = False) -> list[AnthropicTool]:
+    if not strict:
+        return [_TOOLS.get(spec, map_tool) for spec in specs]
+    return [_STRICT_TOOLS.get(spec, _strict_tool) for spec in specs]
+
+
+def _strict_tool(spec: ToolSpec) -> AnthropicTool:
+    """``spec``'s wire tool, ``strict: true`` when its schema fits strict mode (else as
+    sent to a model without strict tools, and why at DEBUG)."""
+    tool = map_tool(spec)
+    if not spec.strict:
+        return tool
+    problem = strict_problem(spec.parameters, "anthropic")
+    if problem is not None:
+        logger.debug("tool %r is not sent strict to Claude: %s", spec.name, problem)
+        return tool
+    return tool.model_copy(update={"strict": True})
 
 
 def _envelope(

@@ -24,8 +24,9 @@ Render rules, in the order a body is built:
   `TOOL_IMAGES_LABEL` then its images. A breakpoint on an image message goes on its last
   image part (LiteLLM forwards ``cache_control`` to the Anthropic image block). Images
   over a provider limit are an `ImageError` naming the image (`nisse_llm.log.images`).
-- Tools passed are declared as function tools (two with one name are a `RenderError`; a
-  schema without ``type`` gets ``"type": "object"``). With none passed but calls in the log,
+- Tools passed are declared as function tools, with ``strict: true`` for a spec marked
+  strict when the model takes strict tools (`CallRules.strict_tools`; two with one name
+  are a `RenderError`; a schema without ``type`` gets ``"type": "object"``). With none passed but calls in the log,
   each tool name the log used is declared as a stub (`STUB_TOOL_DESCRIPTION`, parameters
   ``{"type": "object"}``) and ``tool_choice`` is ``"none"``: the history stays valid for
   servers that check it and the model cannot call them.
@@ -302,7 +303,7 @@ def _breakpoints(slots: Indexed[_Slot]) -> list[int]:
     return [latest] if previous is None else [previous, latest]
 
 
-def _map_tool(spec: ToolSpec) -> OpenAIChatTool:
+def _map_tool(spec: ToolSpec, strict: bool = False) -> OpenAIChatTool:
     from nisse_llm.wire.openai_chat import (
         OpenAIChatFunction,
         OpenAIChatTool,
@@ -314,8 +315,16 @@ def _map_tool(spec: ToolSpec) -> OpenAIChatTool:
             name=spec.name,
             description=spec.description or None,
             parameters=object_schema(spec.parameters),
+            strict=True if strict and spec.strict else None,
         )
     )
+
+
+def _declared(spec: ToolSpec, strict: bool) -> bytes:
+    """A tool's encoded definition: once per spec object, or made strict for this model."""
+    if strict and spec.strict:
+        return _encode(_map_tool(spec, strict=True))
+    return cast(bytes, _fragment(spec))
 
 
 def _map_stub_tool(name: str) -> OpenAIChatTool:
@@ -594,7 +603,8 @@ def _envelope(
     tail = [b"]"]
     declared: list[bytes] = []
     if specs:
-        declared = [cast(bytes, _fragment(spec)) for spec in specs]
+        strict = rules.strict_tools
+        declared = [_declared(spec, strict) for spec in specs]
     elif used:
         declared = [_encode(_map_stub_tool(name)) for name in used]
     if declared:
@@ -662,7 +672,7 @@ class OpenAIChatRenderer(Renderer):
         )
         declared: list[OpenAIChatTool] | None = None
         if specs:
-            declared = [_map_tool(spec) for spec in specs]
+            declared = [_map_tool(spec, rules.strict_tools) for spec in specs]
         elif used_tools:
             declared = [_map_stub_tool(name) for name in used_tools]
         if declared and control is not None:

@@ -27,8 +27,10 @@ turn. Render rules, in the order a body is built:
   flag). A result with images sends its output as a list: the text (if any) as
   ``input_text``, then each image as ``input_image``.
 - Blank text is left out; a log with nothing left to send is a `RenderError`.
-- Tools passed are function tools with ``strict: false`` (two with one name are a
-  `RenderError`; a schema without ``type`` gets ``"type": "object"``). With none passed but
+- Tools passed are function tools, ``strict: true`` for a spec marked strict (a
+  `Toolbox` marks those whose schema fits strict mode) when the model takes strict tools
+  (`CallRules.strict_tools`), else ``strict: false`` (two with one
+  name are a `RenderError`; a schema without ``type`` gets ``"type": "object"``). With none passed but
   calls in the log, each tool name the log used is declared as a stub and ``tool_choice``
   is ``"none"``.
 - `RequestOptions` map to their fields by `nisse_llm.render._options.responses_fields`
@@ -178,6 +180,8 @@ class _Maker:
 
 #: One memo for the route: event -> its encoded input item (see `_Encoded`).
 _MEMO: FragmentMemo[Any, bytes] = FragmentMemo()
+#: Each tool spec's encoded function tool where the model takes strict tools.
+_STRICT_TOOLS: FragmentMemo[ToolSpec, bytes] = FragmentMemo()
 #: A call the log never answered -> its synthetic output, encoded.
 _INTERRUPTED: FragmentMemo[ToolCall, bytes] = FragmentMemo()
 
@@ -253,13 +257,14 @@ def _arguments(call: ToolCall) -> str:
     return json_bytes(call.arguments).decode()
 
 
-def _map_tool(spec: ToolSpec) -> OpenAIResponsesFunctionTool:
+def _map_tool(spec: ToolSpec, strict: bool = False) -> OpenAIResponsesFunctionTool:
     from nisse_llm.wire.openai_responses import OpenAIResponsesFunctionTool
 
     return OpenAIResponsesFunctionTool(
         name=spec.name,
         description=spec.description or None,
         parameters=object_schema(spec.parameters),
+        strict=strict and spec.strict,
     )
 
 
@@ -310,6 +315,7 @@ def _envelope(
     specs: list[ToolSpec],
     used: Sequence[str],
     fields: dict[str, Any],
+    strict: bool,
 ) -> tuple[bytes, bytes]:
     """The body's bytes before its first input item and after its last (the byte path
     keeps them per renderer: an agent sends the same model, system, tools and options each
@@ -320,7 +326,8 @@ def _envelope(
     head.append(b',"input":[')
     tail = [b"]"]
     if specs:
-        declared = [_MEMO.get(spec, lambda t: _encode(_map_tool(t))) for spec in specs]
+        memo = _STRICT_TOOLS if strict else _MEMO
+        declared = [memo.get(spec, lambda t: _encode(_map_tool(t, strict))) for spec in specs]
     else:
         declared = [_encode(_map_stub_tool(name)) for name in used]
     if declared:
@@ -371,7 +378,7 @@ class OpenAIResponsesRenderer(Renderer):
         )
         declared: list[OpenAIResponsesFunctionTool] | None = None
         if specs:
-            declared = [_map_tool(spec) for spec in specs]
+            declared = [_map_tool(spec, rules.strict_tools) for spec in specs]
         elif used:
             declared = [_map_stub_tool(name) for name in used]
         instructions = system if system is not None and system.strip() else None
@@ -503,6 +510,7 @@ class OpenAIResponsesRenderer(Renderer):
                 _request_fields(
                     items, specs, used, model, system, rules, options, prompt_cache_key
                 ),
+                rules.strict_tools,
             ),
         )
         return [head, *blocks, b",".join(rest) + tail]

@@ -65,8 +65,11 @@ __all__ = [
     "answer_tool",
     "check_output_type",
     "closed_schema",
+    "error_summary",
     "forces_tool",
+    "native_feedback",
     "native_schema",
+    "parse_answer_text",
 ]
 
 
@@ -302,7 +305,7 @@ class TypedExchange(Generic[M]):
                 return self._accepted(value_or_error, reply, calls, None)
             errors = value_or_error
             if self.mode == "native":
-                feedback = _native_feedback(self.answer.name, errors)
+                feedback = native_feedback(self.answer.name, errors)
             else:
                 feedback = (
                     f"No answer was given: call the {self.answer.name!r} tool "
@@ -313,7 +316,7 @@ class TypedExchange(Generic[M]):
             results = self._results(calls, failed, feedback)
             raise OutputValidationError(
                 f"the answer does not validate as {self.output_type.__name__} after "
-                f"{self.attempts} attempt(s): {_summary(errors)}",
+                f"{self.attempts} attempt(s): {error_summary(errors)}",
                 raw=raw,
                 errors=errors,
                 attempts=self.attempts,
@@ -337,14 +340,10 @@ class TypedExchange(Generic[M]):
         ]
         if self.mode == "forced" or not text.strip():
             return missing
-        stripped = text.strip()
-        fenced = _FENCE.match(stripped)
-        try:
-            return self.output_type.model_validate_json(
-                fenced.group(1) if fenced else stripped, extra=self._extra
-            )
-        except ValidationError as exc:
-            return _errors(exc) if self.mode == "native" else missing
+        value, errors = parse_answer_text(self.output_type, text)
+        if value is not None:
+            return value
+        return errors if self.mode == "native" else missing
 
     def _results(
         self, calls: list[ToolCall], failed: ToolCall | None, feedback: str
@@ -378,10 +377,26 @@ class TypedExchange(Generic[M]):
         )
 
 
-def _native_feedback(name: str, errors: list[dict[str, Any]]) -> str:
+def parse_answer_text(output_type: type[M], text: str) -> tuple[M | None, list[dict[str, Any]]]:
+    """An answer given as text (JSON, perhaps in a fence) validated into ``output_type``
+    (unknown fields refused unless the type allows them), or pydantic's errors for it."""
+    stripped = text.strip()
+    fenced = _FENCE.match(stripped)
+    extra: Literal["allow", "forbid"] = (
+        "allow" if output_type.model_config.get("extra") == "allow" else "forbid"
+    )
+    try:
+        return output_type.model_validate_json(
+            fenced.group(1) if fenced else stripped, extra=extra
+        ), []
+    except ValidationError as exc:
+        return None, _errors(exc)
+
+
+def native_feedback(name: str, errors: list[dict[str, Any]]) -> str:
     """The model-facing text for a structured answer that did not validate."""
     return (
-        f"Your answer does not validate as {name}: {_summary(errors)}. "
+        f"Your answer does not validate as {name}: {error_summary(errors)}. "
         "Answer again with JSON that follows the schema."
     )
 
@@ -396,7 +411,7 @@ def _errors(exc: ValidationError) -> list[dict[str, Any]]:
     return [dict(error) for error in exc.errors(include_url=False)]
 
 
-def _summary(errors: list[dict[str, Any]]) -> str:
+def error_summary(errors: list[dict[str, Any]]) -> str:
     parts = []
     for error in errors[:3]:
         where = ".".join(str(p) for p in error.get("loc", ())) or "(answer)"

@@ -18,9 +18,12 @@ from nisse_llm.errors import LogCorrupt, LogSequenceError
 from nisse_llm.log.canonical import StoredEvent, ToolCall, ToolResult
 from nisse_llm.task._files import NEWLINE, READ_CHUNK, TAIL_CHUNK, last_newline_before
 from nisse_llm.task.records import (
+    StoredApproval,
     StoredBatch,
     StoredCall,
     StoredHeader,
+    StoredParent,
+    StoredProgram,
     StoredRecord,
     StoredRepin,
     StoredToolRun,
@@ -65,6 +68,9 @@ RecordT = TypeVar(
     | StoredBatch
     | StoredTools
     | StoredRepin
+    | StoredProgram
+    | StoredApproval
+    | StoredParent
     | StoredHeader,
 )
 
@@ -120,6 +126,12 @@ class LogRead:
     def repins(self) -> list[StoredRepin]:
         """The repin records (``nisse-llm task repin``), in order."""
         return [r for r in self.records if isinstance(r, StoredRepin)]
+
+    @property
+    def approvals(self) -> list[StoredApproval]:
+        """The approval records (a tool call's approval pending, given or refused), in
+        order."""
+        return [r for r in self.records if isinstance(r, StoredApproval)]
 
     @property
     def pin(self) -> dict[str, Any] | None:

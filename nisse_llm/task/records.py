@@ -1,7 +1,7 @@
 """The records of a task file beside its events: the pin header, per-call records, usage totals.
 
 Pure: no I/O. `nisse_llm.task.logstore.TaskStore` writes and reads these records; a line of a
-task file is one of three shapes, told apart by its key::
+task file is one of these shapes, told apart by its key::
 
     {"seq": 0, "at": ..., "header": {"format": 1, "pin": {...pin.record()...}}}
     {"seq": 1, "at": ..., "event": {"kind": "user_text", ...}}        # a StoredEvent
@@ -10,6 +10,9 @@ task file is one of three shapes, told apart by its key::
     {"seq": 4, "at": ..., "batch": {"events": [...]}}      # then those events, same write
     {"seq": 5, "at": ..., "tools": {"specs": [{"name": ..., ...}]}}  # the tools offered
     {"seq": 6, "at": ..., "repin": {"changed": [...], "by": ..., "pin": {...}}}  # a repin
+    {"seq": 7, "at": ..., "program": {"op": "run", "role": ..., "outcome": "started"}}
+    {"seq": 8, "at": ..., "approval": {"call_id": ..., "tool": ..., "outcome": "pending"}}
+    {"seq": 9, "at": ..., "parent": {"key": ..., "role": ...}}     # a sub-task's parent
 
 Files written before task records hold ``event`` lines only and read unchanged, and files
 written before tool-run records hold none of them.
@@ -24,10 +27,16 @@ a batch of events that must not be cut (a reply: its text and its tool calls) is
 after a ``batch`` record holding them all, in the same write: a batch cut short is
 finished from it (`unfinished_batch`). A ``tools`` record holds the specs a task's step
 offered the model, written when they differ from the last ones recorded, so a resumed task
-knows what it offered before (`offered_tools`). A `Compaction` event names the records it
-replaces; `compacted_view` applies them, in file order, to give the log a request sends.
+knows what it offered before (`offered_tools`). A ``program`` record is one call of the
+task's program (`ProgramRecord`: a ``step``, ``run`` or ``run_as``, started and done; a
+``say`` rides on the batch of its message), so a task reopened replays its program. A
+`Compaction` event names the records it replaces; `compacted_view` applies them, in file
+order, to give the log a request sends.
 A ``repin`` record (``nisse-llm task repin``) holds the pin record the task runs with from
 there on: a task's pin is its last repin's, else its header's (`pin_in_force`).
+An ``approval`` record is a step of a tool call's approval: pending, approved or denied
+(`nisse_llm.task.approvals`). A ``parent`` record names the task that delegated this one
+(`nisse_llm.task.delegation`).
 """
 
 from __future__ import annotations
@@ -51,6 +60,8 @@ from nisse_llm.log.canonical import (
     ToolSpec,
     Usage,
 )
+from nisse_llm.task.approvals import ApprovalRecord, StoredApproval
+from nisse_llm.task.delegation import StoredParent
 
 if TYPE_CHECKING:
     from nisse_llm.config.settings import Pin
@@ -58,14 +69,19 @@ if TYPE_CHECKING:
 
 __all__ = [
     "TASK_FORMAT",
+    "ApprovalRecord",
     "BatchRecord",
     "CallRecord",
     "OpenedPin",
+    "ProgramRecord",
     "RepinRecord",
     "ResumedTask",
+    "StoredApproval",
     "StoredBatch",
     "StoredCall",
     "StoredHeader",
+    "StoredParent",
+    "StoredProgram",
     "StoredRecord",
     "StoredRepin",
     "StoredToolRun",
@@ -180,12 +196,49 @@ class StoredToolRun(_Frozen):
         return cls(seq=seq, at=datetime.now(UTC), tool_run=record)
 
 
+class ProgramRecord(_Frozen):
+    """One call of a task's program (``say``, ``step``, ``run``, ``run_as`` or ``delegate``),
+    as asked: its ``role``, the ``text`` said (``say``; a ``delegate``'s prompt), the answer
+    type's name (``run_as``), the ``system`` prompt when it differs from the one before
+    (``""``: none from here on), and a ``delegate``'s ``child`` task key.
+
+    ``"started"`` is written before the call acts and ``"done"`` (``start`` naming it,
+    ``result`` what the call returned, as JSON) when it returns; a ``say`` is written
+    ``"done"`` in its message's batch. A task reopened replays its program against these.
+    """
+
+    op: Literal["say", "step", "run", "run_as", "delegate"]
+    role: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    text: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    images: NonNegativeInt = Field(default=0, exclude_if=lambda v: v == 0)
+    output_type: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    system: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    child: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    outcome: Literal["started", "done"] = "started"
+    start: NonNegativeInt | None = Field(default=None, exclude_if=lambda v: v is None)
+    result: dict[str, Any] | None = Field(default=None, exclude_if=lambda v: v is None)
+
+
+class StoredProgram(_Frozen):
+    """A `ProgramRecord` in the task file."""
+
+    seq: NonNegativeInt
+    at: datetime
+    program: ProgramRecord
+
+    @classmethod
+    def now(cls, seq: int, record: ProgramRecord) -> StoredProgram:
+        """A program record stamped with the current UTC time."""
+        return cls(seq=seq, at=datetime.now(UTC), program=record)
+
+
 class BatchRecord(_Frozen):
     """Events appended together that must all be in the log or none: written first, in
     the same write as the events' own records, so a crash that cuts the write leaves what
-    is missing here."""
+    is missing here. ``call`` is the program's ``say`` these events are, if they are one."""
 
     events: list[CanonicalEvent]
+    call: ProgramRecord | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class StoredBatch(_Frozen):
@@ -247,7 +300,8 @@ class StoredRepin(_Frozen):
 def _record_kind(value: Any) -> str | None:
     """Which record a line is, by its key (a dict while validating, a model when dumping)."""
     if isinstance(value, Mapping):
-        for key in ("event", "llm_call", "tool_run", "batch", "tools", "repin", "header"):
+        keys = ("event", "llm_call", "tool_run", "batch", "tools", "repin", "program")
+        for key in (*keys, "approval", "parent", "header"):
             if key in value:
                 return key
         return None
@@ -263,10 +317,17 @@ def _record_kind(value: Any) -> str | None:
         return "tools"
     if isinstance(value, StoredRepin):
         return "repin"
+    if isinstance(value, StoredProgram):
+        return "program"
+    if isinstance(value, StoredApproval):
+        return "approval"
+    if isinstance(value, StoredParent):
+        return "parent"
     return "header" if isinstance(value, StoredHeader) else None
 
 
-#: Any line of a task file: a header, an event, a call, tool-run, batch, tools or repin record.
+#: Any line of a task file: a header, an event, a call, tool-run, batch, tools, repin,
+#: program, approval or parent record.
 StoredRecord: TypeAlias = Annotated[
     Annotated[StoredEvent, Tag("event")]
     | Annotated[StoredCall, Tag("llm_call")]
@@ -274,13 +335,16 @@ StoredRecord: TypeAlias = Annotated[
     | Annotated[StoredBatch, Tag("batch")]
     | Annotated[StoredTools, Tag("tools")]
     | Annotated[StoredRepin, Tag("repin")]
+    | Annotated[StoredProgram, Tag("program")]
+    | Annotated[StoredApproval, Tag("approval")]
+    | Annotated[StoredParent, Tag("parent")]
     | Annotated[StoredHeader, Tag("header")],
     Discriminator(
         _record_kind,
         custom_error_type="record_kind",
         custom_error_message=(
-            "a record holds one of 'event', 'llm_call', 'tool_run', 'batch', 'tools', 'repin' "
-            "or 'header'"
+            "a record holds one of 'event', 'llm_call', 'tool_run', 'batch', 'tools', 'repin', "
+            "'program', 'approval', 'parent' or 'header'"
         ),
     ),
 ]
@@ -292,6 +356,9 @@ RECORD_TYPES = (
     StoredBatch,
     StoredTools,
     StoredRepin,
+    StoredProgram,
+    StoredApproval,
+    StoredParent,
     StoredHeader,
 )
 

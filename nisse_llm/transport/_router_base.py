@@ -6,10 +6,10 @@ compacted log kept for later calls. The routers themselves are
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Self, TypeVar, cast
 
 from nisse_llm.config._bounds import check_client_numbers
 from nisse_llm.log.canonical import CallInfo, CanonicalEvent, Usage
@@ -23,7 +23,9 @@ from nisse_llm.transport.clients import (
 from nisse_llm.transport.core import Call, router_role
 
 if TYPE_CHECKING:
-    from nisse_llm.config.options import RequestOptions
+    from pydantic import BaseModel
+
+    from nisse_llm.config.options import AnswerOptions, RequestOptions
     from nisse_llm.config.settings import Pin
     from nisse_llm.task.records import CallRecord
     from nisse_llm.task.summaries import CompactionPolicy
@@ -172,6 +174,13 @@ class RouterBase(Generic[K, S]):
             return after + log[len(before) :]
         return log
 
+    def for_store(self, store: S) -> Self:
+        """A router like this one (its pin, compaction and client options, so the same
+        transport) recording its calls in ``store``: a sub-task's; close it after use."""
+        build = type(self).from_pin  # type: ignore[attr-defined]
+        made = build(self._pin, store=store, compaction=self._compaction, **self._client_options)
+        return cast("Self", made)
+
     @property
     def store(self) -> S | None:
         """The task file every call's record is appended to (None: calls are not recorded)."""
@@ -228,6 +237,31 @@ class RouterBase(Generic[K, S]):
         model, client = self._resolve(role)
         profile = self._pin.options_for(role)
         return model, client, profile if options is None else options.over(profile)
+
+    def answer_options(
+        self,
+        role: str,
+        output_type: type[BaseModel],
+        options: RequestOptions | None,
+        taken: Iterable[str] = (),
+    ) -> AnswerOptions | None:
+        """``options`` (over ``role``'s profile) asking ``role``'s model for an answer of
+        ``output_type`` as the reply's text, in the route's native structured output (as
+        ``complete_as`` asks it), beside any tools (``taken``: their names); None where the
+        model or route has none, or the schema does not fit it."""
+        from nisse_llm.config.option_rules import request_rules
+        from nisse_llm.config.options import AnswerOptions, RequestOptions
+        from nisse_llm.render.typed import answer_tool, native_schema
+
+        model, client, merged = self._call(role, options)
+        route = client.route
+        rules = request_rules(model, merged.like if merged else None, route=route)
+        schema = native_schema(output_type, rules, route)
+        if schema is None:
+            return None
+        asked = (merged or RequestOptions()).model_dump(exclude_none=True)
+        name = answer_tool(output_type, taken).name
+        return AnswerOptions(**asked, answer_name=name, answer_schema=schema)
 
     def client_for(self, role: str) -> K:
         """The client ``role``'s calls go through; `UnknownRoleError` (a ``ValueError``, not

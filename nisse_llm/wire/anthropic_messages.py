@@ -154,6 +154,8 @@ class AnthropicTool(RequestModel):
     name: str
     description: str | None = None
     input_schema: dict[str, Any]
+    #: Arguments guaranteed to match ``input_schema`` (models with structured outputs).
+    strict: bool | None = None
     cache_control: AnthropicCacheControl | None = None
 
 

@@ -153,11 +153,13 @@ OpenAIChatMessage: TypeAlias = Annotated[
 
 
 class OpenAIChatFunction(RequestModel):
-    """A function the model may call: its name, description and JSON Schema."""
+    """A function the model may call: its name, description and JSON Schema; ``strict``
+    (sent only as ``true``) holds the model's arguments to the schema."""
 
     name: str
     description: str | None = None
     parameters: dict[str, Any]
+    strict: bool | None = None
 
 
 class OpenAIChatTool(RequestModel):

@@ -132,8 +132,8 @@ OpenAIResponsesInputItem: TypeAlias = Annotated[
 
 
 class OpenAIResponsesFunctionTool(RequestModel):
-    """A function the model may call. ``strict`` is required by the API; the library sends
-    ``false`` (a tool's schema need not meet strict mode's rules)."""
+    """A function the model may call. ``strict`` is required by the API: ``true`` for a tool
+    whose schema fits strict mode where the model takes it, else ``false``."""
 
     type: Literal["function"] = "function"
     name: str

@@ -77,6 +77,8 @@ class Points:
         self.passed = 0
         #: Model calls whose start record is written and whose end record is not.
         self.in_flight = 0
+        #: Whether a call's success is written and its reply not yet (a kill now loses it).
+        self.unsaved = False
 
     def reached(self, kind: str) -> bool:
         """Count a point; True when it is the kill point (the caller then `kill`s)."""
@@ -85,7 +87,8 @@ class Points:
 
     def kill(self, kind: str) -> None:
         with self.notes.open("a", encoding="utf-8") as out:
-            out.write(json.dumps({"kind": kind, "in_flight": self.in_flight}) + "\n")
+            killed = {"kind": kind, "in_flight": self.in_flight, "unsaved": self.unsaved}
+            out.write(json.dumps(killed) + "\n")
             out.flush()
             os.fsync(out.fileno())
         os.kill(os.getpid(), signal.SIGKILL)
@@ -95,21 +98,38 @@ class Points:
             self.kill(kind)
 
 
-class _PointedTransport(httpx.BaseTransport):
-    """The scripted upstream, with a kill point as each model request has left and as its
-    reply has come back."""
+class PointedTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
+    """A scripted upstream answering by ``fallback``, with a kill point as each model request
+    (to a path ending in one of ``paths``) has left and as its reply has come back; for
+    sync and async clients."""
 
-    def __init__(self, points: Points) -> None:
-        self._inner = ScriptedTransport(Script(fallback=upstream))
+    def __init__(
+        self,
+        points: Points,
+        fallback: Callable[[RecordedRequest], Turn] = upstream,
+        paths: tuple[str, ...] = ("/v1/messages",),
+    ) -> None:
+        self._inner = ScriptedTransport(Script(fallback=fallback))
         self._points = points
+        self._paths = paths
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        model_call = request.url.path.endswith("/v1/messages")
+        model_call = request.url.path.endswith(self._paths)
         if model_call:
             self._points.at("call")
         response = self._inner.handle_request(request)
         if model_call:
             response.read()
+            self._points.at("reply")
+        return response
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        model_call = request.url.path.endswith(self._paths)
+        if model_call:
+            self._points.at("call")
+        response = await self._inner.handle_async_request(request)
+        if model_call:
+            await response.aread()
             self._points.at("reply")
         return response
 
@@ -131,6 +151,9 @@ def _pointed_write(points: Points, real: Callable[[int, Any], int]) -> Callable[
         for line in raw.splitlines():
             if b'"llm_call"' in line:
                 points.in_flight += 1 if b'"outcome":"started"' in line else -1
+                points.unsaved = b'"outcome":"ok"' in line
+            elif b'"event"' in line or b'"batch"' in line:
+                points.unsaved = False
         return written
 
     return write
@@ -172,7 +195,7 @@ def run_agent(path: str, effects: str, kill_at: int, notes: str) -> None:
     policy = CompactionPolicy(keep_last_turns=1)
     with (
         RoleRouter.from_pin(
-            pin, store=store, compaction=policy, transport=_PointedTransport(points)
+            pin, store=store, compaction=policy, transport=PointedTransport(points)
         ) as llm,
         Task.open(store, pin, router=llm, prompt=QUESTION) as task,
     ):

@@ -76,6 +76,7 @@ def test_a_task_reopened_after_an_edit_runs_on_the_pin_it_began_with(
         assert task.pin == first
         assert task.pin_changes == ("mcp_servers", "roles.executor")
         assert McpServer.from_pin(task.pin) == ()
+        task.step("executor")  # the program replays its first step from the file
         task.say("and then?")
         task.step("executor")
     (warning,) = _warnings(caplog)
@@ -212,6 +213,7 @@ def test_an_async_task_reopened_after_an_edit_runs_on_its_own_pin(
         ):
             assert task.pin == first
             assert task.pin_changes == ("mcp_servers", "roles.executor")
+            await task.step("executor")  # replayed from the file
             await task.say("and then?")
             await task.step("executor")
 

@@ -44,11 +44,14 @@ def test_run_steps_until_the_model_answers_and_writes_every_step(tmp_path: Path)
     with Task.open(path, llm.pin, router=llm, prompt=QUESTION) as task:
         result = task.run("executor", tools=_box(tools))
         assert task.done
+        history = task.history
+        assert task.unknown_calls == []
+        assert task.unknown_tool_runs == []
 
     assert (result.text, result.output, result.steps) == ("Fixed it.", "Fixed it.", 3)
     assert result.cost_usd == Decimal("0.25")
     assert result.usage.input > 0
-    kinds = [type(e).__name__ for e in task.history]
+    kinds = [type(e).__name__ for e in history]
     assert kinds == [
         "UserText", "AssistantText", "ToolCall", "ToolResult", "ToolCall", "ToolResult",
         "AssistantText",
@@ -63,26 +66,29 @@ def test_run_steps_until_the_model_answers_and_writes_every_step(tmp_path: Path)
         "tool_call", "start", "tool_result", "assistant_text",
     ]  # fmt: skip
     assert [r["tool"] for r in tools.runs()] == ["read_file", "write_file"]
-    assert task.unknown_calls == []
-    assert task.unknown_tool_runs == []
 
 
 def test_open_writes_the_prompt_once_and_a_done_task_runs_no_model(tmp_path: Path) -> None:
-    """Reopened, the prompt is not written again and `run` returns the answer with no call."""
+    """Reopened, the prompt is not written again and `run` returns the recorded result (the
+    same value the first run returned) with no call and no record."""
     path = tmp_path / "task.jsonl"
     tools = SideEffects(tmp_path / "effects.jsonl")
     llm = scripted(path, *two_steps())
     with Task.open(path, llm.pin, router=llm, prompt=QUESTION) as task:
-        task.run("executor", tools=_box(tools))
+        first = task.run("executor", tools=_box(tools))
     requests = len(llm.script.requests)
+    records = len(FileTaskStore(path).read().records)
 
     with Task.open(path, llm.pin, router=llm, prompt=QUESTION) as again:
         assert again.done
         result = again.run("executor", tools=_box(tools))
+        history = again.history
 
-    assert (result.text, result.steps, result.usage.input) == ("Fixed it.", 0, 0)
+    assert result == first
+    assert (result.text, result.steps) == ("Fixed it.", 3)
     assert len(llm.script.requests) == requests
-    assert [e for e in again.history if isinstance(e, UserText)] == [UserText(text=QUESTION)]
+    assert len(FileTaskStore(path).read().records) == records
+    assert [e for e in history if isinstance(e, UserText)] == [UserText(text=QUESTION)]
 
 
 def test_say_goes_on_from_a_done_task(tmp_path: Path) -> None:
@@ -111,7 +117,7 @@ def test_say_writes_the_text_and_its_images_together(tmp_path: Path) -> None:
     with Task.open(path, llm.pin, router=llm) as task:
         task.say("What is this?", images=[image])
         assert task.run("executor", tools=None).text == "A red square."
-    assert task.history[:2] == [UserText(text="What is this?"), UserImage(image=image)]
+        assert task.history[:2] == [UserText(text="What is this?"), UserImage(image=image)]
     kinds = [type(r).__name__ for r in FileTaskStore(path).read().records]
     assert kinds[1:4] == ["StoredBatch", "StoredEvent", "StoredEvent"]
 
@@ -129,12 +135,13 @@ def test_step_appends_the_reply_and_runs_parallel_calls_in_order(tmp_path: Path)
     )
     with Task.open(path, llm.pin, router=llm, prompt=QUESTION) as task:
         step = task.step("executor", tools=_box(tools))
+        history = task.history
 
     assert step.more
     assert [r.output for r in step.results] == ["contents of a.py", "wrote 1 characters to b.py"]
     calls = [e for e in step.completion.events if isinstance(e, ToolCall)]
     assert [r.call_id for r in step.results] == [c.call_id for c in calls]
-    assert task.history[-2:] == step.results
+    assert history[-2:] == step.results
 
 
 @pytest.mark.parametrize(
@@ -151,15 +158,16 @@ def test_a_limit_stops_the_run_and_the_task_resumes(
     turns[0] = priced(turns[0], "0.5")  # type: ignore[arg-type]
     llm = scripted(path, *turns)
     task = Task.open(path, llm.pin, router=llm, prompt=QUESTION)
-    with task, pytest.raises(RunLimitReached) as caught:
-        task.run("executor", tools=_box(tools), **{limit: value})  # type: ignore[arg-type]
+    with task:
+        with pytest.raises(RunLimitReached) as caught:
+            task.run("executor", tools=_box(tools), **{limit: value})  # type: ignore[arg-type]
+        assert not task.done
     assert caught.value.limit == limit
     assert caught.value.steps == 1
-    assert not task.done
 
     with Task.open(path, llm.pin, router=llm) as again:
         result = again.run("executor", tools=_box(tools))
-    assert (result.text, result.steps) == ("Fixed it.", 2)
+    assert (result.text, result.steps) == ("Fixed it.", 3)  # the run's, before the limit too
     assert [r["tool"] for r in tools.runs()] == ["read_file", "write_file"]
 
 
@@ -182,15 +190,16 @@ def test_run_as_ends_with_a_typed_answer(tmp_path: Path) -> None:
     )
     with Task.open(path, llm.pin, router=llm, prompt=QUESTION) as task:
         result = task.run_as("executor", Verdict, tools=_box(tools))
+        history = task.history
 
     assert result.output == Verdict(fixed=True, reason="the test passes")
     assert result.steps == 4
-    assert any(isinstance(e, ToolCall) and e.tool == "Verdict" for e in task.history)
+    assert any(isinstance(e, ToolCall) and e.tool == "Verdict" for e in history)
     requests = len(llm.script.requests)
 
     with Task.open(path, llm.pin, router=llm, prompt=QUESTION) as again:
         resumed = again.run_as("executor", Verdict, tools=_box(tools))
-    assert (resumed.output, resumed.steps) == (result.output, 0)
+    assert resumed == result
     assert len(llm.script.requests) == requests
 
 
@@ -227,9 +236,10 @@ def test_a_cut_run_of_a_tool_that_may_not_repeat_is_answered_as_unknown(
         (pending,) = [e for e in task.events if isinstance(e, ToolCall) and e.tool == "write_file"]
         result = task.run("executor", tools=_box(tools))
         (unknown,) = task.unknown_tool_runs
+        history = task.history
 
     assert unknown == pending
-    assert unknown_result(pending) in task.history
+    assert unknown_result(pending) in history
     assert result.text == "Fixed it, I think."
     assert [r["tool"] for r in tools.runs()] == ["read_file", "write_file"]
     with Task.open(path, llm.pin, router=llm) as again:
@@ -247,10 +257,11 @@ def test_a_cut_run_of_a_repeatable_tool_runs_again(tmp_path: Path) -> None:
 
     with Task.open(path, llm.pin, router=llm) as task:
         task.run("executor", tools=box)
+        assert task.unknown_tool_runs == []
+        history = task.history
 
     assert [r["tool"] for r in tools.runs()] == ["read_file", "write_file", "write_file"]
-    assert task.unknown_tool_runs == []
-    results = [e for e in task.history if isinstance(e, ToolResult)]
+    results = [e for e in history if isinstance(e, ToolResult)]
     assert results[-1].output == "wrote 5 characters to a.py"
 
 
@@ -268,10 +279,11 @@ def test_reconcile_answers_a_cut_run(tmp_path: Path) -> None:
 
     with Task.open(path, llm.pin, router=llm, reconcile=reconcile) as task:
         task.run("executor", tools=_box(tools))
+        assert task.unknown_tool_runs == []
+        history = task.history
 
     (call,) = asked
-    assert ToolResult(call_id=call.call_id, output="a.py holds the fix") in task.history
-    assert task.unknown_tool_runs == []
+    assert ToolResult(call_id=call.call_id, output="a.py holds the fix") in history
 
 
 def test_async_task_runs_and_cancellation_leaves_an_unknown_call(tmp_path: Path) -> None:
@@ -315,7 +327,7 @@ def test_async_task_runs_and_cancellation_leaves_an_unknown_call(tmp_path: Path)
     llm = scripted(straight, *two_steps())
     with Task.open(straight, llm.pin, router=llm, prompt=QUESTION) as task:
         task.run("executor", tools=_box(SideEffects(tmp_path / "other.jsonl")))
-    assert history == numbered(task.history)
+        assert history == numbered(task.history)
     assert [r["tool"] for r in tools.runs()] == ["read_file", "write_file"]
 
 
@@ -412,7 +424,8 @@ def test_a_file_from_a_hand_written_loop_is_continued(tmp_path: Path) -> None:
 
     with Task.open(path, llm.pin, router=llm) as task:
         result = task.run("executor", tools=_box(tools))
+        history = task.history
 
     assert result.text == "Read it."
-    assert ToolResult(call_id="call_old", output="contents of a.py") in task.history
+    assert ToolResult(call_id="call_old", output="contents of a.py") in history
     assert [r["tool"] for r in tools.runs()] == ["read_file"]

@@ -98,7 +98,7 @@ def _resumed(path: Path) -> list[Any]:
     with Task.open(path, llm.pin, router=llm) as task:
         assert len(task.unknown_calls) == 1
         assert task.run("executor", tools=toolbox(tools)).text == "Fixed it."
-    return numbered(task.history)
+        return numbered(task.history)
 
 
 @pytest.mark.parametrize("kind", ["sync", "async"])
@@ -123,7 +123,7 @@ def test_ctrl_c_during_a_model_call_leaves_what_a_sigkill_there_leaves(
     llm = scripted(straight, *two_steps())
     with Task.open(straight, llm.pin, router=llm, prompt=QUESTION) as task:
         task.run("executor", tools=toolbox(SideEffects(tmp_path / "effects.jsonl")))
-    assert finished == numbered(task.history)
+        assert finished == numbered(task.history)
     for folder in ("ctrl-c", "kill"):
         runs = SideEffects(tmp_path / folder / "effects.jsonl").runs()
         assert [r["tool"] for r in runs] == ["read_file", "write_file"]

@@ -63,7 +63,7 @@ def _key(place: Place) -> str:
 def test_a_task_key_runs_and_resumes_the_task_in_the_configured_store(place: Place) -> None:
     """``Task.open(key, pin, settings=...)`` begins the task where the settings keep tasks
     (a file in the folder, a key in the database); reopened by its key, it is done with the
-    same log and runs no model."""
+    same log, runs no model and returns the run's recorded result."""
     settings = _settings(place)
     key = _key(place)
     effects = SideEffects(place.path.parent / "effects.jsonl")
@@ -72,7 +72,8 @@ def test_a_task_key_runs_and_resumes_the_task_in_the_configured_store(place: Pla
         llm,
         Task.open(key, llm.pin, router=llm, prompt=QUESTION, settings=settings) as task,
     ):
-        assert task.run("executor", tools=toolbox(effects)).text == "Fixed it."
+        first = task.run("executor", tools=toolbox(effects))
+        assert first.text == "Fixed it."
         history = task.history
     llm.store.close()  # type: ignore[union-attr]
 
@@ -82,7 +83,7 @@ def test_a_task_key_runs_and_resumes_the_task_in_the_configured_store(place: Pla
     with Task.open(key, llm.pin, settings=settings, prompt=QUESTION) as again:
         assert again.done
         assert again.history == history
-        assert again.run("executor", tools=toolbox(effects)).steps == 0
+        assert again.run("executor", tools=toolbox(effects)) == first
     assert place.lines() == stored
 
 
@@ -229,3 +230,42 @@ def test_a_router_given_a_task_key_records_there_and_closes_what_it_opened(
     with Task.open(key, pin, settings=settings) as task:
         assert task.usage.total.calls == 2
         assert task.unknown_calls == []
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_a_task_dropped_open_frees_its_lease_in_either_store(
+    place: Place, asynchronous: bool
+) -> None:
+    """A task garbage-collected while open warns with `ResourceWarning` and gives its lease
+    back at once, in a task file and in PostgreSQL (its session ended from the finalizer,
+    for an `AsyncTask`'s async connection too): the task opens again in this process."""
+    from nisse_llm import AsyncTask
+    from tests.agent.test_task_handle import _dropped
+
+    settings = _settings(place)
+    key = _key(place)
+    pin = ScriptedRouter({"executor": ["Done."]}).pin
+
+    async def dropped_async() -> None:
+        _dropped(await AsyncTask.open(key, pin, settings=settings, prompt=QUESTION))
+
+    def dropped() -> None:
+        if asynchronous:
+            asyncio.run(dropped_async())
+        else:
+            _dropped(Task.open(key, pin, settings=settings, prompt=QUESTION))
+
+    with pytest.warns(ResourceWarning, match=r"Task\(.*\) was never closed"):
+        dropped()
+    # The server ends the session as its socket closes: a moment, never the process's end.
+    deadline = time.monotonic() + 2.0
+    while True:
+        try:
+            again = Task.open(key, pin, settings=settings)
+            break
+        except TaskBusy:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+    with again:
+        assert again.history == [UserText(text=QUESTION)]

@@ -4,6 +4,7 @@ to every request."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -59,6 +60,12 @@ def _agent_loop(script: Script, workdir: Path) -> None:
     (workdir / "calc.py").write_text("def add(a, b):\n    return a - b\n")
     (workdir / "notes.txt").write_text("Ship on Friday.\n")
     fixed = "def add(a, b):\n    return a + b\n"
+    # The planner (claude-opus-5-5, messages route) gives typed answers natively: as JSON.
+    script.when(
+        reply(json.dumps({"steps": ["make add() add"]})),
+        user_text="Fix add() in calc.py.",
+        model="claude-opus-5-5",
+    )
     script.when(
         reply("Reading it.", ToolUse("read_file", {"path": "calc.py"})),
         user_text="Fix add() in calc.py.",
@@ -71,12 +78,23 @@ def _agent_loop(script: Script, workdir: Path) -> None:
         reply(ToolUse("read_file", {"path": "notes.txt"})),
         user_text="Read notes.txt, then decide.",
     )
-    script.when(reply("It is fixed."), user_text="Is calc.py fixed?")
     script.when(
-        reply(ToolUse("Verdict", {"fixed": True, "summary": "add() adds"})),
-        where=lambda r: "Is calc.py fixed?" in r.user_texts and "It is fixed." in r.body.decode(),
+        reply(json.dumps({"fixed": True, "summary": "add() adds"})), user_text="Is calc.py fixed?"
     )
     script.when(reply("Hello!"), user_text="Say hello.")
+    script.when(
+        reply(
+            "Pushing, and reading it once more.",
+            ToolUse("git_push", {"branch": "fix-add"}),
+            ToolUse("read_file", {"path": "calc.py"}),
+        ),
+        user_text="Push the fix to a branch.",
+    )
+    script.when(
+        reply("Pushed fix-add."), where=lambda r: any("pushed fix-add" in t for t in r.tool_results)
+    )
+    script.when(reply("calc.py is tidy."), user_text="Tidy calc.py.")
+    script.when(reply("notes.txt is tidy."), user_text="Tidy notes.txt.")
 
 
 SCENARIOS["docs/guides/agent-loop.md"] = _agent_loop

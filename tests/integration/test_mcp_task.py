@@ -90,6 +90,7 @@ def test_a_resumed_mcp_task_offers_its_pinned_tools_or_says_what_changed(
         Task.open(place.open(), resumed) as task,
     ):
         assert task.tool_changes(box) == ToolChanges()
+        task.step("executor", tools=box)  # the program's first call, replayed from the file
         assert task.run("executor", tools=box).text == "It is 42."
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert _offered(place) == [["echo", "add"]]
@@ -100,6 +101,8 @@ def test_a_resumed_mcp_task_offers_its_pinned_tools_or_says_what_changed(
         Task.open(place.open(), resumed) as task,
     ):
         assert task.tool_changes(box) == ToolChanges(removed=("add",))
+        task.step("executor", tools=box)  # replayed, as the run after it
+        task.run("executor", tools=box)
         task.say("Now say hi.")
         assert task.run("executor", tools=box).text == "Said hi."
     (warning,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]

@@ -17,6 +17,7 @@ from pydantic import SecretStr
 
 from nisse_llm.config.settings import Pin
 from nisse_llm.log.canonical import CanonicalEvent, LogLike, StoredEvent, ToolResult
+from nisse_llm.task.delegation import ParentRecord, StoredParent
 from nisse_llm.task.lease import FileLease
 from nisse_llm.task.logstore import (
     AsyncTaskStore,
@@ -24,11 +25,15 @@ from nisse_llm.task.logstore import (
     TaskStore,
 )
 from nisse_llm.task.records import (
+    ApprovalRecord,
     CallRecord,
     OpenedPin,
+    ProgramRecord,
     RepinRecord,
     ResumedTask,
+    StoredApproval,
     StoredCall,
+    StoredProgram,
     StoredRecord,
     StoredRepin,
     StoredToolRun,
@@ -70,6 +75,16 @@ class Blocking(TaskStore):
     @property
     def _where(self) -> str:
         return repr(self.inner)
+
+    @property
+    def task_key(self) -> str:
+        return self.inner.task_key
+
+    def sibling(self, key: str) -> Self:
+        return type(self)(self.inner.sibling(key))
+
+    def abandon(self) -> None:
+        self.inner.abandon()
 
     # The record logic's hooks: never reached, as every public method is the inner store's.
 
@@ -138,8 +153,10 @@ class Blocking(TaskStore):
     def append_events(self, events: Iterable[CanonicalEvent]) -> list[StoredEvent]:
         return self._run(self.inner.append_events(events))
 
-    def append_batch(self, events: Iterable[CanonicalEvent]) -> list[StoredEvent]:
-        return self._run(self.inner.append_batch(events))
+    def append_batch(
+        self, events: Iterable[CanonicalEvent], *, call: ProgramRecord | None = None
+    ) -> list[StoredEvent]:
+        return self._run(self.inner.append_batch(events, call=call))
 
     def append_compaction(self, compacted: LogLike) -> StoredEvent:
         return self._run(self.inner.append_compaction(compacted))
@@ -149,6 +166,15 @@ class Blocking(TaskStore):
 
     def append_tool_run(self, record: ToolRunRecord) -> StoredToolRun:
         return self._run(self.inner.append_tool_run(record))
+
+    def append_program(self, record: ProgramRecord) -> StoredProgram:
+        return self._run(self.inner.append_program(record))
+
+    def append_parent(self, record: ParentRecord) -> StoredParent:
+        return self._run(self.inner.append_parent(record))
+
+    def append_approval(self, record: ApprovalRecord) -> StoredApproval:
+        return self._run(self.inner.append_approval(record))
 
     def append_tools(self, record: ToolsRecord) -> StoredTools:
         return self._run(self.inner.append_tools(record))

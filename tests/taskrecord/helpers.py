@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 from nisse_llm.config.settings import Pin, load_settings
@@ -46,3 +50,22 @@ def call_record(n: int) -> CallRecord:
         ),
         outcome="ok" if n % 11 else "UpstreamUnavailable",
     )
+
+
+def task_cli(*args: str, status: int = 0, env: dict[str, str] | None = None) -> str:
+    """``nisse-llm task ARGS`` in another process, with no NISSE_* or PG* variable but those
+    of ``env``: its standard output, the exit ``status`` checked and no traceback; on a
+    refusal (a nonzero ``status``) its standard error."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("NISSE_", "PG"))}
+    done = subprocess.run(
+        [sys.executable, "-m", "nisse_llm", "task", *args],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+        env={**base, **(env or {})},
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode == status, done.stderr
+    assert "Traceback" not in done.stderr
+    return done.stdout if status == 0 else done.stderr

@@ -226,7 +226,8 @@ def test_a_finished_task_is_done_with_its_unknown_calls_in_their_own_column(
     _task(FileTaskStore(tmp_path / "cut.jsonl"))
     listed = _run("list", "--store", str(tmp_path)).stdout.decode().splitlines()
     assert listed[1].split() == [
-        "KEY", "PIN", "STATUS", "CALLS", "UNKNOWN", "COST_USD", "LAST_ACTIVITY", "LEASE"
+        "KEY", "PIN", "STATUS", "CALLS", "UNKNOWN", "COST_USD", "APPROVALS", "LAST_ACTIVITY",
+        "PARENT", "LEASE",
     ]  # fmt: skip
     rows = {line.split()[0]: line.split() for line in listed[2:]}
     assert rows["finished"][2:5] == ["done", "0", "1"]

@@ -306,7 +306,7 @@ def test_a_batch_cut_by_a_crash_is_what_the_batch_record_lacks(tmp_path: Path) -
 
 
 def test_a_line_of_no_known_kind_names_the_keys(place: Place) -> None:
-    """A complete line holding none of event, llm_call, tool_run, batch, tools, repin or
+    """A complete line holding none of event, llm_call, tool_run, batch, tools, repin, program or
     header is corrupt, said plainly."""
     place.plant([b'{"seq": 0, "at": "2026-01-01T00:00:00Z", "note": "x"}'])
 
@@ -315,7 +315,8 @@ def test_a_line_of_no_known_kind_names_the_keys(place: Place) -> None:
 
     assert str(caught.value) == (
         f"{place.where}:1: not a valid log record (a record holds one of 'event', 'llm_call', "
-        "'tool_run', 'batch', 'tools', 'repin' or 'header')"
+        "'tool_run', 'batch', 'tools', 'repin', 'program', 'approval', 'parent' "
+        "or 'header')"
     )
 
 

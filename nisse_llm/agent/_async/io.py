@@ -1,17 +1,19 @@
 """What the async side does where unasync cannot spell the sync one (see ``_sync/io.py``,
 its twin by name): an opening coroutine made both awaitable and an ``async with``, and
-what a property that reads the store gives (a coroutine to await)."""
+what a property that reads the store gives (a coroutine to await), and runs that may
+overlap (tool runs, at most so many at once; the sync twin runs them in turn)."""
 
 from __future__ import annotations
 
+import asyncio
 import functools
-from collections.abc import Callable, Coroutine, Generator
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Sequence
 from types import TracebackType
 from typing import Any, Generic, ParamSpec, TypeAlias, TypeVar
 
 from nisse_llm._closing import AsyncClosing
 
-__all__ = ["Opening", "Read", "opening"]
+__all__ = ["Opening", "Read", "opening", "ordered"]
 
 P = ParamSpec("P")
 T = TypeVar("T", bound=AsyncClosing)
@@ -56,3 +58,27 @@ def opening(fn: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, Opening[T]]:
         return Opening(fn(*args, **kwargs))
 
     return opened
+
+
+async def ordered(runs: Sequence[Callable[[], Awaitable[R]]], limit: int) -> AsyncIterator[R]:
+    """Each of ``runs``' results, in order, the runs started at most ``limit`` at a time
+    (1: one after another); a result is given as soon as it and those before it are in.
+    Runs still going when the caller stops (an error) are cancelled."""
+    if limit <= 1:
+        for run in runs:
+            yield await run()
+        return
+    gate = asyncio.Semaphore(limit)
+
+    async def gated(run: Callable[[], Awaitable[R]]) -> R:
+        async with gate:
+            return await run()
+
+    tasks = [asyncio.ensure_future(gated(run)) for run in runs]
+    try:
+        for task in tasks:
+            yield await task
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

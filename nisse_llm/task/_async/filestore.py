@@ -10,12 +10,13 @@ import os
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Self
 
 from nisse_llm.task._async import io
 from nisse_llm.task._async.store import AsyncTaskStore
 from nisse_llm.task._filelog import FileLog
 from nisse_llm.task._logread import LogRead, decode
+from nisse_llm.task.keys import check_task_key
 from nisse_llm.task.records import StoredRecord, TaskHeaderMissing
 
 if TYPE_CHECKING:
@@ -44,10 +45,24 @@ class AsyncFileTaskStore(AsyncTaskStore):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({str(self.path)!r})"
 
+    @property
+    def task_key(self) -> str:
+        """The task's key in its store: the file's name without ``.jsonl``."""
+        return self.path.stem
+
+    def sibling(self, key: str) -> Self:
+        """The store of task ``key`` beside this one (a sub-task's: the same folder)."""
+        return type(self)(self.path.with_name(f"{check_task_key(key)}.jsonl"))
+
     async def aclose(self) -> None:
         """Close the write descriptor (reopened by the next append)."""
         async with self._lock:
             await io.blocking(self._file.close)
+
+    def abandon(self) -> None:
+        """Let go of what the store holds, without blocking or awaiting (a task dropped
+        open does, from its finalizer): nothing for a task file, whose lease is the
+        task's `FileLease` and whose descriptor closes with the store."""
 
     async def lease(self) -> FileLease | None:
         """Take the task's driver lease, for one driver per task (`Task.open` does): a

@@ -13,7 +13,7 @@ import os
 import socket
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
-from typing import Any
+from typing import Any, Self
 
 import psycopg
 from pydantic import SecretStr
@@ -107,10 +107,32 @@ class PostgresTaskStore(TaskStore):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url!r}, {self.key!r})"
 
+    @property
+    def task_key(self) -> str:
+        """The task's key."""
+        return self.key
+
+    def sibling(self, key: str) -> Self:
+        """Task ``key`` of the same database (a sub-task's store)."""
+        return type(self)(
+            self._url, key, holder=self.holder, schema=self._tables.schema, **self._timeouts
+        )
+
     def close(self) -> None:
         """Close the connection: the lease ends with it (reopened by the next use)."""
         with self._lock:
             self._drop()
+
+    def abandon(self) -> None:
+        """End the session, and the lease with it, without a round trip or an (a
+        task dropped open does, from its finalizer, where nothing can be awaited): libpq
+        sends its goodbye and closes the socket at once, for the async connection too; the
+        server then frees the advisory lock as the session ends (a moment later, not at
+        process exit). The next use reconnects."""
+        conn = self._conn
+        self._conn, self._leased, self._ids, self._known = None, False, None, None
+        if conn is not None and not conn.closed:
+            conn.pgconn.finish()
 
     def lease(self) -> None:
         """Take the task's lease now rather than at the first write (`TaskBusy` naming its

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Self
 from pydantic import SecretStr
 
 from nisse_llm._closing import Closing
-from nisse_llm.errors import LogDuplicateId, LogSequenceError
+from nisse_llm.errors import ApprovalRefused, LogDuplicateId, LogSequenceError
 from nisse_llm.log.canonical import CanonicalEvent, LogLike, StoredEvent, ToolCall, ToolResult
 from nisse_llm.task._logread import (
     LogRead,
@@ -30,16 +30,22 @@ from nisse_llm.task._logread import (
     task_id,
 )
 from nisse_llm.task._sync import io
+from nisse_llm.task.approvals import decision_problem
+from nisse_llm.task.delegation import ParentRecord, StoredParent
 from nisse_llm.task.records import (
     RECORD_TYPES,
+    ApprovalRecord,
     BatchRecord,
     CallRecord,
     OpenedPin,
+    ProgramRecord,
     RepinRecord,
     ResumedTask,
+    StoredApproval,
     StoredBatch,
     StoredCall,
     StoredHeader,
+    StoredProgram,
     StoredRecord,
     StoredRepin,
     StoredToolRun,
@@ -107,9 +113,24 @@ class TaskStore(io.NextSeq, Closing, ABC):
         its header); None until `begin` or `resume` has read or written the header."""
         return self._task_id
 
+    @property
+    @abstractmethod
+    def task_key(self) -> str:
+        """The task's key in its store (a file's name without ``.jsonl``)."""
+
+    @abstractmethod
+    def sibling(self, key: str) -> Self:
+        """The store of task ``key`` beside this one (a sub-task's: the same folder or
+        database)."""
+
     @abstractmethod
     def close(self) -> None:
         """Release what the store holds (a descriptor, a connection); reopened by the next use."""
+
+    @abstractmethod
+    def abandon(self) -> None:
+        """Let go of what the store holds, without blocking or awaiting (a task dropped
+        open does, from its finalizer)."""
 
     @abstractmethod
     def lease(self) -> FileLease | None:
@@ -188,12 +209,15 @@ class TaskStore(io.NextSeq, Closing, ABC):
         all); `LogDuplicateId` as for `append_event`."""
         return self._append_next(list(events), StoredEvent.now)
 
-    def append_batch(self, events: Iterable[CanonicalEvent]) -> list[StoredEvent]:
+    def append_batch(
+        self, events: Iterable[CanonicalEvent], *, call: ProgramRecord | None = None
+    ) -> list[StoredEvent]:
         """`append_events`, all or nothing even across a crash: several events follow a
         batch record holding them, in the same write, so a write a crash cut short is
-        finished from it (`nisse_llm.task.records.unfinished_batch`)."""
+        finished from it (`nisse_llm.task.records.unfinished_batch`). ``call`` is the
+        program's ``say`` the events are (then the batch record is written for one too)."""
         events = list(events)
-        if len(events) < 2:
+        if len(events) < 2 and call is None:
             return self.append_events(events)
 
         def make(seq: int, item: BatchRecord | CanonicalEvent) -> StoredBatch | StoredEvent:
@@ -201,7 +225,7 @@ class TaskStore(io.NextSeq, Closing, ABC):
                 return StoredBatch.now(seq, item)
             return StoredEvent.now(seq, item)
 
-        written = self._append_next([BatchRecord(events=events), *events], make)
+        written = self._append_next([BatchRecord(events=events, call=call), *events], make)
         return [record for record in written if isinstance(record, StoredEvent)]
 
     def append_compaction(self, compacted: LogLike) -> StoredEvent:
@@ -234,6 +258,39 @@ class TaskStore(io.NextSeq, Closing, ABC):
     def append_tool_run(self, record: ToolRunRecord) -> StoredToolRun:
         """Append a tool-run record (a tool's start, before it runs); return it."""
         return (self._append_next([record], StoredToolRun.now))[0]
+
+    def append_program(self, record: ProgramRecord) -> StoredProgram:
+        """Append a program record (a call of the task's program started or done; see
+        `ProgramRecord`); return it."""
+        return (self._append_next([record], StoredProgram.now))[0]
+
+    def append_parent(self, record: ParentRecord) -> StoredParent:
+        """Append the record naming the task that delegated this one; return it."""
+        return (self._append_next([record], StoredParent.now))[0]
+
+    def append_approval(self, record: ApprovalRecord) -> StoredApproval:
+        """Append an approval record. A ``"pending"`` one is appended as it is; a decision
+        (``"approved"``, ``"denied"``) is checked against the file in the same exclusive
+        write (`decision_problem`): `ApprovalRefused` with the reason, nothing written, for
+        a call that awaits no approval or was decided before. A decision is written as the
+        task's driver (its lease held): a torn tail a killed writer left is cut first."""
+        with self._exclusive():
+            if record.outcome != "pending":
+                self._x_repair()
+                found = self._x_current()
+                problem = decision_problem(
+                    found.records, (r.event for r in found.events), record.call_id
+                )
+                if problem is not None:
+                    raise ApprovalRefused(
+                        f"{self._where}: {record.outcome[:-1]} refused, nothing written: {problem}",
+                        call_id=record.call_id,
+                        reason=problem,
+                    )
+            last_seq = self._x_last_seq()
+            stored = StoredApproval.now(0 if last_seq is None else last_seq + 1, record)
+            self._write([stored])
+        return stored
 
     def append_tools(self, record: ToolsRecord) -> StoredTools:
         """Append the tool specs a step offers (see `ToolsRecord`); return the record."""
