@@ -32,6 +32,7 @@ from typing import Any
 
 from bench.harness import stub_server
 from nisse_llm import (
+    FileTaskStore,
     RunLimitReached,
     Task,
     TaskStore,
@@ -62,8 +63,8 @@ class Clock:
     depth: int = 0
 
 
-class TimedStore(TaskStore):
-    """A `TaskStore` that adds the time of each append (outermost call only) to a clock."""
+class TimedStore(FileTaskStore):
+    """A task file store that adds the time of each append (outermost call only) to a clock."""
 
     def __init__(self, path: Path, clock: Clock) -> None:
         super().__init__(path)
