@@ -32,9 +32,10 @@ from typing import Any
 
 from bench.harness import stub_server
 from nisse_llm import (
-    LogStore,
+    FileTaskStore,
     RunLimitReached,
     Task,
+    TaskStore,
     Toolbox,
     ToolCall,
     UserText,
@@ -62,8 +63,8 @@ class Clock:
     depth: int = 0
 
 
-class TimedStore(LogStore):
-    """A `LogStore` that adds the time of each append (outermost call only) to a clock."""
+class TimedStore(FileTaskStore):
+    """A task file store that adds the time of each append (outermost call only) to a clock."""
 
     def __init__(self, path: Path, clock: Clock) -> None:
         super().__init__(path)
@@ -119,7 +120,7 @@ def _pin(base_url: str) -> Pin:
 
 
 def _hand_written(
-    store: LogStore, llm: RoleRouter, tools: Toolbox, steps: int
+    store: TaskStore, llm: RoleRouter, tools: Toolbox, steps: int
 ) -> Callable[[], None]:
     log: list[Any] = [store.append_event(UserText(text=PROMPT)).event]
 
@@ -136,7 +137,7 @@ def _hand_written(
     return run
 
 
-def _task(store: LogStore, llm: RoleRouter, tools: Toolbox, steps: int) -> Callable[[], None]:
+def _task(store: TaskStore, llm: RoleRouter, tools: Toolbox, steps: int) -> Callable[[], None]:
     task = Task.open(store, llm.pin, router=llm, prompt=PROMPT)
 
     def run() -> None:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.fleet_agent import MAX_TURNS, ROLES, AgentSpec
-from nisse_llm.task.logstore import LogStore
+from nisse_llm.task.logstore import FileTaskStore
 from nisse_llm.testing import ScriptedServer, ToolUse, reply, slow
 from nisse_llm.testing.fleet import REDIS_PIN, LiteLLMFleet
 from nisse_llm.testing.proxy import LITELLM_PIN, ProxyModel
@@ -299,7 +299,7 @@ def lost_events(task: dict[str, Any]) -> int:
     """How many records an agent appended (acknowledged) that its store does not give back."""
     import hashlib
 
-    read = LogStore(task["store"]).read()
+    read = FileTaskStore(task["store"]).read()
     digest = hashlib.sha256()
     for record in read.records[: task["records"]]:
         digest.update(record.model_dump_json().encode())
@@ -527,7 +527,7 @@ def render(result: LoadResult) -> str:
         "",
         f"- Agent processes that exited non-zero: {sum(1 for c in result.exit_codes if c != 0)}.",
         f"- Calls that raised outside nisse_llm's error tree: {outside}.",
-        f"- Events appended to a `LogStore` and not read back: {lost} "
+        f"- Events appended to a `TaskStore` and not read back: {lost} "
         f"(of {sum(t['records'] for t in result.tasks)} in {len(result.tasks)} stores).",
         "- Redis keys at the end: "
         + (

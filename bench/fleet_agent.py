@@ -2,7 +2,7 @@
 
 ``python -m bench.fleet_agent SPEC_JSON`` runs tasks until the stop file appears (or
 ``max_tasks``): each task is a tool loop of one role, its events appended to the task's
-own `LogStore` as they happen. Every call becomes one JSON line in the records file
+own `TaskStore` as they happen. Every call becomes one JSON line in the records file
 (outcome class, status, waits taken, HTTP attempts, client CPU and wall); every task a
 line with its store's record count and digest; the process a last line with its CPU.
 A sync agent uses `RoleRouter`, an async one `AsyncRoleRouter`; nothing else differs.

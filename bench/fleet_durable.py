@@ -3,7 +3,7 @@
 Worker processes (`bench.fleet_worker`, standing in for machines) take agent tasks from a
 procrastinate queue in a real PostgreSQL (`LocalPostgres`), call the models through two
 LiteLLM proxy instances sharing one Redis (`bench.fleet.fleet_for`), and keep every task
-in `PostgresLogStore`, each run as a `Task`. The driver holds the first task's lease until
+in `PostgresTaskStore`, each run as a `Task`. The driver holds the first task's lease until
 a worker has met it busy (`TaskBusy`: that job is tried again later). While they work,
 the first worker seen mid-tool (its non-repeatable tool started, not yet done) is
 SIGKILLed; a supervisor loop hands its stalled jobs back to the queue (procrastinate's
@@ -38,7 +38,7 @@ from bench.fleet import SMOKE as LOAD_SMOKE
 from bench.fleet import fleet_for
 from bench.fleet_worker import LEDGER, QUEUE, TASK, TOOL_S, make_app
 from nisse_llm.log.canonical import AssistantText
-from nisse_llm.task.postgres import PostgresLogStore
+from nisse_llm.task.postgres import PostgresTaskStore
 from nisse_llm.testing.fleet import LiteLLMFleet
 from nisse_llm.testing.postgres import LocalPostgres
 
@@ -83,14 +83,14 @@ def run(plan: Plan, workdir: Path) -> Result:
         url = database.url
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute(LEDGER)
-        with PostgresLogStore(url, "fleet") as tables:
+        with PostgresTaskStore(url, "fleet") as tables:
             tables.read()  # the task tables, made before any worker starts
         app = make_app(url)
         with app.open():
             app.schema_manager.apply_schema()
             for n in range(plan.tasks):
                 app.configure_task(name=TASK, queue=QUEUE).defer(key=f"task-{n:02d}")
-        held = PostgresLogStore(url, "task-00", holder="the driver")
+        held = PostgresTaskStore(url, "task-00", holder="the driver")
         held.lease()  # a live holder: the worker that takes this job meets TaskBusy
         release = threading.Thread(target=_hold_until_met, args=(held, workdir, plan))
         workers = {
@@ -134,7 +134,7 @@ def _spawn(name: str, url: str, fleet: LiteLLMFleet, workdir: Path) -> subproces
         )
 
 
-def _hold_until_met(held: PostgresLogStore, workdir: Path, plan: Plan) -> None:
+def _hold_until_met(held: PostgresTaskStore, workdir: Path, plan: Plan) -> None:
     """Release ``held``'s lease once a worker has printed that it found the task busy."""
     deadline = time.monotonic() + plan.timeout_s
     while time.monotonic() < deadline:
@@ -160,7 +160,7 @@ def _kill_one(
                 if rows:
                     victim = str(rows[0][0])
                     held = conn.execute(
-                        "SELECT l.task FROM nisse_task_leases l JOIN pg_locks p"
+                        "SELECT l.task FROM nisse.nisse_task_leases l JOIN pg_locks p"
                         " ON p.pid = l.pid AND p.locktype = 'advisory' AND p.granted"
                         " WHERE l.holder = %s",
                         (victim,),
@@ -207,7 +207,7 @@ def _tally(url: str, plan: Plan, workdir: Path, result: Result, killed_at: datet
     result.steps = [step for step in result.steps if not step["last"]]
     for n in range(plan.tasks):
         key = f"task-{n:02d}"
-        with PostgresLogStore(url, key) as store:
+        with PostgresTaskStore(url, key) as store:
             found = store.read()
         events = [record.event for record in found.events]
         if events and isinstance(events[-1], AssistantText):
@@ -232,7 +232,7 @@ def _tally(url: str, plan: Plan, workdir: Path, result: Result, killed_at: datet
         )
         for key in result.killed_tasks:
             row = conn.execute(
-                "SELECT holder FROM nisse_task_leases WHERE task = %s", (key,)
+                "SELECT holder FROM nisse.nisse_task_leases WHERE task = %s", (key,)
             ).fetchone()
             result.taken_over_by[key] = str(row[0]) if row else "-"
 
@@ -248,7 +248,7 @@ def render(result: Result) -> str:
         "",
         f"Written by `python -m bench.fleet_durable`: {plan.workers} worker processes on a "
         "procrastinate queue in PostgreSQL, two LiteLLM proxies sharing one Redis, "
-        f"{plan.tasks} agent tasks kept in `PostgresLogStore`, each run by `Task.run` with a "
+        f"{plan.tasks} agent tasks kept in `PostgresTaskStore`, each run by `Task.run` with a "
         f"tool that is not repeatable; `{result.killed}` SIGKILLed mid-tool.",
         "",
         "| measure | value |",

@@ -26,7 +26,7 @@ from nisse_llm.log.canonical import (
     ToolSpec,
     UserText,
 )
-from nisse_llm.task.logstore import LogStore
+from nisse_llm.task.logstore import FileTaskStore
 
 #: Role -> proxy model the load run pins; ``planner`` shares an rpm limit, ``delegate``
 #: a deployment budget (see `bench.fleet.fleet_models`).
@@ -125,7 +125,7 @@ class Agent:
         path = Path(spec.store_dir) / f"agent{spec.index:02d}-task{task:04d}.jsonl"
         digest = hashlib.sha256()
         appended = 0
-        with LogStore(path) as store:
+        with FileTaskStore(path) as store:
 
             def persist(events: Sequence[CanonicalEvent]) -> None:
                 nonlocal appended

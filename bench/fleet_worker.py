@@ -5,7 +5,7 @@ holding the queue and the tasks), ``NISSE_FLEET_BASE_URLS`` (the proxy instances
 separated) and ``NISSE_FLEET_TOKEN``. A task is placed on an instance by its key, as a
 sticky load balancer would, so whichever worker runs it resumes with the URL its pin
 names (the token goes nowhere else). Each job names a task key: the worker opens that task
-with `Task.open` over its `PostgresLogStore` (begun there, or resumed as the store says)
+with `Task.open` over its `PostgresTaskStore` (begun there, or resumed as the store says)
 and runs it to its end with `Task.run`. The one tool, ``read_file``, is not repeatable: it
 writes to ``fleet_tool_runs`` (its side effect, what a duplicate run would show: a call
 is its task and the path it reads, one per path in a task) before it works, so a
@@ -35,7 +35,7 @@ from nisse_llm.config.settings import load_settings
 from nisse_llm.errors import TaskBusy
 from nisse_llm.log.toolbox import Toolbox
 from nisse_llm.task.logstore import LogRead
-from nisse_llm.task.postgres import PostgresLogStore
+from nisse_llm.task.postgres import PostgresTaskStore
 from nisse_llm.task.records import CallRecord, StoredCall
 
 QUEUE = "agents"
@@ -59,8 +59,8 @@ def make_app(url: str) -> procrastinate.App:
     return procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=url))
 
 
-class TimedStore(PostgresLogStore):
-    """A `PostgresLogStore` that adds up the seconds spent in its public methods, keeps the
+class TimedStore(PostgresTaskStore):
+    """A `PostgresTaskStore` that adds up the seconds spent in its public methods, keeps the
     last record it acknowledged (an append returned: committed), and prints a step line as
     each model call's end is recorded. Only public methods are timed, so the store's
     internals can change under it."""

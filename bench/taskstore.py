@@ -22,8 +22,8 @@ from pathlib import Path
 
 from nisse_llm.config.settings import load_settings
 from nisse_llm.log.canonical import AssistantText, ToolCall, ToolResult, UserText
-from nisse_llm.task.logstore import LogStore
-from nisse_llm.task.postgres import PostgresLogStore
+from nisse_llm.task.logstore import FileTaskStore, TaskStore
+from nisse_llm.task.postgres import PostgresTaskStore
 from nisse_llm.task.records import CallRecord
 from nisse_llm.testing.postgres import LocalPostgres
 
@@ -36,7 +36,7 @@ PIN = load_settings(
 ).pin()
 
 
-def _step(store: LogStore, n: int) -> None:
+def _step(store: TaskStore, n: int) -> None:
     """What one agent step writes through a router with a store."""
     start = store.append_call(CallRecord(model="m", route="openai_chat", outcome="started"))
     store.append_call(CallRecord(model="m", route="openai_chat", start=start.seq))
@@ -45,12 +45,12 @@ def _step(store: LogStore, n: int) -> None:
     store.append_event(ToolResult(call_id=f"c{n}", output=TEXT))
 
 
-def _append(store: LogStore, n: int) -> None:
+def _append(store: TaskStore, n: int) -> None:
     store.append_event(UserText(text=TEXT))
 
 
 def _rate(
-    opener: Callable[[str], LogStore], tasks: int, ops: int, op: Callable[[LogStore, int], None]
+    opener: Callable[[str], TaskStore], tasks: int, ops: int, op: Callable[[TaskStore, int], None]
 ) -> tuple[float, float]:
     """(operations per second over all tasks, median seconds per operation)."""
     stores = [opener(f"bench-{time.monotonic_ns()}-{t}").begin(PIN) for t in range(tasks)]
@@ -81,9 +81,9 @@ def run(*, smoke: bool) -> list[tuple[str, int, float, float, float]]:
     steps = 5 if smoke else 50
     rows = []
     with tempfile.TemporaryDirectory() as folder, LocalPostgres(fsync=True) as server:
-        openers: dict[str, Callable[[str], LogStore]] = {
-            "file": lambda key: LogStore(Path(folder) / f"{key}.jsonl"),
-            "postgres": lambda key: PostgresLogStore(server.url, key),
+        openers: dict[str, Callable[[str], TaskStore]] = {
+            "file": lambda key: FileTaskStore(Path(folder) / f"{key}.jsonl"),
+            "postgres": lambda key: PostgresTaskStore(server.url, key),
         }
         for name, opener in openers.items():
             for tasks in (1, 16):

@@ -86,8 +86,13 @@ if TYPE_CHECKING:
         ToolCallStarted,
     )
     from nisse_llm.task.compaction import LogFix, compact, repair
-    from nisse_llm.task.logstore import AsyncLogStore, LogStore
-    from nisse_llm.task.postgres import AsyncPostgresLogStore, PostgresLogStore
+    from nisse_llm.task.logstore import (
+        AsyncFileTaskStore,
+        AsyncTaskStore,
+        FileTaskStore,
+        TaskStore,
+    )
+    from nisse_llm.task.postgres import AsyncPostgresTaskStore, PostgresTaskStore
     from nisse_llm.task.records import (
         CallRecord,
         ProgramRecord,
@@ -123,10 +128,12 @@ _LAZY = {
     "Settings": "nisse_llm.config.settings",
     "Pin": "nisse_llm.config.settings",
     "RoleMap": "nisse_llm.config.settings",
-    "LogStore": "nisse_llm.task.logstore",
-    "AsyncLogStore": "nisse_llm.task.logstore",
-    "PostgresLogStore": "nisse_llm.task.postgres",
-    "AsyncPostgresLogStore": "nisse_llm.task.postgres",
+    "TaskStore": "nisse_llm.task.logstore",
+    "AsyncTaskStore": "nisse_llm.task.logstore",
+    "FileTaskStore": "nisse_llm.task.logstore",
+    "AsyncFileTaskStore": "nisse_llm.task.logstore",
+    "PostgresTaskStore": "nisse_llm.task.postgres",
+    "AsyncPostgresTaskStore": "nisse_llm.task.postgres",
     "open_task_store": "nisse_llm.task.stores",
     "LogFix": "nisse_llm.task.compaction",
     "compact": "nisse_llm.task.compaction",
@@ -188,13 +195,14 @@ __all__ = [
     "ApprovalRefused",
     "AssistantText",
     "AsyncAnthropicPassthroughClient",
+    "AsyncFileTaskStore",
     "AsyncLiteLLMClient",
-    "AsyncLogStore",
     "AsyncOpenAIResponsesClient",
-    "AsyncPostgresLogStore",
+    "AsyncPostgresTaskStore",
     "AsyncReplyStream",
     "AsyncRoleRouter",
     "AsyncTask",
+    "AsyncTaskStore",
     "AuthenticationFailed",
     "BudgetExhausted",
     "CallInfo",
@@ -206,6 +214,7 @@ __all__ = [
     "ConfigError",
     "ConfigTypoWarning",
     "ContextWindowExceeded",
+    "FileTaskStore",
     "Headroom",
     "Image",
     "ImageError",
@@ -213,7 +222,6 @@ __all__ = [
     "LLMError",
     "LiteLLMClient",
     "LogFix",
-    "LogStore",
     "McpServer",
     "ModelInfo",
     "ModelNotServed",
@@ -226,7 +234,7 @@ __all__ = [
     "PartialReply",
     "PendingApproval",
     "Pin",
-    "PostgresLogStore",
+    "PostgresTaskStore",
     "ProgramRecord",
     "PromptCache",
     "Reasoning",
@@ -253,6 +261,7 @@ __all__ = [
     "TaskDiverged",
     "TaskHeaderMissing",
     "TaskPinMismatch",
+    "TaskStore",
     "TaskStoreMisconfigured",
     "TaskStoreUnavailable",
     "TextDelta",
@@ -289,7 +298,15 @@ __all__ = [
 ]
 
 
-__getattr__ = _lazy.lazy_getattr(__name__, _LAZY, globals())
+# The task stores' names before they had siblings: kept for one release, with a warning.
+_OLD_NAMES = {
+    "LogStore": "FileTaskStore",
+    "AsyncLogStore": "AsyncFileTaskStore",
+    "PostgresLogStore": "PostgresTaskStore",
+    "AsyncPostgresLogStore": "AsyncPostgresTaskStore",
+}
+
+__getattr__ = _lazy.lazy_getattr(__name__, _LAZY, globals(), old_names=_OLD_NAMES)
 
 
 def __dir__() -> list[str]:

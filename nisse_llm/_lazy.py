@@ -3,25 +3,37 @@
 The package (``nisse_llm``), its configuration and its testing kit each keep what is
 costly to import out of their own import: a name is looked up in its table, imported
 from the module named there, and kept in the package's namespace, so the next lookup
-is a plain attribute.
+is a plain attribute. A name renamed (`renamed`) is still given, with a
+`DeprecationWarning` at each use, for one release.
 """
 
 from __future__ import annotations
 
 import importlib
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["lazy_getattr"]
+__all__ = ["lazy_getattr", "renamed"]
 
 
 def lazy_getattr(
-    package: str, where: Mapping[str, str], namespace: dict[str, Any]
+    package: str,
+    where: Mapping[str, str],
+    namespace: dict[str, Any],
+    *,
+    old_names: Mapping[str, str] | None = None,
 ) -> Callable[[str], Any]:
     """A ``__getattr__`` for ``package`` (whose globals are ``namespace``) that imports
-    each name in ``where`` from the module it maps to, on first access."""
+    each name in ``where`` from the module it maps to, on first access; a name of
+    ``old_names`` gives its new name's value, with a warning (never kept)."""
 
     def __getattr__(name: str) -> Any:
+        if old_names is not None and name in old_names:
+            new = old_names[name]
+            return renamed(
+                package, name, new, __getattr__(new) if new not in namespace else namespace[new]
+            )
         module = where.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
@@ -30,3 +42,14 @@ def lazy_getattr(
         return value
 
     return __getattr__
+
+
+def renamed(package: str, old: str, new: str, value: Any) -> Any:
+    """``value``, the object once named ``old`` in ``package``, with a `DeprecationWarning`
+    pointing at the caller's line and naming ``new``."""
+    warnings.warn(
+        f"{package}.{old} is renamed {new}; the old name goes in the next release",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return value

@@ -30,7 +30,7 @@ caller must do about it.
     UnknownRoleError (ValueError)  a role that does not exist
     TypeError                      a prompt passed where a log belongs, a tool of no known shape
 
-    The task file (`LogStore`), outside the tree: the file, not a model call, is at fault:
+    The task file (`FileTaskStore`), outside the tree: the file, not a model call, is at fault:
     LogCorrupt (Exception)         a line that is not a record: inspect the file by hand
     └── LogTornTail                a crash cut the last line: `repair` it, then append
     LogFileReplaced (OSError)      the path no longer names the file being written

@@ -3,3 +3,4 @@
 
 from nisse_llm.task.logstore import *  # noqa: F403
 from nisse_llm.task.logstore import __all__ as __all__
+from nisse_llm.task.logstore import __getattr__ as __getattr__

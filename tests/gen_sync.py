@@ -31,7 +31,8 @@ SOURCES = (
     "nisse_llm/agent/_async/delegation.py",
     "nisse_llm/agent/_async/opening.py",
     "bench/_async/fleet_driver.py",
-    "nisse_llm/task/_async/logstore.py",
+    "nisse_llm/task/_async/store.py",
+    "nisse_llm/task/_async/filestore.py",
     "nisse_llm/task/_async/postgres.py",
 )
 #: Async name -> sync name, beside unasync's own (``__aenter__``, ``StopAsyncIteration``...).
@@ -64,12 +65,13 @@ NAMES = {
     "areconciled": "reconciled",
     "AsyncStartHook": "StartHook",
     "AsyncCallObserver": "CallObserver",
-    "AsyncLogStore": "LogStore",
+    "AsyncFileTaskStore": "FileTaskStore",
     "AsyncStoreArg": "StoreArg",
     "AsyncTaskStore": "TaskStore",
     "open_async_store": "open_store",
     "open_async_task_store": "open_task_store",
-    "AsyncPostgresLogStore": "PostgresLogStore",
+    "AsyncPostgresTaskStore": "PostgresTaskStore",
+    "AbstractAsyncContextManager": "AbstractContextManager",
     "AsyncConnection": "Connection",
     "AsyncCursor": "Cursor",
 }

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import inspect
 import logging
-import os
 import warnings
 from collections.abc import Awaitable, Callable, Iterable
 from contextlib import AbstractContextManager
@@ -19,7 +18,6 @@ from nisse_llm.errors import TaskClosed, TaskPinMismatch
 from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult, ToolSpec
 from nisse_llm.log.toolbox import Toolbox
 from nisse_llm.task.approvals import PendingApproval, awaiting
-from nisse_llm.task.logstore import AsyncLogStore, LogStore
 from nisse_llm.task.stores import AsyncStoreArg, StoreArg, open_async_store, open_store
 
 if TYPE_CHECKING:
@@ -41,10 +39,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AsyncReconcile",
-    "AsyncTaskStore",
+    "AsyncStoreArg",
     "Reconcile",
+    "StoreArg",
     "TaskBase",
-    "TaskStore",
     "areconciled",
     "history_of",
     "open_async_store",
@@ -60,11 +58,6 @@ __all__ = [
     "view_of",
 ]
 
-#: Where a task lives: a task file's path, a task key of the configured store, or a
-#: `LogStore` (see `open_store`).
-TaskStore = StoreArg
-#: Where an async task lives: a path, a task key, or an `AsyncLogStore`.
-AsyncTaskStore = AsyncStoreArg
 #: The task's hook for a cut run of a tool that may not run again: its result, if known.
 Reconcile = Callable[[ToolCall], ToolResult | None]
 #: `AsyncTask`'s hook: a function as `Reconcile`, or a coroutine function (awaited).
@@ -105,6 +98,8 @@ class _Store(Protocol):
     @property
     def task_id(self) -> str | None: ...
 
+    def same_task(self, other: object) -> bool: ...
+
     def abandon(self) -> None: ...
 
 
@@ -119,7 +114,7 @@ def checked_router(router: RouterBase[Any, S], store: S, compaction: Any) -> S:
             "a task given a router compacts as the router does: pass compaction= to it"
         )
     held = router.store
-    if held is None or not _same_task(held, store):
+    if held is None or not held.same_task(store):
         raise ValueError(
             f"the router must record its calls in the task's file ({store!r}): build it "
             f"with store={type(store).__name__}(...) (every call is written before it leaves)"
@@ -151,18 +146,6 @@ def router_pin(router: RouterBase[Any, Any], pin: Pin, *, strict_pin: bool) -> O
     if changes and not router.pin_changes:
         logger.warning(pin_changes_message(repr(router.store), in_force, record, changes))
     return OpenedPin(pin=router.pin, changes=changes)
-
-
-def _same_task(held: object, store: object) -> bool:
-    """Whether two store objects hold the same task: one file, or one key of one database."""
-    if held is store:
-        return True
-    if type(held) is not type(store):
-        return False
-    files = (LogStore, AsyncLogStore)  # a database's stores subclass them: not files
-    if type(store) in files and isinstance(held, files) and isinstance(store, files):
-        return os.path.realpath(held.path) == os.path.realpath(store.path)
-    return repr(held) == repr(store)
 
 
 def view_of(found: LogRead) -> list[CanonicalEvent]:

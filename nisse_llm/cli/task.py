@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
@@ -25,13 +26,13 @@ from nisse_llm.agent.plan import is_done
 from nisse_llm.cli._settings import add_config_argument
 from nisse_llm.cli._terminal import printable, table
 from nisse_llm.config.settings import Settings, load_task_store
-from nisse_llm.errors import ApprovalRefused, ConfigError, LogCorrupt
+from nisse_llm.errors import ApprovalRefused, ConfigError, LogCorrupt, TaskBusy
 from nisse_llm.log.canonical import AssistantText, ToolCall, ToolResult, UserText
 from nisse_llm.task.approvals import PendingApproval, awaiting, decision_record
 from nisse_llm.task.delegation import children_of, parent_of
 from nisse_llm.task.dsn import password_of, redacted_url
 from nisse_llm.task.lease import FileLease
-from nisse_llm.task.logstore import LogRead, LogSequenceError, LogStore
+from nisse_llm.task.logstore import LogRead, LogSequenceError, TaskStore
 from nisse_llm.task.records import UsageTotal
 from nisse_llm.task.repin import default_by, repin_value, repinned
 from nisse_llm.task.stores import is_database_url, open_task_store, task_folder
@@ -48,7 +49,7 @@ class _NoSuchTask(LookupError):
 
 
 @contextmanager
-def _opened(args: argparse.Namespace, key: str) -> Iterator[LogStore]:
+def _opened(args: argparse.Namespace, key: str) -> Iterator[TaskStore]:
     with open_task_store(key, _settings(args)) as store:
         yield store
 
@@ -85,27 +86,23 @@ def _read(args: argparse.Namespace, key: str) -> LogRead:
     return found
 
 
-def _keys(args: argparse.Namespace) -> tuple[list[str], dict[str, str]]:
-    """The store's task keys, sorted, and the holders of their leases where known."""
-    settings = _settings(args)
+def _keys(settings: Settings) -> tuple[list[str], dict[str, str]]:
+    """The keys of the store's tasks, in order, and the holder of each held one."""
     configured = settings.task_store.get_secret_value() if settings.task_store else None
-    holders: dict[str, str] = {}
     if configured is not None and is_database_url(configured):
         from nisse_llm.task.postgres import task_keys
 
         found = task_keys(configured)
-        keys = [row["key"] for row in found]
         holders = {row["key"]: f"{row['holder']}" for row in found if row["holder"]}
-    else:
-        folder = task_folder(settings)
-        keys = sorted(path.stem for path in folder.glob("*.jsonl")) if folder.is_dir() else []
-        holders = {key: _file_lease(folder / f"{key}.jsonl") for key in keys}
-    return keys, holders
+        return [row["key"] for row in found], holders
+    folder = task_folder(settings)
+    keys = sorted(path.stem for path in folder.glob("*.jsonl")) if folder.is_dir() else []
+    return keys, {key: _file_lease(folder / f"{key}.jsonl") for key in keys}
 
 
 def _list(args: argparse.Namespace) -> int:
     settings = _settings(args)
-    keys, holders = _keys(args)
+    keys, holders = _keys(settings)
     header = "KEY PIN STATUS CALLS UNKNOWN COST_USD APPROVALS LAST_ACTIVITY PARENT LEASE"
     rows = [tuple(header.split())]
     unreadable = 0
@@ -172,7 +169,7 @@ def _awaiting(found: LogRead) -> list[PendingApproval]:
 
 
 def _pending(args: argparse.Namespace) -> int:
-    keys = [args.key] if args.key is not None else _keys(args)[0]
+    keys = [args.key] if args.key is not None else _keys(_settings(args))[0]
     rows: list[tuple[str, ...]] = [("KEY", "CALL_ID", "TOOL", "SINCE", "ARGUMENTS")]
     for key in keys:
         found = _read(args, key)
@@ -347,6 +344,80 @@ def _repin(args: argparse.Namespace) -> int:
     return 0
 
 
+def _prune(args: argparse.Namespace) -> int:
+    """Export, then delete, each finished task last active before ``--finished-before``;
+    an unfinished or open task is kept and named (exit 1 when any was kept)."""
+    try:
+        before = datetime.fromisoformat(args.finished_before)
+    except ValueError:
+        print(f"error: --finished-before {args.finished_before!r} is no date", file=sys.stderr)
+        return _EXIT_REFUSED
+    before = before if before.tzinfo is not None else before.replace(tzinfo=UTC)
+    archive = None if args.archive is None else Path(args.archive)
+    settings = _settings(args)
+    pruned = kept = 0
+    for key in _keys(settings)[0]:
+        with open_task_store(key, settings) as store:
+            found = store.read()
+            if not found.records or found.records[-1].at >= before:
+                continue
+            try:
+                lease = store.lease()
+            except TaskBusy as exc:
+                print(f"kept {key}: open ({printable(str(exc))})", file=sys.stderr)
+                kept += 1
+                continue
+            try:
+                found = store.read()  # under the lease: no driver writes meanwhile
+                if _status(found) != "done":
+                    print(f"kept {key}: unfinished ({_status(found)})", file=sys.stderr)
+                    kept += 1
+                    continue
+                if archive is not None:
+                    _archived(archive / f"{key}.jsonl", store.export_lines())
+                count = store.delete()
+            finally:
+                if lease is not None:
+                    lease.close()
+        pruned += 1
+        where = "" if archive is None else f", archived in {archive / f'{key}.jsonl'}"
+        print(f"pruned {key}: {count} records{where}")
+    print(f"{pruned} task(s) pruned, {kept} kept, in {store_shown(settings)}")
+    return 1 if kept else 0
+
+
+def _archived(path: Path, lines: list[bytes]) -> None:
+    """Write a task's export to ``path`` (not one already there), durably, before the
+    task is deleted."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("xb") as file:
+        file.write(b"".join(line + b"\n" for line in lines))
+        file.flush()
+        os.fsync(file.fileno())
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    """Create or upgrade the task tables of a database store, saying each step done."""
+    settings = _settings(args)
+    configured = settings.task_store
+    if configured is None or not is_database_url(configured.get_secret_value()):
+        print(f"{store_shown(settings)}: task files need no migration")
+        return 0
+    from nisse_llm.task._pg import DEFAULT_SCHEMA, SCHEMA_VERSION
+    from nisse_llm.task.postgres import migrate_database
+
+    schema = args.schema or DEFAULT_SCHEMA
+    done = migrate_database(configured, schema=schema)
+    for step in done:
+        print(f"{store_shown(settings)}: {step}")
+    if not done:
+        print(
+            f"{store_shown(settings)}: the task tables in schema {schema} are up to date "
+            f"(version {SCHEMA_VERSION}); nothing done"
+        )
+    return 0
+
+
 def _reporting(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
     """``handler``, a task the store lacks said plainly (exit 1)."""
 
@@ -415,14 +486,16 @@ def _summary(event: object) -> str:
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``task list|show|export|import|repin|pending|approve|deny``."""
+    """Add ``task list|show|export|import|repin|pending|approve|deny|prune|migrate``."""
     task = commands.add_parser(
-        "task", help="list, show, export, import or repin tasks; approve or deny tool calls"
+        "task",
+        help="list, show, export, import, repin or prune tasks; approve or deny tool calls; "
+        "migrate their tables",
     )
     actions = task.add_subparsers(
         dest="action",
         required=True,
-        metavar="{list,show,export,import,repin,pending,approve,deny}",
+        metavar="{list,show,export,import,repin,pending,approve,deny,prune,migrate}",
     )
     for name, handler, summary in (
         (
@@ -462,6 +535,18 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
             _deny,
             "deny a call awaiting approval: the task's next run answers it with the reason",
         ),
+        (
+            "prune",
+            _prune,
+            "export (with --archive) then delete each finished task last active before "
+            "--finished-before DATE; an unfinished or open task is kept and named",
+        ),
+        (
+            "migrate",
+            _migrate,
+            "create or upgrade a database store's task tables (run once per release, by a "
+            "role that may create them), saying what it did",
+        ),
     ):
         action = actions.add_parser(name, help=summary, description=summary)
         add_config_argument(action)
@@ -480,6 +565,20 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
             action.add_argument("path", metavar="PATH", help="the JSON lines, or - for stdin")
         elif name == "pending":
             action.add_argument("key", metavar="KEY", nargs="?", help="the task's key")
+        elif name == "prune":
+            action.add_argument(
+                "--finished-before",
+                required=True,
+                metavar="DATE",
+                help="ISO date or time (UTC unless it names a zone)",
+            )
+            action.add_argument(
+                "--archive", metavar="DIR", help="write each task's export here, KEY.jsonl"
+            )
+        elif name == "migrate":
+            action.add_argument(
+                "--schema", metavar="NAME", help="the tables' schema (default: nisse)"
+            )
         elif name != "list":
             action.add_argument("key", metavar="KEY", help="the task's key")
         if name in ("approve", "deny"):

@@ -157,7 +157,7 @@ class Compaction(_Event):
     Every route sends it as context on the user side (`context`), never as the model's
     own words. In a task file it also names the records it replaces: those numbered
     ``first_seq`` to ``last_seq`` (removed, standing here now) and those in ``elided``
-    (kept, their tool output or image replaced by a placeholder); see `LogStore.resume`.
+    (kept, their tool output or image replaced by a placeholder); see `TaskStore.resume`.
     """
 
     kind: Literal["compaction"] = "compaction"

@@ -1,6 +1,6 @@
 """The task file's own I/O, plain blocking calls: opening, the exclusive ``flock`` around
-a read-then-write, the tail, reads, appends and repair. The file store (`LogStore`) calls
-them directly; its async twin (`AsyncLogStore`) runs each in a worker thread. The record
+a read-then-write, the tail, reads, appends and repair. The file store (`TaskStore`) calls
+them directly; its async twin (`AsyncTaskStore`) runs each in a worker thread. The record
 logic above them is the store's; `nisse_llm.task.logstore` says what they guarantee.
 """
 
@@ -140,6 +140,15 @@ class FileLog:
         self._tail = None
         os.ftruncate(fd, 0)
         os.fsync(fd)
+
+    def locked_delete(self) -> None:
+        """Remove the file (a task pruned), durably; a writer waiting for its lock then
+        finds the path no longer names it (`LogFileReplaced`), never writes to it."""
+        fd = self._locked_fd()
+        check_same_file(fd, self.path)
+        self.path.unlink()
+        fsync_dir(self.path.parent)
+        self.close()
 
     def locked_write(
         self, batch: Sequence[StoredRecord], lines: Sequence[bytes] | None = None

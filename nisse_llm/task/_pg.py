@@ -1,46 +1,87 @@
-"""What both PostgreSQL stores share beside their I/O: the tables, the migration steps,
-the connection options and the translation of psycopg's errors. `nisse_llm.task.postgres`
-says what the stores promise."""
+"""What both PostgreSQL stores share beside their I/O: the tables' SQL (the package's
+``sql/`` files), the connection options and the translation of psycopg's errors.
+`nisse_llm.task.postgres` says what the stores promise."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from importlib import resources
 from typing import Any, Literal
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 from pydantic import SecretStr
 
-from nisse_llm.errors import TaskStoreMisconfigured, TaskStoreUnavailable
+from nisse_llm.errors import ConfigError, TaskStoreMisconfigured, TaskStoreUnavailable
 from nisse_llm.task.dsn import redacted_url, scrubbed
 
 __all__ = [
-    "CREATE",
-    "MIGRATIONS",
+    "DEFAULT_SCHEMA",
+    "LOCK_TIMEOUT_S",
     "SCHEMA_LOCK",
     "SCHEMA_VERSION",
+    "STATEMENT_TIMEOUT_S",
+    "Tables",
     "connect_options",
+    "create_sql",
+    "migration_sql",
     "misconfigured",
     "newer_schema",
     "translated",
 ]
 
-#: The version of the tables' layout this store writes (see the migration rule).
-SCHEMA_VERSION: Literal[1] = 1
+#: The version of the tables' layout this store writes (``sql/schema.sql``); version 1 was
+#: the same tables in ``public``, made at run time.
+SCHEMA_VERSION: Literal[2] = 2
+#: The schema the tables live in unless the store is given another.
+DEFAULT_SCHEMA = "nisse"
 #: The lock taken while creating or upgrading the tables (any constant both sides agree on).
 SCHEMA_LOCK = 0x6E69_7373_6500
-CREATE = (
-    "CREATE TABLE IF NOT EXISTS nisse_schema (version integer NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS nisse_task_records ("
-    " task text NOT NULL, seq bigint NOT NULL CHECK (seq >= 0), record text NOT NULL,"
-    " PRIMARY KEY (task, seq))",
-    "CREATE TABLE IF NOT EXISTS nisse_task_leases ("
-    " task text PRIMARY KEY, holder text NOT NULL, since timestamptz NOT NULL, pid integer)",
-)
-#: Upgrades by the version they start from: each turns it into the next (none yet).
-MIGRATIONS: dict[int, tuple[str, ...]] = {}
+#: The longest a statement of the store's may run, and wait for a lock, by default: a
+#: stuck write fails (`TaskStoreUnavailable`, the work kept) instead of waiting forever.
+STATEMENT_TIMEOUT_S = 30.0
+LOCK_TIMEOUT_S = 10.0
+_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+
+
+class Tables:
+    """The task tables' names in ``schema`` (a lower-case SQL name, else `ConfigError`),
+    qualified, so no statement depends on a session's ``search_path``."""
+
+    def __init__(self, schema: str = DEFAULT_SCHEMA) -> None:
+        if not _SCHEMA_NAME.fullmatch(schema):
+            raise ConfigError(
+                f"the task store's schema {schema!r} is not a plain SQL name (lower-case "
+                "letters, digits and _, not starting with a digit, at most 63)"
+            )
+        self.schema = schema
+        self.version = f'"{schema}".nisse_schema'
+        self.records = f'"{schema}".nisse_task_records'
+        self.leases = f'"{schema}".nisse_task_leases'
+
+
+def create_sql(schema: str) -> str:
+    """``sql/schema.sql`` for ``schema``: the tables of this version, for an empty database."""
+    return _sql("schema.sql", schema)
+
+
+def migration_sql(schema: str) -> dict[int, tuple[str, str]]:
+    """The upgrades by the version they lead to: (file name, its SQL for ``schema``)."""
+    files = resources.files("nisse_llm.task") / "sql"
+    steps: dict[int, tuple[str, str]] = {}
+    for entry in files.iterdir():
+        if (found := re.fullmatch(r"(\d{4})_\w+\.sql", entry.name)) is not None:
+            steps[int(found[1])] = (entry.name, _sql(entry.name, schema))
+    return steps
+
+
+def _sql(name: str, schema: str) -> str:
+    text = (resources.files("nisse_llm.task") / "sql" / name).read_text(encoding="utf-8")
+    return text.replace("{schema}", f'"{Tables(schema).schema}"')
+
+
 # TCP keepalive on both ends: the server drops a vanished client's session (and its
 # lease) within idle + interval * count seconds, and the client notices a vanished server.
 _KEEPALIVE = {
@@ -55,12 +96,24 @@ _SERVER_KEEPALIVE = (
 _CONNECT_TIMEOUT_S = "10"
 
 
-def connect_options(url: SecretStr, holder: str) -> dict[str, Any]:
-    """The connection's options beside the URL: keepalives both ways, a connect timeout
-    and the application name, each unless the URL sets its own."""
+def connect_options(
+    url: SecretStr,
+    holder: str,
+    *,
+    statement_timeout_s: float = STATEMENT_TIMEOUT_S,
+    lock_timeout_s: float = LOCK_TIMEOUT_S,
+) -> dict[str, Any]:
+    """The connection's options beside the URL: keepalives both ways, a connect timeout,
+    the application name, and the session's ``statement_timeout`` and ``lock_timeout``
+    (0: none), each unless the URL sets its own (an ``options`` in the URL replaces the
+    server settings here whole)."""
     given = conninfo_to_dict(url.get_secret_value())
+    server = (
+        f"{_SERVER_KEEPALIVE} -c statement_timeout={round(statement_timeout_s * 1000)}"
+        f" -c lock_timeout={round(lock_timeout_s * 1000)}"
+    )
     options: dict[str, Any] = {**_KEEPALIVE, "connect_timeout": _CONNECT_TIMEOUT_S}
-    options |= {"application_name": holder[:63], "options": _SERVER_KEEPALIVE}
+    options |= {"application_name": holder[:63], "options": server}
     return {k: v for k, v in options.items() if k not in given}
 
 
@@ -134,9 +187,9 @@ _CURES = {
     "database": "create the database the URL names (CREATE DATABASE), or fix the URL",
     "role": "create the role the URL names (CREATE ROLE ... LOGIN), or fix the URL",
     "privilege": (
-        "grant {user} what the task tables need: CREATE on the schema "
-        "(GRANT CREATE ON SCHEMA public TO {user}) for the first use, or create the tables "
-        "as their owner once; then SELECT, INSERT, UPDATE, DELETE on nisse_schema, "
-        "nisse_task_records and nisse_task_leases"
+        "grant {user} what the task tables need: USAGE on their schema, and SELECT, "
+        "INSERT, UPDATE, DELETE on its tables (nisse_schema, nisse_task_records, "
+        "nisse_task_leases); the tables are made by `nisse-llm task migrate`, run once by "
+        "a role that may create the schema"
     ),
 }

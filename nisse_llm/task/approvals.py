@@ -147,7 +147,7 @@ def decision_record(
     reason: str | None = None,
 ) -> ApprovalRecord:
     """The record deciding ``call_id`` (its tool read from its pending record), to append
-    with `AsyncLogStore.append_approval`, which refuses it if the call awaits no decision."""
+    with `AsyncTaskStore.append_approval`, which refuses it if the call awaits no decision."""
     found = approvals_of(records).get(call_id)
     tool = found[0].approval.tool if found else "?"
     return ApprovalRecord(call_id=call_id, tool=tool, outcome=outcome, by=by, reason=reason)

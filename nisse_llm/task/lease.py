@@ -7,7 +7,7 @@ takes it at once, with no clock and no expiry. A second opener while it is held 
 `TaskBusy` naming the holder and since when. The lease file is left in place (removing it
 would let two openers lock two different files); only a lease's holder writes it.
 
-Readers and writers of the task file itself never look at the lease: several `LogStore`
+Readers and writers of the task file itself never look at the lease: several `TaskStore`
 objects still append safely under the file's own per-append ``flock``. Only a task's
 driver (`Task.open`) takes it. ``flock`` is exact on a local file system; on a network
 file system it holds only as far as that system honours ``flock``.

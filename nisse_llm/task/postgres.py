@@ -1,24 +1,31 @@
 """Tasks in PostgreSQL: the task file's records and promises in a table, one driver per task.
 
-`PostgresLogStore` is a `LogStore` whose records live in a database: the record logic
-(header and pin check, numbering, id claims, compaction, resume) is the file store's own;
-``_async/postgres.py`` says only how records are appended, read and leased. Each row
+`PostgresTaskStore` is a `TaskStore` whose records live in a database, a sibling of the
+file store: the record logic (header and pin check, numbering, id claims, compaction,
+resume) is `TaskStore`'s; ``_async/postgres.py`` says only how records are appended, read
+and leased. Each row
 holds the same JSON line a task file holds, so a new record kind needs no change here.
-Written once as `AsyncPostgresLogStore` (psycopg's async connection); `PostgresLogStore`
-is generated from it. An async store's operation cancelled mid-way drops its connection
+Written once as `AsyncPostgresTaskStore` (psycopg's async connection); `PostgresTaskStore`
+is generated from it (``PostgresLogStore`` and ``AsyncPostgresLogStore``, their old names,
+still work for one release, with a `DeprecationWarning`). An async store's operation cancelled mid-way drops its connection
 (the server commits what it received whole or rolls it back; the lease goes with the
 session) and the next use reconnects.
 
-Tables, created on first use in an empty database (one transaction, under an advisory
-lock, so two first users do not race)::
+Tables, in a schema of their own (``nisse`` unless the store is given another), made by
+``nisse-llm task migrate`` from the package's SQL files (``sql/schema.sql`` for an empty
+database, ``sql/NNNN_*.sql`` for each upgrade), in one transaction under an advisory lock::
 
     nisse_schema (version)                      one row: the layout's version
     nisse_task_records (task, seq, record)      a record per row; primary key (task, seq)
     nisse_task_leases (task, holder, since, pid)  who drives each task, and since when
 
-Migration rule: the version only grows. A store that finds an older version upgrades it,
-one version at a time, in one transaction under the same lock; a newer version than it
-knows is refused (`TaskStoreUnavailable`), never written to.
+Migration rule: the version only grows, one numbered file at a time; version 1 is the
+previous layout (the same tables in ``public``, made at run time). A store's first use
+makes the tables in an empty database where its role may; tables of an older version, or
+a role that may not create them, are `TaskStoreMisconfigured` saying to run ``task
+migrate``; a newer version than it knows is refused (`TaskStoreUnavailable`), never
+written to. Each session has a ``statement_timeout`` (30 s) and a ``lock_timeout`` (10 s),
+the store's keywords, so a stuck write fails and the work is kept.
 
 An append (a batch included) is one transaction; it returns only after the commit, so an
 acknowledged record is on the server and an unacknowledged one is whole or absent (no
@@ -33,18 +40,28 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from nisse_llm._lazy import renamed
 from nisse_llm.task._pg import SCHEMA_VERSION, translated
-from nisse_llm.task._sync.postgres import PostgresLogStore, connect, ensure_schema, task_keys
+from nisse_llm.task._sync.postgres import (
+    PostgresTaskStore,
+    connect,
+    ensure_schema,
+    migrate,
+    migrate_database,
+    task_keys,
+)
 
 if TYPE_CHECKING:
-    from nisse_llm.task._async.postgres import AsyncPostgresLogStore
+    from nisse_llm.task._async.postgres import AsyncPostgresTaskStore
 
 __all__ = [
     "SCHEMA_VERSION",
-    "AsyncPostgresLogStore",
-    "PostgresLogStore",
+    "AsyncPostgresTaskStore",
+    "PostgresTaskStore",
     "connect",
     "ensure_schema",
+    "migrate",
+    "migrate_database",
     "task_keys",
     "translated",
 ]
@@ -52,8 +69,13 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     # The async store loads asyncio: imported when first named, so sync programs never do.
-    if name == "AsyncPostgresLogStore":
-        from nisse_llm.task._async.postgres import AsyncPostgresLogStore
+    if name == "AsyncPostgresTaskStore":
+        from nisse_llm.task._async.postgres import AsyncPostgresTaskStore
 
-        return AsyncPostgresLogStore
+        return AsyncPostgresTaskStore
+    if name == "AsyncPostgresLogStore":
+        new = "AsyncPostgresTaskStore"
+        return renamed(__name__, name, new, __getattr__(new))
+    if name == "PostgresLogStore":
+        return renamed(__name__, name, "PostgresTaskStore", PostgresTaskStore)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,6 +1,6 @@
 """The records of a task file beside its events: the pin header, per-call records, usage totals.
 
-Pure: no I/O. `nisse_llm.task.logstore.LogStore` writes and reads these records; a line of a
+Pure: no I/O. `nisse_llm.task.logstore.TaskStore` writes and reads these records; a line of a
 task file is one of these shapes, told apart by its key::
 
     {"seq": 0, "at": ..., "header": {"format": 1, "pin": {...pin.record()...}}}
@@ -122,7 +122,7 @@ class TaskHeader(_Frozen):
 
 
 class StoredHeader(_Frozen):
-    """The first record of a task file, written once by `LogStore.begin`."""
+    """The first record of a task file, written once by `TaskStore.begin`."""
 
     seq: NonNegativeInt
     at: datetime
@@ -473,14 +473,14 @@ def pending_calls(events: Iterable[CanonicalEvent]) -> list[ToolCall]:
     return [e for e in events if isinstance(e, ToolCall) and e.call_id not in answered]
 
 
-#: The store a task was resumed from (`LogStore`; a type parameter, so the records need
+#: The store a task was resumed from (`TaskStore`; a type parameter, so the records need
 #: not name the store that writes them).
 Store = TypeVar("Store")
 
 
 @dataclass(frozen=True, slots=True)
 class ResumedTask(Generic[Store]):
-    """Everything a task file says, ready to continue from (`LogStore.resume`).
+    """Everything a task file says, ready to continue from (`TaskStore.resume`).
 
     ``events`` is the log the next request sends: the compacted view (every `Compaction`
     applied) with `repairs` made; ``history`` every event record as written;
@@ -655,7 +655,7 @@ def pin_in_force(records: Iterable[object]) -> dict[str, Any] | None:
 
 @dataclass(frozen=True, slots=True)
 class OpenedPin:
-    """The pin a task opened with (`LogStore.open_pin`): the pin in force, and the keys
+    """The pin a task opened with (`TaskStore.open_pin`): the pin in force, and the keys
     where the pin given differs from it (empty: none, or a task begun with it)."""
 
     pin: Pin

@@ -1,9 +1,9 @@
 """Which store holds a task: the ``task_store`` setting (a folder or a ``postgresql://`` URL)
-and a task key give the `LogStore` to open.
+and a task key give the `TaskStore` to open.
 
 A folder holds one file per task, ``KEY.jsonl`` (the default folder is ``tasks/`` beside
 the config file, else in the current folder; a relative folder is taken from there too).
-A URL opens a `PostgresLogStore` (the ``postgres`` extra). Keys are the same for both, so a
+A URL opens a `PostgresTaskStore` (the ``postgres`` extra). Keys are the same for both, so a
 task moves between them by ``nisse-llm task export`` / ``task import``.
 """
 
@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, TypeAlias
 from pydantic import SecretStr
 
 from nisse_llm.task.keys import TASK_KEY_PATTERN, check_task_key
-from nisse_llm.task.logstore import LogStore
+from nisse_llm.task.logstore import FileTaskStore, TaskStore
 
 if TYPE_CHECKING:
     from nisse_llm.config.settings import Settings
-    from nisse_llm.task._async.logstore import AsyncLogStore
+    from nisse_llm.task._async.store import AsyncTaskStore
 
 __all__ = [
     "DEFAULT_TASK_FOLDER",
@@ -46,30 +46,30 @@ def is_database_url(value: str) -> bool:
     return value.startswith(_SCHEMES)
 
 
-def open_task_store(key: str, settings: Settings | None = None) -> LogStore:
+def open_task_store(key: str, settings: Settings | None = None) -> TaskStore:
     """The store of task ``key`` where ``settings`` say tasks live (a missing folder is
     made); by default where `load_task_store` finds (no token, no role needed). `ConfigError`
     for a key that is not a plain name (letters, digits, ``.``, ``_``, ``-``; not
     starting with a dot)."""
     where = _task_place(key, settings)
     if isinstance(where, Path):
-        return LogStore(where)
-    from nisse_llm.task.postgres import PostgresLogStore
+        return FileTaskStore(where)
+    from nisse_llm.task.postgres import PostgresTaskStore
 
-    return PostgresLogStore(where, key)
+    return PostgresTaskStore(where, key)
 
 
-def open_async_task_store(key: str, settings: Settings | None = None) -> AsyncLogStore:
-    """`open_task_store` for asyncio: the `AsyncLogStore` or `AsyncPostgresLogStore` of
+def open_async_task_store(key: str, settings: Settings | None = None) -> AsyncTaskStore:
+    """`open_task_store` for asyncio: the `AsyncTaskStore` or `AsyncPostgresTaskStore` of
     task ``key``."""
     where = _task_place(key, settings)
     if isinstance(where, Path):
-        from nisse_llm.task._async.logstore import AsyncLogStore
+        from nisse_llm.task._async.filestore import AsyncFileTaskStore
 
-        return AsyncLogStore(where)
-    from nisse_llm.task._async.postgres import AsyncPostgresLogStore
+        return AsyncFileTaskStore(where)
+    from nisse_llm.task._async.postgres import AsyncPostgresTaskStore
 
-    return AsyncPostgresLogStore(where, key)
+    return AsyncPostgresTaskStore(where, key)
 
 
 def _task_place(key: str, settings: Settings | None) -> Path | SecretStr:
@@ -88,44 +88,45 @@ def _task_place(key: str, settings: Settings | None) -> Path | SecretStr:
 
 
 #: Where a task is kept, as a task's or a router's ``store`` argument: a task file's path,
-#: a task key of the configured store, or a `LogStore` (see `open_store`).
-StoreArg = str | os.PathLike[str] | LogStore
+#: a task key of the configured store, or a `TaskStore` (see `open_store`).
+StoreArg = str | os.PathLike[str] | TaskStore
 
 
-def open_store(store: StoreArg, settings: Settings | None = None) -> tuple[LogStore, bool]:
+def open_store(store: StoreArg, settings: Settings | None = None) -> tuple[TaskStore, bool]:
     """The store ``store`` names, and whether it was opened here (so its user closes it).
 
-    The one place a ``store`` argument is resolved: a `LogStore` is used as it is; a task
+    The one place a ``store`` argument is resolved: a `TaskStore` is used as it is; a task
     key (`is_task_key`) is opened by `open_task_store` where ``settings`` say tasks live
     (default: where `load_task_store` finds: no token, no role needed); any other string, and
     every `Path` or other path-like object, is a task file's path.
     """
-    if isinstance(store, LogStore):
+    if isinstance(store, TaskStore):
         return store, False
     if isinstance(store, str) and is_task_key(store):
         return open_task_store(store, settings), True
     if isinstance(store, str | os.PathLike):
-        return LogStore(store), True
+        return FileTaskStore(store), True
     raise TypeError(
-        f"a task's store is a path, a task key or a LogStore, not {type(store).__name__}"
+        f"a task's store is a path, a task key or a TaskStore, not {type(store).__name__}"
     )
 
 
 #: Where an async task is kept: a task file's path, a task key of the configured store, or
-#: an `AsyncLogStore` (see `open_async_store`).
-AsyncStoreArg: TypeAlias = "str | os.PathLike[str] | AsyncLogStore"
+#: an `AsyncTaskStore` (see `open_async_store`).
+AsyncStoreArg: TypeAlias = "str | os.PathLike[str] | AsyncTaskStore"
 
 
 def open_async_store(
     store: AsyncStoreArg, settings: Settings | None = None
-) -> tuple[AsyncLogStore, bool]:
-    """`open_store` for asyncio: the `AsyncLogStore` ``store`` names, and whether it was
+) -> tuple[AsyncTaskStore, bool]:
+    """`open_store` for asyncio: the `AsyncTaskStore` ``store`` names, and whether it was
     opened here. A sync store object is a `TypeError`: its writes would block the loop."""
-    from nisse_llm.task._async.logstore import AsyncLogStore
+    from nisse_llm.task._async.filestore import AsyncFileTaskStore
+    from nisse_llm.task._async.store import AsyncTaskStore
 
-    if isinstance(store, AsyncLogStore):
+    if isinstance(store, AsyncTaskStore):
         return store, False
-    if isinstance(store, LogStore):
+    if isinstance(store, TaskStore):
         kind = type(store).__name__
         raise TypeError(
             f"an async task or router awaits its store: give Async{kind}(...) (or a path or "
@@ -134,9 +135,9 @@ def open_async_store(
     if isinstance(store, str) and is_task_key(store):
         return open_async_task_store(store, settings), True
     if isinstance(store, str | os.PathLike):
-        return AsyncLogStore(store), True
+        return AsyncFileTaskStore(store), True
     raise TypeError(
-        f"an async task's store is a path, a task key or an AsyncLogStore, not "
+        f"an async task's store is a path, a task key or an AsyncTaskStore, not "
         f"{type(store).__name__}"
     )
 

@@ -23,7 +23,7 @@ from typing import Any, ClassVar, Self, TypeAlias, TypeVar
 import httpx
 
 from nisse_llm.config.settings import SEED_ROLES, Pin, role_name_problem
-from nisse_llm.task.logstore import AsyncLogStore, LogStore
+from nisse_llm.task.logstore import AsyncTaskStore, TaskStore
 from nisse_llm.testing.client import ScriptExhausted
 from nisse_llm.testing.script import Script, ScriptedAnswer
 from nisse_llm.testing.transport import ScriptedTransport
@@ -215,7 +215,7 @@ def _build(
     return _pin(queues.models), queues, script, _RoleTransport(queues, script)
 
 
-class ScriptedRouter(_Scripted[SyncRouteClient, LogStore], RoleRouter):
+class ScriptedRouter(_Scripted[SyncRouteClient, TaskStore], RoleRouter):
     """A `RoleRouter` answering from turns scripted per role.
 
     ``ScriptedRouter({"planner": [reply("Plan: ...")], "executor": [reply(ToolUse(...)),
@@ -229,8 +229,8 @@ class ScriptedRouter(_Scripted[SyncRouteClient, LogStore], RoleRouter):
     _CLIENTS = SYNC_CLIENTS
 
 
-class AsyncScriptedRouter(_Scripted[AsyncRouteClient, AsyncLogStore], AsyncRoleRouter):
+class AsyncScriptedRouter(_Scripted[AsyncRouteClient, AsyncTaskStore], AsyncRoleRouter):
     """`ScriptedRouter` for asyncio: an `AsyncRoleRouter` answering from scripted turns (its
-    ``store`` an `AsyncLogStore`)."""
+    ``store`` an `AsyncTaskStore`)."""
 
     _CLIENTS = ASYNC_CLIENTS

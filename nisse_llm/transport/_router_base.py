@@ -46,7 +46,7 @@ SYNC_KINDS: Mapping[str, type[SyncRouteClient]] = SYNC_CLIENTS
 ASYNC_KINDS: Mapping[str, type[AsyncRouteClient]] = ASYNC_CLIENTS
 
 K = TypeVar("K", bound=ClientBase)
-#: The router's store: a `LogStore` (sync) or an `AsyncLogStore` (async).
+#: The router's store: a `TaskStore` (sync) or an `AsyncTaskStore` (async).
 S = TypeVar("S")
 
 

@@ -19,7 +19,7 @@ from nisse_llm.agent import Task
 from nisse_llm.errors import ApprovalRefused
 from nisse_llm.log.toolbox import Toolbox
 from nisse_llm.task.approvals import decision_record
-from nisse_llm.task.logstore import LogStore
+from nisse_llm.task.logstore import FileTaskStore
 from nisse_llm.testing import RecordedRequest, ToolUse, Turn, reply
 from nisse_llm.transport.routers import RoleRouter
 from tests.agent._killed_loop import PointedTransport, Points, _pointed_write
@@ -69,7 +69,7 @@ def run_phase(phase: str, path: str, effects: str, kill_at: int, notes: str) -> 
     points = Points(kill_at, Path(notes))
     os.write = _pointed_write(points, os.write)  # type: ignore[assignment]
     if phase == "approve":
-        with LogStore(path) as store:
+        with FileTaskStore(path) as store:
             lease = store.lease()
             try:
                 found = store.read()
@@ -84,7 +84,7 @@ def run_phase(phase: str, path: str, effects: str, kill_at: int, notes: str) -> 
                     lease.close()
         return
     pin = make_pin()
-    store = LogStore(path)
+    store = FileTaskStore(path)
     with (
         RoleRouter.from_pin(pin, store=store, transport=PointedTransport(points, upstream)) as llm,
         Task.open(store, pin, router=llm, prompt=QUESTION) as task,

@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 from nisse_llm.agent import Task
-from nisse_llm.task.logstore import LogStore
+from nisse_llm.task.logstore import FileTaskStore
 from nisse_llm.testing import RecordedRequest, ToolUse, Turn, reply
 from nisse_llm.transport.routers import RoleRouter
 from tests.agent._killed_loop import PointedTransport, Points, _pointed_write, tools
@@ -58,7 +58,7 @@ def run_program(path: str, effects: str, kill_at: int, notes: str, results: str)
     box = tools(points, Path(effects))
     transport = PointedTransport(points, upstream)
     with (
-        RoleRouter.from_pin(pin, store=LogStore(path), transport=transport) as llm,
+        RoleRouter.from_pin(pin, store=FileTaskStore(path), transport=transport) as llm,
         Task.open(llm.store, pin, router=llm, prompt=QUESTION) as task,  # type: ignore[arg-type]
     ):
         done = [task.delegate("delegate", prompt, tools=box).text for prompt in PROMPTS]

@@ -189,9 +189,9 @@ def run_agent(path: str, effects: str, kill_at: int, notes: str) -> None:
     points = Points(kill_at, Path(notes))
     os.write = _pointed_write(points, os.write)  # type: ignore[assignment]
     pin = make_pin()
-    from nisse_llm.task.logstore import LogStore
+    from nisse_llm.task.logstore import FileTaskStore
 
-    store = LogStore(path)
+    store = FileTaskStore(path)
     policy = CompactionPolicy(keep_last_turns=1)
     with (
         RoleRouter.from_pin(

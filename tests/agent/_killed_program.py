@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from nisse_llm.agent import AsyncTask, Task
-from nisse_llm.task.logstore import AsyncLogStore, LogStore
+from nisse_llm.task.logstore import AsyncFileTaskStore, FileTaskStore
 from nisse_llm.testing import RecordedRequest, ToolUse, Turn, reply
 from nisse_llm.transport.routers import AsyncRoleRouter, RoleRouter
 from tests.agent._killed_loop import PointedTransport, Points, _pointed_write, tools
@@ -95,7 +95,9 @@ def run_program(
         values = asyncio.run(_async_program(path, pin, points, box, concurrent))
     else:
         with (
-            RoleRouter.from_pin(pin, store=LogStore(path), transport=_transport(points)) as llm,
+            RoleRouter.from_pin(
+                pin, store=FileTaskStore(path), transport=_transport(points)
+            ) as llm,
             Task.open(llm.store, pin, router=llm, prompt=QUESTION) as task,  # type: ignore[arg-type]
         ):
             plan = task.run_as("planner", Plan, tools=None, system="You plan.")
@@ -111,7 +113,7 @@ async def _async_program(
 ) -> dict[str, Any]:
     async with (
         AsyncRoleRouter.from_pin(
-            pin, store=AsyncLogStore(path), transport=_transport(points)
+            pin, store=AsyncFileTaskStore(path), transport=_transport(points)
         ) as llm,
         AsyncTask.open(llm.store, pin, router=llm, prompt=QUESTION) as task,  # type: ignore[arg-type]
     ):

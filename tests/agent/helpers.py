@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult
-from nisse_llm.task.logstore import AsyncLogStore, LogStore
+from nisse_llm.task.logstore import AsyncFileTaskStore, FileTaskStore
 from nisse_llm.testing import Reply, ScriptedRouter, ToolUse, reply
 from nisse_llm.testing.router import AsyncScriptedRouter
 
@@ -51,10 +51,10 @@ def priced(turn: Reply, cost: str) -> Reply:
 
 def scripted(path: Path, *turns: Reply | str, asynchronous: bool = False) -> Any:
     """A scripted router whose executor answers ``turns``, recording in the task file (an
-    async router in an `AsyncLogStore`)."""
+    async router in an `AsyncTaskStore`)."""
     if asynchronous:
-        return AsyncScriptedRouter({"executor": list(turns)}, store=AsyncLogStore(path))
-    return ScriptedRouter({"executor": list(turns)}, store=LogStore(path))
+        return AsyncScriptedRouter({"executor": list(turns)}, store=AsyncFileTaskStore(path))
+    return ScriptedRouter({"executor": list(turns)}, store=FileTaskStore(path))
 
 
 def two_steps() -> list[Reply | str]:

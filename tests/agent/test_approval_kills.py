@@ -17,7 +17,7 @@ from typing import Any
 
 from nisse_llm.agent.plan import unknown_result
 from nisse_llm.log.canonical import ToolCall, ToolResult
-from nisse_llm.task.logstore import LogStore
+from nisse_llm.task.logstore import FileTaskStore
 from tests.agent._killed_approval import FINAL, run_phase
 from tests.taskrecord.helpers import BASE_URL, TOKEN
 
@@ -70,7 +70,7 @@ def _uninterrupted() -> tuple[list[Any], list[int]]:
         folder = Path(name)
         for phase in PHASES:
             assert _child(folder, phase, 0) == 0
-        task = LogStore(folder / "task.jsonl").resume(TOKEN, base_url=BASE_URL)
+        task = FileTaskStore(folder / "task.jsonl").resume(TOKEN, base_url=BASE_URL)
         return [r.event for r in task.history], _points(folder)
 
 
@@ -93,7 +93,7 @@ def test_the_approval_sequence_killed_at_every_point_runs_nothing_twice() -> Non
 
 
 def _check(folder: Path, straight: list[Any], case: tuple[int, int]) -> None:
-    task = LogStore(folder / "task.jsonl").resume(TOKEN, base_url=BASE_URL)
+    task = FileTaskStore(folder / "task.jsonl").resume(TOKEN, base_url=BASE_URL)
     history = [r.event for r in task.history]
     runs = [r["tool"] for r in _lines(folder / "effects.log")]
     push = next(e for e in history if isinstance(e, ToolCall) and e.tool == "git_push")
@@ -102,5 +102,5 @@ def _check(folder: Path, straight: list[Any], case: tuple[int, int]) -> None:
     assert runs.count("git_push") == 1 or result == unknown_result(push), case
     assert len(history) == len(straight), case
     assert _lines(folder / "results.jsonl")[-1] == {"text": FINAL, "pending": 0}, case
-    found = LogStore(folder / "task.jsonl").read()
+    found = FileTaskStore(folder / "task.jsonl").read()
     assert [r.approval.outcome for r in found.approvals] == ["pending", "approved"], case

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from nisse_llm import ApprovalRefused, AsyncTask, Task
 from nisse_llm.log.canonical import ToolCall, ToolResult
 from nisse_llm.log.toolbox import Toolbox
-from nisse_llm.task.logstore import LogStore
+from nisse_llm.task.logstore import FileTaskStore
 from nisse_llm.testing import ToolUse, reply
 from tests.agent.helpers import QUESTION, SideEffects, scripted
 from tests.taskrecord.helpers import task_cli
@@ -83,7 +83,7 @@ def test_a_run_stops_on_the_pending_call_and_an_approval_from_another_process_ru
     assert [run["tool"] for run in repo.runs()] == ["read_file", "git_push"]
     result = next(e for e in history if isinstance(e, ToolResult) and e.call_id == pending.call_id)
     assert result == ToolResult(call_id=pending.call_id, output="pushed fix")
-    found = LogStore(path).read()
+    found = FileTaskStore(path).read()
     (decided,) = [r for r in found.approvals if r.approval.outcome == "approved"]
     assert decided.approval.by == "ana"
     (started,) = [r for r in found.tool_runs if r.tool_run.call_id == pending.call_id]

@@ -17,7 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from nisse_llm import AsyncLogStore, AsyncPostgresLogStore, AsyncTask, LogStore, UserText
+from nisse_llm import (
+    AsyncFileTaskStore,
+    AsyncPostgresTaskStore,
+    AsyncTask,
+    AsyncTaskStore,
+    FileTaskStore,
+    UserText,
+)
 from nisse_llm.testing import Script, ScriptedTransport, ToolUse, reply
 from nisse_llm.testing.postgres import LocalPostgres
 from nisse_llm.testing.router import AsyncScriptedRouter
@@ -40,10 +47,10 @@ class Where:
         self.server = server
         self.key = f"async-{next(_keys)}-{tmp_path.name}"
 
-    def store(self) -> AsyncLogStore:
+    def store(self) -> AsyncTaskStore:
         if self.server is None:
-            return AsyncLogStore(self.path)
-        return AsyncPostgresLogStore(self.server.url, self.key)
+            return AsyncFileTaskStore(self.path)
+        return AsyncPostgresTaskStore(self.server.url, self.key)
 
     def held(self) -> Held:
         """The store's writes held up: the file's ``flock``, or the records table locked."""
@@ -142,26 +149,26 @@ async def test_the_loop_runs_while_a_start_record_waits(where: Where) -> None:
 async def test_a_sync_store_object_is_refused_by_the_async_task_and_router(
     tmp_path: Path,
 ) -> None:
-    """A `LogStore` given to `AsyncTask.open`, `AsyncRoleRouter.from_pin` or an async
-    scripted router is a `TypeError` naming `AsyncLogStore`; nothing is written."""
+    """A `TaskStore` given to `AsyncTask.open`, `AsyncRoleRouter.from_pin` or an async
+    scripted router is a `TypeError` naming its async twin; nothing is written."""
     path = tmp_path / "task.jsonl"
-    sync = LogStore(path)
-    with pytest.raises(TypeError, match="AsyncLogStore"):
+    sync = FileTaskStore(path)
+    with pytest.raises(TypeError, match=r"AsyncFileTaskStore\(\.\.\.\)"):
         AsyncRoleRouter.from_pin(make_pin(), store=sync)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="AsyncLogStore"):
+    with pytest.raises(TypeError, match=r"AsyncFileTaskStore\(\.\.\.\)"):
         AsyncScriptedRouter({"executor": ["Done."]}, store=sync)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="AsyncLogStore"):
+    with pytest.raises(TypeError, match=r"AsyncFileTaskStore\(\.\.\.\)"):
         await AsyncTask.open(sync, make_pin())  # type: ignore[arg-type]
     assert not path.exists()
 
 
 async def test_a_path_gives_the_async_router_its_own_async_store(tmp_path: Path) -> None:
-    """``store=path`` opens an `AsyncLogStore` there, closed with the router."""
+    """``store=path`` opens an `AsyncTaskStore` there, closed with the router."""
     path = tmp_path / "task.jsonl"
     script = Script().chat(reply("done"))
     async with AsyncRoleRouter.from_pin(
         make_pin(), store=path, transport=ScriptedTransport(script)
     ) as llm:
-        assert isinstance(llm.store, AsyncLogStore)
+        assert isinstance(llm.store, AsyncTaskStore)
         await llm.complete("executor", [UserText(text="go")], None)
-    assert [c.llm_call.outcome for c in LogStore(path).read().calls] == ["ok"]
+    assert [c.llm_call.outcome for c in FileTaskStore(path).read().calls] == ["ok"]

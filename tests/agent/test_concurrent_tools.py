@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from nisse_llm import AsyncTask, StoredEvent, Toolbox, ToolCall, ToolResult
-from nisse_llm.task.logstore import LogStore
+from nisse_llm.task.logstore import FileTaskStore
 from nisse_llm.task.records import StoredToolRun
 from nisse_llm.testing import ToolUse, reply
 from tests.agent.helpers import QUESTION, scripted
@@ -51,7 +51,7 @@ async def test_three_tools_of_one_reply_run_at_once(tmp_path: Path) -> None:
     spans, results = await _step(path, 3)
     assert max(began for began, _ in spans.values()) < min(ended for _, ended in spans.values())
     records = [
-        r for r in LogStore(path).read().records if isinstance(r, StoredToolRun | StoredEvent)
+        r for r in FileTaskStore(path).read().records if isinstance(r, StoredToolRun | StoredEvent)
     ]
     calls = [
         r.event for r in records if isinstance(r, StoredEvent) and isinstance(r.event, ToolCall)

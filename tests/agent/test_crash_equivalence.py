@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from nisse_llm.agent.plan import unknown_result
 from nisse_llm.log.canonical import CanonicalEvent, Compaction, ToolCall, ToolResult
-from nisse_llm.task.logstore import LogStore
+from nisse_llm.task.logstore import FileTaskStore
 from tests.agent._killed_loop import FINAL, run_agent
 from tests.agent.helpers import numbered
 from tests.taskrecord.helpers import BASE_URL, TOKEN
@@ -79,7 +79,7 @@ def _comparable(events: list[CanonicalEvent]) -> list[Any]:
 def _uninterrupted() -> list[CanonicalEvent]:
     with tempfile.TemporaryDirectory() as folder:
         assert _child(Path(folder), 0) == 0
-        task = LogStore(Path(folder) / "task.jsonl").resume(TOKEN, base_url=BASE_URL)
+        task = FileTaskStore(Path(folder) / "task.jsonl").resume(TOKEN, base_url=BASE_URL)
         return [record.event for record in task.history]
 
 
@@ -118,7 +118,7 @@ def test_killed_anywhere_and_reopened_the_task_ends_as_the_uninterrupted_run(
             assert _child(folder, kill_at) in (0, -signal.SIGKILL)
         assert _child(folder, 0) == 0
 
-        task = LogStore(folder / "task.jsonl").resume(TOKEN, base_url=BASE_URL)
+        task = FileTaskStore(folder / "task.jsonl").resume(TOKEN, base_url=BASE_URL)
         history = [record.event for record in task.history]
         ids = numbered(history)
         unknown = {

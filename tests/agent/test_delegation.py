@@ -12,7 +12,7 @@ import pytest
 
 from nisse_llm import AsyncTask, BudgetExhausted, Task, Toolbox
 from nisse_llm.task.delegation import StoredParent
-from nisse_llm.task.logstore import LogStore
+from nisse_llm.task.logstore import FileTaskStore
 from nisse_llm.task.records import StoredHeader, StoredProgram
 from nisse_llm.testing import (
     RecordedRequest,
@@ -52,7 +52,7 @@ class Upstream:
 
 def _router(path: Path, upstream: Upstream) -> RoleRouter:
     transport = ScriptedTransport(Script(fallback=upstream))
-    return RoleRouter.from_pin(PIN, store=LogStore(path), transport=transport)
+    return RoleRouter.from_pin(PIN, store=FileTaskStore(path), transport=transport)
 
 
 def test_two_delegations_are_two_child_tasks_replayed_without_a_call(tmp_path: Path) -> None:
@@ -70,7 +70,7 @@ def test_two_delegations_are_two_child_tasks_replayed_without_a_call(tmp_path: P
     assert again == first
     assert len(upstream.requests) == made
 
-    parent = LogStore(path).read().records
+    parent = FileTaskStore(path).read().records
     starts = [
         r
         for r in parent
@@ -78,13 +78,13 @@ def test_two_delegations_are_two_child_tasks_replayed_without_a_call(tmp_path: P
     ]
     assert [s.program.child for s in starts] == ["plan.1-delegate", "plan.2-delegate"]
     for n, start in enumerate(starts, 1):
-        child = LogStore(tmp_path / f"plan.{n}-delegate.jsonl").read()
+        child = FileTaskStore(tmp_path / f"plan.{n}-delegate.jsonl").read()
         header = child.records[0]
         assert isinstance(header, StoredHeader)
         assert start.at <= header.at  # the parent names the child before its first record
         (named,) = [r for r in child.records if isinstance(r, StoredParent)]
         assert (named.parent.key, named.parent.role) == ("plan", "delegate")
-    files = [LogStore(p).read().usage.total for p in sorted(tmp_path.glob("*.jsonl"))]
+    files = [FileTaskStore(p).read().usage.total for p in sorted(tmp_path.glob("*.jsonl"))]
     assert total.calls == sum(f.calls for f in files) == 2
     assert total.input == sum(f.input for f in files)
 
@@ -106,7 +106,7 @@ def test_a_child_stopped_by_a_budget_refusal_is_resumed_not_begun_again(tmp_path
         "plan.1-delegate.jsonl",
         "plan.jsonl",
     ]
-    child = LogStore(tmp_path / "plan.1-delegate.jsonl").read()
+    child = FileTaskStore(tmp_path / "plan.1-delegate.jsonl").read()
     said = [r.event for r in child.events if getattr(r.event, "text", None) == "Tidy s1."]
     assert len(said) == 1
     assert [c.llm_call.outcome for c in child.calls if c.llm_call.outcome != "started"] == [
@@ -139,10 +139,12 @@ def test_async_task_delegates_as_task_does(tmp_path: Path) -> None:
 
     async def main() -> tuple[str, list[str], int]:
         transport = ScriptedTransport(Script(fallback=upstream))
-        from nisse_llm.task.logstore import AsyncLogStore
+        from nisse_llm.task.logstore import AsyncFileTaskStore
 
         async with (
-            AsyncRoleRouter.from_pin(PIN, store=AsyncLogStore(path), transport=transport) as llm,
+            AsyncRoleRouter.from_pin(
+                PIN, store=AsyncFileTaskStore(path), transport=transport
+            ) as llm,
             AsyncTask.open(llm.store, PIN, router=llm) as task,  # type: ignore[arg-type]
         ):
             await task.say("Plan it.")
@@ -156,7 +158,7 @@ def test_async_task_delegates_as_task_does(tmp_path: Path) -> None:
 def test_two_delegations_of_one_reply_run_at_once_as_two_children(tmp_path: Path) -> None:
     """A reply asking for two delegations, run concurrently on `AsyncTask`: two children
     under two keys, each answered."""
-    from nisse_llm.task.logstore import AsyncLogStore
+    from nisse_llm.task.logstore import AsyncFileTaskStore
 
     def upstream(request: RecordedRequest) -> Turn:
         last = request.user_texts[-1]
@@ -171,7 +173,9 @@ def test_two_delegations_of_one_reply_run_at_once_as_two_children(tmp_path: Path
         transport = ScriptedTransport(Script(fallback=upstream))
         path = tmp_path / "plan.jsonl"
         async with (
-            AsyncRoleRouter.from_pin(PIN, store=AsyncLogStore(path), transport=transport) as llm,
+            AsyncRoleRouter.from_pin(
+                PIN, store=AsyncFileTaskStore(path), transport=transport
+            ) as llm,
             AsyncTask.open(llm.store, PIN, router=llm) as task,  # type: ignore[arg-type]
         ):
             await task.say("Plan it.")

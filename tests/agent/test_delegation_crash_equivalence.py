@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from nisse_llm import Task
 from nisse_llm.log.canonical import CanonicalEvent, ToolResult
-from nisse_llm.task.logstore import LogStore
+from nisse_llm.task.logstore import FileTaskStore
 from nisse_llm.transport.routers import RoleRouter
 from tests.agent._killed_delegation import run_program
 from tests.agent.helpers import numbered
@@ -57,7 +57,9 @@ def _lines(path: Path) -> list[Any]:
 
 
 def _histories(folder: Path) -> dict[str, list[CanonicalEvent]]:
-    return {key: [r.event for r in LogStore(folder / f"{key}.jsonl").read().events] for key in KEYS}
+    return {
+        key: [r.event for r in FileTaskStore(folder / f"{key}.jsonl").read().events] for key in KEYS
+    }
 
 
 @cache
@@ -104,7 +106,7 @@ def test_the_planner_killed_anywhere_and_rerun_ends_as_the_uninterrupted_run(
         assert set(made) == set(requests)
         assert sum(made.values()) - len(requests) <= cut
 
-        found = [LogStore(folder / f"{key}.jsonl").read() for key in KEYS]
+        found = [FileTaskStore(folder / f"{key}.jsonl").read() for key in KEYS]
         parents = [r.records for r in found[1:]]
         assert all(sum(1 for r in records if hasattr(r, "parent")) == 1 for records in parents)
         _assert_total_usage(folder, found)
@@ -126,7 +128,7 @@ def _given_up(history: list[CanonicalEvent], n: int) -> bool:
 
 def _assert_total_usage(folder: Path, found: list[Any]) -> None:
     pin = make_pin(planner="claude-sonnet-4-5", delegate="claude-sonnet-4-5")
-    store = LogStore(folder / "task.jsonl")
+    store = FileTaskStore(folder / "task.jsonl")
     with RoleRouter.from_pin(pin, store=store) as llm, Task.open(store, pin, router=llm) as task:
         total = task.total_usage
     assert total.calls == sum(f.usage.total.calls for f in found)

@@ -15,8 +15,8 @@ import pytest
 from nisse_llm import AsyncTask, McpServer, Task, TaskPinMismatch, load_settings
 from nisse_llm.cli.main import main
 from nisse_llm.config.settings import Pin
-from nisse_llm.task.logstore import AsyncLogStore, LogStore
-from nisse_llm.task.postgres import PostgresLogStore
+from nisse_llm.task.logstore import AsyncFileTaskStore, FileTaskStore, TaskStore
+from nisse_llm.task.postgres import PostgresTaskStore
 from nisse_llm.testing import Script, ScriptedTransport, reply
 from nisse_llm.testing.postgres import LocalPostgres
 from nisse_llm.transport.routers import AsyncRoleRouter, RoleRouter
@@ -36,13 +36,13 @@ def _later_pin(**llm: Any) -> Pin:
     ).pin()
 
 
-def _opener(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Callable[[], LogStore]:
+def _opener(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Callable[[], TaskStore]:
     """A new store object on one task each call: a task file, or a key in PostgreSQL."""
     if kind == "file":
-        return lambda: LogStore(tmp_path / "task.jsonl")
+        return lambda: FileTaskStore(tmp_path / "task.jsonl")
     server: LocalPostgres = request.getfixturevalue("postgres")
     url = server.database(f"pin_{tmp_path.name}".lower())
-    return lambda: PostgresLogStore(url, "t1")
+    return lambda: PostgresTaskStore(url, "t1")
 
 
 def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
@@ -82,7 +82,7 @@ def test_a_task_reopened_after_an_edit_runs_on_the_pin_it_began_with(
     (warning,) = _warnings(caplog)
     assert "differs in mcp_servers, roles.executor" in warning
 
-    fresh = LogStore(tmp_path / "new.jsonl")
+    fresh = FileTaskStore(tmp_path / "new.jsonl")
     with (
         RoleRouter.from_pin(later, store=fresh, transport=ScriptedTransport(script)) as llm,
         Task.open(fresh, later, router=llm, prompt="new") as task,
@@ -128,14 +128,14 @@ def test_a_task_pinned_to_another_proxy_is_refused_until_repinned(
         assert f"names the proxy {OTHER_URL!r}, not the caller's {BASE_URL!r}" in str(caught.value)
     with pytest.raises(TaskPinMismatch):
         RoleRouter.from_pin(
-            here, store=LogStore(folder / "moved.jsonl"), transport=ScriptedTransport(script)
+            here, store=FileTaskStore(folder / "moved.jsonl"), transport=ScriptedTransport(script)
         )
     assert script.requests == []
 
     args = ["task", "repin", "moved", "--store", str(folder), "--base-url", BASE_URL]
     assert main([*args, "--by", "ops"]) == 0
     assert f"base_url -> {BASE_URL}" in capsys.readouterr().out
-    store = LogStore(folder / "moved.jsonl")
+    store = FileTaskStore(folder / "moved.jsonl")
     with (
         RoleRouter.from_pin(here, store=store, transport=ScriptedTransport(script)) as llm,
         Task.open(store, here, router=llm) as task,
@@ -165,7 +165,7 @@ def test_a_repinned_task_calls_the_new_model_on_the_route_the_rules_give_it(
     capsys.readouterr()
     script = Script().messages(reply("from the new model"))
     caplog.set_level(logging.WARNING, logger="nisse_llm")
-    store = LogStore(folder / "t.jsonl")
+    store = FileTaskStore(folder / "t.jsonl")
     with (
         RoleRouter.from_pin(pin, store=store, transport=ScriptedTransport(script)) as llm,
         Task.open(store, pin, router=llm) as task,
@@ -196,7 +196,9 @@ def test_an_async_task_reopened_after_an_edit_runs_on_its_own_pin(
         first = make_pin()
         transport = ScriptedTransport(script)
         async with (
-            AsyncRoleRouter.from_pin(first, store=AsyncLogStore(path), transport=transport) as llm,
+            AsyncRoleRouter.from_pin(
+                first, store=AsyncFileTaskStore(path), transport=transport
+            ) as llm,
             AsyncTask.open(llm.store, first, router=llm, prompt="go") as task,
         ):
             await task.step("executor")
@@ -204,7 +206,9 @@ def test_an_async_task_reopened_after_an_edit_runs_on_its_own_pin(
         with pytest.raises(TaskPinMismatch):
             await AsyncTask.open(path, later, strict_pin=True)
         async with (
-            AsyncRoleRouter.from_pin(later, store=AsyncLogStore(path), transport=transport) as llm,
+            AsyncRoleRouter.from_pin(
+                later, store=AsyncFileTaskStore(path), transport=transport
+            ) as llm,
             AsyncTask.open(llm.store, later, router=llm) as task,
         ):
             assert task.pin == first

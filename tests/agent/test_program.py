@@ -21,7 +21,7 @@ from nisse_llm import (
     UserText,
 )
 from nisse_llm.agent.plan import answer_request
-from nisse_llm.task.logstore import LogStore
+from nisse_llm.task.logstore import FileTaskStore
 from nisse_llm.testing import ScriptedRouter, ToolUse, reply
 from tests.agent.helpers import QUESTION, SideEffects
 
@@ -40,7 +40,7 @@ def _router(path: Path, planner: list[Any], executor: list[Any]) -> ScriptedRout
     return ScriptedRouter(
         {"planner": planner, "executor": executor},
         models={"planner": PLANNER, "executor": EXECUTOR},
-        store=LogStore(path),
+        store=FileTaskStore(path),
     )
 
 
@@ -145,7 +145,7 @@ def test_the_system_prompt_is_recorded_when_it_changes(tmp_path: Path) -> None:
     """A call's start record holds its system prompt only when it differs from the one
     before (``""``: none from there on)."""
     path = tmp_path / "task.jsonl"
-    llm = ScriptedRouter({"executor": ["One.", "Two.", "Three."]}, store=LogStore(path))
+    llm = ScriptedRouter({"executor": ["One.", "Two.", "Three."]}, store=FileTaskStore(path))
     with Task.open(path, llm.pin, router=llm, prompt=QUESTION) as task:
         for system in ("Be brief.", "Be brief.", None):
             task.run("executor", tools=None, system=system)
@@ -205,7 +205,7 @@ def test_a_step_replays_as_it_returned(tmp_path: Path) -> None:
     tools = SideEffects(tmp_path / "effects.jsonl")
     llm = ScriptedRouter(
         {"executor": [reply("Looking.", ToolUse("read_file", {"path": "a.py"}))]},
-        store=LogStore(path),
+        store=FileTaskStore(path),
     )
     box = Toolbox([tools.read_file])
     with Task.open(path, llm.pin, router=llm, prompt=QUESTION) as task:
@@ -247,7 +247,7 @@ def test_a_typed_answer_without_a_native_format_asks_for_it_in_the_log(tmp_path:
     the answer tool's call."""
     path = tmp_path / "task.jsonl"
     llm = ScriptedRouter(
-        {"executor": ["Looked.", reply(ToolUse("Plan", PLAN))]}, store=LogStore(path)
+        {"executor": ["Looked.", reply(ToolUse("Plan", PLAN))]}, store=FileTaskStore(path)
     )
     with Task.open(path, llm.pin, router=llm, prompt=QUESTION) as task:
         plan = task.run_as("executor", Plan, tools=None)

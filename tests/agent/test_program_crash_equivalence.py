@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from nisse_llm import Task, TaskDiverged
 from nisse_llm.agent.plan import unknown_result
 from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult, UserText
-from nisse_llm.task.logstore import LogStore
+from nisse_llm.task.logstore import FileTaskStore
 from nisse_llm.transport.routers import RoleRouter
 from tests.agent._killed_program import EXECUTOR, HANDOVER, PLANNER, Plan, run_program
 from tests.agent.helpers import numbered
@@ -74,7 +74,7 @@ def _uninterrupted() -> tuple[list[CanonicalEvent], dict[str, Any], tuple[str, .
     with tempfile.TemporaryDirectory() as name:
         folder = Path(name)
         assert _child(folder, 0, 1) == 0
-        task = LogStore(folder / "task.jsonl").resume(TOKEN, base_url=BASE_URL)
+        task = FileTaskStore(folder / "task.jsonl").resume(TOKEN, base_url=BASE_URL)
         (values,) = _lines(folder / "results.jsonl")
         requests = tuple((folder / "requests.txt").read_text().split())
         return [record.event for record in task.history], values, requests
@@ -124,7 +124,7 @@ def test_the_two_role_program_killed_anywhere_and_rerun_ends_as_the_uninterrupte
             assert _child(folder, kill_at, concurrent) in (0, -signal.SIGKILL)
         assert _child(folder, 0, concurrent) == 0
 
-        task = LogStore(folder / "task.jsonl").resume(TOKEN, base_url=BASE_URL)
+        task = FileTaskStore(folder / "task.jsonl").resume(TOKEN, base_url=BASE_URL)
         history = [record.event for record in task.history]
         assert numbered(history) == _expected(history)
         assert all(found == values for found in _lines(folder / "results.jsonl"))
@@ -151,7 +151,7 @@ def test_the_two_role_program_killed_anywhere_and_rerun_ends_as_the_uninterrupte
 def _assert_a_changed_program_diverges(path: Path) -> None:
     before = path.read_bytes()
     pin = make_pin(planner=PLANNER, executor=EXECUTOR)
-    store = LogStore(path)
+    store = FileTaskStore(path)
     with (
         RoleRouter.from_pin(pin, store=store) as llm,
         Task.open(store, pin, router=llm) as task,

@@ -22,7 +22,7 @@ from nisse_llm import (
     UserText,
 )
 from nisse_llm.agent.plan import unknown_result
-from nisse_llm.task.logstore import AsyncLogStore, LogStore
+from nisse_llm.task.logstore import AsyncFileTaskStore, FileTaskStore
 from nisse_llm.task.records import StoredToolRun
 from nisse_llm.testing import ScriptedRouter, ToolUse, reply
 from tests.agent.helpers import QUESTION, SideEffects, numbered, priced, scripted, two_steps
@@ -58,7 +58,7 @@ def test_run_steps_until_the_model_answers_and_writes_every_step(tmp_path: Path)
     ]  # fmt: skip
     order = [
         "start" if isinstance(r, StoredToolRun) else r.event.kind
-        for r in LogStore(path).read().records
+        for r in FileTaskStore(path).read().records
         if isinstance(r, StoredToolRun | StoredEvent)
     ]
     assert order == [
@@ -77,7 +77,7 @@ def test_open_writes_the_prompt_once_and_a_done_task_runs_no_model(tmp_path: Pat
     with Task.open(path, llm.pin, router=llm, prompt=QUESTION) as task:
         first = task.run("executor", tools=_box(tools))
     requests = len(llm.script.requests)
-    records = len(LogStore(path).read().records)
+    records = len(FileTaskStore(path).read().records)
 
     with Task.open(path, llm.pin, router=llm, prompt=QUESTION) as again:
         assert again.done
@@ -87,7 +87,7 @@ def test_open_writes_the_prompt_once_and_a_done_task_runs_no_model(tmp_path: Pat
     assert result == first
     assert (result.text, result.steps) == ("Fixed it.", 3)
     assert len(llm.script.requests) == requests
-    assert len(LogStore(path).read().records) == records
+    assert len(FileTaskStore(path).read().records) == records
     assert [e for e in history if isinstance(e, UserText)] == [UserText(text=QUESTION)]
 
 
@@ -99,7 +99,7 @@ def test_say_goes_on_from_a_done_task(tmp_path: Path) -> None:
         task.run("executor", tools=None)
         task.say("And the other test?")
         assert not task.done
-        assert LogStore(path).read().events[-1].event == UserText(text="And the other test?")
+        assert FileTaskStore(path).read().events[-1].event == UserText(text="And the other test?")
         assert task.run("executor", tools=None).text == "Second answer."
     sent = llm.requests_for("executor")[-1].user_texts
     assert sent[-1] == "And the other test?"
@@ -118,7 +118,7 @@ def test_say_writes_the_text_and_its_images_together(tmp_path: Path) -> None:
         task.say("What is this?", images=[image])
         assert task.run("executor", tools=None).text == "A red square."
         assert task.history[:2] == [UserText(text="What is this?"), UserImage(image=image)]
-    kinds = [type(r).__name__ for r in LogStore(path).read().records]
+    kinds = [type(r).__name__ for r in FileTaskStore(path).read().records]
     assert kinds[1:4] == ["StoredBatch", "StoredEvent", "StoredEvent"]
 
 
@@ -303,7 +303,7 @@ def test_async_task_runs_and_cancellation_leaves_an_unknown_call(tmp_path: Path)
                 await asyncio.sleep(0.01)
             # Read as the loop's own store does (a blocking read here would wait on the
             # flock an append holds across its awaits, and stall the loop that releases it).
-            while len((await AsyncLogStore(path).read()).starts) < 2:
+            while len((await AsyncFileTaskStore(path).read()).starts) < 2:
                 await asyncio.sleep(0.01)
             running.cancel()
             with pytest.raises(asyncio.CancelledError):
@@ -335,9 +335,9 @@ def test_a_router_must_record_in_the_tasks_file(tmp_path: Path) -> None:
     """A router without the task's store, or with another pin, is refused with the fix."""
     path = tmp_path / "task.jsonl"
     bare = ScriptedRouter({"executor": ["x"]})
-    with pytest.raises(ValueError, match="build it with store=LogStore"):
+    with pytest.raises(ValueError, match="build it with store=FileTaskStore"):
         Task.open(path, bare.pin, router=bare)
-    other = ScriptedRouter({"executor": ["x"]}, store=LogStore(tmp_path / "other.jsonl"))
+    other = ScriptedRouter({"executor": ["x"]}, store=FileTaskStore(tmp_path / "other.jsonl"))
     with pytest.raises(ValueError, match="record its calls in the task's file"):
         Task.open(path, other.pin, router=other)
     mine = scripted(path, "x")
@@ -397,7 +397,7 @@ def test_a_task_builds_and_closes_its_own_router_and_file(tmp_path: Path) -> Non
         assert task.store.next_seq == 2  # the header and the prompt
     assert not _held_open(path)
 
-    given = LogStore(path)
+    given = FileTaskStore(path)
     with Task.open(given, make_pin()) as again:
         assert again.store is given
     assert _held_open(path)

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from nisse_llm import Task
-from nisse_llm.task.logstore import LogStore
+from nisse_llm.task.logstore import FileTaskStore
 from nisse_llm.task.records import StoredCall, StoredEvent, StoredToolRun
 from tests.agent._driver import acut_run, cut_run, toolbox
 from tests.agent.helpers import QUESTION, SideEffects, numbered, scripted, two_steps
@@ -28,14 +28,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _second_call_out(path: Path) -> None:
     """Wait until the task's second model call has left (its start record is written)."""
-    while len(LogStore(path).read().starts) < 2:
+    while len(FileTaskStore(path).read().starts) < 2:
         time.sleep(0.01)
 
 
 def _shape(path: Path) -> list[Any]:
     """The task file's records as what a resume reads: each event (call ids numbered),
     each call's and tool run's outcome, and every other record's kind."""
-    records = LogStore(path).read().records
+    records = FileTaskStore(path).read().records
     events = numbered([r.event for r in records if isinstance(r, StoredEvent)])
     out: list[Any] = []
     for record in records:

@@ -13,7 +13,7 @@ import pytest
 from pydantic import BaseModel
 
 from nisse_llm import AsyncTask, LLMError, Task, TaskClosed
-from nisse_llm.task.logstore import LogStore
+from nisse_llm.task.logstore import FileTaskStore
 from tests.agent.helpers import QUESTION, SideEffects, scripted, two_steps
 from tests.agent.test_task import _box
 
@@ -59,7 +59,7 @@ def test_every_method_of_a_closed_task_raises_task_closed(tmp_path: Path, name: 
     llm = scripted(path, *two_steps())
     task = Task.open(path, llm.pin, router=llm, prompt=QUESTION)
     task.close()
-    records = len(LogStore(path).read().records)
+    records = len(FileTaskStore(path).read().records)
     act = ACTS.get(name) or (lambda task, box: getattr(task, name))
     with (
         Task.open(path, llm.pin, router=llm),
@@ -71,7 +71,7 @@ def test_every_method_of_a_closed_task_raises_task_closed(tmp_path: Path, name: 
     assert isinstance(raised.value, LLMError)
     assert llm.script.requests == []
     assert tools.runs() == []
-    assert len(LogStore(path).read().records) == records
+    assert len(FileTaskStore(path).read().records) == records
 
 
 def test_closing_twice_does_nothing(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from nisse_llm import (
     AssistantText,
     AsyncRoleRouter,
     ConfigError,
-    LogStore,
+    FileTaskStore,
     RoleRouter,
     Task,
     TaskBusy,
@@ -122,7 +122,7 @@ def test_a_key_uses_the_settings_found_when_none_are_given(
     pin = keyed_settings(str(tmp_path)).pin()
     with Task.open("fix-issue-123", pin, prompt=QUESTION) as task:
         assert task.store.path.resolve() == tmp_path / "kept" / "fix-issue-123.jsonl"
-    events = LogStore(tmp_path / "kept" / "fix-issue-123.jsonl").read().events
+    events = FileTaskStore(tmp_path / "kept" / "fix-issue-123.jsonl").read().events
     assert [r.event for r in events] == [UserText(text=QUESTION)]
 
 
@@ -179,12 +179,12 @@ def test_one_driver_per_task_and_a_dead_one_is_taken_over(place: Place) -> None:
 
 
 def test_plain_writers_of_a_task_file_never_need_the_lease(tmp_path: Path) -> None:
-    """A task file's lease binds only drivers: another `LogStore` on the file appends
+    """A task file's lease binds only drivers: another `TaskStore` on the file appends
     while a `Task` holds it, and a second `Task` on it is refused."""
     path = tmp_path / "task.jsonl"
-    llm = ScriptedRouter({"executor": ["Done."]}, store=LogStore(path))
+    llm = ScriptedRouter({"executor": ["Done."]}, store=FileTaskStore(path))
     with Task.open(path, llm.pin, router=llm, prompt=QUESTION) as task:
-        with LogStore(path) as other:
+        with FileTaskStore(path) as other:
             other.append_event(UserText(text="from another writer"))
         with pytest.raises(TaskBusy, match="another driver holds this task"):
             Task.open(path, llm.pin)

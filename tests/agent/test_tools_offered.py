@@ -11,7 +11,7 @@ import pytest
 
 from nisse_llm import AsyncTask, Task, Toolbox, ToolSpec
 from nisse_llm.log.tool_changes import ToolChanges
-from nisse_llm.task.logstore import LogStore
+from nisse_llm.task.logstore import FileTaskStore
 from nisse_llm.task.records import StoredCall, StoredTools
 from nisse_llm.testing import ToolUse, reply
 from tests.agent.helpers import QUESTION, SideEffects, scripted
@@ -25,7 +25,7 @@ def _offered(path: Path) -> list[list[str]]:
     """The tool names of each tools record of the file, in order."""
     return [
         [spec.name for spec in r.tools.specs]
-        for r in LogStore(path).read().records
+        for r in FileTaskStore(path).read().records
         if isinstance(r, StoredTools)
     ]
 
@@ -48,7 +48,7 @@ def test_a_run_records_its_tools_once_before_its_first_call(tmp_path: Path) -> N
     box = _box(tools)
     with Task.open(path, llm.pin, router=llm, prompt=QUESTION) as task:
         assert task.run("executor", tools=box).steps == 3
-    records = LogStore(path).read().records
+    records = FileTaskStore(path).read().records
     kinds = [type(r).__name__ for r in records if isinstance(r, StoredTools | StoredCall)]
     assert kinds[:2] == ["StoredTools", "StoredCall"]
     assert kinds.count("StoredTools") == 1

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from nisse_llm import Task
-from nisse_llm.task.postgres import PostgresLogStore
+from nisse_llm.task.postgres import PostgresTaskStore
 from nisse_llm.testing import RecordedRequest, Script, ScriptedTransport, ToolUse, Turn, reply
 from nisse_llm.testing.postgres import LocalPostgres
 from nisse_llm.transport.routers import RoleRouter
@@ -33,7 +33,7 @@ def test_approval_from_the_cli_and_a_sub_task_in_a_database(
 
     def program() -> tuple[str, list[str], int]:
         with (
-            PostgresLogStore(url, "plan") as store,
+            PostgresTaskStore(url, "plan") as store,
             RoleRouter.from_pin(PIN, store=store, transport=transport) as llm,
             Task.open(store, PIN, router=llm) as task,
         ):
@@ -51,6 +51,6 @@ def test_approval_from_the_cli_and_a_sub_task_in_a_database(
     task_cli("approve", "plan", call_id, "--by", "ana", "--store", bare, env=env)
     assert program() == ("Pushed.", ["plan.3-delegate"], 3)
     assert [r["tool"] for r in repo.runs()] == ["git_push"]
-    with PostgresLogStore(url, "plan.3-delegate") as child:
+    with PostgresTaskStore(url, "plan.3-delegate") as child:
         child.lease()  # released as the sub-task closed: TaskBusy otherwise
         assert child.read().usage.total.calls == 1

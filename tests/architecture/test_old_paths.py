@@ -14,7 +14,7 @@ import nisse_llm
     ("old", "names"),
     [
         ("nisse_llm.clients", ("LiteLLMClient", "AsyncAnthropicPassthroughClient", "RoleRouter")),
-        ("nisse_llm.logstore", ("LogStore", "TaskHeaderMissing", "TaskPinMismatch")),
+        ("nisse_llm.logstore", ("FileTaskStore", "TaskHeaderMissing", "TaskPinMismatch")),
         ("nisse_llm.config", ("load_settings", "Pin", "Settings", "RoleMap")),
         ("nisse_llm.testing", ("Script", "ScriptedRouter", "ScriptedTransport")),
         ("nisse_llm.testing.proxy", ("LiteLLMProxy", "ProxyModel")),

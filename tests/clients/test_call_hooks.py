@@ -273,7 +273,7 @@ def test_stream_interrupted_is_the_broken_streams_outcome() -> None:
 async def test_a_routers_record_of_a_call_that_cannot_be_rendered(tmp_path: Any, mode: str) -> None:
     """A call whose log cannot be rendered leaves one record, its outcome and no start,
     through either router, streamed or not; nothing is sent."""
-    from nisse_llm.task.logstore import AsyncLogStore, LogStore
+    from nisse_llm.task.logstore import AsyncFileTaskStore, FileTaskStore
     from nisse_llm.transport.routers import AsyncRoleRouter, RoleRouter
     from tests.taskrecord.helpers import make_pin
 
@@ -281,20 +281,20 @@ async def test_a_routers_record_of_a_call_that_cannot_be_rendered(tmp_path: Any,
     script = Script()
     options: dict[str, Any] = {"transport": ScriptedTransport(script)}
     if mode == "sync":
-        with RoleRouter.from_pin(make_pin(), store=LogStore(path), **options) as llm:
+        with RoleRouter.from_pin(make_pin(), store=FileTaskStore(path), **options) as llm:
             with pytest.raises(RenderError):
                 llm.complete("executor", UNRENDERABLE, None)
             with pytest.raises(RenderError), llm.stream("executor", UNRENDERABLE, None):
                 pass
     else:
         async with AsyncRoleRouter.from_pin(
-            make_pin(), store=AsyncLogStore(path), **options
+            make_pin(), store=AsyncFileTaskStore(path), **options
         ) as allm:
             with pytest.raises(RenderError):
                 await allm.complete("executor", UNRENDERABLE, None)
             with pytest.raises(RenderError):
                 async with allm.stream("executor", UNRENDERABLE, None):
                     pass
-    calls = [r.llm_call for r in LogStore(path).read().calls]
+    calls = [r.llm_call for r in FileTaskStore(path).read().calls]
     assert [(c.role, c.outcome, c.start) for c in calls] == [("executor", "RenderError", None)] * 2
     assert script.requests == []

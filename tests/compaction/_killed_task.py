@@ -22,7 +22,7 @@ import httpx
 
 from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult, UserText
 from nisse_llm.task.compaction import compact, estimate_log_tokens
-from nisse_llm.task.logstore import LogStore
+from nisse_llm.task.logstore import FileTaskStore, TaskStore
 from nisse_llm.task.summaries import CompactionPolicy
 from nisse_llm.testing import Script, ScriptedTransport, Tokens, ToolUse, anthropic_failure, reply
 from nisse_llm.transport.routers import RoleRouter
@@ -53,7 +53,7 @@ class _HangAfter(httpx.BaseTransport):
         return self._inner.handle_request(request)
 
 
-def _first_turn(store: LogStore, llm: RoleRouter) -> list[CanonicalEvent]:
+def _first_turn(store: TaskStore, llm: RoleRouter) -> list[CanonicalEvent]:
     log: list[CanonicalEvent] = [store.append_event(UserText(text=QUESTION)).event]
     answer = llm.complete("planner", log, [READ_FILE])
     store.append_events(answer)
@@ -64,7 +64,7 @@ def _first_turn(store: LogStore, llm: RoleRouter) -> list[CanonicalEvent]:
 
 def main(mode: str, path: str) -> None:
     pin = make_pin()
-    store = LogStore(path).begin(pin)
+    store = FileTaskStore(path).begin(pin)
     said = "Let me read it." if mode != "compaction" else "Let me read it. " * 100
     script = Script().messages(
         reply(said, ToolUse("read_file", {"path": "add.py"}), usage=FIRST_USAGE),

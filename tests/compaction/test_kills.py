@@ -11,7 +11,7 @@ import pytest
 
 from nisse_llm.log.canonical import Compaction, ToolResult, UserText
 from nisse_llm.task.compaction import compact, estimate_log_tokens
-from nisse_llm.task.logstore import LogStore
+from nisse_llm.task.logstore import FileTaskStore
 from tests.compaction._killed_task import FIRST_USAGE, QUESTION, SOURCE
 from tests.taskrecord.helpers import BASE_URL, ROLES, TOKEN
 
@@ -40,7 +40,7 @@ def test_killed_mid_call_the_call_is_listed_as_unknown(tmp_path: Path) -> None:
     """Killed while a request is out, the resumed task lists that call (role, model, route) as unknown, counted apart from the ended one."""
     path = tmp_path / "task.jsonl"
     _kill_at_ready("call", path)
-    task = LogStore(path).resume(TOKEN, base_url=BASE_URL)
+    task = FileTaskStore(path).resume(TOKEN, base_url=BASE_URL)
     (unknown,) = task.unknown_calls
     assert (unknown.llm_call.role, unknown.llm_call.model, unknown.llm_call.route) == (
         "planner",
@@ -62,10 +62,10 @@ def test_killed_mid_compaction_nothing_is_compacted_and_the_summary_call_is_unkn
     """Killed while the delegate summarises, the view is the full log (no compaction was recorded), the refused call is recorded, and the summary call is unknown."""
     path = tmp_path / "task.jsonl"
     _kill_at_ready("compaction", path)
-    task = LogStore(path).resume(TOKEN, base_url=BASE_URL)
+    task = FileTaskStore(path).resume(TOKEN, base_url=BASE_URL)
     assert not any(isinstance(e, Compaction) for e in task.events)
     assert task.events == [record.event for record in task.history]
-    assert [c.llm_call.outcome for c in LogStore(path).read().calls] == [
+    assert [c.llm_call.outcome for c in FileTaskStore(path).read().calls] == [
         "ok",
         "ContextWindowExceeded",
     ]
@@ -79,7 +79,7 @@ def test_killed_mid_retry_the_compaction_holds_and_the_retry_is_unknown(tmp_path
     """Killed while the compacted retry is out, the view is compacted, the history full, and the retry is an unknown call marked as compacted."""
     path = tmp_path / "task.jsonl"
     _kill_at_ready("retry", path)
-    task = LogStore(path).resume(TOKEN, base_url=BASE_URL)
+    task = FileTaskStore(path).resume(TOKEN, base_url=BASE_URL)
     elided = [e for e in task.events if isinstance(e, ToolResult)]
     assert [e.output for e in elided] == [
         f"[Output elided to fit the context window: {len(SOURCE)} characters removed.]"
@@ -96,7 +96,7 @@ def test_killed_mid_append_of_a_compaction_the_torn_record_is_dropped(tmp_path: 
     """Killed with half a compaction record written, the resume removes the torn half and the view is the uncompacted log."""
     path = tmp_path / "task.jsonl"
     _kill_at_ready("append", path)
-    task = LogStore(path).resume(TOKEN, base_url=BASE_URL)
+    task = FileTaskStore(path).resume(TOKEN, base_url=BASE_URL)
     assert task.repaired is not None
     assert b'"compaction"' in task.repaired
     assert task.events == [record.event for record in task.history]
@@ -108,7 +108,7 @@ def test_killed_mid_append_of_a_compaction_the_torn_record_is_dropped(tmp_path: 
         task.events, budget_tokens=estimate_log_tokens(task.events) // 3, keep_last_turns=1
     )
     task.store.append_compaction(short)
-    again = LogStore(path).resume(TOKEN, base_url=BASE_URL)
+    again = FileTaskStore(path).resume(TOKEN, base_url=BASE_URL)
     assert not any(isinstance(e, ToolResult) and e.output == SOURCE for e in again.events)
     assert isinstance(again.history[-1].event, Compaction)
     assert len(again.history) == len(task.history) + 1

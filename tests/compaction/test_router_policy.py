@@ -10,7 +10,7 @@ import pytest
 
 from nisse_llm.errors import ContextWindowExceeded
 from nisse_llm.log.canonical import CanonicalEvent, Compaction, ToolCall, ToolResult, UserText
-from nisse_llm.task.logstore import AsyncLogStore, LogStore
+from nisse_llm.task.logstore import AsyncFileTaskStore, FileTaskStore, TaskStore
 from nisse_llm.task.summaries import SUMMARY_INSTRUCTIONS, CompactionPolicy
 from nisse_llm.testing import (
     RecordedRequest,
@@ -62,10 +62,10 @@ def _results(answer: list[CanonicalEvent]) -> list[CanonicalEvent]:
     return [ToolResult(call_id=e.call_id, output=OUTPUT) for e in answer if isinstance(e, ToolCall)]
 
 
-def _summarised_task(tmp_path: Path) -> tuple[Script, LogStore, list[CanonicalEvent]]:
+def _summarised_task(tmp_path: Path) -> tuple[Script, TaskStore, list[CanonicalEvent]]:
     """Eight file reads and an answer through a router that summarises near the window."""
     script = _script(8)
-    store = LogStore(tmp_path / "task.jsonl")
+    store = FileTaskStore(tmp_path / "task.jsonl")
     policy = CompactionPolicy(keep_last_turns=1, summarize_role="delegate", summary_tokens=100)
     with RoleRouter.from_pin(
         make_pin(), store=store, compaction=policy, transport=_Window(script)
@@ -90,7 +90,7 @@ def test_the_full_log_is_compacted_once_and_later_calls_send_the_compacted_one(
     agent = [r for r in script.requests if r.route and not _summary(r)]
     sizes = [len(r.body) for r in agent]
     assert max(sizes) < len(json.dumps([e.model_dump() for e in log]))  # never the whole log
-    found = LogStore(store.path).read()
+    found = FileTaskStore(store.path).read()
     compactions = [r.event for r in found.events if isinstance(r.event, Compaction)]
     assert compactions
     assert {c.llm_call.compacted for c in found.calls if c.llm_call.role == "executor"} == {
@@ -118,7 +118,7 @@ def test_a_compaction_of_a_compacted_log_sends_one_summary_note_standing_for_bot
     assert max(notes) == 1, notes
     assert notes[-1] == 1
     (marker,) = [
-        i.event for i in LogStore(store.path).read().view if isinstance(i.event, Compaction)
+        i.event for i in FileTaskStore(store.path).read().view if isinstance(i.event, Compaction)
     ]
     assert marker.summary == f"Earlier, part {len(summaries) - 1}: read files, all fine."
 
@@ -126,7 +126,7 @@ def test_a_compaction_of_a_compacted_log_sends_one_summary_note_standing_for_bot
 def test_an_overflow_after_a_compaction_in_the_same_call_is_raised(tmp_path: Path) -> None:
     """A call compacted before it is sent and still refused as too long is not compacted again: the refusal reaches the caller."""
     script = Script().chat(openai_failure(400, OVERFLOW, code="context_length_exceeded"))
-    store = LogStore(tmp_path / "task.jsonl")
+    store = FileTaskStore(tmp_path / "task.jsonl")
     big: list[CanonicalEvent] = [UserText(text="Check.")]
     for n in range(10):
         big += [
@@ -140,7 +140,7 @@ def test_an_overflow_after_a_compaction_in_the_same_call_is_raised(tmp_path: Pat
         pytest.raises(ContextWindowExceeded),
     ):
         llm.complete("executor", big, [READ_FILE])
-    (call,) = LogStore(store.path).read().calls
+    (call,) = FileTaskStore(store.path).read().calls
     assert (call.llm_call.outcome, call.llm_call.compacted) == (
         "ContextWindowExceeded",
         "threshold",
@@ -152,7 +152,7 @@ async def test_the_async_router_compacts_after_an_overflow_and_retries(tmp_path:
     """AsyncRoleRouter: a refusal as too long is followed by one compaction and one retry, recorded as such."""
     script = Script().when(reply("Summary."), where=_summary)
     script.chat(openai_failure(400, OVERFLOW, code="context_length_exceeded"), reply("Done."))
-    store = LogStore(tmp_path / "task.jsonl").begin(make_pin())
+    store = FileTaskStore(tmp_path / "task.jsonl").begin(make_pin())
     log: list[CanonicalEvent] = [UserText(text="Check.")]
     for n in range(3):
         log += [
@@ -164,17 +164,20 @@ async def test_the_async_router_compacts_after_an_overflow_and_retries(tmp_path:
         threshold=1.0, target=0.7, keep_last_turns=1, summarize_role="delegate", summary_tokens=50
     )
     async with AsyncRoleRouter.from_pin(
-        make_pin(), store=AsyncLogStore(store.path), compaction=policy, transport=_Window(script)
+        make_pin(),
+        store=AsyncFileTaskStore(store.path),
+        compaction=policy,
+        transport=_Window(script),
     ) as llm:
         answer = await llm.complete("executor", log, [READ_FILE])
     assert answer[-1].kind == "assistant_text"
     calls = [
         (c.llm_call.role, c.llm_call.outcome, c.llm_call.compacted)
-        for c in LogStore(store.path).read().calls
+        for c in FileTaskStore(store.path).read().calls
     ]
     assert ("executor", "ContextWindowExceeded", None) in calls
     assert ("executor", "ok", "overflow") in calls
-    assert any(isinstance(r.event, Compaction) for r in LogStore(store.path).read().events)
+    assert any(isinstance(r.event, Compaction) for r in FileTaskStore(store.path).read().events)
 
 
 def test_a_policy_naming_an_unknown_summary_role_is_refused_at_once() -> None:

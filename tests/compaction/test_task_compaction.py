@@ -22,7 +22,7 @@ from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
 from nisse_llm.render.openai_chat import OpenAIChatRenderer
 from nisse_llm.render.openai_responses import OpenAIResponsesRenderer
 from nisse_llm.task.compaction import compact, estimate_log_tokens
-from nisse_llm.task.logstore import LogDuplicateId, LogStore
+from nisse_llm.task.logstore import LogDuplicateId, TaskStore
 from nisse_llm.task.records import CallRecord, ResumedTask
 from tests.taskrecord.helpers import BASE_URL, TOKEN, make_pin
 from tests.taskrecord.stores import Place
@@ -41,7 +41,7 @@ def _turns(n: int, *, start: int = 0, size: int = 2000) -> list[CanonicalEvent]:
     return events
 
 
-def _task(place: Place, events: list[CanonicalEvent]) -> LogStore:
+def _task(place: Place, events: list[CanonicalEvent]) -> TaskStore:
     store = place.open().begin(make_pin())
     store.append_events(events)
     return store

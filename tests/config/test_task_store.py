@@ -8,8 +8,8 @@ import pytest
 
 from nisse_llm.config.settings import load_settings
 from nisse_llm.errors import ConfigError
-from nisse_llm.task.logstore import LogStore
-from nisse_llm.task.postgres import PostgresLogStore
+from nisse_llm.task.logstore import TaskStore
+from nisse_llm.task.postgres import PostgresTaskStore
 from nisse_llm.task.stores import open_task_store
 from tests.config.helpers import COMPLETE, write_config
 
@@ -51,12 +51,12 @@ def test_a_key_opens_a_file_beside_the_config_or_a_database_task(tmp_path: Path)
     from there too; a postgresql:// URL opens that database's task (nothing connects
     until used); a key that is not a plain name is refused."""
     beside = open_task_store("fix-issue-123", load_settings(_file(tmp_path)))
-    assert isinstance(beside, LogStore)
+    assert isinstance(beside, TaskStore)
     assert beside.path == tmp_path / "tasks" / "fix-issue-123.jsonl"
     folder = open_task_store("k", load_settings(_file(tmp_path), task_store="state/t"))
     assert folder.path == tmp_path / "state" / "t" / "k.jsonl"
     database = open_task_store("k", load_settings(_file(tmp_path), task_store=URL))
-    assert isinstance(database, PostgresLogStore)
+    assert isinstance(database, PostgresTaskStore)
     assert database.key == "k"
     assert database.url == URL.replace("pg-PASS-w0rd", "(set)")
     assert "pg-PASS-w0rd" not in repr(database)

@@ -19,7 +19,7 @@ from nisse_llm.log.images import (
     check_request_images,
     sniff_media_type,
 )
-from nisse_llm.task.logstore import LogCorrupt, LogStore
+from nisse_llm.task.logstore import FileTaskStore, LogCorrupt
 from nisse_llm.testing.images import gif, jpeg, png, screenshot, webp
 
 FORMATS = {
@@ -207,11 +207,11 @@ def test_the_log_store_writes_and_reads_image_events(tmp_path: Path) -> None:
     """A store holding screenshots reads them back equal; one copy of each image in memory."""
     path = tmp_path / "task.jsonl"
     shot = Image.from_bytes(screenshot(200_000, seed=3))
-    with LogStore(path) as store:
+    with FileTaskStore(path) as store:
         store.append_event(UserText(text="What is wrong in this screenshot?"))
         store.append_event(UserImage(image=shot))
         store.append_event(ToolResult(call_id="c1", output="again", images=(shot,)))
-    with LogStore(path) as store:
+    with FileTaskStore(path) as store:
         records = store.read().records
     first, second = records[1].event, records[2].event
     assert isinstance(first, UserImage)
@@ -234,22 +234,22 @@ def test_a_stored_image_that_fails_its_check_is_a_corrupt_log(tmp_path: Path) ->
     )
     path = tmp_path / "bad.jsonl"
     path.write_text(line)
-    with LogStore(path) as store, pytest.raises(LogCorrupt, match="labelled image/gif") as exc:
+    with FileTaskStore(path) as store, pytest.raises(LogCorrupt, match="labelled image/gif") as exc:
         store.read()
     assert exc.value.line == 1
 
 
 def test_reading_a_store_of_screenshots_holds_each_image_once(tmp_path: Path) -> None:
-    """`LogStore.read` holds one chunk of the file and the line being parsed beside the
+    """`TaskStore.read` holds one chunk of the file and the line being parsed beside the
     records, never the whole file's bytes too: peak memory stays near the images' size."""
     import tracemalloc
 
     path = tmp_path / "task.jsonl"
-    with LogStore(path) as store:
+    with FileTaskStore(path) as store:
         for seed in range(12):
             store.append_event(UserImage(image=Image.from_bytes(screenshot(700_000, seed=seed))))
     size = path.stat().st_size
-    with LogStore(path) as store:
+    with FileTaskStore(path) as store:
         tracemalloc.start()
         try:
             records = store.read().records

@@ -14,7 +14,7 @@ import pytest
 
 from nisse_llm.config.settings import Pin, load_settings
 from nisse_llm.log.canonical import CanonicalEvent, Compaction, ToolCall, ToolResult, UserText
-from nisse_llm.task.logstore import LogStore
+from nisse_llm.task.logstore import FileTaskStore, TaskStore
 from nisse_llm.task.summaries import SUMMARY_INSTRUCTIONS, CompactionPolicy
 from nisse_llm.testing import RecordedRequest, Script, ToolUse, failure, reply
 from nisse_llm.testing.proxy import LiteLLMProxy
@@ -56,7 +56,7 @@ def _source(path: str) -> str:
     return f"# {path}\ndef f(x):\n    return x + 1  # checked, fine\n"
 
 
-def _run(llm: RoleRouter, store: LogStore) -> list[CanonicalEvent]:
+def _run(llm: RoleRouter, store: TaskStore) -> list[CanonicalEvent]:
     """The agent: ask, run every tool call, append everything, until a reply makes no call."""
     log: list[CanonicalEvent] = [store.append_event(UserText(text=TASK)).event]
     for _ in range(len(FILES) + 2):
@@ -117,7 +117,7 @@ def test_an_agent_past_the_window_is_compacted_with_a_summary_and_finishes(
     _script_agent(script, upstream)
     path = tmp_path / "task.jsonl"
     pin = _pin(proxy, family)
-    store = LogStore(path).begin(pin)
+    store = FileTaskStore(path).begin(pin)
     with RoleRouter.from_pin(pin, store=store, compaction=POLICY, max_tokens=50) as llm:
         log = _run(llm, store)
         counted = llm.headroom("executor", llm.compacted_log or [], [READ_FILE], SYSTEM)
@@ -130,14 +130,14 @@ def test_an_agent_past_the_window_is_compacted_with_a_summary_and_finishes(
     # The compacted log (summary included) is within the policy's budget, by the proxy's counter.
     assert counted.input_tokens <= int(WINDOW * POLICY.target)
 
-    found = LogStore(path).read()
+    found = FileTaskStore(path).read()
     compactions = [r.event for r in found.events if isinstance(r.event, Compaction)]
     assert compactions
     assert all(c.summary == SUMMARY for c in compactions if c.removed)
     compacted_calls = [c.llm_call for c in found.calls if c.llm_call.compacted]
     assert {c.compacted for c in compacted_calls} == {"threshold"}
     assert found.unknown_calls == []
-    task = LogStore(path).resume(proxy.token, base_url=proxy.base_url)
+    task = FileTaskStore(path).resume(proxy.token, base_url=proxy.base_url)
     assert len(task.history) > len(task.events)
     assert task.events[0] == UserText(text=TASK)
     assert any(isinstance(e, Compaction) and e.summary == SUMMARY for e in task.events)
@@ -163,13 +163,13 @@ def test_an_overflow_refusal_is_compacted_once_and_retried(
     )
     path = tmp_path / "task.jsonl"
     pin = _pin(proxy, family)
-    store = LogStore(path).begin(pin)
+    store = FileTaskStore(path).begin(pin)
     policy = CompactionPolicy(
         threshold=1.0, target=0.7, keep_last_turns=1, summarize_role="delegate", summary_tokens=20
     )
     with RoleRouter.from_pin(pin, store=store, compaction=policy, max_tokens=50) as llm:
         _run(llm, store)
-    found = LogStore(path).read()
+    found = FileTaskStore(path).read()
     outcomes = [
         (c.llm_call.outcome, c.llm_call.compacted)
         for c in found.calls
@@ -191,7 +191,7 @@ def test_the_prompt_prefix_kept_by_compaction_is_measured_by_the_proxy(
     upstream = "openai_chat" if route == "chat" else "anthropic_messages"
     _script_agent(script, upstream)
     pin = _pin(proxy, family)
-    store = LogStore(tmp_path / "task.jsonl").begin(pin)
+    store = FileTaskStore(tmp_path / "task.jsonl").begin(pin)
     with RoleRouter.from_pin(pin, store=store, compaction=POLICY, max_tokens=50) as llm:
         _run(llm, store)
     agent = [r for r in script.requests if not _is_summary(r)]
@@ -295,13 +295,13 @@ async def test_the_async_router_compacts_by_the_proxys_count_and_finishes(
 ) -> None:
     """AsyncRoleRouter runs the same agent past the small window: compacted by the proxy's
     counter, summarised, recorded, and finished, with the compacted log within budget."""
-    from nisse_llm.task.logstore import AsyncLogStore
+    from nisse_llm.task.logstore import AsyncFileTaskStore
     from nisse_llm.transport.routers import AsyncRoleRouter
 
     _script_agent(script, "anthropic_messages")
     path = tmp_path / "task.jsonl"
     pin = _pin(proxy, "claude")
-    store = await AsyncLogStore(path).begin(pin)
+    store = await AsyncFileTaskStore(path).begin(pin)
     async with AsyncRoleRouter.from_pin(pin, store=store, compaction=POLICY, max_tokens=50) as llm:
         log: list[CanonicalEvent] = [(await store.append_event(UserText(text=TASK))).event]
         for _ in range(len(FILES) + 2):
@@ -317,6 +317,6 @@ async def test_the_async_router_compacts_by_the_proxys_count_and_finishes(
         counted = await llm.headroom("executor", llm.compacted_log or [], [READ_FILE], SYSTEM)
     assert log[-1].kind == "assistant_text"
     assert counted.input_tokens <= int(WINDOW * POLICY.target)
-    found = LogStore(path).read()
+    found = FileTaskStore(path).read()
     assert any(isinstance(r.event, Compaction) and r.event.summary == SUMMARY for r in found.events)
     assert "threshold" in {c.llm_call.compacted for c in found.calls}

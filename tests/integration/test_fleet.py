@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from bench.fleet import BUDGET_SYNC_S, SMOKE, LoadResult, fleet_for, render, run_load
-from nisse_llm.task.logstore import LogStore
+from nisse_llm.task.logstore import FileTaskStore
 from nisse_llm.testing.fleet import LiteLLMFleet, RedisServer, redis_executable
 from nisse_llm.testing.proxy import ProxyStartError
 
@@ -165,11 +165,11 @@ def test_killing_one_instance_fails_its_calls_fast_while_the_other_goes_on(run: 
 
 
 def test_no_agent_loses_an_event_from_its_log_store(run: Run) -> None:
-    """Every record an agent appended to its task's `LogStore` reads back identical, with no torn tail."""
+    """Every record an agent appended to its task's `TaskStore` reads back identical, with no torn tail."""
     tasks = run.result.tasks
     assert sorted(Path(t["store"]) for t in tasks) == run.store_files
     for task in tasks:
-        read = LogStore(task["store"]).read()
+        read = FileTaskStore(task["store"]).read()
         assert read.torn_tail is None
         assert [r.seq for r in read.records] == list(range(task["records"]))
         digest = hashlib.sha256()
@@ -200,7 +200,7 @@ def test_the_report_gives_the_figures(run: Run) -> None:
         "Agent processes that exited non-zero: 0.",
     ]:
         assert needle in text, needle
-    assert "Events appended to a `LogStore` and not read back: 0 " in text
+    assert "Events appended to a `TaskStore` and not read back: 0 " in text
 
 
 # -- lifecycle without a real proxy: failures and Ctrl-C while starting ------------------

@@ -17,7 +17,7 @@ from nisse_llm.config.options import RequestOptions
 from nisse_llm.config.settings import load_settings
 from nisse_llm.errors import ContextWindowExceeded, LLMError
 from nisse_llm.log.canonical import UserText
-from nisse_llm.task.logstore import LogStore
+from nisse_llm.task.logstore import FileTaskStore
 from nisse_llm.testing import Script, Tokens, failure, reply
 from nisse_llm.testing.proxy import LiteLLMProxy
 from nisse_llm.transport.clients import (
@@ -191,13 +191,13 @@ def test_the_cost_headers_float_noise_stays_out_of_the_call_and_the_task_file(
     pin = load_settings(llm={"base_url": proxy.base_url, "token": proxy.token}, roles=roles).pin()
     path = tmp_path / "task.jsonl"
     recorder = HeaderRecorder()
-    with RoleRouter.from_pin(pin, store=LogStore(path).begin(pin), transport=recorder) as llm:
+    with RoleRouter.from_pin(pin, store=FileTaskStore(path).begin(pin), transport=recorder) as llm:
         llm.complete("executor", HELLO, None)
         call = llm.client_for("executor").last_call
     assert recorder.headers[-1]["x-litellm-response-cost"] == header
     assert call is not None
     assert str(call.cost_usd) == cost
-    (record,) = LogStore(path).read().calls
+    (record,) = FileTaskStore(path).read().calls
     assert record.llm_call.call is not None
     assert str(record.llm_call.call.cost_usd) == cost
     assert header not in path.read_text()

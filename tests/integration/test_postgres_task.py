@@ -19,7 +19,7 @@ import nisse_llm
 from nisse_llm.config.settings import load_settings
 from nisse_llm.errors import TaskBusy, TaskStoreUnavailable, UpstreamUnavailable
 from nisse_llm.log.canonical import AssistantText, CanonicalEvent, ToolCall, ToolResult, UserText
-from nisse_llm.task.postgres import PostgresLogStore
+from nisse_llm.task.postgres import PostgresTaskStore
 from nisse_llm.testing import Script, Tokens, ToolUse, reply, slow
 from nisse_llm.testing.postgres import LocalPostgres
 from nisse_llm.testing.proxy import LiteLLMProxy
@@ -70,7 +70,7 @@ def test_an_agent_keeps_its_task_through_a_database_crash(
         reply("done", usage=Tokens(300, 11)),
     )
     try:
-        store = PostgresLogStore(database.url, "fix-issue-123", holder="worker-1")
+        store = PostgresTaskStore(database.url, "fix-issue-123", holder="worker-1")
         log: list[CanonicalEvent] = [UserText(text="Fix a.py.")]
         with RoleRouter.from_pin(pin, store=store) as llm:
             store.append_events(log)
@@ -83,7 +83,7 @@ def test_an_agent_keeps_its_task_through_a_database_crash(
             store.append_event(result)
             log.append(result)
 
-            second = PostgresLogStore(database.url, "fix-issue-123", holder="worker-2")
+            second = PostgresTaskStore(database.url, "fix-issue-123", holder="worker-2")
             with pytest.raises(TaskBusy) as busy:
                 RoleRouter.from_pin(pin, store=second)
             assert (busy.value.holder, busy.value.task) == ("worker-1", "fix-issue-123")
@@ -100,7 +100,7 @@ def test_an_agent_keeps_its_task_through_a_database_crash(
         store.close()
 
         database.start()
-        resumed_store = PostgresLogStore(database.url, "fix-issue-123", holder="worker-2")
+        resumed_store = PostgresTaskStore(database.url, "fix-issue-123", holder="worker-2")
         task = resumed_store.resume(proxy.token, base_url=proxy.base_url)
         assert task.events == log
         assert [c.llm_call.outcome for c in task.unknown_calls] == ["started"]
@@ -193,7 +193,7 @@ def test_an_async_task_keeps_its_task_through_a_database_crash(
             unknown = len(await task.unknown_calls)
             result = await task.run("executor", tools=tools, max_steps=5)
             history = await task.history
-        store = nisse_llm.AsyncPostgresLogStore(database.url, "fix-async")
+        store = nisse_llm.AsyncPostgresTaskStore(database.url, "fix-async")
         async with store:
             lines = await store.export_lines()
         return result.text, unknown, len(history), lines

@@ -18,7 +18,7 @@ from nisse_llm.log.canonical import (
     Usage,
     UserText,
 )
-from nisse_llm.task.logstore import AsyncLogStore, LogStore
+from nisse_llm.task.logstore import AsyncFileTaskStore, FileTaskStore
 from nisse_llm.testing import Script, Tokens, ToolUse, reply, slow
 from nisse_llm.testing.proxy import LiteLLMProxy
 from nisse_llm.transport.routers import AsyncRoleRouter
@@ -45,7 +45,7 @@ def test_three_agents_through_the_proxy_are_recorded_and_resumed(
         None, llm={"base_url": proxy.base_url, "token": proxy.token}, roles=ROLES
     ).pin()
     path = tmp_path / "task.jsonl"
-    LogStore(path).begin(pin)
+    FileTaskStore(path).begin(pin)
     agents = ("planner", "executor", "delegate")
     for n, role in enumerate(agents):
         script.when(
@@ -73,7 +73,7 @@ def test_three_agents_through_the_proxy_are_recorded_and_resumed(
     async def main() -> list[list[CanonicalEvent]]:
         async with AsyncRoleRouter.from_pin(
             pin,
-            store=AsyncLogStore(path),
+            store=AsyncFileTaskStore(path),
             on_usage=lambda usage, model: seen.append((model, usage)),
         ) as llm:
             logs = await asyncio.gather(*(agent(llm, role) for role in agents))
@@ -85,7 +85,7 @@ def test_three_agents_through_the_proxy_are_recorded_and_resumed(
 
     for role, log in zip(agents, logs, strict=True):
         assert log[-1] == AssistantText(text=f"{role} done.", model=ROLES[role])
-    calls = [record.llm_call for record in LogStore(path).read().calls]
+    calls = [record.llm_call for record in FileTaskStore(path).read().calls]
     assert sorted((c.role or "", c.outcome) for c in calls) == sorted(
         [(role, "ok") for role in agents for _ in range(2)]
         + [("consultant", "UpstreamUnavailable")]
@@ -100,7 +100,7 @@ def test_three_agents_through_the_proxy_are_recorded_and_resumed(
     assert sorted(repr(c.usage) for c in calls if c.outcome == "ok") == sorted(
         repr(usage) for _, usage in seen
     )
-    task = LogStore(path).resume(proxy.token, base_url=proxy.base_url)
+    task = FileTaskStore(path).resume(proxy.token, base_url=proxy.base_url)
     assert task.pin == pin
     assert task.usage.total.calls == 7
     assert task.usage.total.output == sum(usage.output for _, usage in seen)

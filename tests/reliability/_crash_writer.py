@@ -1,7 +1,7 @@
 """A writer the crash test kills: repairs the log, then appends forever, printing each seq.
 
 Run as ``python -m tests.reliability._crash_writer LOG_PATH``. It prints ``ready`` once
-the log is repaired, then the seq of every record after `LogStore.append` has returned
+the log is repaired, then the seq of every record after `TaskStore.append` has returned
 (so every printed seq is durable). Record sizes vary from a few bytes to 1 MiB, so a
 kill often lands inside a write; some appends carry two or three records at once.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 
 from nisse_llm.log.canonical import StoredEvent, UserText
-from nisse_llm.task.logstore import LogStore
+from nisse_llm.task.logstore import FileTaskStore
 
 #: Most records per append; the checker allows this many unreported records after a kill.
 MAX_BATCH = 3
@@ -32,7 +32,7 @@ def batch_size(seq: int) -> int:
 
 
 def main(path: str) -> None:
-    store = LogStore(path)
+    store = FileTaskStore(path)
     store.repair()
     print("ready", flush=True)
     while True:

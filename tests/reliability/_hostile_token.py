@@ -26,7 +26,7 @@ from typing import Any
 from nisse_llm.config.settings import Pin, load_settings
 from nisse_llm.errors import LLMError
 from nisse_llm.log.canonical import StoredEvent, UserText
-from nisse_llm.task.logstore import LogFileReplaced, LogStore
+from nisse_llm.task.logstore import FileTaskStore, LogFileReplaced
 from tests.clients.harness import EVENTS, MODEL, TOKEN
 from tests.clients.loopback import RESPONSES
 from tests.reliability._rawserver import Conn, RawServer, echo, head
@@ -139,7 +139,7 @@ def _forged_pin(directory: Path) -> Callable[[dict[str, Any]], None]:
 def _store(change: str, directory: Path) -> Callable[[dict[str, Any]], None]:
     def probe(seen: dict[str, Any]) -> None:
         path = directory / "log.jsonl"
-        store = LogStore(path)
+        store = FileTaskStore(path)
         store.append(StoredEvent.now(0, UserText(text="acknowledged")))
         moved = directory / "log.jsonl.1"
         if change == "rotated":
@@ -152,7 +152,7 @@ def _store(change: str, directory: Path) -> Callable[[dict[str, Any]], None]:
         finally:
             store.close()
             files = [p for p in (path, moved) if p.exists()]
-            seen["records_in_files"] = sum(len(LogStore(p).read().records) for p in files)
+            seen["records_in_files"] = sum(len(FileTaskStore(p).read().records) for p in files)
 
     return probe
 

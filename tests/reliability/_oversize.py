@@ -27,7 +27,7 @@ from nisse_llm.log.canonical import (
 )
 from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
 from nisse_llm.render.openai_chat import OpenAIChatRenderer
-from nisse_llm.task.logstore import LogStore
+from nisse_llm.task.logstore import FileTaskStore
 
 MB = 1024 * 1024
 BIG = 100 * MB
@@ -110,7 +110,7 @@ def _render_each_way(route: str, events: list[Any]) -> Callable[[], object]:
 def _store_round_trip(events: list[Any]) -> Callable[[], object]:
     def run() -> object:
         path = Path(os.environ["OVERSIZE_DIR"]) / "big.jsonl"
-        store = LogStore(path)
+        store = FileTaskStore(path)
         store.append([StoredEvent.now(n, event) for n, event in enumerate(events)])
         found = store.read()
         if [record.event for record in found.records] != events:

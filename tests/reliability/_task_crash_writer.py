@@ -4,7 +4,7 @@ call records forever, printing each record's seq once `append_*` has returned.
 Run as ``python -m tests.reliability._task_crash_writer PATH`` (a task file), or with a task
 key and the database's URL in ``NISSE_TEST_PG_URL`` (a PostgreSQL task); with
 ``NISSE_TEST_ASYNC=1`` it writes through the async store, awaited on an event loop. It prints ``ready`` once
-`LogStore.begin` has returned (the header is durable), then the seq of every record after
+`TaskStore.begin` has returned (the header is durable), then the seq of every record after
 its append returned. Event sizes vary up to 1 MiB so kills land inside writes; a call
 record follows every batch of one to three events.
 """
@@ -16,8 +16,8 @@ import os
 import sys
 
 from nisse_llm.log.canonical import UserText
-from nisse_llm.task.logstore import AsyncLogStore, LogStore
-from nisse_llm.task.postgres import AsyncPostgresLogStore, PostgresLogStore
+from nisse_llm.task.logstore import AsyncFileTaskStore, FileTaskStore
+from nisse_llm.task.postgres import AsyncPostgresTaskStore, PostgresTaskStore
 from tests.reliability._crash_writer import payload
 from tests.taskrecord.helpers import call_record, make_pin
 
@@ -27,7 +27,7 @@ MAX_BATCH = 3
 
 def main(where: str) -> None:
     url = os.environ.get("NISSE_TEST_PG_URL")
-    opened = LogStore(where) if url is None else PostgresLogStore(url, where)
+    opened = FileTaskStore(where) if url is None else PostgresTaskStore(url, where)
     store = opened.begin(make_pin())
     print("ready", flush=True)
     while True:
@@ -44,7 +44,7 @@ def main(where: str) -> None:
 async def amain(where: str) -> None:
     """`main` through the async stores."""
     url = os.environ.get("NISSE_TEST_PG_URL")
-    opened = AsyncLogStore(where) if url is None else AsyncPostgresLogStore(url, where)
+    opened = AsyncFileTaskStore(where) if url is None else AsyncPostgresTaskStore(url, where)
     store = await opened.begin(make_pin())
     print("ready", flush=True)
     while True:

@@ -28,10 +28,10 @@ from nisse_llm.log.canonical import (
     load_jsonl,
 )
 from nisse_llm.task.logstore import (
+    FileTaskStore,
     LogCorrupt,
     LogRead,
     LogSequenceError,
-    LogStore,
     LogTornTail,
 )
 from tests.corpus import corpus
@@ -76,10 +76,10 @@ def test_round_trip_of_every_corpus_event(place: Place) -> None:
 def test_round_trip_of_generated_logs(tmp_path: Path, events: list[CanonicalEvent]) -> None:
     """Any valid canonical log, appended with `append_event`, reads back event for event."""
     path = tmp_path / f"log-{os.urandom(6).hex()}.jsonl"
-    with LogStore(path) as store:
+    with FileTaskStore(path) as store:
         stored = [store.append_event(event) for event in events]
 
-    found = LogStore(path).read()
+    found = FileTaskStore(path).read()
 
     assert found.records == stored
     assert [record.event for record in found.records] == events
@@ -100,7 +100,7 @@ def test_missing_file_is_an_empty_log(place: Place) -> None:
 
 def test_append_event_numbers_from_zero_and_stamps_utc(tmp_path: Path) -> None:
     """`append_event` assigns 0, 1, 2 ... after the last record and a UTC timestamp."""
-    store = LogStore(tmp_path / "log.jsonl")
+    store = FileTaskStore(tmp_path / "log.jsonl")
     assert store.next_seq == 0
 
     first = store.append_event(UserText(text="one"))
@@ -114,7 +114,7 @@ def test_append_event_numbers_from_zero_and_stamps_utc(tmp_path: Path) -> None:
 
 def test_new_file_is_private(tmp_path: Path) -> None:
     """The store creates its file readable and writable by its owner only."""
-    store = LogStore(tmp_path / "log.jsonl")
+    store = FileTaskStore(tmp_path / "log.jsonl")
     store.append_event(UserText(text="secret plans"))
 
     assert stat.S_IMODE((tmp_path / "log.jsonl").stat().st_mode) == 0o600
@@ -132,11 +132,11 @@ def test_append_fsyncs_the_file_and_a_new_files_directory(
         real_fsync(fd)
 
     monkeypatch.setattr("nisse_llm.task._filelog.os.fsync", spy)
-    store = LogStore(tmp_path / "log.jsonl")
+    store = FileTaskStore(tmp_path / "log.jsonl")
     store.append_event(UserText(text="a"))
     store.append_event(UserText(text="b"))
     store.close()
-    LogStore(tmp_path / "log.jsonl").append_event(UserText(text="c"))
+    FileTaskStore(tmp_path / "log.jsonl").append_event(UserText(text="c"))
 
     assert synced == ["dir", "file", "file", "file"]
 
@@ -151,7 +151,7 @@ def _three_record_file(path: Path) -> tuple[bytes, int]:
             UserText(text='last line: åß∂ 漢字 🙂 "quoted" \\ back\nslash ' * 3),
         ]
     )
-    LogStore(path).append(records)
+    FileTaskStore(path).append(records)
     data = path.read_bytes()
     return data, data.rindex(b"\n", 0, len(data) - 1) + 1
 
@@ -160,12 +160,12 @@ def test_torn_tail_at_every_truncation_length(tmp_path: Path) -> None:
     """Cut anywhere inside the last line, a read returns the complete records and the torn bytes."""
     path = tmp_path / "log.jsonl"
     data, last_start = _three_record_file(path)
-    complete = LogStore(path).read().records
+    complete = FileTaskStore(path).read().records
     assert len(complete) == 3
 
     for cut in range(last_start, len(data) + 1):
         path.write_bytes(data[:cut])
-        found = LogStore(path).read()
+        found = FileTaskStore(path).read()
         if cut == last_start:
             assert found == LogRead(records=complete[:2]), cut
         elif cut == len(data):
@@ -180,11 +180,11 @@ def test_repair_after_every_truncation_length_then_append(tmp_path: Path) -> Non
     """Repair removes exactly the torn bytes, whatever the cut, and appending resumes after them."""
     path = tmp_path / "log.jsonl"
     data, last_start = _three_record_file(path)
-    kept = LogStore(path).read().records[:2]
+    kept = FileTaskStore(path).read().records[:2]
 
     for cut in range(last_start + 1, len(data)):
         path.write_bytes(data[:cut])
-        store = LogStore(path)
+        store = FileTaskStore(path)
         assert store.next_seq == 2, cut
         with pytest.raises(LogTornTail) as caught:
             store.append_event(UserText(text="refused"))
@@ -202,13 +202,13 @@ def test_repair_after_every_truncation_length_then_append(tmp_path: Path) -> Non
 def test_torn_tail_refusal_message(tmp_path: Path) -> None:
     """Appending after a torn line names the file, the torn size and offset, and the remedy."""
     path = tmp_path / "log.jsonl"
-    LogStore(path).append_event(UserText(text="a"))
+    FileTaskStore(path).append_event(UserText(text="a"))
     size = path.stat().st_size
     with path.open("ab") as file:
         file.write(b'{"seq":1,"at"')
 
     with pytest.raises(LogTornTail) as caught:
-        LogStore(path).append_event(UserText(text="b"))
+        FileTaskStore(path).append_event(UserText(text="b"))
 
     assert str(caught.value) == (
         f"{path}: ends in a torn line of 13 bytes at offset {size}; call repair() before appending"
@@ -219,10 +219,10 @@ def test_torn_tail_refusal_message(tmp_path: Path) -> None:
 def test_repair_without_torn_tail_changes_nothing(tmp_path: Path) -> None:
     """Repairing a clean log returns None and leaves every byte in place."""
     path = tmp_path / "log.jsonl"
-    LogStore(path).append(_records([UserText(text="a"), UserText(text="b")]))
+    FileTaskStore(path).append(_records([UserText(text="a"), UserText(text="b")]))
     before = path.read_bytes()
 
-    assert LogStore(path).repair() is None
+    assert FileTaskStore(path).repair() is None
     assert path.read_bytes() == before
 
 
@@ -230,7 +230,7 @@ def test_whole_file_torn_is_an_empty_log_with_a_tail(tmp_path: Path) -> None:
     """A file holding only a torn first line has no records and reports the tail at offset 0."""
     path = tmp_path / "log.jsonl"
     path.write_bytes(b'{"seq":0,"at":"2026-')
-    store = LogStore(path)
+    store = FileTaskStore(path)
 
     assert store.read() == LogRead(records=[], torn_tail=b'{"seq":0,"at":"2026-', torn_offset=0)
     assert store.next_seq == 0
@@ -261,7 +261,7 @@ def test_corrupt_middle_line_names_its_line(tmp_path: Path, bad_line: bytes, det
     path.write_bytes(b"".join([lines[0], lines[1], bad_line + b"\n", lines[3]]))
 
     with pytest.raises(LogCorrupt) as caught:
-        LogStore(path).read()
+        FileTaskStore(path).read()
 
     assert caught.value.line == 3
     assert caught.value.path == path
@@ -275,11 +275,11 @@ def test_corrupt_line_wins_over_a_torn_tail(tmp_path: Path) -> None:
     path.write_bytes(good + b"garbage\n" + b'{"seq":')
 
     with pytest.raises(LogCorrupt) as caught:
-        LogStore(path).read()
+        FileTaskStore(path).read()
 
     assert caught.value.line == 2
     with pytest.raises(LogCorrupt):
-        LogStore(path).repair()
+        FileTaskStore(path).repair()
     assert path.read_bytes() == good + b"garbage\n" + b'{"seq":'
 
 
@@ -292,7 +292,7 @@ def test_out_of_order_numbers_in_the_file_name_their_line(tmp_path: Path) -> Non
     )
 
     with pytest.raises(LogCorrupt) as caught:
-        LogStore(path).read()
+        FileTaskStore(path).read()
 
     assert str(caught.value) == f"{path}:3: sequence number 1 is not above 1 on the line before"
 
@@ -303,7 +303,7 @@ def test_append_after_corrupt_last_line_is_refused(tmp_path: Path) -> None:
     path.write_bytes(dump_jsonl(_records([UserText(text="a")])) + b"{not json}\n")
 
     with pytest.raises(LogCorrupt) as caught:
-        LogStore(path).append_event(UserText(text="b"))
+        FileTaskStore(path).append_event(UserText(text="b"))
 
     assert caught.value.line == 2
     assert str(caught.value).startswith(f"{path}:2: not a valid log record (Invalid JSON")
@@ -348,7 +348,7 @@ def test_batch_out_of_order_is_refused_whole(place: Place) -> None:
 def test_unencodable_record_is_refused_before_writing(tmp_path: Path) -> None:
     """Arguments nested 10,000 deep (past pydantic-core's encoder limit) fail and write nothing."""
     path = tmp_path / "log.jsonl"
-    store = LogStore(path)
+    store = FileTaskStore(path)
     store.append_event(UserText(text="a"))
     before = path.read_bytes()
     deep: dict[str, Any] = {"a": 1}
@@ -367,7 +367,7 @@ def test_unencodable_record_is_refused_before_writing(tmp_path: Path) -> None:
 
 def test_threads_share_one_store_without_losing_or_reusing_numbers(tmp_path: Path) -> None:
     """Eight threads appending through one store produce 400 records numbered 0..399."""
-    store = LogStore(tmp_path / "log.jsonl")
+    store = FileTaskStore(tmp_path / "log.jsonl")
 
     def work(worker: int) -> None:
         for n in range(50):
@@ -388,7 +388,7 @@ def test_threads_share_one_store_without_losing_or_reusing_numbers(tmp_path: Pat
 def test_two_stores_on_one_file_see_each_others_records(tmp_path: Path) -> None:
     """Two stores on one file continue each other's numbering instead of trusting a stale cache."""
     path = tmp_path / "log.jsonl"
-    first, second = LogStore(path), LogStore(path)
+    first, second = FileTaskStore(path), FileTaskStore(path)
 
     seqs = [
         first.append_event(UserText(text="1")).seq,
@@ -399,14 +399,14 @@ def test_two_stores_on_one_file_see_each_others_records(tmp_path: Path) -> None:
         second.append(StoredEvent.now(2, UserText(text="stale")))
 
     assert seqs == [0, 1, 2]
-    assert [r.seq for r in LogStore(path).read().records] == [0, 1, 2]
+    assert [r.seq for r in FileTaskStore(path).read().records] == [0, 1, 2]
 
 
 _PROCESS_WRITER = """
 import sys
 from nisse_llm.log.canonical import UserText
-from nisse_llm.task.logstore import LogStore
-store = LogStore(sys.argv[1])
+from nisse_llm.task.logstore import FileTaskStore, TaskStore
+store = FileTaskStore(sys.argv[1])
 for n in range(100):
     store.append_event(UserText(text=sys.argv[2] + str(n)))
 """
@@ -421,7 +421,7 @@ def test_processes_appending_at_once_never_reuse_a_number(tmp_path: Path) -> Non
     ]
     assert [writer.wait(timeout=60) for writer in writers] == [0, 0, 0, 0]
 
-    records = LogStore(path).read().records
+    records = FileTaskStore(path).read().records
     assert [record.seq for record in records] == list(range(400))
 
 
@@ -474,7 +474,7 @@ def _kill_writer_repeatedly(directory: Path, kills: int, *, budget_s: float) -> 
         assert printed == list(range(len(previous), len(previous) + len(printed))), where
         reported = len(previous) + len(printed)
 
-        found = LogStore(path).read()
+        found = FileTaskStore(path).read()
         records = found.records
         assert [record.seq for record in records] == list(range(len(records))), where
         # Every reported record is there; at most one unreported batch is too.

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from nisse_llm.log.canonical import StoredEvent, UserText
-from nisse_llm.task.logstore import LogFileReplaced, LogStore
+from nisse_llm.task.logstore import FileTaskStore, LogFileReplaced
 from tests.reliability import figures
 
 
@@ -42,7 +42,7 @@ def _delete(path: Path) -> None:
 def _clean_and_recreate(path: Path) -> None:
     # ``git clean -fdx`` then another writer starting the log afresh.
     path.unlink()
-    with LogStore(path) as other:
+    with FileTaskStore(path) as other:
         other.append(_record(0))
 
 
@@ -74,7 +74,7 @@ def test_an_append_after_the_file_left_its_path_is_refused(tmp_path: Path, chang
     """Every kind of append raises LogFileReplaced naming the path; no byte is written to
     any file; the record acknowledged before is still where it went."""
     path = tmp_path / "log.jsonl"
-    store = LogStore(path)
+    store = FileTaskStore(path)
     store.append(_record(0))
     CHANGES[change](path)
     before = _snapshot(tmp_path)
@@ -95,14 +95,14 @@ def test_an_append_after_the_file_left_its_path_is_refused(tmp_path: Path, chang
 def test_a_deleted_log_is_not_recreated_by_a_refused_append(tmp_path: Path) -> None:
     """After ``rm``, the refused append leaves no file behind; a new store starts afresh."""
     path = tmp_path / "log.jsonl"
-    store = LogStore(path)
+    store = FileTaskStore(path)
     store.append(_record(0))
     path.unlink()
     with pytest.raises(LogFileReplaced, match="was deleted"):
         store.append(_record(1))
     assert not path.exists()
     store.close()
-    with LogStore(path) as fresh:
+    with FileTaskStore(path) as fresh:
         fresh.append(_record(0))
         assert [r.seq for r in fresh.read().records] == [0]
 
@@ -111,15 +111,15 @@ def test_a_rotated_log_is_refused_then_reopened_where_it_now_is(tmp_path: Path) 
     """After rotation the old store refuses; closing it and reopening the path writes to
     the new file, and the rotated file keeps exactly the acknowledged records."""
     path = tmp_path / "log.jsonl"
-    store = LogStore(path)
+    store = FileTaskStore(path)
     store.append([_record(0), _record(1)])
     _rotate(path)
     with pytest.raises(LogFileReplaced, match="now names another file"):
         store.append(_record(2))
     store.close()
     store.append(_record(0))  # reopened on the new file
-    assert [r.seq for r in LogStore(path).read().records] == [0]
-    assert [r.seq for r in LogStore(tmp_path / "log.jsonl.1").read().records] == [0, 1]
+    assert [r.seq for r in FileTaskStore(path).read().records] == [0]
+    assert [r.seq for r in FileTaskStore(tmp_path / "log.jsonl.1").read().records] == [0, 1]
 
 
 @pytest.mark.parametrize("target_exists", [True, False])
@@ -133,7 +133,7 @@ def test_a_symlink_planted_at_the_path_is_never_followed(
         target.write_bytes(b"")
     path = tmp_path / "log.jsonl"
     path.symlink_to(target)
-    store = LogStore(path)
+    store = FileTaskStore(path)
     with pytest.raises(LogFileReplaced, match="symbolic link"):
         store.append(_record(0))
     with pytest.raises(LogFileReplaced, match="symbolic link"):
@@ -147,13 +147,13 @@ def test_the_store_still_appends_while_its_file_stays_put(tmp_path: Path) -> Non
     """The check costs nothing to a log left alone: 200 appends read back in order, and
     a hard link to the file (same inode) is not mistaken for a replacement."""
     path = tmp_path / "log.jsonl"
-    with LogStore(path) as store:
+    with FileTaskStore(path) as store:
         for seq in range(100):
             store.append(_record(seq))
         os.link(path, tmp_path / "backup.jsonl")
         for seq in range(100, 200):
             store.append(_record(seq))
-    assert [r.seq for r in LogStore(path).read().records] == list(range(200))
+    assert [r.seq for r in FileTaskStore(path).read().records] == list(range(200))
 
 
 @pytest.mark.parametrize(("case", "kept"), [("store_rotated", 1), ("store_deleted", 0)])

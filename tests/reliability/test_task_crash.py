@@ -16,8 +16,8 @@ import pytest
 
 from nisse_llm.errors import TaskBusy
 from nisse_llm.log.canonical import StoredEvent, Usage, UserText
-from nisse_llm.task.logstore import LogStore, TaskHeaderMissing
-from nisse_llm.task.postgres import PostgresLogStore
+from nisse_llm.task.logstore import FileTaskStore, TaskHeaderMissing, TaskStore
+from nisse_llm.task.postgres import PostgresTaskStore
 from nisse_llm.task.records import ResumedTask, StoredCall, StoredHeader, UsageTotal
 from nisse_llm.testing.postgres import LocalPostgres
 from tests.reliability import figures
@@ -51,17 +51,17 @@ def _expected_total(calls: list[StoredCall]) -> UsageTotal:
 LEASE_FREED_S = 10.0
 
 
-def _open(directory: Path, name: str, server: LocalPostgres | None) -> LogStore:
+def _open(directory: Path, name: str, server: LocalPostgres | None) -> TaskStore:
     if server is None:
-        return LogStore(directory / f"{name}.jsonl")
-    return PostgresLogStore(server.url, _key(directory, name))
+        return FileTaskStore(directory / f"{name}.jsonl")
+    return PostgresTaskStore(server.url, _key(directory, name))
 
 
 def _key(directory: Path, name: str) -> str:
     return f"{directory.name}-{name}"
 
 
-def _resumed(store: LogStore) -> ResumedTask:
+def _resumed(store: TaskStore) -> ResumedTask:
     """``store`` resumed, waiting out the moment a killed writer's lease takes to go."""
     deadline = time.monotonic() + LEASE_FREED_S
     while True:

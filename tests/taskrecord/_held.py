@@ -71,7 +71,7 @@ def records_table_lock(url: str) -> Held:
 
     def take() -> Callable[[], None]:
         connection = psycopg.connect(url)
-        connection.execute("LOCK TABLE nisse_task_records IN ACCESS EXCLUSIVE MODE")
+        connection.execute("LOCK TABLE nisse.nisse_task_records IN ACCESS EXCLUSIVE MODE")
 
         def let_go() -> None:
             connection.rollback()

@@ -11,7 +11,7 @@ import sys
 import time
 
 from nisse_llm.log.canonical import UserText
-from nisse_llm.task.logstore import LogStore
+from nisse_llm.task.logstore import FileTaskStore
 from nisse_llm.testing import Script, ScriptedTransport, Tokens, ToolUse, reply
 from nisse_llm.transport.routers import RoleRouter
 from tests.corpus import READ_FILE
@@ -23,7 +23,7 @@ FIRST_USAGE = Tokens(input=120, output=15)
 
 def main(path: str) -> None:
     pin = make_pin()
-    store = LogStore(path).begin(pin)
+    store = FileTaskStore(path).begin(pin)
     script = Script().when(
         reply("Let me read it.", ToolUse("read_file", {"path": "add.py"}), usage=FIRST_USAGE),
         user_text=QUESTION,

@@ -11,12 +11,12 @@ import sys
 import time
 
 from nisse_llm.log.canonical import UserText
-from nisse_llm.task.postgres import PostgresLogStore
+from nisse_llm.task.postgres import PostgresTaskStore
 from tests.taskrecord.helpers import make_pin
 
 
 def main(key: str, holder: str) -> None:
-    store = PostgresLogStore(os.environ["NISSE_TEST_PG_URL"], key, holder=holder)
+    store = PostgresTaskStore(os.environ["NISSE_TEST_PG_URL"], key, holder=holder)
     store.begin(make_pin()).append_event(UserText(text=f"written by {holder}"))
     print("held", flush=True)
     while True:

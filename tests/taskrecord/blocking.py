@@ -1,6 +1,6 @@
 """A sync face of an async task store, so the tests that hold the sync stores to their
 promises hold the async ones to the same: each method runs the async store's coroutine
-on a loop of the adapter's own. It is a `LogStore` for the code that takes one (routers,
+on a loop of the adapter's own. It is a `TaskStore` for the code that takes one (routers,
 tasks), and defers everything to the async store it wraps."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import threading
-from collections.abc import Coroutine, Iterable
+from collections.abc import Coroutine, Iterable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Self, TypeVar
 
@@ -16,14 +17,21 @@ from pydantic import SecretStr
 
 from nisse_llm.config.settings import Pin
 from nisse_llm.log.canonical import CanonicalEvent, LogLike, StoredEvent, ToolResult
+from nisse_llm.task.delegation import ParentRecord, StoredParent
 from nisse_llm.task.lease import FileLease
-from nisse_llm.task.logstore import AsyncLogStore, LogRead, LogStore
+from nisse_llm.task.logstore import (
+    AsyncTaskStore,
+    LogRead,
+    TaskStore,
+)
 from nisse_llm.task.records import (
+    ApprovalRecord,
     CallRecord,
     OpenedPin,
     ProgramRecord,
     RepinRecord,
     ResumedTask,
+    StoredApproval,
     StoredCall,
     StoredProgram,
     StoredRecord,
@@ -35,12 +43,13 @@ from nisse_llm.task.records import (
 )
 
 T = TypeVar("T")
+_DEFERRED = "the adapter defers every method to the async store it wraps"
 
 
-class Blocking(LogStore):
+class Blocking(TaskStore):
     """``inner``'s methods, each run to its end on this adapter's own event loop."""
 
-    def __init__(self, inner: AsyncLogStore) -> None:  # no LogStore state: all deferred
+    def __init__(self, inner: AsyncTaskStore) -> None:  # no TaskStore state: all deferred
         self.inner = inner
         self.path = getattr(inner, "path", Path("-"))
         self._runner = asyncio.Runner()
@@ -58,6 +67,59 @@ class Blocking(LogStore):
     @property
     def task_id(self) -> str | None:
         return self.inner.task_id
+
+    @property
+    def place(self) -> tuple[str, ...]:
+        return self.inner.place
+
+    @property
+    def _where(self) -> str:
+        return repr(self.inner)
+
+    @property
+    def task_key(self) -> str:
+        return self.inner.task_key
+
+    def sibling(self, key: str) -> Self:
+        return type(self)(self.inner.sibling(key))
+
+    def abandon(self) -> None:
+        self.inner.abandon()
+
+    # The record logic's hooks: never reached, as every public method is the inner store's.
+
+    def _exclusive(self) -> AbstractContextManager[None]:
+        raise AssertionError(_DEFERRED)
+
+    def _x_check_begun(self) -> None:
+        raise AssertionError(_DEFERRED)
+
+    def _x_last_seq(self) -> int | None:
+        raise AssertionError(_DEFERRED)
+
+    def _x_state(self) -> object:
+        raise AssertionError(_DEFERRED)
+
+    def _x_read(self) -> LogRead:
+        raise AssertionError(_DEFERRED)
+
+    def _x_first(self) -> StoredRecord:
+        raise AssertionError(_DEFERRED)
+
+    def _x_repair(self) -> bytes | None:
+        raise AssertionError(_DEFERRED)
+
+    def _x_write(self, batch: Sequence[StoredRecord], lines: Sequence[bytes] | None = None) -> None:
+        raise AssertionError(_DEFERRED)
+
+    def _x_clear(self) -> None:
+        raise AssertionError(_DEFERRED)
+
+    def _x_delete(self) -> None:
+        raise AssertionError(_DEFERRED)
+
+    def delete(self) -> int:
+        return self._run(self.inner.delete())
 
     def _next_seq(self) -> int:
         return self._run(self.inner.next_seq())
@@ -107,6 +169,12 @@ class Blocking(LogStore):
 
     def append_program(self, record: ProgramRecord) -> StoredProgram:
         return self._run(self.inner.append_program(record))
+
+    def append_parent(self, record: ParentRecord) -> StoredParent:
+        return self._run(self.inner.append_parent(record))
+
+    def append_approval(self, record: ApprovalRecord) -> StoredApproval:
+        return self._run(self.inner.append_approval(record))
 
     def append_tools(self, record: ToolsRecord) -> StoredTools:
         return self._run(self.inner.append_tools(record))

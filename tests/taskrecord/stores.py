@@ -12,8 +12,8 @@ from pathlib import Path
 
 import psycopg
 
-from nisse_llm.task.logstore import AsyncLogStore, LogStore
-from nisse_llm.task.postgres import AsyncPostgresLogStore, PostgresLogStore
+from nisse_llm.task.logstore import AsyncFileTaskStore, AsyncTaskStore, FileTaskStore, TaskStore
+from nisse_llm.task.postgres import AsyncPostgresTaskStore, PostgresTaskStore
 from nisse_llm.testing.postgres import LocalPostgres
 from tests.taskrecord.blocking import Blocking
 
@@ -37,41 +37,41 @@ class Place:
         self.path = tmp_path / "task.jsonl"
         self.server = server
         self.key = f"task-{next(_keys)}-{tmp_path.name}"
-        self._opened: list[LogStore] = []
+        self._opened: list[TaskStore] = []
 
-    def open(self) -> LogStore:
+    def open(self) -> TaskStore:
         for store in self._opened:
             store.close()
-        store: LogStore
+        store: TaskStore
         if self.is_async and self.server is None:
-            store = Blocking(AsyncLogStore(self.path))
+            store = Blocking(AsyncFileTaskStore(self.path))
         elif self.is_async and self.server is not None:
-            store = Blocking(AsyncPostgresLogStore(self.server.url, self.key))
+            store = Blocking(AsyncPostgresTaskStore(self.server.url, self.key))
         elif self.server is None:
-            store = LogStore(self.path)
+            store = FileTaskStore(self.path)
         else:
-            store = PostgresLogStore(self.server.url, self.key)
+            store = PostgresTaskStore(self.server.url, self.key)
         self._opened.append(store)
         return store
 
-    def open_async(self) -> AsyncLogStore:
+    def open_async(self) -> AsyncTaskStore:
         """A new async store on the task, for a test's own loop (the test closes it)."""
         for store in self._opened:
             store.close()
         if self.server is None:
-            return AsyncLogStore(self.path)
-        return AsyncPostgresLogStore(self.server.url, self.key)
+            return AsyncFileTaskStore(self.path)
+        return AsyncPostgresTaskStore(self.server.url, self.key)
 
     @property
     def where(self) -> str:
         """What the store's messages name as the task's place."""
         if self.server is None:
             return str(self.path)
-        return f"{PostgresLogStore(self.server.url, self.key).url} task {self.key!r}"
+        return f"{PostgresTaskStore(self.server.url, self.key).url} task {self.key!r}"
 
     def lines(self) -> list[bytes]:
         """The records as stored, one line each (no newline)."""
-        return LogStore(self.path).export_lines() if self.server is None else self._rows()
+        return FileTaskStore(self.path).export_lines() if self.server is None else self._rows()
 
     def plant(self, lines: list[bytes]) -> None:
         """Store these lines as they are, valid or not, after what the task holds."""
@@ -81,12 +81,12 @@ class Place:
             return
         with psycopg.connect(self.server.url, autocommit=True) as conn:
             # A store made the tables; a plant before any store needs them too.
-            with PostgresLogStore(self.server.url, "maker") as maker:
+            with PostgresTaskStore(self.server.url, "maker") as maker:
                 maker.read()
             start = len(self._rows())
             for n, line in enumerate(lines):
                 conn.execute(
-                    "INSERT INTO nisse_task_records (task, seq, record) VALUES (%s, %s, %s)",
+                    "INSERT INTO nisse.nisse_task_records (task, seq, record) VALUES (%s, %s, %s)",
                     (self.key, start + n, line.decode()),
                 )
 
@@ -97,7 +97,7 @@ class Place:
             return
         with psycopg.connect(self.server.url, autocommit=True) as conn:
             conn.execute(
-                "UPDATE nisse_task_records SET record = replace(record, %s, %s) WHERE task = %s",
+                "UPDATE nisse.nisse_task_records SET record = replace(record, %s, %s) WHERE task = %s",
                 (old, new, self.key),
             )
 
@@ -112,6 +112,7 @@ class Place:
         assert self.server is not None
         with psycopg.connect(self.server.url) as conn:
             rows = conn.execute(
-                "SELECT record FROM nisse_task_records WHERE task = %s ORDER BY seq", (self.key,)
+                "SELECT record FROM nisse.nisse_task_records WHERE task = %s ORDER BY seq",
+                (self.key,),
             ).fetchall()
         return [str(row[0]).encode() for row in rows]

@@ -20,8 +20,8 @@ import psycopg
 import pytest
 
 from nisse_llm.log.canonical import UserText
-from nisse_llm.task.logstore import AsyncLogStore
-from nisse_llm.task.postgres import AsyncPostgresLogStore
+from nisse_llm.task.logstore import AsyncTaskStore
+from nisse_llm.task.postgres import AsyncPostgresTaskStore
 from nisse_llm.task.records import StoredEvent, StoredHeader
 from nisse_llm.testing.postgres import LocalPostgres
 from tests.taskrecord.helpers import make_pin
@@ -47,7 +47,7 @@ def _file_held(path: Path) -> Iterator[Callable[[], None]]:
 def _table_held(server: LocalPostgres) -> Iterator[Callable[[], None]]:
     """The records table locked by another session until the release commits."""
     conn = psycopg.connect(server.url)
-    conn.execute("LOCK TABLE nisse_task_records IN ACCESS EXCLUSIVE MODE")
+    conn.execute("LOCK TABLE nisse.nisse_task_records IN ACCESS EXCLUSIVE MODE")
     try:
         yield conn.commit
     finally:
@@ -74,7 +74,7 @@ async def _ticking(stop: asyncio.Event) -> int:
 
 
 @contextlib.asynccontextmanager
-async def _opened(place: Place) -> AsyncIterator[AsyncLogStore]:
+async def _opened(place: Place) -> AsyncIterator[AsyncTaskStore]:
     async with place.open_async() as store:
         await store.begin(make_pin())
         await store.append_event(UserText(text="before"))
@@ -181,7 +181,7 @@ def test_a_cancelled_postgres_write_drops_its_session_and_the_store_reconnects(
                 with pytest.raises(asyncio.CancelledError):
                     await pending
                 await asyncio.to_thread(release)
-            async with AsyncPostgresLogStore(postgres.url, place.key, holder="other") as other:
+            async with AsyncPostgresTaskStore(postgres.url, place.key, holder="other") as other:
                 await other.append_event(UserText(text="taken over"))
             await store.append_event(UserText(text="resumed"))
 

@@ -22,7 +22,7 @@ from nisse_llm.errors import (
     UpstreamUnavailable,
 )
 from nisse_llm.log.canonical import UserText
-from nisse_llm.task.postgres import SCHEMA_VERSION, PostgresLogStore, connect
+from nisse_llm.task.postgres import SCHEMA_VERSION, PostgresTaskStore, connect
 from nisse_llm.testing.postgres import LocalPostgres
 from tests.taskrecord.helpers import BASE_URL, TOKEN, make_pin
 
@@ -55,7 +55,7 @@ def test_a_second_driver_gets_task_busy_and_takes_over_when_the_holder_dies(
     before = datetime.now(UTC)
     holder = _holder(postgres, key, "worker-a")
     try:
-        store = PostgresLogStore(postgres.url, key, holder="worker-b")
+        store = PostgresTaskStore(postgres.url, key, holder="worker-b")
         for attempt in (
             lambda: store.begin(make_pin()),
             lambda: store.resume(TOKEN, base_url=BASE_URL),
@@ -104,9 +104,9 @@ def test_the_server_drops_a_vanished_drivers_session_within_the_stated_bound(
 
 def test_a_closed_store_frees_its_task_at_once(postgres: LocalPostgres) -> None:
     """`close` ends the lease before it returns: the next driver never sees the old one."""
-    first = PostgresLogStore(postgres.url, "lease-closed", holder="first").begin(make_pin())
+    first = PostgresTaskStore(postgres.url, "lease-closed", holder="first").begin(make_pin())
     for n in range(20):
-        second = PostgresLogStore(postgres.url, "lease-closed", holder=f"driver-{n}")
+        second = PostgresTaskStore(postgres.url, "lease-closed", holder=f"driver-{n}")
         first.close()
         second.append_event(UserText(text=str(n)))  # TaskBusy if the lock outlived close
         first = second
@@ -118,16 +118,16 @@ def test_tables_are_made_on_first_use_with_their_version() -> None:
     """An empty database gets the tables and one version row on first use; a database
     whose tables are a newer version is refused, typed, and left alone."""
     with LocalPostgres() as server:
-        with PostgresLogStore(server.url, "t") as store:
+        with PostgresTaskStore(server.url, "t") as store:
             assert store.read().records == []
             store.begin(make_pin())
         with psycopg.connect(server.url, autocommit=True) as conn:
-            assert conn.execute("SELECT version FROM nisse_schema").fetchall() == [
+            assert conn.execute("SELECT version FROM nisse.nisse_schema").fetchall() == [
                 (SCHEMA_VERSION,)
             ]
-            conn.execute("UPDATE nisse_schema SET version = %s", (SCHEMA_VERSION + 1,))
+            conn.execute("UPDATE nisse.nisse_schema SET version = %s", (SCHEMA_VERSION + 1,))
         with pytest.raises(TaskStoreUnavailable, match="newer than this nisse_llm writes"):
-            PostgresLogStore(server.url, "t").read()
+            PostgresTaskStore(server.url, "t").read()
 
 
 def test_a_database_that_is_gone_is_a_typed_resumable_error() -> None:
@@ -136,7 +136,7 @@ def test_a_database_that_is_gone_is_a_typed_resumable_error() -> None:
     a restart the same store goes on from every acknowledged record; a wrong password is
     `TaskStoreMisconfigured`, which no retry cures."""
     with LocalPostgres() as server:
-        store = PostgresLogStore(server.url, "gone").begin(make_pin())
+        store = PostgresTaskStore(server.url, "gone").begin(make_pin())
         acknowledged = [store.append_event(UserText(text=str(n))).seq for n in range(5)]
         server.stop(mode="immediate")
         for _ in range(2):  # mid-session, then a refused reconnect
@@ -153,6 +153,6 @@ def test_a_database_that_is_gone_is_a_typed_resumable_error() -> None:
         store.close()
         wrong = server.url.replace(server.password, "not-the-password")
         with pytest.raises(TaskStoreMisconfigured, match="password authentication failed"):
-            PostgresLogStore(wrong, "gone").read()
+            PostgresTaskStore(wrong, "gone").read()
     with pytest.raises(TaskStoreUnavailable, match="Connection refused"):
-        PostgresLogStore(server.url, "gone").read()
+        PostgresTaskStore(server.url, "gone").read()

@@ -19,7 +19,11 @@ from nisse_llm.log.canonical import (
     Usage,
     UserText,
 )
-from nisse_llm.task.logstore import AsyncLogStore, LogStore, LogTornTail
+from nisse_llm.task.logstore import (
+    AsyncFileTaskStore,
+    FileTaskStore,
+    LogTornTail,
+)
 from nisse_llm.task.records import CallRecord
 from nisse_llm.testing import (
     Script,
@@ -45,7 +49,7 @@ BUDGET = openai_failure(
 
 
 def _calls(path: Path) -> list[CallRecord]:
-    return [record.llm_call for record in LogStore(path).read().calls]
+    return [record.llm_call for record in FileTaskStore(path).read().calls]
 
 
 def test_router_records_every_call_as_it_ends(tmp_path: Path) -> None:
@@ -53,7 +57,7 @@ def test_router_records_every_call_as_it_ends(tmp_path: Path) -> None:
     with role, model, route, usage and outcome; a role the pin lacks leaves none."""
     path = tmp_path / "task.jsonl"
     pin = make_pin()
-    store = LogStore(path).begin(pin)
+    store = FileTaskStore(path).begin(pin)
     script = (
         Script()
         .messages(
@@ -91,7 +95,7 @@ def test_router_records_every_call_as_it_ends(tmp_path: Path) -> None:
         ("delegate", claude, msgs, Usage(input=300, output=30), "ok"),
         ("planner", claude, msgs, Usage(), "closed"),
     ]
-    usage = LogStore(path).read().usage
+    usage = FileTaskStore(path).read().usage
     assert usage.total.calls == 6
     assert (usage.total.input, usage.total.output) == (600, 60)
     assert usage.by_role["planner"].calls == 3
@@ -110,7 +114,7 @@ def test_router_without_a_store_records_nothing(tmp_path: Path) -> None:
 def test_a_store_that_cannot_be_written_reaches_the_caller(tmp_path: Path) -> None:
     """A call whose start cannot be recorded raises the store's error and is never sent."""
     path = tmp_path / "task.jsonl"
-    store = LogStore(path)
+    store = FileTaskStore(path)
     script = Script().chat(reply("done"))
     llm = RoleRouter.from_pin(make_pin(), store=store, transport=ScriptedTransport(script))
     with path.open("ab") as file:  # a torn line the store must not write after
@@ -125,7 +129,7 @@ def test_concurrent_async_roles_are_each_recorded_under_their_own_role(tmp_path:
     scripted by its own text: each call's record carries its own role and usage."""
     path = tmp_path / "task.jsonl"
     pin = make_pin()
-    LogStore(path).begin(pin)
+    FileTaskStore(path).begin(pin)
     roles = {"executor": 1, "consultant": 2, "planner": 3}
     script = Script()
     for role, n in roles.items():
@@ -144,13 +148,13 @@ def test_concurrent_async_roles_are_each_recorded_under_their_own_role(tmp_path:
 
     async def main() -> None:
         transport = ScriptedTransport(script)
-        astore = AsyncLogStore(path)
+        astore = AsyncFileTaskStore(path)
         async with AsyncRoleRouter.from_pin(pin, store=astore, transport=transport) as llm:
             await asyncio.gather(*(agent(llm, role) for role in roles))
 
     asyncio.run(main())
 
-    usage = LogStore(path).read().usage
+    usage = FileTaskStore(path).read().usage
     for role, n in roles.items():
         assert (usage.by_role[role].calls, usage.by_role[role].input) == (2, n * 1100), role
         assert usage.by_role[role].output == 2 * n
@@ -173,7 +177,7 @@ def test_agent_killed_between_tool_call_and_result_resumes_from_the_file(tmp_pat
     agent.communicate(timeout=30)
 
     # The three calls of a resume: read the task, rebuild the router, continue.
-    task = LogStore(path).resume(TOKEN, base_url=BASE_URL)
+    task = FileTaskStore(path).resume(TOKEN, base_url=BASE_URL)
     (pending,) = task.pending_calls
     assert (pending.tool, pending.arguments) == ("read_file", {"path": "add.py"})
     assert task.usage.total.calls == 1
@@ -191,7 +195,7 @@ def test_agent_killed_between_tool_call_and_result_resumes_from_the_file(tmp_pat
     ) as llm:
         task.store.append_events(llm.complete("planner", task.events + results, [READ_FILE]))
 
-    done = LogStore(path).resume(TOKEN, base_url=BASE_URL)
+    done = FileTaskStore(path).resume(TOKEN, base_url=BASE_URL)
     assert done.pending_calls == []
     assert done.events[0] == UserText(text=QUESTION)
     assert isinstance(done.events[2], ToolCall)
@@ -224,7 +228,7 @@ def test_records_carry_the_proxys_call_id_and_cost(tmp_path: Path) -> None:
         budget,
     )
     with RoleRouter.from_pin(
-        make_pin(), store=LogStore(path), transport=ScriptedTransport(script)
+        make_pin(), store=FileTaskStore(path), transport=ScriptedTransport(script)
     ) as llm:
         llm.complete("executor", [UserText(text="one")], None)
         llm.complete("consultant", [UserText(text="two")], None)
@@ -237,7 +241,7 @@ def test_records_carry_the_proxys_call_id_and_cost(tmp_path: Path) -> None:
         ("id-2", "ok"),
         ("id-3", "BudgetExhausted"),
     ]
-    usage = LogStore(path).read().usage
+    usage = FileTaskStore(path).read().usage
     assert usage.total.cost_usd == Decimal("0.3")  # float addition gives 0.30000000000000004
     assert usage.by_role["executor"].cost_usd == Decimal("0.1")
     assert usage.total.unpriced_calls == 0
@@ -249,12 +253,14 @@ def test_a_router_begins_its_store_and_takes_another_tasks_own_pin(tmp_path: Pat
     refuses before any call is made."""
     from nisse_llm.task.logstore import TaskPinMismatch
 
-    fresh = LogStore(tmp_path / "fresh.jsonl")
+    fresh = FileTaskStore(tmp_path / "fresh.jsonl")
     with RoleRouter.from_pin(make_pin(), store=fresh, transport=ScriptedTransport(Script())):
         pass
-    assert LogStore(tmp_path / "fresh.jsonl").resume(TOKEN, base_url=BASE_URL).pin == make_pin()
+    assert (
+        FileTaskStore(tmp_path / "fresh.jsonl").resume(TOKEN, base_url=BASE_URL).pin == make_pin()
+    )
 
-    other = LogStore(tmp_path / "other.jsonl").begin(make_pin(executor="gpt-4.1"))
+    other = FileTaskStore(tmp_path / "other.jsonl").begin(make_pin(executor="gpt-4.1"))
     script = Script()
     with pytest.raises(TaskPinMismatch):
         RoleRouter.from_pin(
@@ -290,7 +296,9 @@ def test_typed_answers_and_options_are_recorded_under_their_role(tmp_path: Path)
         .chat(reply("ok", usage=Tokens(input=30, output=3)))
     )
     pin = make_pin()
-    with RoleRouter.from_pin(pin, store=LogStore(path), transport=ScriptedTransport(script)) as llm:
+    with RoleRouter.from_pin(
+        pin, store=FileTaskStore(path), transport=ScriptedTransport(script)
+    ) as llm:
         typed = llm.complete_as(Plan, "planner", [UserText(text="plan")], None, repair_attempts=1)
         llm.complete("executor", [UserText(text="go")], None, options=RequestOptions(temperature=0))
 

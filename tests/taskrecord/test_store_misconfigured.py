@@ -19,7 +19,7 @@ from nisse_llm.errors import (
     TaskStoreUnavailable,
     UpstreamUnavailable,
 )
-from nisse_llm.task.postgres import PostgresLogStore
+from nisse_llm.task.postgres import PostgresTaskStore, migrate_database
 from nisse_llm.testing.postgres import LocalPostgres
 from tests.taskrecord.helpers import make_pin
 
@@ -48,7 +48,7 @@ def _misconfigured(url: str, *secrets: str) -> TaskStoreMisconfigured:
     """The error a first use of ``url`` raises, checked to be no retryable one and to show
     none of ``secrets``."""
     with pytest.raises(TaskStoreMisconfigured) as caught:
-        PostgresLogStore(url, "t1").begin(make_pin())
+        PostgresTaskStore(url, "t1").begin(make_pin())
     error = caught.value
     assert isinstance(error, LLMError)
     assert not isinstance(error, UpstreamUnavailable)
@@ -59,9 +59,9 @@ def _misconfigured(url: str, *secrets: str) -> TaskStoreMisconfigured:
 def test_a_role_without_create_is_told_what_to_grant(
     postgres: LocalPostgres, tmp_path: Path
 ) -> None:
-    """A role that may log in but not create the task tables (PostgreSQL 15 gives no one
-    CREATE on ``public`` by default) gets `TaskStoreMisconfigured` naming the grant; the
-    CLI exits 2 with it; once granted, the same URL works."""
+    """A role that may log in but not create the task tables' schema gets
+    `TaskStoreMisconfigured` saying to run ``task migrate``; the CLI exits 2 with it; once
+    an owner has migrated and granted the tables, the same URL works."""
     name = f"weak_{tmp_path.name}".lower()[:40]
     database = postgres.database(f"db_{name}")
     with psycopg.connect(postgres.url, autocommit=True) as admin:
@@ -73,14 +73,18 @@ def test_a_role_without_create_is_told_what_to_grant(
     finally:
         del os.environ["PGPASSWORD"]
     assert error.sqlstate == "42501"
-    assert f"GRANT CREATE ON SCHEMA public TO {name}" in str(error)
+    assert "run `nisse-llm task migrate`" in str(error)
     done = _cli_list(url, {"PGPASSWORD": WEAK_PASSWORD})
     assert done.returncode == 2, done.stderr
-    assert f"GRANT CREATE ON SCHEMA public TO {name}" in done.stderr
+    assert "run `nisse-llm task migrate`" in done.stderr
     assert "Traceback" not in done.stderr
 
+    migrate_database(database)
     with psycopg.connect(database, autocommit=True) as admin:
-        admin.execute(f"GRANT CREATE ON SCHEMA public TO {name}")
+        admin.execute(f"GRANT USAGE ON SCHEMA nisse TO {name}")
+        admin.execute(
+            f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA nisse TO {name}"
+        )
     done = _cli_list(url, {"PGPASSWORD": WEAK_PASSWORD})
     assert done.returncode == 0, done.stderr
 
@@ -125,7 +129,7 @@ def test_a_server_down_or_unreachable_stays_unavailable() -> None:
         port = probe.getsockname()[1]
     url = f"postgresql://nisse:pw-9@127.0.0.1:{port}/postgres"
     with pytest.raises(TaskStoreUnavailable) as caught:
-        PostgresLogStore(url, "t1").read()
+        PostgresTaskStore(url, "t1").read()
     assert isinstance(caught.value, UpstreamUnavailable)
     assert "resume the task when the database is back" in str(caught.value)
     done = _cli_list(url.replace(":pw-9@", "@"), {"PGPASSWORD": "pw-9"})

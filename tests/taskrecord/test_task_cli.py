@@ -19,8 +19,8 @@ from nisse_llm.log.canonical import ToolCall, ToolResult, UserText
 from nisse_llm.task import lease
 from nisse_llm.task.dsn import password_of
 from nisse_llm.task.lease import FileLease, lease_path
-from nisse_llm.task.logstore import LogStore
-from nisse_llm.task.postgres import PostgresLogStore
+from nisse_llm.task.logstore import FileTaskStore, TaskStore
+from nisse_llm.task.postgres import PostgresTaskStore
 from nisse_llm.task.records import CallRecord
 from nisse_llm.testing.postgres import LocalPostgres
 from tests.agent._driver import child, holding
@@ -52,7 +52,7 @@ def _cli(*args: str, stdin: bytes = b"", status: int = 0) -> subprocess.Complete
     return done
 
 
-def _task(store: LogStore) -> None:
+def _task(store: TaskStore) -> None:
     """A task with a tool call pending, a priced call, an unknown call and a unicode text."""
     store.begin(make_pin())
     store.append_events(
@@ -75,7 +75,7 @@ def test_a_task_moves_from_a_file_to_postgres_and_back_byte_for_byte(
     imported into a new folder is the same file; the password is in no output."""
     folder = tmp_path / "tasks"
     folder.mkdir()
-    _task(LogStore(folder / "fix-123.jsonl"))
+    _task(FileTaskStore(folder / "fix-123.jsonl"))
     original = (folder / "fix-123.jsonl").read_bytes()
 
     exported = _cli("export", "fix-123", "--store", str(folder)).stdout
@@ -88,8 +88,8 @@ def test_a_task_moves_from_a_file_to_postgres_and_back_byte_for_byte(
     back = tmp_path / "back"
     _cli("import", "--key", "fix-123", str(tmp_path / "moved.jsonl"), "--store", str(back))
     assert (back / "fix-123.jsonl").read_bytes() == original
-    with PostgresLogStore(postgres.url, "fix-123") as store:
-        assert store.read().records == LogStore(folder / "fix-123.jsonl").read().records
+    with PostgresTaskStore(postgres.url, "fix-123") as store:
+        assert store.read().records == FileTaskStore(folder / "fix-123.jsonl").read().records
     for output in (imported.stdout, imported.stderr, from_db):
         assert postgres.password.encode() not in output
 
@@ -101,11 +101,11 @@ def test_list_and_show_on_both_stores(tmp_path: Path, postgres: LocalPostgres) -
     (the holder keeps writing after) and neither prints the password."""
     folder = tmp_path / "tasks"
     folder.mkdir()
-    _task(LogStore(folder / "on-disk.jsonl"))
+    _task(FileTaskStore(folder / "on-disk.jsonl"))
     key = f"cli-{tmp_path.name}"
     url = postgres.database(f"list_{tmp_path.name}".lower())  # this test's tasks alone
-    _task(PostgresLogStore(url, key))
-    holder = PostgresLogStore(url, key, holder="worker-7")
+    _task(PostgresTaskStore(url, key))
+    holder = PostgresTaskStore(url, key, holder="worker-7")
     holder.resume("sk-x", base_url="http://127.0.0.1:4000")  # holds the lease
     fingerprint = make_pin().fingerprint
 
@@ -141,8 +141,8 @@ def test_a_damaged_task_is_listed_as_corrupt_beside_the_others(
     folder.mkdir()
     url = postgres.database(f"damaged_{tmp_path.name}".lower())
     for store in (
-        [LogStore(folder / "good.jsonl"), LogStore(folder / "bad.jsonl")],
-        [PostgresLogStore(url, "good"), PostgresLogStore(url, "bad")],
+        [FileTaskStore(folder / "good.jsonl"), FileTaskStore(folder / "bad.jsonl")],
+        [PostgresTaskStore(url, "good"), PostgresTaskStore(url, "bad")],
     ):
         for each in store:
             _task(each)
@@ -150,7 +150,7 @@ def test_a_damaged_task_is_listed_as_corrupt_beside_the_others(
         damaged.write(b'{"seq": 99, "at": "2026-01-01T00:00:00Z"}\n')
     with psycopg.connect(url, autocommit=True) as connection:
         connection.execute(
-            "UPDATE nisse_task_records SET record = %s WHERE task = 'bad' AND seq = 1",
+            "UPDATE nisse.nisse_task_records SET record = %s WHERE task = 'bad' AND seq = 1",
             ('{"seq": 1, "at": "2026-01-01T00:00:00Z"}',),
         )
 
@@ -232,7 +232,7 @@ def test_a_held_lease_with_an_empty_or_damaged_record_has_an_unknown_holder(
     folder = tmp_path / "tasks"
     folder.mkdir()
     for key in ("empty", "damaged", "free"):
-        LogStore(folder / f"{key}.jsonl").begin(make_pin()).close()
+        FileTaskStore(folder / f"{key}.jsonl").begin(make_pin()).close()
     with (
         FileLease.take(folder / "empty.jsonl") as empty,
         FileLease.take(folder / "damaged.jsonl") as damaged,
@@ -256,7 +256,7 @@ def test_where_the_system_shows_no_locks_the_lease_is_listed_as_unknowable(
     what ``?`` means."""
     folder = tmp_path / "tasks"
     folder.mkdir()
-    LogStore(folder / "held.jsonl").begin(make_pin()).close()
+    FileTaskStore(folder / "held.jsonl").begin(make_pin()).close()
     monkeypatch.setattr(lease, "PROC_LOCKS", tmp_path / "no-proc" / "locks")
     with FileLease.take(folder / "held.jsonl"):
         with pytest.raises(FileNotFoundError):

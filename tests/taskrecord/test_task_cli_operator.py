@@ -15,8 +15,8 @@ from nisse_llm.errors import ConfigError
 from nisse_llm.log.canonical import AssistantText, UserText
 from nisse_llm.task.dsn import password_of
 from nisse_llm.task.lease import FileLease
-from nisse_llm.task.logstore import LogStore
-from nisse_llm.task.postgres import AsyncPostgresLogStore, PostgresLogStore
+from nisse_llm.task.logstore import FileTaskStore, TaskStore
+from nisse_llm.task.postgres import AsyncPostgresTaskStore, PostgresTaskStore
 from nisse_llm.task.records import CallRecord
 from nisse_llm.task.stores import open_task_store
 from nisse_llm.testing.postgres import LocalPostgres
@@ -50,7 +50,7 @@ def _bare(url: str) -> str:
     return url.replace(f":{password}@", "@", 1) if password else url
 
 
-def _task(store: LogStore, *, finished: bool = False) -> None:
+def _task(store: TaskStore, *, finished: bool = False) -> None:
     store.begin(make_pin())
     store.append_event(UserText(text="go"))
     store.append_call(
@@ -68,7 +68,7 @@ def test_with_only_the_store_set_every_task_command_works(
     and no role anywhere: list, show, export, import and repin all work, and nothing
     printed holds the password."""
     url = postgres.database(f"only_{tmp_path.name}".lower())
-    _task(PostgresLogStore(url, "t1"))
+    _task(PostgresTaskStore(url, "t1"))
     env = {"NISSE_TASK_STORE": _bare(url), "PGPASSWORD": postgres.password}
 
     listed = _run("list", env=env).stdout.decode()
@@ -122,9 +122,9 @@ def test_show_and_export_of_a_missing_task_exit_1_naming_key_and_store(
 
 
 def _exported(folder: Path) -> list[bytes]:
-    store = LogStore(folder / "src.jsonl")
+    store = FileTaskStore(folder / "src.jsonl")
     _task(store, finished=True)
-    return LogStore(folder / "src.jsonl").export_lines()
+    return FileTaskStore(folder / "src.jsonl").export_lines()
 
 
 @pytest.mark.parametrize(
@@ -185,9 +185,9 @@ def test_every_store_refuses_a_key_the_cli_refuses(postgres: LocalPostgres) -> N
     by the store opener, as the CLI refuses it (exit 2), so no such task can be written."""
     for bad in ("../x y ü", "", ".hidden", "-dash", "a/b"):
         with pytest.raises(ConfigError, match="task key"):
-            PostgresLogStore(postgres.url, bad)
+            PostgresTaskStore(postgres.url, bad)
         with pytest.raises(ConfigError, match="task key"):
-            AsyncPostgresLogStore(postgres.url, bad)
+            AsyncPostgresTaskStore(postgres.url, bad)
         with pytest.raises(ConfigError, match="task key"):
             open_task_store(bad)
     done = _run("show", "../x y ü", "--store", "/tmp", status=2)
@@ -197,7 +197,7 @@ def test_every_store_refuses_a_key_the_cli_refuses(postgres: LocalPostgres) -> N
 def test_a_closed_pipe_ends_the_cli_quietly(tmp_path: Path) -> None:
     """``task show KEY | head -1``: the reader leaves early, and the CLI ends without a
     word on stderr."""
-    store = LogStore(tmp_path / "long.jsonl")
+    store = FileTaskStore(tmp_path / "long.jsonl")
     store.begin(make_pin())
     store.append_events([UserText(text=f"line {n} " * 8) for n in range(4000)])
     store.close()
@@ -222,8 +222,8 @@ def test_a_finished_task_is_done_with_its_unknown_calls_in_their_own_column(
 ) -> None:
     """A task whose last reply ended it is ``done`` though a call's outcome is unknown; the
     list counts that call in its UNKNOWN column."""
-    _task(LogStore(tmp_path / "finished.jsonl"), finished=True)
-    _task(LogStore(tmp_path / "cut.jsonl"))
+    _task(FileTaskStore(tmp_path / "finished.jsonl"), finished=True)
+    _task(FileTaskStore(tmp_path / "cut.jsonl"))
     listed = _run("list", "--store", str(tmp_path)).stdout.decode().splitlines()
     assert listed[1].split() == [
         "KEY", "PIN", "STATUS", "CALLS", "UNKNOWN", "COST_USD", "APPROVALS", "LAST_ACTIVITY",
@@ -240,7 +240,7 @@ def test_a_repin_is_refused_with_its_reason_and_nothing_written(tmp_path: Path) 
     """A role the task lacks, a misspelt model, a repin that changes nothing and a
     ``--role`` without ``=`` are refused (exit 2, the reason); a task whose driver holds
     its lease is left to it (exit 1); the task file is unchanged every time."""
-    _task(LogStore(tmp_path / "t.jsonl"))
+    _task(FileTaskStore(tmp_path / "t.jsonl"))
     before = (tmp_path / "t.jsonl").read_bytes()
     where = ["--store", str(tmp_path)]
     refusals = {
@@ -264,7 +264,7 @@ def test_a_password_on_the_command_line_is_warned_about_once(
 ) -> None:
     """A command that opens the store twice (``repin`` reads, then writes) warns once."""
     url = postgres.database(f"once_{tmp_path.name}".lower())
-    _task(PostgresLogStore(url, "t1"))
+    _task(PostgresTaskStore(url, "t1"))
     done = _run("repin", "t1", "--role", "executor=gpt-4.1", "--store", url)
     assert done.stderr.decode().count("warning: --store carries a password") == 1
 
@@ -276,12 +276,12 @@ def test_a_key_written_before_keys_were_checked_does_not_hide_the_others(
     listed as ``bad-key`` with the reason on stderr (exit 1), beside the tasks it would
     otherwise have hidden."""
     url = postgres.database(f"badkey_{tmp_path.name}".lower())
-    _task(PostgresLogStore(url, "good"))
-    with PostgresLogStore(url, "good") as store:
+    _task(PostgresTaskStore(url, "good"))
+    with PostgresTaskStore(url, "good") as store:
         line = store.export_lines()[0].decode()
     with psycopg.connect(url, autocommit=True) as connection:
         connection.execute(
-            "INSERT INTO nisse_task_records (task, seq, record) VALUES (%s, 0, %s)",
+            "INSERT INTO nisse.nisse_task_records (task, seq, record) VALUES (%s, 0, %s)",
             ("../x y ü", line),
         )
     done = _run(

@@ -29,11 +29,12 @@ from nisse_llm.log.canonical import (
     dump_jsonl,
 )
 from nisse_llm.task.logstore import (
+    FileTaskStore,
     LogCorrupt,
     LogSequenceError,
-    LogStore,
     TaskHeaderMissing,
     TaskPinMismatch,
+    TaskStore,
 )
 from nisse_llm.task.records import (
     CallRecord,
@@ -112,7 +113,7 @@ def test_old_events_only_file_reads_and_is_not_a_task(place: Place) -> None:
 def test_resume_of_a_missing_file_creates_nothing(tmp_path: Path) -> None:
     """Resuming a task file that does not exist fails clearly and creates no file."""
     with pytest.raises(TaskHeaderMissing, match="no such task file"):
-        LogStore(tmp_path / "absent.jsonl").resume(TOKEN, base_url=BASE_URL)
+        FileTaskStore(tmp_path / "absent.jsonl").resume(TOKEN, base_url=BASE_URL)
     assert not (tmp_path / "absent.jsonl").exists()
 
 
@@ -179,15 +180,15 @@ def test_resume_removes_a_torn_tail(tmp_path: Path) -> None:
     """A crash's torn last line is removed by resume (returned as ``repaired``), so the
     resumed agent can append at once."""
     path = tmp_path / "task.jsonl"
-    LogStore(path).begin(make_pin()).append_event(UserText(text="a"))
+    FileTaskStore(path).begin(make_pin()).append_event(UserText(text="a"))
     with path.open("ab") as file:
         file.write(b'{"seq":2,"at":"2026')
 
-    task = LogStore(path).resume(TOKEN, base_url=BASE_URL)
+    task = FileTaskStore(path).resume(TOKEN, base_url=BASE_URL)
 
     assert task.repaired == b'{"seq":2,"at":"2026'
     assert task.store.append_event(UserText(text="b")).seq == 2
-    assert LogStore(path).read().torn_tail is None
+    assert FileTaskStore(path).read().torn_tail is None
 
 
 def test_begin_removes_a_torn_header(tmp_path: Path) -> None:
@@ -197,10 +198,10 @@ def test_begin_removes_a_torn_header(tmp_path: Path) -> None:
     whole = dump_jsonl([StoredEvent.now(0, UserText(text="x"))])
     path.write_bytes(whole[:20])
 
-    LogStore(path).begin(pin)
+    FileTaskStore(path).begin(pin)
 
-    assert LogStore(path).read().header is not None
-    assert LogStore(path).resume(TOKEN, base_url=BASE_URL).pin == pin
+    assert FileTaskStore(path).read().header is not None
+    assert FileTaskStore(path).resume(TOKEN, base_url=BASE_URL).pin == pin
 
 
 def test_a_damaged_pin_record_is_a_config_error(place: Place) -> None:
@@ -289,19 +290,19 @@ def test_a_batch_cut_by_a_crash_is_what_the_batch_record_lacks(tmp_path: Path) -
     """A batch whose write kept its record and its first event lacks the rest; a whole
     batch lacks nothing; a single event needs no batch record."""
     path = tmp_path / "task.jsonl"
-    store = LogStore(path).begin(make_pin())
+    store = FileTaskStore(path).begin(make_pin())
     reply = [AssistantText(text="a", model="m"), ToolCall(call_id="call_1", tool="t", arguments={})]
     store.append_batch(reply)
-    assert unfinished_batch(LogStore(path).read().records) == []
+    assert unfinished_batch(FileTaskStore(path).read().records) == []
     store.append_batch([UserText(text="one")])
-    assert [type(r).__name__ for r in LogStore(path).read().records][-1] == "StoredEvent"
+    assert [type(r).__name__ for r in FileTaskStore(path).read().records][-1] == "StoredEvent"
 
     lines = path.read_bytes().splitlines(keepends=True)
     cut = tmp_path / "cut.jsonl"
     cut.write_bytes(b"".join(lines[:-2]))  # the batch record and its first event
-    assert unfinished_batch(LogStore(cut).read().records) == reply[1:]
+    assert unfinished_batch(FileTaskStore(cut).read().records) == reply[1:]
     cut.write_bytes(b"".join(lines[:-3]))  # the batch record alone
-    assert unfinished_batch(LogStore(cut).read().records) == reply
+    assert unfinished_batch(FileTaskStore(cut).read().records) == reply
 
 
 def test_a_line_of_no_known_kind_names_the_keys(place: Place) -> None:
@@ -319,7 +320,7 @@ def test_a_line_of_no_known_kind_names_the_keys(place: Place) -> None:
     )
 
 
-def _check_mixed(store: LogStore, writers: int, each: int) -> None:
+def _check_mixed(store: TaskStore, writers: int, each: int) -> None:
     """Header first, numbers 0..n without a gap, and every writer's records all there."""
     found = store.read()
     assert isinstance(found.records[0], StoredHeader)
@@ -334,7 +335,7 @@ def _record(worker: int) -> CallRecord:
     return CallRecord(role=f"agent-{worker}", model="m", route="openai_chat")
 
 
-def _threads_append(store_for: Callable[[], LogStore]) -> None:
+def _threads_append(store_for: Callable[[], TaskStore]) -> None:
     def work(worker: int) -> None:
         store = store_for()
         for n in range(25):
@@ -359,14 +360,14 @@ def test_threads_sharing_a_store_append_events_and_calls_without_loss(place: Pla
 
 
 def test_threads_each_with_a_file_store_append_without_loss(tmp_path: Path) -> None:
-    """Eight threads, each with its own `LogStore` on the same file, append events and
+    """Eight threads, each with its own `TaskStore` on the same file, append events and
     call records: the file lock serialises them (a Postgres task has one driver instead)."""
     path = tmp_path / "task.jsonl"
-    LogStore(path).begin(make_pin())
+    FileTaskStore(path).begin(make_pin())
 
-    _threads_append(lambda: LogStore(path).begin(make_pin()))
+    _threads_append(lambda: FileTaskStore(path).begin(make_pin()))
 
-    _check_mixed(LogStore(path), 8, 25)
+    _check_mixed(FileTaskStore(path), 8, 25)
 
 
 def test_asyncio_tasks_append_to_one_store_without_loss(place: Place) -> None:
@@ -410,11 +411,11 @@ def test_asyncio_tasks_append_to_one_store_without_loss(place: Place) -> None:
 _PROCESS_AGENT = """
 import sys
 from nisse_llm.log.canonical import UserText
-from nisse_llm.task.logstore import LogStore
+from nisse_llm.task.logstore import FileTaskStore, TaskStore
 from nisse_llm.task.records import CallRecord
 from tests.taskrecord.helpers import make_pin
 worker = int(sys.argv[2])
-store = LogStore(sys.argv[1]).begin(make_pin())
+store = FileTaskStore(sys.argv[1]).begin(make_pin())
 for n in range(40):
     store.append_event(UserText(text=f"{worker}:{n}"))
     store.append_call(CallRecord(role=f"agent-{worker}", model="m", route="openai_chat"))
@@ -431,14 +432,14 @@ def test_processes_beginning_one_task_at_once_are_serialised(tmp_path: Path) -> 
     ]
     assert [writer.wait(timeout=120) for writer in writers] == [0, 0, 0, 0]
 
-    _check_mixed(LogStore(path), 4, 40)
-    assert sum(isinstance(r, StoredHeader) for r in LogStore(path).read().records) == 1
+    _check_mixed(FileTaskStore(path), 4, 40)
+    assert sum(isinstance(r, StoredHeader) for r in FileTaskStore(path).read().records) == 1
 
 
 def test_append_events_is_one_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A reply's events go to the file in one write, numbered in order."""
     path = tmp_path / "task.jsonl"
-    store = LogStore(path).begin(make_pin())
+    store = FileTaskStore(path).begin(make_pin())
     writes: list[int] = []
     real_write = __import__("os").write
 

@@ -11,7 +11,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 
 from nisse_llm import AsyncTask, RunLimitReached, Task, Toolbox
-from nisse_llm.task.logstore import AsyncLogStore, LogStore
+from nisse_llm.task.logstore import AsyncFileTaskStore, AsyncTaskStore, FileTaskStore, TaskStore
 from nisse_llm.testing import ScriptedRouter, ToolUse, reply
 from nisse_llm.testing.router import AsyncScriptedRouter
 from tests.telemetry.conftest import Telemetry, attributes
@@ -25,7 +25,7 @@ def read_file(path: str) -> str:
 TURNS = [reply("Reading.", ToolUse("read_file", {"path": "a.py"})), "Done."]
 
 
-def _check_tree(otel: Telemetry, store: LogStore | AsyncLogStore) -> ReadableSpan:
+def _check_tree(otel: Telemetry, store: TaskStore | AsyncTaskStore) -> ReadableSpan:
     spans = otel.spans()
     (agent,) = [s for s in spans if s.name == "invoke_agent executor"]
     children = [
@@ -51,7 +51,7 @@ def test_run_is_one_invoke_agent_span_over_its_calls_and_tools(
     otel: Telemetry, tmp_path: Path
 ) -> None:
     """Sync: the run's span holds both calls and the tool run, and sums their usage."""
-    store = LogStore(tmp_path / "task.jsonl")
+    store = FileTaskStore(tmp_path / "task.jsonl")
     llm = ScriptedRouter({"executor": TURNS}, store=store)
     with Task.open(store, llm.pin, router=llm, prompt="Read a.py") as task:
         task.run("executor", tools=Toolbox([read_file]))
@@ -61,7 +61,7 @@ def test_run_is_one_invoke_agent_span_over_its_calls_and_tools(
 
 def test_async_run_is_one_invoke_agent_span(otel: Telemetry, tmp_path: Path) -> None:
     """Async: the same tree, the context carried across the awaits."""
-    store = AsyncLogStore(tmp_path / "task.jsonl")
+    store = AsyncFileTaskStore(tmp_path / "task.jsonl")
 
     async def main() -> None:
         llm = AsyncScriptedRouter({"executor": TURNS}, store=store)
@@ -75,7 +75,7 @@ def test_async_run_is_one_invoke_agent_span(otel: Telemetry, tmp_path: Path) -> 
 
 def test_a_limit_reached_ends_the_span_with_its_error_type(otel: Telemetry, tmp_path: Path) -> None:
     """`RunLimitReached` ends the run's span as an error naming it, usage so far recorded."""
-    store = LogStore(tmp_path / "task.jsonl")
+    store = FileTaskStore(tmp_path / "task.jsonl")
     llm = ScriptedRouter({"executor": TURNS}, store=store)
     task = Task.open(store, llm.pin, router=llm, prompt="Read a.py")
     with task, pytest.raises(RunLimitReached):

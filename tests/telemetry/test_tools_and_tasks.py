@@ -9,10 +9,11 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
 
 from nisse_llm import (
-    AsyncLogStore,
+    AsyncFileTaskStore,
     AsyncRoleRouter,
-    LogStore,
+    FileTaskStore,
     RoleRouter,
+    TaskStore,
     Toolbox,
     ToolCall,
     UserText,
@@ -58,7 +59,7 @@ def _script(role: str) -> Script:
     )
 
 
-def _check_loop(otel: Telemetry, store: LogStore, role: str) -> None:
+def _check_loop(otel: Telemetry, store: TaskStore, role: str) -> None:
     spans = otel.spans()
     names = [span.name for span in spans]
     assert names == [
@@ -88,7 +89,7 @@ def _check_loop(otel: Telemetry, store: LogStore, role: str) -> None:
     }
 
 
-def _tool_call_id(store: LogStore) -> str:
+def _tool_call_id(store: TaskStore) -> str:
     (call,) = [event for event in store.read().events if isinstance(event.event, ToolCall)]
     assert isinstance(call.event, ToolCall)
     return call.event.call_id
@@ -101,7 +102,7 @@ def test_a_sync_tool_loop_nests_calls_and_tools_under_the_agent(
     """A router with a task file and a toolbox give chat, execute_tool, chat spans, each
     the agent span's child, the calls in the task's conversation with their role."""
     pin = _pin()
-    store = LogStore(tmp_path / "task.jsonl")
+    store = FileTaskStore(tmp_path / "task.jsonl")
     tools = Toolbox([read_file])
     tracer = otel.tracer_provider.get_tracer("agent")
     with (
@@ -122,7 +123,7 @@ async def test_an_async_tool_loop_nests_calls_and_tools_under_the_agent(
 ) -> None:
     """The async router and `arun` give the same spans as their sync twins."""
     pin = _pin()
-    store = AsyncLogStore(tmp_path / "task.jsonl")
+    store = AsyncFileTaskStore(tmp_path / "task.jsonl")
     tools = Toolbox([read_file])
     tracer = otel.tracer_provider.get_tracer("agent")
     with tracer.start_as_current_span("invoke_agent coder"):
@@ -135,15 +136,15 @@ async def test_an_async_tool_loop_nests_calls_and_tools_under_the_agent(
             results = await tools.arun(reply_events)
             await store.append_events(reply_events + results)
             await llm.complete(role, log + reply_events + results, tools.specs)
-    _check_loop(otel, LogStore(store.path).begin(pin), role)
+    _check_loop(otel, FileTaskStore(store.path).begin(pin), role)
 
 
 def test_a_resumed_task_keeps_its_conversation_id(otel: Telemetry, tmp_path: Path) -> None:
     """The conversation id is the task's: the same after the file is resumed."""
     pin = _pin()
     path = tmp_path / "task.jsonl"
-    first = LogStore(path).begin(pin).task_id
-    task = LogStore(path).resume(TOKEN, base_url=BASE)
+    first = FileTaskStore(path).begin(pin).task_id
+    task = FileTaskStore(path).resume(TOKEN, base_url=BASE)
     script = Script().chat(reply("ok"))
     with RoleRouter.from_pin(
         task.pin, store=task.store, transport=ScriptedTransport(script)
@@ -151,7 +152,7 @@ def test_a_resumed_task_keeps_its_conversation_id(otel: Telemetry, tmp_path: Pat
         llm.complete("executor", [UserText(text="go on")], None)
     assert first is not None
     assert attributes(otel.span())["gen_ai.conversation.id"] == first
-    assert LogStore(tmp_path / "other.jsonl").begin(pin).task_id != first
+    assert FileTaskStore(tmp_path / "other.jsonl").begin(pin).task_id != first
 
 
 def _tool_span(otel: Telemetry) -> ReadableSpan:

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from nisse_llm import (
     AsyncRoleRouter,
     CanonicalEvent,
-    LogStore,
+    FileTaskStore,
     RequestOptions,
     RoleRouter,
     TextDelta,
@@ -95,7 +95,7 @@ def test_it_stands_in_for_role_router_in_an_agent_test(tmp_path: Path) -> None:
     def on_usage(usage: Usage, model: str, *, role: str | None = None) -> None:
         seen.append((role, usage.output))
 
-    store = LogStore(tmp_path / "task.jsonl")
+    store = FileTaskStore(tmp_path / "task.jsonl")
     shown: list[str] = []
     with _router(on_usage=on_usage, store=store) as llm:
         assert isinstance(llm, RoleRouter)
@@ -113,7 +113,7 @@ def test_it_stands_in_for_role_router_in_an_agent_test(tmp_path: Path) -> None:
     assert "extra: Extra inputs are not permitted" in json.dumps(executor_sent[3].json)
     assert [role for role, _ in seen] == ["planner", "executor", "executor", "executor", "executor"]
     assert seen[0] == ("planner", 8)
-    records = [r.llm_call for r in LogStore(tmp_path / "task.jsonl").read().calls]
+    records = [r.llm_call for r in FileTaskStore(tmp_path / "task.jsonl").read().calls]
     assert [(r.role, r.route, r.outcome) for r in records] == [
         ("planner", "anthropic_messages", "ok"),
         *[("executor", "openai_chat", "ok")] * 4,

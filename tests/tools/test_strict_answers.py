@@ -13,8 +13,8 @@ import pytest
 from pydantic import BaseModel, ConfigDict
 
 from nisse_llm import (
+    FileTaskStore,
     LiteLLMClient,
-    LogStore,
     OutputValidationError,
     RoleRouter,
     ToolResult,
@@ -90,7 +90,7 @@ def test_an_unknown_field_is_repaired_and_costs_stay_exact(tmp_path: Path) -> No
     with RoleRouter.from_pin(
         # Pinned to the chat route (the model's default is the Responses route).
         make_pin(executor={"model": "gpt-5.4-mini", "route": "openai_chat"}),
-        store=LogStore(path),
+        store=FileTaskStore(path),
         transport=ScriptedTransport(script),
     ) as llm:
         result = llm.complete_as(Plan, "executor", LOG, None, repair_attempts=1)
@@ -103,7 +103,7 @@ def test_an_unknown_field_is_repaired_and_costs_stay_exact(tmp_path: Path) -> No
         "Call 'Plan' again with arguments that match its schema."
     )
     assert feedback.is_error
-    total = LogStore(path).read().usage.total
+    total = FileTaskStore(path).read().usage.total
     assert total.calls == 2
     assert total.cost_usd == Decimal("0.3")
     assert isinstance(total.cost_usd, Decimal)

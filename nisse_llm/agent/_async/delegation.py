@@ -11,12 +11,12 @@ from nisse_llm.task.delegation import children_of
 from nisse_llm.task.records import UsageTotal
 
 if TYPE_CHECKING:
-    from nisse_llm.task.logstore import AsyncLogStore
+    from nisse_llm.task.logstore import AsyncTaskStore
 
 __all__ = ["total_usage"]
 
 
-async def total_usage(store: AsyncLogStore) -> UsageTotal:
+async def total_usage(store: AsyncTaskStore) -> UsageTotal:
     """The usage of the task in ``store`` and of all its descendants (read, no lease)."""
     found = await store.read()
     total = found.usage.total

@@ -10,14 +10,14 @@ from nisse_llm.task.records import unfinished_batch
 
 if TYPE_CHECKING:
     from nisse_llm.task.lease import FileLease
-    from nisse_llm.task.logstore import AsyncLogStore
+    from nisse_llm.task.logstore import AsyncTaskStore
     from nisse_llm.task.records import StoredRecord
 
 __all__ = ["begin", "release", "take_lease"]
 
 
-async def take_lease(store: AsyncLogStore, owned: bool) -> FileLease | None:
-    """Take the task's lease as its one driver (`AsyncLogStore.lease`); `TaskBusy` while
+async def take_lease(store: AsyncTaskStore, owned: bool) -> FileLease | None:
+    """Take the task's lease as its one driver (`AsyncTaskStore.lease`); `TaskBusy` while
     another holds it (a store the task opened is closed first)."""
     try:
         return await store.lease()
@@ -27,7 +27,7 @@ async def take_lease(store: AsyncLogStore, owned: bool) -> FileLease | None:
         raise
 
 
-async def release(store: AsyncLogStore, owned: bool, lease: FileLease | None) -> None:
+async def release(store: AsyncTaskStore, owned: bool, lease: FileLease | None) -> None:
     """Close the store if the task opened it, then release the lease."""
     try:
         if owned:
@@ -37,7 +37,7 @@ async def release(store: AsyncLogStore, owned: bool, lease: FileLease | None) ->
             lease.close()
 
 
-async def begin(store: AsyncLogStore, prompt: str | None) -> list[StoredRecord]:
+async def begin(store: AsyncTaskStore, prompt: str | None) -> list[StoredRecord]:
     """Finish a batch a crash cut short in the begun task, and write ``prompt`` if the task
     holds no event yet; return the records read (the program's among them)."""
     found = await store.read()

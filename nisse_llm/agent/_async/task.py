@@ -22,7 +22,7 @@ from nisse_llm._closing import AsyncClosing
 from nisse_llm.agent._async import delegation, io, opening
 from nisse_llm.agent._base import (
     AsyncReconcile,
-    AsyncTaskStore,
+    AsyncStoreArg,
     TaskBase,
     areconciled,
     checked_router,
@@ -97,7 +97,7 @@ if TYPE_CHECKING:
     from nisse_llm.config.settings import Pin, Settings
     from nisse_llm.log.images import Image
     from nisse_llm.task.lease import FileLease
-    from nisse_llm.task.logstore import AsyncLogStore, LogRead
+    from nisse_llm.task.logstore import AsyncTaskStore, LogRead
     from nisse_llm.task.records import (
         ResumedTask,
         StoredCall,
@@ -115,15 +115,15 @@ Tools = Toolbox | Iterable[Callable[..., Any]] | None
 R = TypeVar("R")
 
 
-class AsyncTask(TaskBase["AsyncLogStore"], AsyncClosing):
+class AsyncTask(TaskBase["AsyncTaskStore"], AsyncClosing):
     """One durable agent task in one task file: open it, say, run; kill it and open again."""
 
     def __init__(
         self,
-        store: AsyncLogStore,
+        store: AsyncTaskStore,
         pin: Pin,
         router: AsyncRoleRouter,
-        resumed: ResumedTask[AsyncLogStore],
+        resumed: ResumedTask[AsyncTaskStore],
         *,
         pin_changes: tuple[str, ...] = (),
         owned: bool,
@@ -156,7 +156,7 @@ class AsyncTask(TaskBase["AsyncLogStore"], AsyncClosing):
     @io.opening
     async def open(
         cls,
-        store: AsyncTaskStore,
+        store: AsyncStoreArg,
         pin: Pin,
         *,
         router: AsyncRoleRouter | None = None,
@@ -170,8 +170,8 @@ class AsyncTask(TaskBase["AsyncLogStore"], AsyncClosing):
         ``async with AsyncTask.open(...) as task`` (closed on leaving), or
         ``task = await AsyncTask.open(...)`` (then ``await task.aclose()``).
 
-        ``store`` is a task file's path, a store object (`AsyncLogStore`,
-        `AsyncPostgresLogStore`), or a task key: a string with no path separator and no
+        ``store`` is a task file's path, a store object (`AsyncTaskStore`,
+        `AsyncPostgresTaskStore`), or a task key: a string with no path separator and no
         ``.jsonl`` suffix, such as ``"fix-issue-123"``, opened with `open_async_task_store`
         where ``settings`` say tasks live (default: where `load_task_store` finds: no
         token, no role needed). The task's lease is taken first:

@@ -12,12 +12,12 @@ from nisse_llm.task.delegation import children_of
 from nisse_llm.task.records import UsageTotal
 
 if TYPE_CHECKING:
-    from nisse_llm.task.logstore import LogStore
+    from nisse_llm.task.logstore import TaskStore
 
 __all__ = ["total_usage"]
 
 
-def total_usage(store: LogStore) -> UsageTotal:
+def total_usage(store: TaskStore) -> UsageTotal:
     """The usage of the task in ``store`` and of all its descendants (read, no lease)."""
     found = store.read()
     total = found.usage.total

@@ -11,14 +11,14 @@ from nisse_llm.task.records import unfinished_batch
 
 if TYPE_CHECKING:
     from nisse_llm.task.lease import FileLease
-    from nisse_llm.task.logstore import LogStore
+    from nisse_llm.task.logstore import TaskStore
     from nisse_llm.task.records import StoredRecord
 
 __all__ = ["begin", "release", "take_lease"]
 
 
-def take_lease(store: LogStore, owned: bool) -> FileLease | None:
-    """Take the task's lease as its one driver (`LogStore.lease`); `TaskBusy` while
+def take_lease(store: TaskStore, owned: bool) -> FileLease | None:
+    """Take the task's lease as its one driver (`TaskStore.lease`); `TaskBusy` while
     another holds it (a store the task opened is closed first)."""
     try:
         return store.lease()
@@ -28,7 +28,7 @@ def take_lease(store: LogStore, owned: bool) -> FileLease | None:
         raise
 
 
-def release(store: LogStore, owned: bool, lease: FileLease | None) -> None:
+def release(store: TaskStore, owned: bool, lease: FileLease | None) -> None:
     """Close the store if the task opened it, then release the lease."""
     try:
         if owned:
@@ -38,7 +38,7 @@ def release(store: LogStore, owned: bool, lease: FileLease | None) -> None:
             lease.close()
 
 
-def begin(store: LogStore, prompt: str | None) -> list[StoredRecord]:
+def begin(store: TaskStore, prompt: str | None) -> list[StoredRecord]:
     """Finish a batch a crash cut short in the begun task, and write ``prompt`` if the task
     holds no event yet; return the records read (the program's among them)."""
     found = store.read()

@@ -22,8 +22,8 @@ from nisse_llm import defaults
 from nisse_llm._closing import Closing
 from nisse_llm.agent._base import (
     Reconcile,
+    StoreArg,
     TaskBase,
-    TaskStore,
     checked_router,
     history_of,
     open_store,
@@ -98,7 +98,7 @@ if TYPE_CHECKING:
     from nisse_llm.config.settings import Pin, Settings
     from nisse_llm.log.images import Image
     from nisse_llm.task.lease import FileLease
-    from nisse_llm.task.logstore import LogRead, LogStore
+    from nisse_llm.task.logstore import LogRead, TaskStore
     from nisse_llm.task.records import (
         ResumedTask,
         StoredCall,
@@ -116,15 +116,15 @@ Tools = Toolbox | Iterable[Callable[..., Any]] | None
 R = TypeVar("R")
 
 
-class Task(TaskBase["LogStore"], Closing):
+class Task(TaskBase["TaskStore"], Closing):
     """One durable agent task in one task file: open it, say, run; kill it and open again."""
 
     def __init__(
         self,
-        store: LogStore,
+        store: TaskStore,
         pin: Pin,
         router: RoleRouter,
-        resumed: ResumedTask[LogStore],
+        resumed: ResumedTask[TaskStore],
         *,
         pin_changes: tuple[str, ...] = (),
         owned: bool,
@@ -157,7 +157,7 @@ class Task(TaskBase["LogStore"], Closing):
     @io.opening
     def open(
         cls,
-        store: TaskStore,
+        store: StoreArg,
         pin: Pin,
         *,
         router: RoleRouter | None = None,
@@ -171,8 +171,8 @@ class Task(TaskBase["LogStore"], Closing):
         ``with Task.open(...) as task`` (closed on leaving), or
         ``task = Task.open(...)`` (then ``task.close()``).
 
-        ``store`` is a task file's path, a store object (`LogStore`,
-        `PostgresLogStore`), or a task key: a string with no path separator and no
+        ``store`` is a task file's path, a store object (`TaskStore`,
+        `PostgresTaskStore`), or a task key: a string with no path separator and no
         ``.jsonl`` suffix, such as ``"fix-issue-123"``, opened with `open_task_store`
         where ``settings`` say tasks live (default: where `load_task_store` finds: no
         token, no role needed). The task's lease is taken first:

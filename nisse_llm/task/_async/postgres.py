@@ -1,9 +1,9 @@
-"""Tasks in PostgreSQL, written once: `AsyncPostgresLogStore` on psycopg's async
-connection; ``_sync/postgres.py`` (`PostgresLogStore`) is generated from this source by
+"""Tasks in PostgreSQL, written once: `AsyncPostgresTaskStore` on psycopg's async
+connection; ``_sync/postgres.py`` (`PostgresTaskStore`) is generated from this source by
 ``tests/gen_sync.py``. `nisse_llm.task.postgres` says what the stores promise.
 
-The record logic is the file store's own (`AsyncLogStore`); this module says only how
-records are appended, read and leased.
+The record logic is every store's (`AsyncTaskStore`); this module says only how records
+are appended, read and leased.
 """
 
 from __future__ import annotations
@@ -18,14 +18,18 @@ import psycopg
 from pydantic import SecretStr
 
 from nisse_llm.errors import TaskBusy, TaskStoreMisconfigured, TaskStoreUnavailable
-from nisse_llm.task._async.logstore import AsyncLogStore
+from nisse_llm.task._async.store import AsyncTaskStore
 from nisse_llm.task._logread import LogRead, check_batch, decode, encode
 from nisse_llm.task._pg import (
-    CREATE,
-    MIGRATIONS,
+    DEFAULT_SCHEMA,
+    LOCK_TIMEOUT_S,
     SCHEMA_LOCK,
     SCHEMA_VERSION,
+    STATEMENT_TIMEOUT_S,
+    Tables,
     connect_options,
+    create_sql,
+    migration_sql,
     newer_schema,
     translated,
 )
@@ -33,13 +37,17 @@ from nisse_llm.task.dsn import redacted_url
 from nisse_llm.task.keys import check_task_key
 from nisse_llm.task.records import StoredRecord
 
-__all__ = ["AsyncPostgresLogStore", "connect", "ensure_schema", "task_keys"]
+__all__ = [
+    "AsyncPostgresTaskStore",
+    "connect",
+    "ensure_schema",
+    "migrate",
+    "migrate_database",
+    "task_keys",
+]
 
-_LAST_SEQ = "SELECT max(seq) FROM nisse_task_records WHERE task = %s"
-_LINES = "SELECT record FROM nisse_task_records WHERE task = %s ORDER BY seq"
 
-
-class AsyncPostgresLogStore(AsyncLogStore):
+class AsyncPostgresTaskStore(AsyncTaskStore):
     """One task's records in PostgreSQL, keyed by ``key``: the task file's promises, and a
     lease so one driver writes at a time (`TaskBusy` for a second).
 
@@ -48,12 +56,31 @@ class AsyncPostgresLogStore(AsyncLogStore):
     options in it pass through to psycopg). ``holder`` names this driver in `TaskBusy` and
     ``nisse-llm task list`` (default: host and process id). The lease is taken by the first
     write, `begin` or `resume`, and held until `aclose`; reading never needs it.
+
+    The tables live in ``schema`` (``nisse``; made by ``nisse-llm task migrate``, or by the
+    first use where the role may). Each statement may run ``statement_timeout_s`` and wait
+    for a lock ``lock_timeout_s`` (0: no limit) before it fails, the work kept.
     """
 
-    def __init__(self, url: str | SecretStr, key: str, *, holder: str | None = None) -> None:
+    def __init__(
+        self,
+        url: str | SecretStr,
+        key: str,
+        *,
+        holder: str | None = None,
+        schema: str = DEFAULT_SCHEMA,
+        statement_timeout_s: float = STATEMENT_TIMEOUT_S,
+        lock_timeout_s: float = LOCK_TIMEOUT_S,
+    ) -> None:
+        super().__init__()
         check_task_key(key)
         secret = url if isinstance(url, SecretStr) else SecretStr(url)
         self._url = secret
+        self._tables = Tables(schema)
+        self._timeouts = {
+            "statement_timeout_s": statement_timeout_s,
+            "lock_timeout_s": lock_timeout_s,
+        }
         self.key = key
         self.holder = holder or f"{socket.gethostname()} pid {os.getpid()}"
         self._conn: psycopg.AsyncConnection[Any] | None = None
@@ -61,7 +88,6 @@ class AsyncPostgresLogStore(AsyncLogStore):
         # The task's last number, known only inside a transaction (read once there).
         self._last: int | None = None
         self._last_known = False
-        self._init_records()
 
     @property
     def url(self) -> str:
@@ -71,6 +97,11 @@ class AsyncPostgresLogStore(AsyncLogStore):
     @property
     def _where(self) -> str:
         return f"{self.url} task {self.key!r}"
+
+    @property
+    def place(self) -> tuple[str, ...]:
+        """The database URL (as given), the schema and the task's key."""
+        return ("postgres", self._url.get_secret_value(), self._tables.schema, self.key)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url!r}, {self.key!r})"
@@ -82,7 +113,9 @@ class AsyncPostgresLogStore(AsyncLogStore):
 
     def sibling(self, key: str) -> Self:
         """Task ``key`` of the same database (a sub-task's store)."""
-        return type(self)(self._url, key, holder=self.holder)
+        return type(self)(
+            self._url, key, holder=self.holder, schema=self._tables.schema, **self._timeouts
+        )
 
     async def aclose(self) -> None:
         """Close the connection: the lease ends with it (reopened by the next use)."""
@@ -96,7 +129,7 @@ class AsyncPostgresLogStore(AsyncLogStore):
         server then frees the advisory lock as the session ends (a moment later, not at
         process exit). The next use reconnects."""
         conn = self._conn
-        self._conn, self._leased, self._ids = None, False, None
+        self._conn, self._leased, self._ids, self._known = None, False, None, None
         if conn is not None and not conn.closed:
             conn.pgconn.finish()
 
@@ -108,13 +141,25 @@ class AsyncPostgresLogStore(AsyncLogStore):
 
     async def _next_seq(self) -> int:
         async with self._lock, self._translated():
-            last = await _one(await (await self._connection()).execute(_LAST_SEQ, (self.key,)))
+            last = await _one(
+                await (await self._connection()).execute(self._last_seq_sql, (self.key,))
+            )
         return 0 if last is None else int(last) + 1
 
     async def read(self) -> LogRead:
-        """Every record of the task, in order (an unknown key is an empty log); no lease."""
+        """Every record of the task, in order (an unknown key is an empty log); no lease.
+        While this store holds the lease, the records it read or wrote last are not fetched
+        again unless the task's last number moved (no one else may replace them)."""
         async with self._lock, self._translated():
-            return decode(await self._lines(), self._where)
+            if not self._leased:
+                return decode(await self._lines(), self._where)
+            last = await _one(
+                await (await self._connection()).execute(self._last_seq_sql, (self.key,))
+            )
+            state = None if last is None else int(last)
+            if self._known is None or self._known[0] != state:
+                self._known = (state, decode(await self._lines(), self._where))
+            return self._known[1]
 
     async def export_lines(self) -> list[bytes]:
         """Every record's line as stored (no newline), in order: ``task export``."""
@@ -137,10 +182,10 @@ class AsyncPostgresLogStore(AsyncLogStore):
                 async with conn.transaction():
                     yield
             except Exception:
-                self._ids = None
+                self._ids, self._known = None, None  # rolled back: nothing of it is known
                 raise
             except BaseException:
-                self._ids = None
+                self._ids, self._known = None, None
                 await self._drop()
                 raise
             finally:
@@ -152,7 +197,8 @@ class AsyncPostgresLogStore(AsyncLogStore):
     async def _x_last_seq(self) -> int | None:
         # Read once per transaction: under the lease no one else appends meanwhile.
         if not self._last_known:
-            last = await _one(await (await self._connection()).execute(_LAST_SEQ, (self.key,)))
+            conn = await self._connection()
+            last = await _one(await conn.execute(self._last_seq_sql, (self.key,)))
             self._last, self._last_known = None if last is None else int(last), True
         return self._last
 
@@ -164,7 +210,7 @@ class AsyncPostgresLogStore(AsyncLogStore):
 
     async def _x_first(self) -> StoredRecord:
         cursor = await (await self._connection()).execute(
-            "SELECT record FROM nisse_task_records WHERE task = %s ORDER BY seq LIMIT 1",
+            f"SELECT record FROM {self._tables.records} WHERE task = %s ORDER BY seq LIMIT 1",
             (self.key,),
         )
         return decode([str(await _one(cursor)).encode()], self._where).records[0]
@@ -181,19 +227,29 @@ class AsyncPostgresLogStore(AsyncLogStore):
         rows = [(self.key, r.seq, line.decode()) for r, line in zip(batch, encoded, strict=True)]
         async with (await self._connection()).cursor() as cursor:
             await cursor.executemany(
-                "INSERT INTO nisse_task_records (task, seq, record) VALUES (%s, %s, %s)", rows
+                f"INSERT INTO {self._tables.records} (task, seq, record) VALUES (%s, %s, %s)",
+                rows,
             )
         self._last = last
 
     async def _x_clear(self) -> None:
         """Delete the task's records, in the transaction that writes its new ones."""
         await (await self._connection()).execute(
-            "DELETE FROM nisse_task_records WHERE task = %s", (self.key,)
+            f"DELETE FROM {self._tables.records} WHERE task = %s", (self.key,)
         )
         self._last, self._last_known = None, True
 
+    async def _x_delete(self) -> None:
+        """Delete the task's records and its lease row, in one transaction."""
+        await self._x_clear()
+        await (await self._connection()).execute(
+            f"DELETE FROM {self._tables.leases} WHERE task = %s", (self.key,)
+        )
+
     async def _lines(self) -> list[bytes]:
-        cursor = await (await self._connection()).execute(_LINES, (self.key,))
+        cursor = await (await self._connection()).execute(
+            f"SELECT record FROM {self._tables.records} WHERE task = %s ORDER BY seq", (self.key,)
+        )
         return [str(record).encode() for (record,) in await cursor.fetchall()]
 
     async def _connection(self) -> psycopg.AsyncConnection[Any]:
@@ -202,7 +258,9 @@ class AsyncPostgresLogStore(AsyncLogStore):
         if self._conn is not None and self._conn.broken:
             await self._drop()
         if self._conn is None:
-            self._conn = await connect(self._url, holder=self.holder)
+            self._conn = await connect(
+                self._url, holder=self.holder, schema=self._tables.schema, **self._timeouts
+            )
         return self._conn
 
     async def _take_lease(self, conn: psycopg.AsyncConnection[Any]) -> None:
@@ -214,7 +272,7 @@ class AsyncPostgresLogStore(AsyncLogStore):
         )
         if not got:
             cursor = await conn.execute(
-                "SELECT holder, since FROM nisse_task_leases WHERE task = %s", (self.key,)
+                f"SELECT holder, since FROM {self._tables.leases} WHERE task = %s", (self.key,)
             )
             row = await cursor.fetchone()
             holder, since = (None, None) if row is None else (str(row[0]), row[1])
@@ -227,7 +285,7 @@ class AsyncPostgresLogStore(AsyncLogStore):
                 since=since,
             )
         await conn.execute(
-            "INSERT INTO nisse_task_leases (task, holder, since, pid)"
+            f"INSERT INTO {self._tables.leases} (task, holder, since, pid)"
             " VALUES (%s, %s, now(), pg_backend_pid()) ON CONFLICT (task) DO UPDATE"
             " SET holder = excluded.holder, since = excluded.since, pid = excluded.pid",
             (self.key, self.holder),
@@ -236,7 +294,7 @@ class AsyncPostgresLogStore(AsyncLogStore):
 
     async def _drop(self) -> None:
         conn, leased = self._conn, self._leased
-        self._conn, self._leased, self._ids = None, False, None
+        self._conn, self._leased, self._ids, self._known = None, False, None, None
         if conn is None:
             return
         if leased and not conn.broken:
@@ -246,6 +304,10 @@ class AsyncPostgresLogStore(AsyncLogStore):
                     "SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (self.key,)
                 )
         await conn.close()
+
+    @property
+    def _last_seq_sql(self) -> str:
+        return f"SELECT max(seq) FROM {self._tables.records} WHERE task = %s"
 
     @asynccontextmanager
     async def _translated(self) -> AsyncIterator[None]:
@@ -259,61 +321,117 @@ class AsyncPostgresLogStore(AsyncLogStore):
             raise
 
 
-async def connect(url: SecretStr, *, holder: str = "nisse_llm") -> psycopg.AsyncConnection[Any]:
-    """A connection to ``url`` (autocommit; keepalives both ways and a connect timeout,
-    each unless the URL sets its own), its tables created or upgraded (`ensure_schema`)."""
+async def connect(
+    url: SecretStr,
+    *,
+    holder: str = "nisse_llm",
+    schema: str = DEFAULT_SCHEMA,
+    statement_timeout_s: float = STATEMENT_TIMEOUT_S,
+    lock_timeout_s: float = LOCK_TIMEOUT_S,
+) -> psycopg.AsyncConnection[Any]:
+    """A connection to ``url`` (autocommit; keepalives both ways, a connect timeout and the
+    statement and lock timeouts, each unless the URL sets its own), its tables checked
+    (`ensure_schema`)."""
+    options = connect_options(
+        url, holder, statement_timeout_s=statement_timeout_s, lock_timeout_s=lock_timeout_s
+    )
     with translated(url):
         conn = await psycopg.AsyncConnection.connect(
-            url.get_secret_value(), autocommit=True, **connect_options(url, holder)
+            url.get_secret_value(), autocommit=True, **options
         )
         try:
-            await ensure_schema(conn)
+            await ensure_schema(conn, schema)
         except BaseException:
             await conn.close()
             raise
         return conn
 
 
-async def ensure_schema(conn: psycopg.AsyncConnection[Any]) -> None:
-    """Create the tables in an empty database, upgrade older ones; refuse newer ones."""
-    if await _schema_version(conn) == SCHEMA_VERSION:
+async def ensure_schema(conn: psycopg.AsyncConnection[Any], schema: str = DEFAULT_SCHEMA) -> None:
+    """Check that the tables in ``schema`` are this version's; in an empty database, make
+    them where the role may. Tables of an older layout, or a role that may not make them,
+    are `TaskStoreMisconfigured` saying to run ``nisse-llm task migrate``; newer ones are
+    refused (`TaskStoreUnavailable`)."""
+    tables = Tables(schema)
+    version = await _version(conn, tables.version)
+    if version == SCHEMA_VERSION:
         return
+    if version is not None and version > SCHEMA_VERSION:
+        raise newer_schema(version)
+    if version is None and await _version(conn, "public.nisse_schema") is None:
+        try:
+            await migrate(conn, schema)
+        except psycopg.errors.InsufficientPrivilege as exc:
+            why = f"and this role may not create them ({exc})"
+            raise _run_migrate(schema, why, sqlstate=exc.sqlstate) from None
+        return
+    raise _run_migrate(schema, f"but are of an older layout (version {version or 1})")
+
+
+async def migrate(conn: psycopg.AsyncConnection[Any], schema: str = DEFAULT_SCHEMA) -> list[str]:
+    """Bring the tables in ``schema`` to this version, in one transaction under the schema
+    lock: create them in an empty database (``sql/schema.sql``), or apply each numbered
+    migration after the version found (the previous layout, version 1, is the tables in
+    ``public``). Returns what was done, one line a step (none: already current)."""
+    tables = Tables(schema)
     async with conn.transaction():
         await conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-        for statement in CREATE:
-            await conn.execute(statement)
-        row = await (await conn.execute("SELECT version FROM nisse_schema")).fetchone()
-        version = None if row is None else int(row[0])
+        version = await _version(conn, tables.version)
         if version is None:
-            await conn.execute("INSERT INTO nisse_schema (version) VALUES (%s)", (SCHEMA_VERSION,))
-            return
+            version = await _version(conn, "public.nisse_schema")
+        if version is None:
+            await conn.execute(create_sql(schema))
+            return [f"created the task tables in schema {schema} (version {SCHEMA_VERSION})"]
         if version > SCHEMA_VERSION:
             raise newer_schema(version)
-        while version < SCHEMA_VERSION:
-            for statement in MIGRATIONS[version]:
-                await conn.execute(statement)
-            version += 1
-        await conn.execute("UPDATE nisse_schema SET version = %s", (version,))
+        done = []
+        for step, (name, script) in sorted(migration_sql(schema).items()):
+            if version < step <= SCHEMA_VERSION:
+                await conn.execute(script)
+                done.append(f"applied {name}: version {step - 1} -> {step}")
+        return done
 
 
-async def _schema_version(conn: psycopg.AsyncConnection[Any]) -> int | None:
-    if not await _one(await conn.execute("SELECT to_regclass('nisse_schema') IS NOT NULL")):
+async def migrate_database(url: str | SecretStr, *, schema: str = DEFAULT_SCHEMA) -> list[str]:
+    """`migrate` the database at ``url`` (``nisse-llm task migrate``): what was done."""
+    secret = url if isinstance(url, SecretStr) else SecretStr(url)
+    options = connect_options(secret, "nisse-llm task migrate")
+    with translated(secret):
+        async with await psycopg.AsyncConnection.connect(
+            secret.get_secret_value(), autocommit=True, **options
+        ) as conn:
+            return await migrate(conn, schema)
+
+
+def _run_migrate(schema: str, why: str, *, sqlstate: str | None = None) -> TaskStoreMisconfigured:
+    return TaskStoreMisconfigured(
+        f"the task tables in schema {schema} are not this nisse_llm's (version "
+        f"{SCHEMA_VERSION}) {why}: run `nisse-llm task migrate` once, as a role that may "
+        "create and alter them, then start the workers",
+        sqlstate=sqlstate,
+    )
+
+
+async def _version(conn: psycopg.AsyncConnection[Any], table: str) -> int | None:
+    """The version row of ``table`` (a qualified name), None where there is no such table."""
+    if not await _one(await conn.execute("SELECT to_regclass(%s) IS NOT NULL", (table,))):
         return None
-    row = await (await conn.execute("SELECT version FROM nisse_schema")).fetchone()
+    row = await (await conn.execute(f"SELECT version FROM {table}")).fetchone()
     return None if row is None else int(row[0])
 
 
-async def task_keys(url: str | SecretStr) -> list[dict[str, Any]]:
+async def task_keys(url: str | SecretStr, *, schema: str = DEFAULT_SCHEMA) -> list[dict[str, Any]]:
     """Every task in the database: key, records, last activity and live lease holder (one
     whose session still holds the lock), ordered by key."""
     secret = url if isinstance(url, SecretStr) else SecretStr(url)
+    tables = Tables(schema)
     with translated(secret):
-        async with await connect(secret) as conn:
+        async with await connect(secret, schema=schema) as conn:
             cursor = await conn.execute(
                 "SELECT r.task, count(*), l.holder, l.since,"
                 " EXISTS (SELECT 1 FROM pg_locks p WHERE p.locktype = 'advisory'"
                 "  AND p.pid = l.pid AND p.granted)"
-                " FROM nisse_task_records r LEFT JOIN nisse_task_leases l ON l.task = r.task"
+                f" FROM {tables.records} r LEFT JOIN {tables.leases} l ON l.task = r.task"
                 " GROUP BY r.task, l.holder, l.since, l.pid ORDER BY r.task"
             )
             rows = await cursor.fetchall()

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from nisse_llm.task._async.logstore import AsyncLogStore
+    from nisse_llm.task._async.store import AsyncTaskStore
 
 #: A client's ``sleep=`` (waits between attempts).
 Sleep = Callable[[float], Awaitable[object]]
@@ -31,7 +31,7 @@ def request_content(parts: list[bytes]) -> AsyncIterator[bytes]:
     return _parts(parts)
 
 
-def abandon(store: AsyncLogStore) -> None:
+def abandon(store: AsyncTaskStore) -> None:
     """Nothing: a store an async router opened and could not be built with is unused (an
     async store opens its file or connection on first use)."""
 

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from nisse_llm.config.settings import Pin, Settings
     from nisse_llm.log.canonical import Usage
     from nisse_llm.render.typed import TypedReply
-    from nisse_llm.task.logstore import AsyncLogStore  # noqa: F401 (the base's type argument)
+    from nisse_llm.task.logstore import AsyncTaskStore  # noqa: F401 (the base's type argument)
     from nisse_llm.task.stores import AsyncStoreArg
     from nisse_llm.task.summaries import CompactionPolicy
 
@@ -54,7 +54,7 @@ __all__ = ["AsyncRoleRouter"]
 
 
 class AsyncRoleRouter(
-    AsyncRouterLimits, RouterBase[AsyncRouteClient, "AsyncLogStore"], AsyncClosing
+    AsyncRouterLimits, RouterBase[AsyncRouteClient, "AsyncTaskStore"], AsyncClosing
 ):
     """Complete by role through a pin's mapping; one connection pool per route used."""
 
@@ -78,7 +78,7 @@ class AsyncRoleRouter(
         failure, each awaited before the call goes on; the store is begun with ``pin``
         first, or, holding a task already, the router takes that task's own pin (see
         `begin_task`; ``strict_pin``: `TaskPinMismatch` instead when they differ). ``store`` is
-        an `AsyncLogStore`, a task file's path or a task key of the store ``settings``
+        an `AsyncTaskStore`, a task file's path or a task key of the store ``settings``
         configure (`open_async_store`); one opened from a path or a key is closed with the
         router. With ``compaction``, `complete` compacts a log near the window.
         """
@@ -123,7 +123,7 @@ class AsyncRoleRouter(
     async def begin_task(self) -> None:
         """Begin the task's store with the router's pin, unless begun: a new task gets the
         pin's header; a task begun before keeps its own pin, which the router takes
-        (`AsyncLogStore.open_pin`: one WARNING naming the keys that differ, in
+        (`AsyncTaskStore.open_pin`: one WARNING naming the keys that differ, in
         ``pin_changes``; `TaskPinMismatch` with ``strict_pin``, or for another base URL,
         before any call). A `RoleRouter` begins it as it is built; an `AsyncRoleRouter`
         (whose constructor cannot wait on I/O) at its first `complete`, `completion` or

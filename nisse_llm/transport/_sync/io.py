@@ -9,7 +9,7 @@ from time import sleep
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from nisse_llm.task.logstore import LogStore
+    from nisse_llm.task.logstore import TaskStore
 
 __all__ = ["Sleep", "abandon", "begin_now", "close_chunks", "request_content", "sleep"]
 
@@ -22,7 +22,7 @@ def request_content(parts: list[bytes]) -> list[bytes]:
     return parts
 
 
-def abandon(store: LogStore) -> None:
+def abandon(store: TaskStore) -> None:
     """Close a store a router opened and could not be built with (it began it)."""
     store.close()
 

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from nisse_llm.config.settings import Pin, Settings
     from nisse_llm.log.canonical import Usage
     from nisse_llm.render.typed import TypedReply
-    from nisse_llm.task.logstore import LogStore  # noqa: F401 (the base's type argument)
+    from nisse_llm.task.logstore import TaskStore  # noqa: F401 (the base's type argument)
     from nisse_llm.task.stores import StoreArg
     from nisse_llm.task.summaries import CompactionPolicy
 
@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 __all__ = ["RoleRouter"]
 
 
-class RoleRouter(RouterLimits, RouterBase[SyncRouteClient, "LogStore"], Closing):
+class RoleRouter(RouterLimits, RouterBase[SyncRouteClient, "TaskStore"], Closing):
     """Complete by role through a pin's mapping; one connection pool per route used."""
 
     _kinds = SYNC_KINDS
@@ -77,7 +77,7 @@ class RoleRouter(RouterLimits, RouterBase[SyncRouteClient, "LogStore"], Closing)
         failure, each awaited before the call goes on; the store is begun with ``pin``
         first, or, holding a task already, the router takes that task's own pin (see
         `begin_task`; ``strict_pin``: `TaskPinMismatch` instead when they differ). ``store`` is
-        an `LogStore`, a task file's path or a task key of the store ``settings``
+        an `TaskStore`, a task file's path or a task key of the store ``settings``
         configure (`open_store`); one opened from a path or a key is closed with the
         router. With ``compaction``, `complete` compacts a log near the window.
         """
@@ -122,7 +122,7 @@ class RoleRouter(RouterLimits, RouterBase[SyncRouteClient, "LogStore"], Closing)
     def begin_task(self) -> None:
         """Begin the task's store with the router's pin, unless begun: a new task gets the
         pin's header; a task begun before keeps its own pin, which the router takes
-        (`LogStore.open_pin`: one WARNING naming the keys that differ, in
+        (`TaskStore.open_pin`: one WARNING naming the keys that differ, in
         ``pin_changes``; `TaskPinMismatch` with ``strict_pin``, or for another base URL,
         before any call). A `RoleRouter` begins it as it is built; an `RoleRouter`
         (whose constructor cannot wait on I/O) at its first `complete`, `completion` or

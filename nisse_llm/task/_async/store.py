@@ -1,16 +1,16 @@
 """The task store, written once: the record logic (header and pin check, numbering, id
-claims, batches, compaction, resume, import) over a few ``_x_*`` hooks, and the file store
-that implements them. ``_sync/logstore.py`` (`LogStore`) is generated from this source
-(`AsyncLogStore`) by ``tests/gen_sync.py``; `nisse_llm.task.logstore` says what the file
-store promises. The async file store runs its blocking file work in a worker thread.
+claims, batches, compaction, resume, import) in `AsyncTaskStore`, over a few abstract
+``_x_*`` hooks that its siblings implement: `AsyncFileTaskStore` (``filestore.py``) and
+`AsyncPostgresTaskStore` (``postgres.py``). ``_sync/store.py`` (`TaskStore`) is generated
+from this source by ``tests/gen_sync.py``.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from contextlib import asynccontextmanager
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
@@ -20,12 +20,10 @@ from nisse_llm._closing import AsyncClosing
 from nisse_llm.errors import ApprovalRefused, LogDuplicateId, LogSequenceError
 from nisse_llm.log.canonical import CanonicalEvent, LogLike, StoredEvent, ToolCall, ToolResult
 from nisse_llm.task._async import io
-from nisse_llm.task._filelog import FileLog
 from nisse_llm.task._logread import (
     LogRead,
     RecordT,
     check_export,
-    decode,
     ids_after,
     pin_from_record,
     pin_record,
@@ -33,7 +31,6 @@ from nisse_llm.task._logread import (
 )
 from nisse_llm.task.approvals import decision_problem
 from nisse_llm.task.delegation import ParentRecord, StoredParent
-from nisse_llm.task.keys import check_task_key
 from nisse_llm.task.records import (
     RECORD_TYPES,
     ApprovalRecord,
@@ -70,93 +67,84 @@ if TYPE_CHECKING:
     from nisse_llm.config.settings import Pin
     from nisse_llm.task.lease import FileLease
 
-__all__ = ["AsyncLogStore"]
+__all__ = ["AsyncTaskStore"]
 
 logger = logging.getLogger("nisse_llm")
 
 
-class AsyncLogStore(io.NextSeq, AsyncClosing):
-    """One canonical log in one JSON-lines file: append-only, fsynced, readable after a crash.
+class AsyncTaskStore(io.NextSeq, AsyncClosing, ABC):
+    """One task's records, wherever they are kept: the record logic, written once.
 
-    It is also the task store interface: the record logic is written here once, over the
-    ``_x_*`` methods that work inside ``_exclusive()``; another store
-    (`AsyncPostgresLogStore`) overrides only those, `read`, `export_lines`, `lease`,
-    ``_next_seq``, `aclose` and ``_where``.
+    The logic works over the abstract ``_x_*`` hooks, called only inside ``_exclusive()``
+    (a read-then-write no other writer interleaves with); a store says how its records
+    are held, read, leased and closed, and nothing outside the stores asks which kind it
+    is: `same_task` says whether two store objects hold one task.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
-        self._file = FileLog(self.path)
-        self._init_records()
-
-    def _init_records(self) -> None:
-        """The state the record logic keeps, whatever holds the records."""
+    def __init__(self) -> None:
         self._lock = io.new_lock()
         # The call ids and answered ids in the log, as of the log state ``_ids_at``.
         self._ids: tuple[set[str], set[str]] | None = None
         self._ids_at: object = None
         self._task_id: str | None = None
+        # The log as this store last read or wrote it, and the log state it was then: a
+        # task opened (pin, prompt, resume, first id check) reads its records once.
+        self._known: tuple[object, LogRead] | None = None
 
     @property
+    @abstractmethod
     def _where(self) -> Path | str:
         """What messages and errors name as the task's place."""
-        return self.path
+
+    @property
+    @abstractmethod
+    def place(self) -> tuple[str, ...]:
+        """What names the task's place, equal for every store object of one task (a file's
+        real path; a database and a key)."""
+
+    def same_task(self, other: object) -> bool:
+        """Whether ``other`` is a store of this very task (`place` compared)."""
+        return other is self or (isinstance(other, AsyncTaskStore) and other.place == self.place)
 
     @property
     def task_id(self) -> str | None:
-        """An opaque id of the task this file holds, the same on every resume (a digest of
+        """An opaque id of the task this store holds, the same on every resume (a digest of
         its header); None until `begin` or `resume` has read or written the header."""
         return self._task_id
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({str(self.path)!r})"
-
     @property
+    @abstractmethod
     def task_key(self) -> str:
-        """The task's key in its store: the file's name without ``.jsonl``."""
-        return self.path.stem
+        """The task's key in its store (a file's name without ``.jsonl``)."""
 
+    @abstractmethod
     def sibling(self, key: str) -> Self:
-        """The store of task ``key`` beside this one (a sub-task's: the same folder)."""
-        return type(self)(self.path.with_name(f"{check_task_key(key)}.jsonl"))
+        """The store of task ``key`` beside this one (a sub-task's: the same folder or
+        database)."""
 
+    @abstractmethod
     async def aclose(self) -> None:
-        """Close the write descriptor (reopened by the next append)."""
-        async with self._lock:
-            await io.blocking(self._file.close)
+        """Release what the store holds (a descriptor, a connection); reopened by the next use."""
 
+    @abstractmethod
     def abandon(self) -> None:
         """Let go of what the store holds, without blocking or awaiting (a task dropped
-        open does, from its finalizer): nothing for a task file, whose lease is the
-        task's `FileLease` and whose descriptor closes with the store."""
+        open does, from its finalizer)."""
 
+    @abstractmethod
     async def lease(self) -> FileLease | None:
-        """Take the task's driver lease, for one driver per task (`Task.open` does): a
-        `FileLease` on ``<file>.lease`` (`nisse_llm.task.lease`), which the caller closes,
-        or `TaskBusy` naming its holder. Appending never needs it: several writers of one
-        file stay serialised by each append's ``flock``."""
-        from nisse_llm.task.lease import FileLease
+        """Take the task's driver lease, for one driver per task (`Task.open` does), or
+        `TaskBusy` naming its holder."""
 
-        return await io.blocking(FileLease.take, self.path)
-
-    async def _next_seq(self) -> int:
-        async with self._lock:
-            return await io.blocking(self._file.next_seq)
-
+    @abstractmethod
     async def read(self) -> LogRead:
-        """Every complete record, in order, and the torn last line if there is one.
+        """Every complete record, in order (a task never written is an empty log);
+        `LogCorrupt` naming the record that is not valid."""
 
-        A missing file is an empty log. Raises `LogCorrupt`, naming the 1-based line,
-        when a complete line is not a valid record or its number does not increase.
-        """
-        return await io.blocking(self._file.read)
-
+    @abstractmethod
     async def export_lines(self) -> list[bytes]:
         """Every complete record's line as stored (no newline), in order: what ``task
-        export`` prints. A torn tail is left out; `LogCorrupt` for an invalid line."""
-        lines = await io.blocking(self._file.read_lines)
-        decode(lines, self._where)
-        return lines
+        export`` prints."""
 
     async def append(self, records: StoredRecord | Iterable[StoredRecord]) -> None:
         """Append one record or several, durably, in one write; refuse any out-of-order number.
@@ -171,7 +159,7 @@ class AsyncLogStore(io.NextSeq, AsyncClosing):
         if not batch:
             return
         async with self._exclusive():
-            await self._x_write(batch)
+            await self._write(batch)
 
     async def import_lines(self, lines: Iterable[bytes], *, replace: bool = False) -> int:
         """Write a whole task given as its lines (``task export``), each validated and kept
@@ -193,9 +181,18 @@ class AsyncLogStore(io.NextSeq, AsyncClosing):
                 )
             if last_seq is not None:
                 await self._x_clear()
-                self._ids, self._task_id = None, None
-            await self._x_write(records, batch)
+                self._ids, self._task_id, self._known = None, None, None
+            await self._write(records, batch)
         return len(records)
+
+    async def delete(self) -> int:
+        """Remove the task, every record of it (``nisse-llm task prune``), and return how
+        many there were; the caller holds its lease (`lease`), so no driver has it open."""
+        async with self._exclusive():
+            count = len((await self._x_current()).records)
+            await self._x_delete()
+            self._ids, self._task_id, self._known = None, None, None
+        return count
 
     async def append_event(self, event: CanonicalEvent) -> StoredEvent:
         """Append an event as the next record, stamped with the current UTC time; return it.
@@ -243,11 +240,11 @@ class AsyncLogStore(io.NextSeq, AsyncClosing):
 
         events = as_events(compacted)
         async with self._exclusive():
-            found = await self._x_read()
+            found = await self._x_current()
             record = compaction_record(compacted_view(found.events), events)
             last_seq = await self._x_last_seq()
             stored = StoredEvent.now(0 if last_seq is None else last_seq + 1, record)
-            await self._x_write([stored])
+            await self._write([stored])
         return stored
 
     async def append_call(self, record: CallRecord) -> StoredCall:
@@ -279,7 +276,7 @@ class AsyncLogStore(io.NextSeq, AsyncClosing):
         async with self._exclusive():
             if record.outcome != "pending":
                 await self._x_repair()
-                found = await self._x_read()
+                found = await self._x_current()
                 problem = decision_problem(
                     found.records, (r.event for r in found.events), record.call_id
                 )
@@ -291,7 +288,7 @@ class AsyncLogStore(io.NextSeq, AsyncClosing):
                     )
             last_seq = await self._x_last_seq()
             stored = StoredApproval.now(0 if last_seq is None else last_seq + 1, record)
-            await self._x_write([stored])
+            await self._write([stored])
         return stored
 
     async def append_tools(self, record: ToolsRecord) -> StoredTools:
@@ -302,11 +299,11 @@ class AsyncLogStore(io.NextSeq, AsyncClosing):
         """Append a repin record (``nisse-llm task repin``): the task runs with its pin from
         the next opening on; return it. `TaskHeaderMissing` for a task never begun."""
         async with self._exclusive():
-            found = await self._x_read()
+            found = await self._x_current()
             self._header_of(found.records[0] if found.records else None)
             last_seq = await self._x_last_seq()
             stored = StoredRepin.now(0 if last_seq is None else last_seq + 1, record)
-            await self._x_write([stored])
+            await self._write([stored])
         return stored
 
     async def append_tool_outcome(self, record: ToolRunRecord, result: ToolResult) -> None:
@@ -328,7 +325,7 @@ class AsyncLogStore(io.NextSeq, AsyncClosing):
         record. A file already begun is checked: a header of another pin raises
         `TaskPinMismatch`, a file of events without a header `TaskHeaderMissing`. A torn
         tail a crash left is removed first, as `repair` does. Returns the store itself, so
-        ``store = await AsyncLogStore(path).begin(pin)`` reads naturally.
+        ``store = await AsyncFileTaskStore(path).begin(pin)`` reads naturally.
         """
         record = pin_record(pin)
         async with self._exclusive():
@@ -357,7 +354,7 @@ class AsyncLogStore(io.NextSeq, AsyncClosing):
         async with self._exclusive():
             if await self._x_header_written(record):
                 return OpenedPin(pin=pin)
-            found = await self._x_read()
+            found = await self._x_current()
         self._task_id = task_id(self._header_of(found.records[0]))
         stored = found.pin or {}
         self._check_base_url(stored, pin.base_url, record)
@@ -377,7 +374,7 @@ class AsyncLogStore(io.NextSeq, AsyncClosing):
         if await self._x_last_seq() is not None:
             return False
         header = StoredHeader.now(0, TaskHeader(pin=record))
-        await self._x_write([header])
+        await self._write([header])
         self._task_id = task_id(header)
         return True
 
@@ -407,7 +404,7 @@ class AsyncLogStore(io.NextSeq, AsyncClosing):
     async def resume(
         self, token: str | SecretStr, *, base_url: str | None = None
     ) -> ResumedTask[Self]:
-        """Everything this task file holds, ready to continue: pin, events, pending calls, usage.
+        """Everything this task holds, ready to continue: pin, events, pending calls, usage.
 
         ``events`` is the compacted view, repaired where a record would make it unrenderable
         (``repairs`` says how; the file is not changed); ``history`` every event record;
@@ -424,7 +421,7 @@ class AsyncLogStore(io.NextSeq, AsyncClosing):
         await self._x_check_begun()
         async with self._exclusive():
             repaired = await self._x_repair()
-            found = await self._x_read()
+            found = await self._x_current()
         from nisse_llm.task.compaction import repair
 
         header = self._header_of(found.records[0] if found.records else None)
@@ -478,7 +475,7 @@ class AsyncLogStore(io.NextSeq, AsyncClosing):
             last_seq = await self._x_last_seq()
             seq = 0 if last_seq is None else last_seq + 1
             records = [make(seq + n, item) for n, item in enumerate(items)]
-            await self._x_write(records)
+            await self._write(records)
             if self._ids is not None:
                 ids_after(self._ids, items)
                 self._ids_at = await self._x_state()
@@ -491,7 +488,7 @@ class AsyncLogStore(io.NextSeq, AsyncClosing):
         store (another writer's append changes its state: it is read again)."""
         state = await self._x_state()
         if self._ids is None or self._ids_at != state:
-            found = await self._x_read()
+            found = await self._x_current()
             self._ids = ids_after((set(), set()), [r.event for r in found.events])
             self._ids_at = state
         calls, answered = self._ids
@@ -515,47 +512,67 @@ class AsyncLogStore(io.NextSeq, AsyncClosing):
                     "the tool call {!r} already has its result in the log",
                 )
 
+    async def _x_current(self) -> LogRead:
+        """Every record (inside ``_exclusive()``): read once, then kept while the log's state
+        is the one it was read or written at (another writer's append changes it)."""
+        state = await self._x_state()
+        if self._known is None or self._known[0] != state:
+            self._known = (state, await self._x_read())
+        return self._known[1]
+
+    async def _write(
+        self, batch: Sequence[StoredRecord], lines: Sequence[bytes] | None = None
+    ) -> None:
+        """`_x_write`, and the kept log extended by ``batch`` if it was current."""
+        known = self._known
+        if known is not None and known[0] != await self._x_state():
+            known = None
+        self._known = None  # a write that raises leaves nothing known
+        await self._x_write(batch, lines)
+        if known is not None:
+            self._known = (await self._x_state(), LogRead(records=[*known[1].records, *batch]))
+
     # The hooks: what a store does inside ``_exclusive()``, and how it gets it.
 
-    @asynccontextmanager
-    async def _exclusive(self) -> AsyncIterator[None]:
-        """Hold the log for a read-then-write (the ``_x_*`` methods work only inside it):
-        the file store takes its lock and an exclusive ``flock``."""
-        async with self._lock:
-            try:
-                await io.blocking(self._file.lock)
-                yield
-            finally:
-                self._file.unlock()
+    @abstractmethod
+    def _exclusive(self) -> AbstractAsyncContextManager[None]:
+        """Hold the log for a read-then-write (the ``_x_*`` methods work only inside it)."""
 
+    @abstractmethod
     async def _x_check_begun(self) -> None:
-        if not await io.blocking(self._file.exists):
-            raise TaskHeaderMissing(
-                f"{self.path}: no such task file; begin(pin) starts one", path=self.path
-            )
+        """`TaskHeaderMissing` where the store can tell, before any lock, that the task was
+        never begun."""
 
+    @abstractmethod
     async def _x_last_seq(self) -> int | None:
-        return await io.blocking(self._file.locked_last_seq)
+        """The last record's number (None for an empty log)."""
 
+    @abstractmethod
     async def _x_state(self) -> object:
         """A value that changes whenever the log does (the ids read are kept while it holds)."""
-        return await io.blocking(self._file.locked_state)
 
+    @abstractmethod
     async def _x_read(self) -> LogRead:
-        return await io.blocking(self._file.locked_read)
+        """Every record, as `read`."""
 
+    @abstractmethod
     async def _x_first(self) -> StoredRecord:
-        return await io.blocking(self._file.locked_first)
+        """The first record (the task has one)."""
 
+    @abstractmethod
     async def _x_repair(self) -> bytes | None:
-        return await io.blocking(self._file.locked_repair)
+        """Remove a torn tail a crash left, and return its bytes (None if none)."""
 
+    @abstractmethod
     async def _x_write(
         self, batch: Sequence[StoredRecord], lines: Sequence[bytes] | None = None
     ) -> None:
         """Append ``batch`` (encoded as ``lines`` when given: bytes kept as they came)."""
-        await io.blocking(self._file.locked_write, batch, lines)
 
+    @abstractmethod
+    async def _x_delete(self) -> None:
+        """Remove the task and its records (`delete`)."""
+
+    @abstractmethod
     async def _x_clear(self) -> None:
         """Remove every record of the task (``import_lines(..., replace=True)``)."""
-        await io.blocking(self._file.locked_clear)
