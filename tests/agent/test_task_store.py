@@ -257,8 +257,9 @@ def test_a_task_dropped_open_frees_its_lease_in_either_store(
 
     with pytest.warns(ResourceWarning, match=r"Task\(.*\) was never closed"):
         dropped()
-    # The server ends the session as its socket closes: a moment, never the process's end.
-    deadline = time.monotonic() + 2.0
+    # The server ends the session as its socket closes: a moment, never the process's end
+    # (the stated bound, not an idle machine's moment: CI's two cores are shared).
+    deadline = time.monotonic() + LEASE_FREED_S
     while True:
         try:
             again = Task.open(key, pin, settings=settings)
