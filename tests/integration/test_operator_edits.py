@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -68,8 +69,23 @@ def _env(proxy: LiteLLMProxy, config: Path, store: str, password: str) -> dict[s
     }
 
 
+#: Every agent process a test started, killed and its pipes closed when the test ends,
+#: so that one failing test leaves no process or open pipe to the tests after it.
+_STARTED: list[subprocess.Popen[str]] = []
+
+
+@pytest.fixture(autouse=True)
+def _reap_agents() -> Iterator[None]:
+    yield
+    while _STARTED:
+        process = _STARTED.pop()
+        if process.poll() is None:
+            process.kill()
+        process.communicate(timeout=60)
+
+
 def _agent(key: str, mode: str, env: dict[str, str]) -> subprocess.Popen[str]:
-    return subprocess.Popen(
+    process = subprocess.Popen(
         [sys.executable, "-m", "tests.integration._operator_agent", key, mode],
         cwd=ROOT,
         env=env,
@@ -77,6 +93,8 @@ def _agent(key: str, mode: str, env: dict[str, str]) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
     )
+    _STARTED.append(process)
+    return process
 
 
 def _for(script: Script, key: str) -> list[RecordedRequest]:

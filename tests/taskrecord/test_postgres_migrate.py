@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -132,3 +133,35 @@ def test_sessions_have_statement_and_lock_timeouts_that_can_be_overridden(
     store.append_event(UserText(text="after the lock"))
     assert [r.event for r in store.read().events] == [UserText(text="after the lock")]
     store.close()
+
+
+def _open_together(database: SecretStr, sessions: int) -> list[BaseException]:
+    """Open ``sessions`` stores' connections on ``database`` at one moment: what they raised."""
+    start = threading.Barrier(sessions)
+    failures: list[BaseException] = []
+
+    def open_one() -> None:
+        start.wait()
+        try:
+            connect(database).close()
+        except BaseException as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=open_one) for _ in range(sessions)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    return failures
+
+
+def test_many_stores_opening_an_empty_database_at_once_make_the_tables_once(
+    postgres: LocalPostgres, tmp_path: Path
+) -> None:
+    """Eight sessions that find no tables at the same moment all open: one makes them,
+    and the others, which waited for it on the schema lock, see them made."""
+    for attempt in range(3):
+        database = SecretStr(postgres.database(f"race{attempt}_{tmp_path.name}".lower()[:40]))
+        assert _open_together(database, 8) == []
+        with psycopg.connect(database.get_secret_value()) as check:
+            assert check.execute("SELECT version FROM nisse.nisse_schema").fetchall() == [(2,)]

@@ -372,7 +372,19 @@ async def migrate(conn: psycopg.AsyncConnection[Any], schema: str = DEFAULT_SCHE
     """Bring the tables in ``schema`` to this version, in one transaction under the schema
     lock: create them in an empty database (``sql/schema.sql``), or apply each numbered
     migration after the version found (the previous layout, version 1, is the tables in
-    ``public``). Returns what was done, one line a step (none: already current)."""
+    ``public``). Returns what was done, one line a step (none: already current).
+
+    A session that waited on the lock while another made the tables can still miss them:
+    its catalog cache was read when its transaction began, before the wait. The attempt
+    then fails as a duplicate, and is made once more in a new transaction, which sees
+    them."""
+    try:
+        return await _migrate_once(conn, schema)
+    except (psycopg.errors.DuplicateTable, psycopg.errors.DuplicateSchema):
+        return await _migrate_once(conn, schema)
+
+
+async def _migrate_once(conn: psycopg.AsyncConnection[Any], schema: str) -> list[str]:
     tables = Tables(schema)
     async with conn.transaction():
         await conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))

@@ -363,7 +363,19 @@ def migrate(conn: psycopg.Connection[Any], schema: str = DEFAULT_SCHEMA) -> list
     """Bring the tables in ``schema`` to this version, in one transaction under the schema
     lock: create them in an empty database (``sql/schema.sql``), or apply each numbered
     migration after the version found (the previous layout, version 1, is the tables in
-    ``public``). Returns what was done, one line a step (none: already current)."""
+    ``public``). Returns what was done, one line a step (none: already current).
+
+    A session that waited on the lock while another made the tables can still miss them:
+    its catalog cache was read when its transaction began, before the wait. The attempt
+    then fails as a duplicate, and is made once more in a new transaction, which sees
+    them."""
+    try:
+        return _migrate_once(conn, schema)
+    except (psycopg.errors.DuplicateTable, psycopg.errors.DuplicateSchema):
+        return _migrate_once(conn, schema)
+
+
+def _migrate_once(conn: psycopg.Connection[Any], schema: str) -> list[str]:
     tables = Tables(schema)
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
