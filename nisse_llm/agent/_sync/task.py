@@ -1,6 +1,6 @@
-# Generated from nisse_llm/agent/_async/task.py by tests/gen_sync.py (unasync); do not edit.
+# Generated from nisse_llm/agent/_async/task.py by scripts/gen_sync.py (unasync); do not edit.
 """The durable agent loop, written once: ``_async/task.py`` is the source, ``_sync/task.py``
-is generated from it by ``tests/gen_sync.py`` (unasync).
+is generated from it by ``scripts/gen_sync.py`` (unasync).
 
 ``Task.open(path, pin, prompt=...)`` begins the task or resumes it; ``run`` steps until
 the model answers without tool calls. Every step is written before it acts (see

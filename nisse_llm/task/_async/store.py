@@ -2,7 +2,7 @@
 claims, batches, compaction, resume, import) in `AsyncTaskStore`, over a few abstract
 ``_x_*`` hooks that its siblings implement: `AsyncFileTaskStore` (``filestore.py``) and
 `AsyncPostgresTaskStore` (``postgres.py``). ``_sync/store.py`` (`TaskStore`) is generated
-from this source by ``tests/gen_sync.py``.
+from this source by ``scripts/gen_sync.py``.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
-# Generated from nisse_llm/task/_async/store.py by tests/gen_sync.py (unasync); do not edit.
+# Generated from nisse_llm/task/_async/store.py by scripts/gen_sync.py (unasync); do not edit.
 """The task store, written once: the record logic (header and pin check, numbering, id
 claims, batches, compaction, resume, import) in `TaskStore`, over a few abstract
 ``_x_*`` hooks that its siblings implement: `FileTaskStore` (``filestore.py``) and
 `PostgresTaskStore` (``postgres.py``). ``_sync/store.py`` (`TaskStore`) is generated
-from this source by ``tests/gen_sync.py``.
+from this source by ``scripts/gen_sync.py``.
 """
 
 from __future__ import annotations
