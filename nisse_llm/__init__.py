@@ -70,7 +70,6 @@ if TYPE_CHECKING:
         load_task_store,
     )
     from nisse_llm.log.tool_changes import ToolChanges
-    from nisse_llm.log.toolbox import Toolbox
     from nisse_llm.mcp.server import McpServer
     from nisse_llm.render._cache import PromptCache
     from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
@@ -103,6 +102,7 @@ if TYPE_CHECKING:
     from nisse_llm.task.stores import open_task_store
     from nisse_llm.task.summaries import CompactionPolicy, asummarize, summarize
     from nisse_llm.telemetry import instrument, uninstrument
+    from nisse_llm.tools import Toolbox
     from nisse_llm.transport.clients import (
         AnthropicPassthroughClient,
         AsyncAnthropicPassthroughClient,
@@ -176,7 +176,7 @@ _LAZY = {
     "PartialReply": "nisse_llm.errors",
     "PromptCache": "nisse_llm.render._cache",
     "select_client": "nisse_llm.transport.clients",
-    "Toolbox": "nisse_llm.log.toolbox",
+    "Toolbox": "nisse_llm.tools",
     "ToolChanges": "nisse_llm.log.tool_changes",
     "McpServer": "nisse_llm.mcp.server",
     "TypedReply": "nisse_llm.render.typed",

@@ -74,7 +74,6 @@ from nisse_llm.log.canonical import (
     UserImage,
     UserText,
 )
-from nisse_llm.log.toolbox import Toolbox
 from nisse_llm.task.approvals import (
     ApprovalRecord,
     PendingApproval,
@@ -89,6 +88,7 @@ from nisse_llm.task.records import (
     pending_calls,
 )
 from nisse_llm.task.repin import default_by
+from nisse_llm.tools import Toolbox
 from nisse_llm.transport.routers import RoleRouter
 
 if TYPE_CHECKING:
