@@ -58,18 +58,21 @@ def renamed(package: str, old: str, new: str, value: Any) -> Any:
 
 def former_home(module: str, homes: Mapping[str, str]) -> Callable[[str], Any]:
     """A ``__getattr__`` for ``module``, a former home: each name of ``homes`` is imported
-    from its new home there (on every access, never kept), with a `DeprecationWarning`
+    from its new home there (``"package.module"``, or ``"package.module:new_name"`` for a
+    name renamed as it moved; on every access, never kept), with a `DeprecationWarning`
     naming that home at the caller's line."""
 
     def __getattr__(name: str) -> Any:
         home = homes.get(name)
         if home is None:
             raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        place, _, new = home.partition(":")
+        new = new or name
         warnings.warn(
-            f"{module}.{name} moved to {home}.{name}; the old path goes in the next release",
+            f"{module}.{name} moved to {place}.{new}; the old path goes in the next release",
             DeprecationWarning,
             stacklevel=2,
         )
-        return getattr(importlib.import_module(home), name)
+        return getattr(importlib.import_module(place), new)
 
     return __getattr__
