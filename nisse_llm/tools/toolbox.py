@@ -145,8 +145,8 @@ class Toolbox(Closing):
         return marked
 
     def _mark_repeatable(self, names: Iterable[str]) -> None:
-        #: The names given as ``repeatable`` (a function marked by `ToolSpec.from_function`
-        #: is repeatable too: see `is_repeatable`).
+        #: The names given as ``repeatable``, and the MCP tools their servers mark read-only
+        #: or idempotent (see `is_repeatable`).
         self.repeatable |= self._tool_names("repeatable", names)
 
     @classmethod
@@ -187,9 +187,8 @@ class Toolbox(Closing):
 
     def is_repeatable(self, name: str) -> bool:
         """Whether the tool ``name`` may run again when its outcome is unknown: named in
-        ``repeatable``, or its function marked ``ToolSpec.from_function(fn, repeatable=True)``."""
-        tool = self._tools.get(name)
-        return name in self.repeatable or (tool is not None and tool.spec.repeatable)
+        ``repeatable`` (or, for an MCP tool, marked read-only or idempotent by its server)."""
+        return name in self.repeatable
 
     def _add(self, entry: _Tool) -> None:
         if entry.spec.name in self._tools:
