@@ -150,6 +150,7 @@ class AsyncTask(TaskBase["AsyncTaskStore"], AsyncClosing):
             offered_tools=resumed.offered_tools,
             pin_changes=pin_changes,
             program=program,
+            records=resumed.records,
         )
 
     @classmethod
@@ -235,24 +236,24 @@ class AsyncTask(TaskBase["AsyncTaskStore"], AsyncClosing):
 
     @property
     def events(self) -> io.Read[list[CanonicalEvent]]:
-        """The log the next request sends: the file's compacted view, repaired (read from
-        the store: ``await task.events``)."""
+        """The log the next request sends: the file's compacted view, repaired (kept as the
+        task appends, the store read once at opening: ``await task.events``)."""
         self._check_open("events")
-        return self._reading(view_of)
+        return self._keeping(view_of)
 
     @property
     def history(self) -> io.Read[list[CanonicalEvent]]:
-        """Every event the task file holds, compactions included, in file order (read from
-        the store: ``await task.history``)."""
+        """Every event the task file holds, compactions included, in file order (kept as
+        the task appends: ``await task.history``)."""
         self._check_open("history")
-        return self._reading(history_of)
+        return self._keeping(history_of)
 
     @property
     def usage(self) -> io.Read[UsageTotals]:
-        """The usage of every recorded call (tokens and cost, overall and per role; read
-        from the store: ``await task.usage``)."""
+        """The usage of every recorded call (tokens and cost, overall and per role; kept
+        as the task appends: ``await task.usage``)."""
         self._check_open("usage")
-        return self._reading(usage_of)
+        return self._keeping(usage_of)
 
     @property
     def unknown_calls(self) -> io.Read[list[StoredCall]]:
@@ -310,6 +311,9 @@ class AsyncTask(TaskBase["AsyncTaskStore"], AsyncClosing):
 
     async def _reading(self, part: Callable[[LogRead], R]) -> R:
         return part(await self._store.read())
+
+    async def _keeping(self, part: Callable[[LogRead], R]) -> R:
+        return self._kept.part(part)
 
     async def say(self, text: str, *, images: Iterable[Image] = ()) -> None:
         """Append a user message (its text, then its images), durably, in one write; a

@@ -151,6 +151,7 @@ class Task(TaskBase["TaskStore"], Closing):
             offered_tools=resumed.offered_tools,
             pin_changes=pin_changes,
             program=program,
+            records=resumed.records,
         )
 
     @classmethod
@@ -234,24 +235,24 @@ class Task(TaskBase["TaskStore"], Closing):
 
     @property
     def events(self) -> io.Read[list[CanonicalEvent]]:
-        """The log the next request sends: the file's compacted view, repaired (read from
-        the store: ``task.events``)."""
+        """The log the next request sends: the file's compacted view, repaired (kept as the
+        task appends, the store read once at opening: ``task.events``)."""
         self._check_open("events")
-        return self._reading(view_of)
+        return self._keeping(view_of)
 
     @property
     def history(self) -> io.Read[list[CanonicalEvent]]:
-        """Every event the task file holds, compactions included, in file order (read from
-        the store: ``task.history``)."""
+        """Every event the task file holds, compactions included, in file order (kept as
+        the task appends: ``task.history``)."""
         self._check_open("history")
-        return self._reading(history_of)
+        return self._keeping(history_of)
 
     @property
     def usage(self) -> io.Read[UsageTotals]:
-        """The usage of every recorded call (tokens and cost, overall and per role; read
-        from the store: ``task.usage``)."""
+        """The usage of every recorded call (tokens and cost, overall and per role; kept
+        as the task appends: ``task.usage``)."""
         self._check_open("usage")
-        return self._reading(usage_of)
+        return self._keeping(usage_of)
 
     @property
     def unknown_calls(self) -> io.Read[list[StoredCall]]:
@@ -309,6 +310,9 @@ class Task(TaskBase["TaskStore"], Closing):
 
     def _reading(self, part: Callable[[LogRead], R]) -> R:
         return part(self._store.read())
+
+    def _keeping(self, part: Callable[[LogRead], R]) -> R:
+        return self._kept.part(part)
 
     def say(self, text: str, *, images: Iterable[Image] = ()) -> None:
         """Append a user message (its text, then its images), durably, in one write; a
