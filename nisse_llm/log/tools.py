@@ -3,7 +3,7 @@
 A function's parameters become a pydantic model (``<name>_arguments``, unknown keys
 forbidden), its docstring's summary the description and its ``Args:`` / ``Parameters`` /
 ``:param:`` entries the parameters' descriptions. The model's JSON Schema is then made
-portable, one schema both routes accept as it is:
+portable, one schema every route accepts as it is:
 
 - ``title`` keys are dropped (pydantic's noise, billed as input on every call);
 - ``$defs`` are inlined wherever a ``$ref`` points (LiteLLM's chat-to-Anthropic translation
@@ -414,7 +414,7 @@ def _tidy(node: dict[str, Any]) -> dict[str, Any]:
 
 
 def portable_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """A pydantic JSON Schema made one both routes accept (see the module docstring)."""
+    """A pydantic JSON Schema made one every route accepts (see the module docstring)."""
     source = copy.deepcopy(dict(schema))
     defs: dict[str, Any] = source.pop("$defs", {})
     kept: set[str] = set()
