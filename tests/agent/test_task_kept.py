@@ -9,12 +9,16 @@ from typing import Any
 
 import pytest
 
-from nisse_llm import Task
+from nisse_llm import Compaction, CompactionPolicy, RoleRouter, Task
 from nisse_llm.task.logstore import FileTaskStore, LogRead
 from nisse_llm.task.postgres import PostgresTaskStore
 from nisse_llm.testing import Reply, ScriptedRouter, reply
 from tests.agent._driver import toolbox
+from tests.agent._killed_loop import FINAL, ROLE, PointedTransport, Points
+from tests.agent._killed_loop import QUESTION as LOOP_QUESTION
+from tests.agent._killed_loop import tools as loop_tools
 from tests.agent.helpers import QUESTION, SideEffects, priced, two_steps
+from tests.taskrecord.helpers import make_pin
 
 
 class CountingFileStore(FileTaskStore):
@@ -112,3 +116,27 @@ def test_a_read_list_is_the_callers_own(make: Callable[[], Any]) -> None:
         task.events.clear()
         assert len(task.history) == 1
         assert len(task.events) == 1
+
+
+def test_a_compaction_the_router_writes_is_in_the_kept_view(tmp_path: Path) -> None:
+    """A compaction the router writes mid-run (the log overflowed the window) reaches the
+    kept ``events`` and ``history`` with no store read on access, equal to a reopening."""
+    store = CountingFileStore(tmp_path / "task.jsonl")
+    points = Points(0, tmp_path / "notes.jsonl")
+    policy = CompactionPolicy(keep_last_turns=1)
+    pin = make_pin()
+    with (
+        RoleRouter.from_pin(
+            pin, store=store, compaction=policy, transport=PointedTransport(points)
+        ) as llm,
+        Task.open(store, pin, router=llm, prompt=LOOP_QUESTION) as task,
+    ):
+        assert task.run(ROLE, tools=loop_tools(points, tmp_path / "effects.jsonl")).text == FINAL
+        before = store.reads
+        events, history, usage = task.events, task.history, task.usage
+        assert store.reads == before
+    assert any(isinstance(e, Compaction) for e in history)
+    # The view applies it: the events sent next are not the raw log.
+    assert events != [e for e in history if not isinstance(e, Compaction)]
+    with Task.open(tmp_path / "task.jsonl", pin) as again:
+        assert (events, history, usage) == (again.events, again.history, again.usage)
