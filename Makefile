@@ -47,7 +47,9 @@ test: setup proxy mcp $(BENCH_VENV)/.installed lint
 docs: setup
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
 
+# (--check writes nothing: it names each generated sync module its async source has left stale.)
 lint: setup
+	$(PY) -m scripts.gen_sync --check
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy --strict nisse_llm

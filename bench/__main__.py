@@ -90,18 +90,6 @@ GROW_KEYS = (
 )
 
 
-def _pin_self() -> tuple[int | None, str]:
-    """Pin this process to CPU 0 and the stub to the last CPU, when there are two or more."""
-    cpus = sorted(os.sched_getaffinity(0))
-    if len(cpus) < 2:
-        return None, "not pinned (one CPU)"
-    try:
-        os.sched_setaffinity(0, {cpus[0]})
-    except OSError as exc:  # some sandboxes refuse affinity changes
-        return None, f"not pinned ({exc})"
-    return cpus[-1], f"client pinned to CPU {cpus[0]}, stub to CPU {cpus[-1]}"
-
-
 def run(plan: Plan, *, log: bool) -> report.Results:
     """Run every section of ``plan``; the results the report is written from."""
 
@@ -111,7 +99,7 @@ def run(plan: Plan, *, log: bool) -> report.Results:
 
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     res = report.Results(smoke=plan.smoke)
-    stub_cpu, res.pinning = _pin_self()
+    stub_cpu, res.pinning = procs.pin_self()
     with harness.stub_server(cpu=stub_cpu) as base_url:
         contenders, res.skipped = harness.build_all(harness.catalogue_keys(), base_url)
         say(f"built {[c.key for c in contenders]}; skipped {sorted(res.skipped)}")

@@ -33,10 +33,10 @@ import psycopg
 from nisse_llm.agent import Task
 from nisse_llm.config.settings import load_settings
 from nisse_llm.errors import TaskBusy
-from nisse_llm.log.toolbox import Toolbox
 from nisse_llm.task.logstore import LogRead
 from nisse_llm.task.postgres import PostgresTaskStore
 from nisse_llm.task.records import CallRecord, StoredCall
+from nisse_llm.tools import Toolbox
 
 QUEUE = "agents"
 TASK = "agent_task"

@@ -154,3 +154,15 @@ def memory(key: str, base_url: str, *, turns: int, calls: int, every: int = 0) -
         return {"key": key, "error": proc.stderr.strip().splitlines()[-1:] or ["failed"]}
     data: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     return data
+
+
+def pin_self() -> tuple[int | None, str]:
+    """Pin this process to CPU 0 and the stub to the last CPU, when there are two or more."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        return None, "not pinned (one CPU)"
+    try:
+        os.sched_setaffinity(0, {cpus[0]})
+    except OSError as exc:  # some sandboxes refuse affinity changes
+        return None, f"not pinned ({exc})"
+    return cpus[-1], f"client pinned to CPU {cpus[0]}, stub to CPU {cpus[-1]}"

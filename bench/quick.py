@@ -11,8 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from bench import harness
-from bench.__main__ import _pin_self
+from bench import harness, procs
 from bench.workload import Workload
 
 KEYS = (
@@ -30,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, nargs="+", default=[100, 1000])
     parser.add_argument("--rounds", type=int, default=0, help="default: 150 at <=100, else 30")
     args = parser.parse_args(argv)
-    stub_cpu, pinning = _pin_self()
+    stub_cpu, pinning = procs.pin_self()
     print(pinning)
     with harness.stub_server(cpu=stub_cpu) as base_url:
         contenders, skipped = harness.build_all(list(KEYS), base_url)

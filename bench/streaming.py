@@ -202,8 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     """Measure the streaming rows only, ``--runs`` times; print the ratios and their medians."""
     import argparse
 
-    from bench import harness
-    from bench.__main__ import _pin_self
+    from bench import harness, procs
 
     parser = argparse.ArgumentParser(prog="python -m bench.streaming", description=__doc__)
     parser.add_argument("--deltas", type=int, default=1000)
@@ -212,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--no-sdk", action="store_true", help="leave out the official SDKs' rows")
     args = parser.parse_args(argv)
-    stub_cpu, pinning = _pin_self()
+    stub_cpu, pinning = procs.pin_self()
     print(pinning)
     ratios: dict[str, list[float]] = {route: [] for route, _ in ROUTES}
     with harness.stub_server(cpu=stub_cpu) as base_url:

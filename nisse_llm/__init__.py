@@ -70,7 +70,6 @@ if TYPE_CHECKING:
         load_task_store,
     )
     from nisse_llm.log.tool_changes import ToolChanges
-    from nisse_llm.log.toolbox import Toolbox
     from nisse_llm.mcp.server import McpServer
     from nisse_llm.render._cache import PromptCache
     from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
@@ -103,6 +102,7 @@ if TYPE_CHECKING:
     from nisse_llm.task.stores import open_task_store
     from nisse_llm.task.summaries import CompactionPolicy, asummarize, summarize
     from nisse_llm.telemetry import instrument, uninstrument
+    from nisse_llm.tools import Toolbox
     from nisse_llm.transport.clients import (
         AnthropicPassthroughClient,
         AsyncAnthropicPassthroughClient,
@@ -121,73 +121,64 @@ if TYPE_CHECKING:
     from nisse_llm.wire.models_info import Headroom, ModelInfo
 
 
-# Public name -> module that defines it, imported on first attribute access.
-_LAZY = {
-    "load_settings": "nisse_llm.config.settings",
-    "load_task_store": "nisse_llm.config.settings",
-    "Settings": "nisse_llm.config.settings",
-    "Pin": "nisse_llm.config.settings",
-    "RoleMap": "nisse_llm.config.settings",
-    "TaskStore": "nisse_llm.task.logstore",
-    "AsyncTaskStore": "nisse_llm.task.logstore",
-    "FileTaskStore": "nisse_llm.task.logstore",
-    "AsyncFileTaskStore": "nisse_llm.task.logstore",
-    "PostgresTaskStore": "nisse_llm.task.postgres",
-    "AsyncPostgresTaskStore": "nisse_llm.task.postgres",
-    "open_task_store": "nisse_llm.task.stores",
-    "LogFix": "nisse_llm.task.compaction",
-    "compact": "nisse_llm.task.compaction",
-    "repair": "nisse_llm.task.compaction",
-    "CompactionPolicy": "nisse_llm.task.summaries",
-    "summarize": "nisse_llm.task.summaries",
-    "asummarize": "nisse_llm.task.summaries",
-    "CallRecord": "nisse_llm.task.records",
-    "ProgramRecord": "nisse_llm.task.records",
-    "ResumedTask": "nisse_llm.task.records",
-    "UsageTotal": "nisse_llm.task.records",
-    "UsageTotals": "nisse_llm.task.records",
-    "OnlineReport": "nisse_llm.transport.online",
-    "RouteDescriptor": "nisse_llm.routes",
-    "RouteTable": "nisse_llm.routes",
-    "check_online": "nisse_llm.transport.online",
-    "acheck_online": "nisse_llm.transport.online",
-    "Headroom": "nisse_llm.wire.models_info",
-    "ModelInfo": "nisse_llm.wire.models_info",
-    "RequestOptions": "nisse_llm.config.options",
-    "RoleProfile": "nisse_llm.config.profiles",
-    "OpenAIChatRenderer": "nisse_llm.render.openai_chat",
-    "AnthropicMessagesRenderer": "nisse_llm.render.anthropic_messages",
-    "OpenAIResponsesRenderer": "nisse_llm.render.openai_responses",
-    "OpenAIResponsesClient": "nisse_llm.transport.responses_client",
-    "AsyncOpenAIResponsesClient": "nisse_llm.transport.responses_client",
-    "LiteLLMClient": "nisse_llm.transport.clients",
-    "AnthropicPassthroughClient": "nisse_llm.transport.clients",
-    "AsyncLiteLLMClient": "nisse_llm.transport.clients",
-    "AsyncAnthropicPassthroughClient": "nisse_llm.transport.clients",
-    "RoleRouter": "nisse_llm.transport.routers",
-    "AsyncRoleRouter": "nisse_llm.transport.routers",
-    "ReplyStream": "nisse_llm.transport.clients",
-    "AsyncReplyStream": "nisse_llm.transport.clients",
-    "TextDelta": "nisse_llm.stream.base",
-    "ReasoningDelta": "nisse_llm.stream.base",
-    "RefusalDelta": "nisse_llm.stream.base",
-    "ToolCallStarted": "nisse_llm.stream.base",
-    "ToolArgumentsDelta": "nisse_llm.stream.base",
-    "PartialReply": "nisse_llm.errors",
-    "PromptCache": "nisse_llm.render._cache",
-    "select_client": "nisse_llm.transport.clients",
-    "Toolbox": "nisse_llm.log.toolbox",
-    "ToolChanges": "nisse_llm.log.tool_changes",
-    "McpServer": "nisse_llm.mcp.server",
-    "TypedReply": "nisse_llm.render.typed",
-    "instrument": "nisse_llm.telemetry",
-    "Task": "nisse_llm.agent",
-    "AsyncTask": "nisse_llm.agent",
-    "RunResult": "nisse_llm.agent",
-    "PendingApproval": "nisse_llm.agent",
-    "Step": "nisse_llm.agent",
-    "uninstrument": "nisse_llm.telemetry",
+# Module -> the public names imported from it on first attribute access (each name once;
+# the type checker reads the same imports above, and tests/test_public_api.py holds the
+# two equal).
+_LAZY_FROM: dict[str, tuple[str, ...]] = {
+    "nisse_llm._partial": ("PartialReply",),
+    "nisse_llm.agent": ("AsyncTask", "PendingApproval", "RunResult", "Step", "Task"),
+    "nisse_llm.config.options": ("RequestOptions",),
+    "nisse_llm.config.profiles": ("RoleProfile",),
+    "nisse_llm.config.settings": ("Pin", "RoleMap", "Settings", "load_settings", "load_task_store"),
+    "nisse_llm.log.tool_changes": ("ToolChanges",),
+    "nisse_llm.mcp.server": ("McpServer",),
+    "nisse_llm.render._cache": ("PromptCache",),
+    "nisse_llm.render.anthropic_messages": ("AnthropicMessagesRenderer",),
+    "nisse_llm.render.openai_chat": ("OpenAIChatRenderer",),
+    "nisse_llm.render.openai_responses": ("OpenAIResponsesRenderer",),
+    "nisse_llm.render.typed": ("TypedReply",),
+    "nisse_llm.routes": ("RouteDescriptor", "RouteTable"),
+    "nisse_llm.stream.base": (
+        "ReasoningDelta",
+        "RefusalDelta",
+        "TextDelta",
+        "ToolArgumentsDelta",
+        "ToolCallStarted",
+    ),
+    "nisse_llm.task.compaction": ("LogFix", "compact", "repair"),
+    "nisse_llm.task.logstore": (
+        "AsyncFileTaskStore",
+        "AsyncTaskStore",
+        "FileTaskStore",
+        "TaskStore",
+    ),
+    "nisse_llm.task.postgres": ("AsyncPostgresTaskStore", "PostgresTaskStore"),
+    "nisse_llm.task.records": (
+        "CallRecord",
+        "ProgramRecord",
+        "ResumedTask",
+        "UsageTotal",
+        "UsageTotals",
+    ),
+    "nisse_llm.task.stores": ("open_task_store",),
+    "nisse_llm.task.summaries": ("CompactionPolicy", "asummarize", "summarize"),
+    "nisse_llm.telemetry": ("instrument", "uninstrument"),
+    "nisse_llm.tools": ("Toolbox",),
+    "nisse_llm.transport.clients": (
+        "AnthropicPassthroughClient",
+        "AsyncAnthropicPassthroughClient",
+        "AsyncLiteLLMClient",
+        "AsyncReplyStream",
+        "LiteLLMClient",
+        "ReplyStream",
+        "select_client",
+    ),
+    "nisse_llm.transport.online": ("OnlineReport", "acheck_online", "check_online"),
+    "nisse_llm.transport.responses_client": ("AsyncOpenAIResponsesClient", "OpenAIResponsesClient"),
+    "nisse_llm.transport.routers": ("AsyncRoleRouter", "RoleRouter"),
+    "nisse_llm.wire.models_info": ("Headroom", "ModelInfo"),
 }
+_LAZY = {name: module for module, names in _LAZY_FROM.items() for name in names}
 
 __all__ = [
     "AnthropicMessagesRenderer",

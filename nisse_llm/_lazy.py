@@ -4,7 +4,8 @@ The package (``nisse_llm``), its configuration and its testing kit each keep wha
 costly to import out of their own import: a name is looked up in its table, imported
 from the module named there, and kept in the package's namespace, so the next lookup
 is a plain attribute. A name renamed (`renamed`) is still given, with a
-`DeprecationWarning` at each use, for one release.
+`DeprecationWarning` at each use, for one release; so is each name of a module that moved
+(`former_home`), the warning naming its new home.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["lazy_getattr", "renamed"]
+__all__ = ["former_home", "lazy_getattr", "renamed"]
 
 
 def lazy_getattr(
@@ -53,3 +54,25 @@ def renamed(package: str, old: str, new: str, value: Any) -> Any:
         stacklevel=3,
     )
     return value
+
+
+def former_home(module: str, homes: Mapping[str, str]) -> Callable[[str], Any]:
+    """A ``__getattr__`` for ``module``, a former home: each name of ``homes`` is imported
+    from its new home there (``"package.module"``, or ``"package.module:new_name"`` for a
+    name renamed as it moved; on every access, never kept), with a `DeprecationWarning`
+    naming that home at the caller's line."""
+
+    def __getattr__(name: str) -> Any:
+        home = homes.get(name)
+        if home is None:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        place, _, new = home.partition(":")
+        new = new or name
+        warnings.warn(
+            f"{module}.{name} moved to {place}.{new}; the old path goes in the next release",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(importlib.import_module(place), new)
+
+    return __getattr__

@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 REFERENCE = REPO / "docs" / "reference" / "index.md"
 # Modules whose whole ``__all__`` must be documented, and those documented in part.
-COMPLETE = ("nisse_llm", "nisse_llm.testing", "nisse_llm.logstore")
+COMPLETE = ("nisse_llm", "nisse_llm.testing", "nisse_llm.task.logstore")
 PARTIAL = ("nisse_llm.testing.proxy",)
 # Class-like words the README and the docs quote that are not Python names of this package (Python's
 # builtins and typing names, such as ValueError, None and Literal, are left out too).

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import ast
+import importlib
 import inspect
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 import nisse_llm
+
+SOURCE = Path(nisse_llm.__file__)
 
 # The names tools outside the project rely on (the design contract's "Public names").
 CONTRACT = {
@@ -39,10 +44,53 @@ def test_all_matches_the_public_names() -> None:
     assert public - helpers - set(nisse_llm.__all__) == set()
 
 
+def _imports(*, type_checking: bool) -> dict[str, str]:
+    """Public name -> module, as ``nisse_llm/__init__.py``'s own imports take it: the eager
+    ones, or those under ``if TYPE_CHECKING:`` (read by the type checker only)."""
+    found: dict[str, str] = {}
+    for node in ast.parse(SOURCE.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.If) and type_checking:
+            statements = node.body
+        elif isinstance(node, ast.ImportFrom) and not type_checking:
+            statements = [node]
+        else:
+            continue
+        for statement in statements:
+            assert isinstance(statement, ast.ImportFrom)
+            assert statement.module is not None
+            if statement.module.startswith("nisse_llm."):
+                for alias in statement.names:
+                    if not alias.name.startswith("_"):
+                        found[alias.asname or alias.name] = statement.module
+    return found
+
+
+EAGER = _imports(type_checking=False)
+
+
+def test_each_lazy_name_is_listed_once_where_the_type_checker_reads_it() -> None:
+    """The lazy table names each name once, and the module the type checker reads it from
+    (so a name cannot come from one module at run time and another for its types)."""
+    listed = [name for names in nisse_llm._LAZY_FROM.values() for name in names]
+    assert len(listed) == len(set(listed))
+    assert _imports(type_checking=True) == nisse_llm._LAZY
+
+
+def test_all_is_the_eager_and_the_lazy_names() -> None:
+    """__all__ lists each name imported eagerly or lazily, and nothing else."""
+    assert set(nisse_llm.__all__) == set(EAGER) | set(nisse_llm._LAZY)
+    assert not set(EAGER) & set(nisse_llm._LAZY)
+
+
 @pytest.mark.parametrize("name", sorted(nisse_llm.__all__))
-def test_every_public_name_resolves(name: str) -> None:
-    """Each public name, eager or lazy, resolves to an object."""
-    assert getattr(nisse_llm, name) is not None
+def test_every_public_name_is_its_home_modules_object(name: str) -> None:
+    """Each public name, eager or lazy, is the very object its home module holds under that
+    name (a class or function by its own name)."""
+    home = nisse_llm._LAZY.get(name) or EAGER[name]
+    value = getattr(nisse_llm, name)
+    assert value is getattr(importlib.import_module(home), name)
+    if inspect.isclass(value) or inspect.isfunction(value):
+        assert value.__name__ == name
 
 
 def test_unknown_attribute_is_an_attribute_error() -> None:

@@ -1,5 +1,5 @@
 """A fleet agent's calls through a role router, written once: ``_async/fleet_driver.py`` is
-the source, ``_sync/fleet_driver.py`` is generated from it by ``tests/gen_sync.py``
+the source, ``_sync/fleet_driver.py`` is generated from it by ``scripts/gen_sync.py``
 (unasync): the agent's mode picks the driver, and with it the router.
 """
 

@@ -1,6 +1,6 @@
-# Generated from bench/_async/fleet_driver.py by tests/gen_sync.py (unasync); do not edit.
+# Generated from bench/_async/fleet_driver.py by scripts/gen_sync.py (unasync); do not edit.
 """A fleet agent's calls through a role router, written once: ``_async/fleet_driver.py`` is
-the source, ``_sync/fleet_driver.py`` is generated from it by ``tests/gen_sync.py``
+the source, ``_sync/fleet_driver.py`` is generated from it by ``scripts/gen_sync.py``
 (unasync): the agent's mode picks the driver, and with it the router.
 """
 

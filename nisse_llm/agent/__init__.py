@@ -5,7 +5,7 @@ model call and tool run is written before it acts, so a task killed at any insta
 opened again finishes with the log an uninterrupted run would have. What a resumed task
 does, and when a run stops, is decided in `nisse_llm.agent.plan` (no I/O);
 `AsyncTask` (`nisse_llm.agent._async.task`) is the one source of `Task`, generated
-from it by ``tests/gen_sync.py``.
+from it by ``scripts/gen_sync.py``.
 """
 
 from __future__ import annotations

@@ -6,9 +6,9 @@ from __future__ import annotations
 import inspect
 import logging
 import warnings
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 from nisse_llm import _telemetry
 from nisse_llm.agent.offer import offer
@@ -16,9 +16,9 @@ from nisse_llm.agent.plan import is_done, unknown_tool_runs
 from nisse_llm.agent.program import Recorded, check_same, same_call, system_change
 from nisse_llm.errors import TaskClosed, TaskPinMismatch
 from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult, ToolSpec
-from nisse_llm.log.toolbox import Toolbox
 from nisse_llm.task.approvals import PendingApproval, awaiting
 from nisse_llm.task.stores import AsyncStoreArg, StoreArg, open_async_store, open_store
+from nisse_llm.tools import Toolbox
 
 if TYPE_CHECKING:
     from nisse_llm._telemetry import AgentTrace
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         OpenedPin,
         ProgramRecord,
         StoredCall,
+        StoredRecord,
         StoredToolRun,
         ToolsRecord,
         UsageTotals,
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AsyncReconcile",
     "AsyncStoreArg",
+    "KeptLog",
     "Reconcile",
     "StoreArg",
     "TaskBase",
@@ -102,8 +104,11 @@ class _Store(Protocol):
 
     def abandon(self) -> None: ...
 
+    def watch(self, written: Callable[[Sequence[StoredRecord]], None]) -> Callable[[], None]: ...
+
 
 S = TypeVar("S", bound=_Store)
+R = TypeVar("R")
 
 
 def checked_router(router: RouterBase[Any, S], store: S, compaction: Any) -> S:
@@ -185,6 +190,30 @@ def tool_runs_of(found: LogRead) -> list[StoredToolRun]:
     return found.tool_runs
 
 
+class KeptLog:
+    """A task's records, read once at opening and kept as its store appends (the router's
+    call and compaction records too), and what the task reads of them: each part computed
+    once per change, never read from the store again."""
+
+    def __init__(self, records: Iterable[StoredRecord]) -> None:
+        from nisse_llm.task.logstore import LogRead
+
+        self._read = LogRead(records=list(records))
+        self._parts: dict[Callable[[LogRead], Any], Any] = {}
+
+    def written(self, batch: Iterable[StoredRecord]) -> None:
+        """The store appended ``batch``."""
+        self._read.records.extend(batch)
+        self._parts.clear()
+
+    def part(self, of: Callable[[LogRead], R]) -> R:
+        """``of(records)``, computed once per change (a list is the caller's own copy)."""
+        if of not in self._parts:
+            self._parts[of] = of(self._read)
+        found: R = self._parts[of]
+        return cast("R", list(found)) if isinstance(found, list) else found
+
+
 class TaskBase(Generic[S]):
     """A task's store and pin, the log the next request sends, and its state in the file."""
 
@@ -201,8 +230,13 @@ class TaskBase(Generic[S]):
         offered_tools: list[ToolSpec] | None = None,
         pin_changes: tuple[str, ...] = (),
         program: list[Recorded] | None = None,
+        records: Iterable[StoredRecord] = (),
     ) -> None:
         self._store = store
+        #: The records as `resume` read them, kept as the store appends: `events`,
+        #: `history` and `usage` read these, not the store.
+        self._kept = KeptLog(records)
+        self._unwatch = store.watch(self._kept.written)
         self._pin_changes = pin_changes
         #: The driver's lease of a task file, released as the task closes.
         self._held = lease
@@ -327,6 +361,7 @@ class TaskBase(Generic[S]):
         if self._closed:
             return False
         self._closed = True
+        self._unwatch()
         return True
 
     def __del__(self) -> None:
@@ -334,6 +369,7 @@ class TaskBase(Generic[S]):
         if getattr(self, "_closed", True):
             return
         self._closed = True
+        self._unwatch()
         warnings.warn(
             f"{self!r} was never closed; its lease is released now: close the task "
             "(open it in a with block)",

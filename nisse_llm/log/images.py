@@ -26,7 +26,7 @@ the providers' documentation, December 2026):
   is refused); "up to 50 MB total payload size per request" and "up to 500 individual
   image inputs per request".
 
-Both routes enforce the strictest of these: the chat route may reach an Anthropic model
+Every route enforces the strictest of these: the chat route may reach an Anthropic model
 behind the proxy, and the renderer cannot know which provider serves a model name.
 """
 

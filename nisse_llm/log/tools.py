@@ -3,7 +3,7 @@
 A function's parameters become a pydantic model (``<name>_arguments``, unknown keys
 forbidden), its docstring's summary the description and its ``Args:`` / ``Parameters`` /
 ``:param:`` entries the parameters' descriptions. The model's JSON Schema is then made
-portable, one schema both routes accept as it is:
+portable, one schema every route accepts as it is:
 
 - ``title`` keys are dropped (pydantic's noise, billed as input on every call);
 - ``$defs`` are inlined wherever a ``$ref`` points (LiteLLM's chat-to-Anthropic translation
@@ -42,7 +42,6 @@ from pydantic import (
 __all__ = [
     "ANTHROPIC_STRICT_KEYWORDS",
     "OPENAI_STRICT_KEYWORDS",
-    "REPEATABLE_MARK",
     "TOOL_NAME_PATTERN",
     "Dialect",
     "HasToolSpecs",
@@ -309,23 +308,15 @@ def _no_schema(fn: Callable[..., Any], tool: str, model: type[BaseModel]) -> Typ
     return TypeError(f"tool {tool!r}: its parameters have no JSON Schema")
 
 
-#: The attribute `ToolSpec.from_function` sets on a function marked repeatable (or not).
-REPEATABLE_MARK = "__nisse_llm_repeatable__"
-
-
 def spec_from_function(
     fn: Callable[..., Any],
     *,
     name: str | None = None,
     description: str | None = None,
-    repeatable: bool | None = None,
+    repeatable: bool = False,
 ) -> ToolSpec:
-    """`ToolSpec.from_function`: name, docstring summary and parameters of ``fn``."""
-    if repeatable is None:
-        repeatable = bool(getattr(fn, REPEATABLE_MARK, False))
-    else:
-        # A bound method keeps its attributes on the function behind it.
-        setattr(getattr(fn, "__func__", fn), REPEATABLE_MARK, repeatable)
+    """`ToolSpec.from_function`: name, docstring summary and parameters of ``fn`` (which it
+    only reads)."""
     summary, _ = parse_docstring(fn.__doc__)
     tool = _check_name(name or str(getattr(fn, "__name__", "")), fn, _NAME_FUNCTION)
     model = arguments_model(fn, tool=tool)
@@ -423,7 +414,7 @@ def _tidy(node: dict[str, Any]) -> dict[str, Any]:
 
 
 def portable_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """A pydantic JSON Schema made one both routes accept (see the module docstring)."""
+    """A pydantic JSON Schema made one every route accepts (see the module docstring)."""
     source = copy.deepcopy(dict(schema))
     defs: dict[str, Any] = source.pop("$defs", {})
     kept: set[str] = set()
@@ -560,13 +551,13 @@ class ToolSpec(BaseModel):
         *,
         name: str | None = None,
         description: str | None = None,
-        repeatable: bool | None = None,
+        repeatable: bool = False,
     ) -> ToolSpec:
         """A spec from a function (sync or async): its name, its docstring's summary, and a
         schema of its parameters from their type hints and the docstring's ``Args:``.
 
-        ``repeatable=True`` (or False) also marks ``fn`` itself, so a `Toolbox` holding it
-        knows; None reads the mark (not repeatable when unmarked).
+        ``repeatable`` is the spec's own (`repeatable`); ``fn`` is only read, never marked.
+        A `Toolbox` learns which of its tools are repeatable from its ``repeatable=`` names.
         """
         return spec_from_function(fn, name=name, description=description, repeatable=repeatable)
 

@@ -1,4 +1,4 @@
-"""Text both routes send on the log's behalf, kept in one place so the routes say the same."""
+"""Text every route sends on the log's behalf, kept in one place so the routes say the same."""
 
 from __future__ import annotations
 

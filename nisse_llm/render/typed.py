@@ -53,7 +53,7 @@ from nisse_llm.log.canonical import (
     as_events,
     as_tool_specs,
 )
-from nisse_llm.log.toolbox import validation_feedback
+from nisse_llm.log.tool_text import validation_feedback
 from nisse_llm.routes import ROUTE_TABLE
 
 __all__ = [

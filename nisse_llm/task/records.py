@@ -507,6 +507,8 @@ class ResumedTask(Generic[Store]):
     tool_runs: list[StoredToolRun] = field(default_factory=list)
     #: The tool specs the task last offered the model (None: it recorded none).
     offered_tools: list[ToolSpec] | None = None
+    #: Every complete record, in file order, as `resume` read it.
+    records: list[StoredRecord] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

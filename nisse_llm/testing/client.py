@@ -4,7 +4,7 @@ For an agent's own unit tests: hand the agent a `ScriptedClient` where it expect
 `LiteLLMClient`, script the model's turns, then assert on the calls it recorded.
 A turn is a `Reply` (or a plain string, a text reply) or an exception to raise.
 `AsyncScriptedClient` is the one source of `ScriptedClient`, generated from it by
-``tests/gen_sync.py``.
+``scripts/gen_sync.py``.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ the route table (`nisse_llm.routes`): `LiteLLMClient` posts chat completions,
 `AnthropicPassthroughClient` posts Anthropic messages (`OpenAIResponsesClient`, in
 `nisse_llm.transport.responses_client`, the Responses API); the async twins differ only in awaiting the send and the sleep, and are the
 one source of the sync code (`nisse_llm.transport._async.clients`, from which
-``tests/gen_sync.py`` generates `nisse_llm.transport._sync.clients`). ``stream()``
+``scripts/gen_sync.py`` generates `nisse_llm.transport._sync.clients`). ``stream()``
 is ``complete()`` read as server-sent events: a `ReplyStream` (or `AsyncReplyStream`)
 yields typed deltas, then holds the very events ``complete()`` would have returned.
 """

@@ -5,7 +5,7 @@ with its own connection pool, and layers the role's profile under each call's op
 With a task file (``store=``) it records every call as it starts and as it ends. With a
 `CompactionPolicy` (``compaction=``) it compacts a call's log near the model's window.
 `AsyncRoleRouter` (`nisse_llm.transport._async.routers`) is the one source of
-`RoleRouter`, generated from it by ``tests/gen_sync.py``.
+`RoleRouter`, generated from it by ``scripts/gen_sync.py``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Bounds on numbers and strings a server reports, shared by both routes' response models.
+"""Bounds on numbers and strings a server reports, shared by every route's response models.
 
 A token count is a JSON integer from 0 to 10^12: a boolean, a string, a float or a
 negative or absurd number is a malformed reply, never metered. A model name is kept to

@@ -25,8 +25,8 @@ from pathlib import Path
 
 from nisse_llm.agent import AsyncTask, Task
 from nisse_llm.config.settings import Settings, load_settings
-from nisse_llm.log.toolbox import Toolbox
 from nisse_llm.testing import slow
+from nisse_llm.tools import Toolbox
 from tests.agent.helpers import QUESTION, SideEffects, scripted, two_steps
 from tests.taskrecord.helpers import BASE_URL, ROLES, TOKEN
 

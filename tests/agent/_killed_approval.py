@@ -17,10 +17,10 @@ from pathlib import Path
 
 from nisse_llm.agent import Task
 from nisse_llm.errors import ApprovalRefused
-from nisse_llm.log.toolbox import Toolbox
 from nisse_llm.task.approvals import decision_record
 from nisse_llm.task.logstore import FileTaskStore
 from nisse_llm.testing import RecordedRequest, ToolUse, Turn, reply
+from nisse_llm.tools import Toolbox
 from nisse_llm.transport.routers import RoleRouter
 from tests.agent._killed_loop import PointedTransport, Points, _pointed_write
 from tests.taskrecord.helpers import make_pin

@@ -27,7 +27,6 @@ from typing import Any
 import httpx
 
 from nisse_llm.agent import Task
-from nisse_llm.log.toolbox import Toolbox
 from nisse_llm.task.summaries import CompactionPolicy
 from nisse_llm.testing import (
     RecordedRequest,
@@ -38,6 +37,7 @@ from nisse_llm.testing import (
     anthropic_failure,
     reply,
 )
+from nisse_llm.tools import Toolbox
 from nisse_llm.transport.routers import RoleRouter
 from tests.taskrecord.helpers import make_pin
 

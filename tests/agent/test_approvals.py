@@ -12,9 +12,9 @@ from pydantic import BaseModel
 
 from nisse_llm import ApprovalRefused, AsyncTask, Task
 from nisse_llm.log.canonical import ToolCall, ToolResult
-from nisse_llm.log.toolbox import Toolbox
 from nisse_llm.task.logstore import FileTaskStore
 from nisse_llm.testing import ToolUse, reply
+from nisse_llm.tools import Toolbox
 from tests.agent.helpers import QUESTION, SideEffects, scripted
 from tests.taskrecord.helpers import task_cli
 

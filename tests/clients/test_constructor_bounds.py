@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import httpx
 import pytest
 
 from nisse_llm import (
@@ -16,8 +17,10 @@ from nisse_llm import (
     ConfigError,
     LiteLLMClient,
     RoleRouter,
+    UserText,
+    defaults,
 )
-from nisse_llm.testing import ScriptedRouter
+from nisse_llm.testing import Script, ScriptedRouter, ScriptedTransport, reply
 from tests.taskrecord.helpers import make_pin
 
 CLIENTS = [
@@ -96,7 +99,32 @@ def test_the_scripted_router_checks_them_too() -> None:
         ScriptedRouter(call_deadline_s=math.nan)
 
 
+class _Timeouts(httpx.BaseTransport):
+    """Notes each request's timeouts, then hands it to the scripted upstream."""
+
+    def __init__(self, inner: httpx.BaseTransport) -> None:
+        self.inner = inner
+        self.seen: list[dict[str, float | None]] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.seen.append(dict(request.extensions["timeout"]))
+        return self.inner.handle_request(request)
+
+
 def test_defaults_and_none_pass() -> None:
-    """None keeps a keyword's default, and in-range values are accepted unchanged."""
-    client = LiteLLMClient("http://h", "sk-test", timeout_s=None, connect_timeout_s=5, max_tokens=1)
-    client.close()
+    """None keeps a keyword's default, and in-range values are sent unchanged: the read
+    timeout is the chat default, the connect timeout and ``max_tokens`` the values given."""
+    script = Script().chat(reply("ok"))
+    timeouts = _Timeouts(ScriptedTransport(script))
+    with LiteLLMClient(
+        "http://h",
+        "sk-test",
+        timeout_s=None,
+        connect_timeout_s=5,
+        max_tokens=1,
+        transport=timeouts,
+    ) as client:
+        client.complete([UserText(text="hi")], None, "gpt-x")
+    assert timeouts.seen[0]["read"] == defaults.CHAT_TIMEOUT_S
+    assert timeouts.seen[0]["connect"] == 5
+    assert script.requests[0].json["max_tokens"] == 1

@@ -51,7 +51,7 @@ def test_every_page_is_built(site: Path) -> None:
         assert built.is_file(), f"{page} was not built ({built})"
 
 
-@pytest.mark.parametrize("module", ["nisse_llm", "nisse_llm.testing", "nisse_llm.logstore"])
+@pytest.mark.parametrize("module", ["nisse_llm", "nisse_llm.testing", "nisse_llm.task.logstore"])
 def test_every_public_name_has_a_generated_entry(site: Path, module: str) -> None:
     """The reference holds a docstring-generated entry for each name of the module's
     ``__all__`` (mkdocstrings anchors each one by its dotted path; a name the package

@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from nisse_llm import AssistantText, Toolbox, ToolCall, ToolResult, ToolSpec, UserText
 from nisse_llm.log.images import Image
-from nisse_llm.log.toolbox import result_text
+from nisse_llm.log.tool_text import result_text
 from nisse_llm.testing.images import png
 from tests.tools.signatures import Point, Shape, draw, fetch, grep, positional, tricky_names
 
@@ -280,22 +280,47 @@ def test_a_list_without_images_stays_json() -> None:
     assert result_text(["a", 1]) == '["a",1]'
 
 
-def test_a_tool_is_not_repeatable_unless_named_or_marked() -> None:
-    """`is_repeatable` is False by default, True for a name given in ``repeatable`` and for
-    a function marked by ``ToolSpec.from_function(fn, repeatable=True)``."""
+def test_a_tool_is_repeatable_only_when_its_box_names_it() -> None:
+    """`is_repeatable` is False by default and True for a name given in ``repeatable``; a
+    spec built with ``repeatable=True`` says so itself and tells no box anything."""
 
-    def marked(path: str) -> str:
+    def read(path: str) -> str:
         """Read a file."""
         return path
 
-    spec = ToolSpec.from_function(marked, repeatable=True)
-    box = Toolbox([add, explode, marked], repeatable={"add"})
+    spec = ToolSpec.from_function(read, repeatable=True)
+    box = Toolbox([add, explode, read], repeatable={"add"})
 
     assert spec.repeatable is True
     assert (box.is_repeatable("add"), box.is_repeatable("explode")) == (True, False)
-    assert box.is_repeatable("marked") is True
+    assert box.is_repeatable("read") is False
     assert box.repeatable == frozenset({"add"})
     assert Toolbox([add]).is_repeatable("add") is False
+
+
+def test_building_a_spec_leaves_the_function_as_it_was() -> None:
+    """``ToolSpec.from_function(fn, repeatable=True)`` sets nothing on ``fn`` (nor on the
+    function behind a bound method), so another box of the same function is unaffected."""
+
+    def read(path: str) -> str:
+        """Read a file."""
+        return path
+
+    class Files:
+        def read(self, path: str) -> str:
+            """Read a file."""
+            return path
+
+    files = Files()
+    before = (dict(vars(read)), dict(vars(Files.read)))
+
+    ToolSpec.from_function(read, repeatable=True)
+    ToolSpec.from_function(files.read, repeatable=True)
+
+    assert (vars(read), vars(Files.read)) == before
+    assert Toolbox([read]).is_repeatable("read") is False
+    assert Toolbox([files.read]).is_repeatable("read") is False
+    assert ToolSpec.from_function(read).repeatable is False
 
 
 def test_repeatable_never_reaches_the_wire() -> None:

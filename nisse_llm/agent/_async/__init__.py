@@ -1,2 +1,2 @@
 """The async task loop: the one source of `nisse_llm.agent._sync`, generated from it by
-``tests/gen_sync.py`` (unasync)."""
+``scripts/gen_sync.py`` (unasync)."""

@@ -1,5 +1,5 @@
 """A task's sub-tasks' usage, written once: ``_async/delegation.py`` is the source,
-``_sync/delegation.py`` is generated from it by ``tests/gen_sync.py`` (unasync). The
+``_sync/delegation.py`` is generated from it by ``scripts/gen_sync.py`` (unasync). The
 delegation itself is `AsyncTask.delegate`; the records it writes are
 `nisse_llm.task.delegation`'s."""
 

@@ -1,5 +1,5 @@
 """Opening and closing a task's store, written once: ``_async/opening.py`` is the source,
-``_sync/opening.py`` is generated from it by ``tests/gen_sync.py`` (unasync)."""
+``_sync/opening.py`` is generated from it by ``scripts/gen_sync.py`` (unasync)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The durable agent loop, written once: ``_async/task.py`` is the source, ``_sync/task.py``
-is generated from it by ``tests/gen_sync.py`` (unasync).
+is generated from it by ``scripts/gen_sync.py`` (unasync).
 
 ``AsyncTask.open(path, pin, prompt=...)`` begins the task or resumes it; ``run`` steps until
 the model answers without tool calls. Every step is written before it acts (see
@@ -19,23 +19,16 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from nisse_llm import defaults
 from nisse_llm._closing import AsyncClosing
-from nisse_llm.agent._async import delegation, io, opening
+from nisse_llm.agent._async import io, opening
+from nisse_llm.agent._async.reads import AsyncTaskReads
 from nisse_llm.agent._base import (
     AsyncReconcile,
     AsyncStoreArg,
-    TaskBase,
     areconciled,
     checked_router,
-    history_of,
     open_async_store,
-    pending_approvals_of,
     router_pin,
-    tool_runs_of,
     toolbox_of,
-    unknown_calls_of,
-    unknown_tool_runs_of,
-    usage_of,
-    view_of,
 )
 from nisse_llm.agent.plan import (
     Finish,
@@ -68,12 +61,10 @@ from nisse_llm.agent.program import (
 )
 from nisse_llm.log.canonical import (
     CanonicalEvent,
-    ToolCall,
     ToolResult,
     UserImage,
     UserText,
 )
-from nisse_llm.log.toolbox import Toolbox
 from nisse_llm.task.approvals import (
     ApprovalRecord,
     PendingApproval,
@@ -81,13 +72,14 @@ from nisse_llm.task.approvals import (
     decision_record,
     denied_result,
 )
-from nisse_llm.task.delegation import ParentRecord, child_key, children_of, parent_of
+from nisse_llm.task.delegation import ParentRecord, child_key, parent_of
 from nisse_llm.task.records import (
     ProgramRecord,
     ToolRunRecord,
     pending_calls,
 )
 from nisse_llm.task.repin import default_by
+from nisse_llm.tools import Toolbox
 from nisse_llm.transport.routers import AsyncRoleRouter
 
 if TYPE_CHECKING:
@@ -97,13 +89,9 @@ if TYPE_CHECKING:
     from nisse_llm.config.settings import Pin, Settings
     from nisse_llm.log.images import Image
     from nisse_llm.task.lease import FileLease
-    from nisse_llm.task.logstore import AsyncTaskStore, LogRead
+    from nisse_llm.task.logstore import AsyncTaskStore
     from nisse_llm.task.records import (
         ResumedTask,
-        StoredCall,
-        StoredToolRun,
-        UsageTotal,
-        UsageTotals,
     )
     from nisse_llm.task.summaries import CompactionPolicy
 
@@ -115,7 +103,7 @@ Tools = Toolbox | Iterable[Callable[..., Any]] | None
 R = TypeVar("R")
 
 
-class AsyncTask(TaskBase["AsyncTaskStore"], AsyncClosing):
+class AsyncTask(AsyncTaskReads, AsyncClosing):
     """One durable agent task in one task file: open it, say, run; kill it and open again."""
 
     def __init__(
@@ -150,6 +138,7 @@ class AsyncTask(TaskBase["AsyncTaskStore"], AsyncClosing):
             offered_tools=resumed.offered_tools,
             pin_changes=pin_changes,
             program=program,
+            records=resumed.records,
         )
 
     @classmethod
@@ -233,54 +222,6 @@ class AsyncTask(TaskBase["AsyncTaskStore"], AsyncClosing):
         self._check_open("router")
         return self._router
 
-    @property
-    def events(self) -> io.Read[list[CanonicalEvent]]:
-        """The log the next request sends: the file's compacted view, repaired (read from
-        the store: ``await task.events``)."""
-        self._check_open("events")
-        return self._reading(view_of)
-
-    @property
-    def history(self) -> io.Read[list[CanonicalEvent]]:
-        """Every event the task file holds, compactions included, in file order (read from
-        the store: ``await task.history``)."""
-        self._check_open("history")
-        return self._reading(history_of)
-
-    @property
-    def usage(self) -> io.Read[UsageTotals]:
-        """The usage of every recorded call (tokens and cost, overall and per role; read
-        from the store: ``await task.usage``)."""
-        self._check_open("usage")
-        return self._reading(usage_of)
-
-    @property
-    def unknown_calls(self) -> io.Read[list[StoredCall]]:
-        """The start records of model calls that never ended: possibly billed (read from the
-        store: ``await task.unknown_calls``)."""
-        self._check_open("unknown_calls")
-        return self._reading(unknown_calls_of)
-
-    @property
-    def unknown_tool_runs(self) -> io.Read[list[ToolCall]]:
-        """The tool calls whose run was cut and whose outcome is unknown (answered by an
-        error result saying so; read from the store: ``await task.unknown_tool_runs``)."""
-        self._check_open("unknown_tool_runs")
-        return self._reading(unknown_tool_runs_of)
-
-    @property
-    def tool_runs(self) -> io.Read[list[StoredToolRun]]:
-        """Every tool-run record of the file (read from the store: ``await task.tool_runs``)."""
-        self._check_open("tool_runs")
-        return self._reading(tool_runs_of)
-
-    @property
-    def pending_approvals(self) -> io.Read[list[PendingApproval]]:
-        """The tool calls awaiting a person's approval, in the order recorded (read from
-        the store: ``await task.pending_approvals``)."""
-        self._check_open("pending_approvals")
-        return self._reading(pending_approvals_of)
-
     async def approve(self, call_id: str, *, by: str | None = None) -> None:
         """Approve the call ``call_id`` awaiting approval, ``by`` whom (default:
         ``user@host``): the next run runs it. `ApprovalRefused` (nothing written) for a
@@ -307,9 +248,6 @@ class AsyncTask(TaskBase["AsyncTaskStore"], AsyncClosing):
         )
         await self._store.append_approval(record)
         self._settled = False  # the next step finishes the call as decided
-
-    async def _reading(self, part: Callable[[LogRead], R]) -> R:
-        return part(await self._store.read())
 
     async def say(self, text: str, *, images: Iterable[Image] = ()) -> None:
         """Append a user message (its text, then its images), durably, in one write; a
@@ -609,20 +547,6 @@ class AsyncTask(TaskBase["AsyncTaskStore"], AsyncClosing):
         if not result.pending_approvals:
             await self._ended(found, run_result_record(result, None))
         return result
-
-    @property
-    def children(self) -> io.Read[list[str]]:
-        """The keys of the sub-tasks this task delegated to, in order (read from the store:
-        ``await task.children``)."""
-        self._check_open("children")
-        return self._reading(lambda found: children_of(found.records))
-
-    @property
-    def total_usage(self) -> io.Read[UsageTotal]:
-        """The usage of this task and of all its sub-tasks, theirs in turn (read from the
-        store: ``await task.total_usage``)."""
-        self._check_open("total_usage")
-        return delegation.total_usage(self._store)
 
     async def _said(self, text: str) -> None:
         """Append a user message the loop itself adds (not a call of the program)."""

@@ -1,6 +1,6 @@
-# Generated from nisse_llm/agent/_async/delegation.py by tests/gen_sync.py (unasync); do not edit.
+# Generated from nisse_llm/agent/_async/delegation.py by scripts/gen_sync.py (unasync); do not edit.
 """A task's sub-tasks' usage, written once: ``_async/delegation.py`` is the source,
-``_sync/delegation.py`` is generated from it by ``tests/gen_sync.py`` (unasync). The
+``_sync/delegation.py`` is generated from it by ``scripts/gen_sync.py`` (unasync). The
 delegation itself is `Task.delegate`; the records it writes are
 `nisse_llm.task.delegation`'s."""
 

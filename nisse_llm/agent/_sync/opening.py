@@ -1,6 +1,6 @@
-# Generated from nisse_llm/agent/_async/opening.py by tests/gen_sync.py (unasync); do not edit.
+# Generated from nisse_llm/agent/_async/opening.py by scripts/gen_sync.py (unasync); do not edit.
 """Opening and closing a task's store, written once: ``_async/opening.py`` is the source,
-``_sync/opening.py`` is generated from it by ``tests/gen_sync.py`` (unasync)."""
+``_sync/opening.py`` is generated from it by ``scripts/gen_sync.py`` (unasync)."""
 
 from __future__ import annotations
 

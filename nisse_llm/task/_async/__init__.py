@@ -1,2 +1,2 @@
-"""The task stores' async source: ``_sync/`` is generated from it (``tests/gen_sync.py``),
+"""The task stores' async source: ``_sync/`` is generated from it (``scripts/gen_sync.py``),
 except ``io.py``, hand-written on each side."""

@@ -1,7 +1,7 @@
 """The task store in a file, written once: `AsyncFileTaskStore` implements the record
 logic's hooks (`AsyncTaskStore`) over a `FileLog`, its blocking file work run in a worker
 thread. ``_sync/filestore.py`` (`FileTaskStore`) is generated from this source by
-``tests/gen_sync.py``; `nisse_llm.task.logstore` says what the file store promises.
+``scripts/gen_sync.py``; `nisse_llm.task.logstore` says what the file store promises.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-# Generated from nisse_llm/task/_async/filestore.py by tests/gen_sync.py (unasync); do not edit.
+# Generated from nisse_llm/task/_async/filestore.py by scripts/gen_sync.py (unasync); do not edit.
 """The task store in a file, written once: `FileTaskStore` implements the record
 logic's hooks (`TaskStore`) over a `FileLog`, its blocking file work run in a worker
 thread. ``_sync/filestore.py`` (`FileTaskStore`) is generated from this source by
-``tests/gen_sync.py``; `nisse_llm.task.logstore` says what the file store promises.
+``scripts/gen_sync.py``; `nisse_llm.task.logstore` says what the file store promises.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-# Generated from nisse_llm/task/_async/postgres.py by tests/gen_sync.py (unasync); do not edit.
+# Generated from nisse_llm/task/_async/postgres.py by scripts/gen_sync.py (unasync); do not edit.
 """Tasks in PostgreSQL, written once: `PostgresTaskStore` on psycopg's async
 connection; ``_sync/postgres.py`` (`PostgresTaskStore`) is generated from this source by
 ``tests/gen_sync.py``. `nisse_llm.task.postgres` says what the stores promise.

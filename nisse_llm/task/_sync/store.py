@@ -1,9 +1,9 @@
-# Generated from nisse_llm/task/_async/store.py by tests/gen_sync.py (unasync); do not edit.
+# Generated from nisse_llm/task/_async/store.py by scripts/gen_sync.py (unasync); do not edit.
 """The task store, written once: the record logic (header and pin check, numbering, id
 claims, batches, compaction, resume, import) in `TaskStore`, over a few abstract
 ``_x_*`` hooks that its siblings implement: `FileTaskStore` (``filestore.py``) and
 `PostgresTaskStore` (``postgres.py``). ``_sync/store.py`` (`TaskStore`) is generated
-from this source by ``tests/gen_sync.py``.
+from this source by ``scripts/gen_sync.py``.
 """
 
 from __future__ import annotations
@@ -91,6 +91,8 @@ class TaskStore(io.NextSeq, Closing, ABC):
         # The log as this store last read or wrote it, and the log state it was then: a
         # task opened (pin, prompt, resume, first id check) reads its records once.
         self._known: tuple[object, LogRead] | None = None
+        # Told of each batch this store object writes (an open task keeps its records so).
+        self._watchers: list[Callable[[Sequence[StoredRecord]], None]] = []
 
     @property
     @abstractmethod
@@ -146,6 +148,12 @@ class TaskStore(io.NextSeq, Closing, ABC):
     def export_lines(self) -> list[bytes]:
         """Every complete record's line as stored (no newline), in order: what ``task
         export`` prints."""
+
+    def watch(self, written: Callable[[Sequence[StoredRecord]], None]) -> Callable[[], None]:
+        """Call ``written`` with each batch this store object appends, once it is durable
+        (an open task keeps its records so, reading none back); returns what stops it."""
+        self._watchers.append(written)
+        return lambda: self._watchers.remove(written)
 
     def append(self, records: StoredRecord | Iterable[StoredRecord]) -> None:
         """Append one record or several, durably, in one write; refuse any out-of-order number.
@@ -441,6 +449,7 @@ class TaskStore(io.NextSeq, Closing, ABC):
             unknown_calls=found.unknown_calls,
             tool_runs=found.tool_runs,
             offered_tools=offered_tools(found.records),
+            records=list(found.records),
         )
 
     def repair(self) -> bytes | None:
@@ -528,6 +537,8 @@ class TaskStore(io.NextSeq, Closing, ABC):
         self._x_write(batch, lines)
         if known is not None:
             self._known = (self._x_state(), LogRead(records=[*known[1].records, *batch]))
+        for written in list(self._watchers):
+            written(batch)
 
     # The hooks: what a store does inside ``_exclusive()``, and how it gets it.
 

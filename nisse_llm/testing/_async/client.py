@@ -1,5 +1,5 @@
 """The scripted client, written once: ``_async/client.py`` is the source, ``_sync/client.py``
-is generated from it by ``tests/gen_sync.py`` (unasync). The turns, the calls and how a
+is generated from it by ``scripts/gen_sync.py`` (unasync). The turns, the calls and how a
 turn becomes a reply are `nisse_llm.testing._scripted`.
 """
 

@@ -1,5 +1,5 @@
 """A route's client and its stream, written once: ``_async/clients.py`` is the source,
-``_sync/clients.py`` is generated from it by ``tests/gen_sync.py`` (unasync).
+``_sync/clients.py`` is generated from it by ``scripts/gen_sync.py`` (unasync).
 
 A route's client is `AsyncRouteClient` with that route's `RouteSpec` (the route classes
 are in `nisse_llm.transport.clients`). `completion` is the one place a call is sent

@@ -1,5 +1,5 @@
 """Model limits on the clients and routers, written once: ``_async/headroom.py`` is the
-source, ``_sync/headroom.py`` is generated from it by ``tests/gen_sync.py`` (unasync).
+source, ``_sync/headroom.py`` is generated from it by ``scripts/gen_sync.py`` (unasync).
 
 The requests themselves (`SideRequest`) and what is read from them are in
 `nisse_llm.transport._headroom`; the mixins here send them and sleep between attempts.

@@ -1,6 +1,6 @@
-# Generated from nisse_llm/transport/_async/clients.py by tests/gen_sync.py (unasync); do not edit.
+# Generated from nisse_llm/transport/_async/clients.py by scripts/gen_sync.py (unasync); do not edit.
 """A route's client and its stream, written once: ``_async/clients.py`` is the source,
-``_sync/clients.py`` is generated from it by ``tests/gen_sync.py`` (unasync).
+``_sync/clients.py`` is generated from it by ``scripts/gen_sync.py`` (unasync).
 
 A route's client is `SyncRouteClient` with that route's `RouteSpec` (the route classes
 are in `nisse_llm.transport.clients`). `completion` is the one place a call is sent

@@ -1,6 +1,6 @@
-# Generated from nisse_llm/transport/_async/headroom.py by tests/gen_sync.py (unasync); do not edit.
+# Generated from nisse_llm/transport/_async/headroom.py by scripts/gen_sync.py (unasync); do not edit.
 """Model limits on the clients and routers, written once: ``_async/headroom.py`` is the
-source, ``_sync/headroom.py`` is generated from it by ``tests/gen_sync.py`` (unasync).
+source, ``_sync/headroom.py`` is generated from it by ``scripts/gen_sync.py`` (unasync).
 
 The requests themselves (`SideRequest`) and what is read from them are in
 `nisse_llm.transport._headroom`; the mixins here send them and sleep between attempts.

@@ -1,6 +1,6 @@
-# Generated from nisse_llm/transport/_async/routers.py by tests/gen_sync.py (unasync); do not edit.
+# Generated from nisse_llm/transport/_async/routers.py by scripts/gen_sync.py (unasync); do not edit.
 """The role router, written once: ``_async/routers.py`` is the source, ``_sync/routers.py``
-is generated from it by ``tests/gen_sync.py`` (unasync).
+is generated from it by ``scripts/gen_sync.py`` (unasync).
 
 The pin resolves a role to its model, the model to its route's client; the role's profile
 is layered under each call's options. With a task file (``store=``) every call is recorded

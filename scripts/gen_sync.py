@@ -1,14 +1,16 @@
-"""Write the sync clients, routers, scripted client and fleet driver from their async
-sources (unasync).
+"""Write the sync clients, routers, scripted client, task stores and fleet driver from
+their async sources (unasync).
 
-``python -m tests.gen_sync`` rewrites every ``_sync/`` module listed in `SOURCES` from
+``python -m scripts.gen_sync`` rewrites every ``_sync/`` module listed in `SOURCES` from
 its ``_async/`` twin: ``async``/``await`` dropped, the names in `NAMES` swapped (in code,
 and in docstrings and comments, with the phrases in `PHRASES`), then ruff-formatted. The
-generated files are committed; tests/test_generated_sync.py fails when one is stale.
+generated files are committed. ``--check`` writes nothing: it names each stale file and
+exits 1 (``make lint`` runs it; tests/test_generated_sync.py checks the same).
 """
 
 from __future__ import annotations
 
+import argparse
 import re
 import shutil
 import subprocess
@@ -20,7 +22,7 @@ import tokenize_rt
 import unasync
 
 ROOT = Path(__file__).resolve().parents[1]
-COMMAND = "python -m tests.gen_sync"
+COMMAND = "python -m scripts.gen_sync"
 #: The async sources (each generates the same path with ``_async`` -> ``_sync``).
 SOURCES = (
     "nisse_llm/transport/_async/headroom.py",
@@ -28,6 +30,7 @@ SOURCES = (
     "nisse_llm/transport/_async/routers.py",
     "nisse_llm/testing/_async/client.py",
     "nisse_llm/agent/_async/task.py",
+    "nisse_llm/agent/_async/reads.py",
     "nisse_llm/agent/_async/delegation.py",
     "nisse_llm/agent/_async/opening.py",
     "bench/_async/fleet_driver.py",
@@ -60,6 +63,7 @@ NAMES = {
     "handle_async_request": "handle_request",
     "run_async": "run_sync",
     "AsyncTask": "Task",
+    "AsyncTaskReads": "TaskReads",
     "arun": "run",
     "AsyncReconcile": "Reconcile",
     "areconciled": "reconciled",
@@ -93,7 +97,7 @@ def _name(word: str, names: dict[str, str]) -> str:
 
 
 def _header(source: str) -> str:
-    return f"# Generated from {source} by tests/gen_sync.py (unasync); do not edit.\n"
+    return f"# Generated from {source} by scripts/gen_sync.py (unasync); do not edit.\n"
 
 
 def generate() -> dict[str, str]:
@@ -138,12 +142,30 @@ def _format(text: str, path: str) -> str:
     return text
 
 
-def main() -> int:
-    for target, text in generate().items():
-        path = ROOT / target
-        if not path.exists() or path.read_text(encoding="utf-8") != text:
-            path.write_text(text, encoding="utf-8")
-            print(f"wrote {target}")
+def stale(generated: dict[str, str]) -> list[str]:
+    """The sync paths whose committed file is missing or differs from ``generated``."""
+    return [
+        target
+        for target, text in generated.items()
+        if not (ROOT / target).exists() or (ROOT / target).read_text(encoding="utf-8") != text
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=COMMAND, description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 naming each stale file"
+    )
+    args = parser.parse_args(argv)
+    generated = generate()
+    behind = stale(generated)
+    if args.check:
+        for target in behind:
+            print(f"{target} is stale: run `{COMMAND}` and commit it", file=sys.stderr)
+        return 1 if behind else 0
+    for target in behind:
+        (ROOT / target).write_text(generated[target], encoding="utf-8")
+        print(f"wrote {target}")
     return 0
 
 
