@@ -60,10 +60,13 @@ bench-smoke: setup
 	$(PY) -m bench --smoke
 
 # The fleet load run: 16 agent processes on two proxy instances sharing one Redis; writes bench/FLEET.md.
-# Then the durable fleet: workers on a PostgreSQL job queue, one killed; bench/FLEET-DURABLE.md.
+# Then the durable fleet: workers on a PostgreSQL job queue, two killed, the database crashed
+# and restarted; bench/FLEET-DURABLE.md. Then the task store at scale through PgBouncer
+# (1,000 tasks, 8 workers, two killed); bench/TASKSTORE-SCALE.md.
 fleet: setup proxy
 	$(PY) -m bench.fleet
 	$(PY) -m bench.fleet_durable
+	$(PY) -m bench.taskstore_scale
 
 setup: $(VENV)/.installed pgbouncer
 
