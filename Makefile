@@ -33,7 +33,7 @@ define locked_venv
 	$(1)/bin/python $(PIP_LOCKED) $(2)
 endef
 
-.PHONY: demo test lint docs bench bench-smoke fleet setup proxy mcp lock clean
+.PHONY: demo test lint docs bench bench-smoke fleet setup pgbouncer proxy mcp lock clean
 
 # The main job: a short agent session through a real local LiteLLM proxy.
 demo: setup proxy
@@ -62,12 +62,22 @@ bench-smoke: setup
 	$(PY) -m bench --smoke
 
 # The fleet load run: 16 agent processes on two proxy instances sharing one Redis; writes bench/FLEET.md.
-# Then the durable fleet: workers on a PostgreSQL job queue, one killed; bench/FLEET-DURABLE.md.
+# Then the durable fleet: workers on a PostgreSQL job queue, two killed, the database crashed
+# and restarted; bench/FLEET-DURABLE.md. Then the task store at scale through PgBouncer
+# (1,000 tasks, 8 workers, two killed); bench/TASKSTORE-SCALE.md.
 fleet: setup proxy
 	$(PY) -m bench.fleet
 	$(PY) -m bench.fleet_durable
+	$(PY) -m bench.taskstore_scale
 
-setup: $(VENV)/.installed
+setup: $(VENV)/.installed pgbouncer
+
+# A real PgBouncer (transaction mode) for the pooled task store tests and benches: the
+# machine's own where there is one, else Debian's package (no wheel ships it).
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+pgbouncer:
+	@command -v pgbouncer >/dev/null || test -x /usr/sbin/pgbouncer \
+		|| { $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends pgbouncer; }
 
 $(VENV)/.installed: pyproject.toml locks/pip.txt locks/dev.txt locks/postgres-server.txt
 	$(call locked_venv,$(VENV),locks/dev.txt)

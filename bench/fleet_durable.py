@@ -1,16 +1,20 @@
-"""``python -m bench.fleet_durable [--smoke] [--out PATH]``: a fleet that survives a worker.
+"""``python -m bench.fleet_durable [--smoke] [--out PATH]``: a fleet that survives its workers
+and its database.
 
 Worker processes (`bench.fleet_worker`, standing in for machines) take agent tasks from a
 procrastinate queue in a real PostgreSQL (`LocalPostgres`), call the models through two
 LiteLLM proxy instances sharing one Redis (`bench.fleet.fleet_for`), and keep every task
 in `PostgresTaskStore`, each run as a `Task`. The driver holds the first task's lease until
 a worker has met it busy (`TaskBusy`: that job is tried again later). While they work,
-the first worker seen mid-tool (its non-repeatable tool started, not yet done) is
-SIGKILLed; a supervisor loop hands its stalled jobs back to the queue (procrastinate's
-worker heartbeats), and another worker resumes each task from the store once the dead
-worker's lease is gone, answering the cut tool run with the loop's unknown-outcome result.
-The report (bench/FLEET-DURABLE.md for the full run) gives tasks finished, events lost,
-duplicated tool runs, unknown tool runs, time to take over, and the store's share of a step.
+workers seen mid-tool (a non-repeatable tool started, not yet done) are SIGKILLed one by
+one; a supervisor loop hands their stalled jobs back to the queue (procrastinate's worker
+heartbeats), and another worker resumes each task from the store once the dead worker's
+lease is gone, answering the cut tool run with the loop's unknown-outcome result. Then
+the database (fsync on) is stopped as a crash would (``pg_ctl stop -m immediate``), kept
+down for `Plan.down_s`, and started again: the workers ride it out (`bench.fleet_worker`
+says how) and every task still ends. The report (bench/FLEET-DURABLE.md for the full run)
+gives tasks finished, events lost, duplicated tool runs, unknown tool runs, workers that
+died, time to take over, and the store's share of a step.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import signal
 import statistics
@@ -32,11 +37,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import procrastinate
 import psycopg
 
 from bench.fleet import SMOKE as LOAD_SMOKE
 from bench.fleet import fleet_for
-from bench.fleet_worker import LEDGER, QUEUE, TASK, TOOL_S, make_app
+from bench.fleet_worker import LEDGER, QUEUE, STALLED_WORKER_S, TASK, TOOL_S, make_app
 from nisse_llm.log.canonical import AssistantText
 from nisse_llm.task.postgres import PostgresTaskStore
 from nisse_llm.testing.fleet import LiteLLMFleet
@@ -44,18 +50,22 @@ from nisse_llm.testing.postgres import LocalPostgres
 
 ROOT = Path(__file__).resolve().parent.parent
 #: A worker whose heartbeat is older than this is dead: its jobs go back to the queue.
-STALLED_S = 2.0
+STALLED_S = STALLED_WORKER_S
 
 
 @dataclass(frozen=True)
 class Plan:
     tasks: int
     workers: int
-    timeout_s: float = 180.0
+    #: Workers SIGKILLed mid-tool, one after the other.
+    kills: int = 1
+    #: Seconds the database stays down after its crash (0: no restart).
+    down_s: float = 0.0
+    timeout_s: float = 300.0
 
 
-FULL = Plan(tasks=24, workers=4)
-SMOKE = Plan(tasks=6, workers=3)
+FULL = Plan(tasks=40, workers=5, kills=2, down_s=10.0)
+SMOKE = Plan(tasks=8, workers=3, kills=1, down_s=3.0)
 
 
 @dataclass
@@ -67,7 +77,15 @@ class Result:
     tool_runs: int = 0
     unknown_tool_runs: int = 0
     busy_retries: int = 0
-    killed: str = ""
+    unavailable_retries: int = 0
+    loop_restarts: int = 0
+    killed: list[str] = field(default_factory=list)
+    #: Workers not killed that were gone before the run's end.
+    died: list[str] = field(default_factory=list)
+    down_s: float = 0.0
+    tasks_open_at_crash: int = 0
+    #: When each task the killed workers held lost its driver.
+    killed_at: dict[str, datetime] = field(default_factory=dict)
     killed_tasks: list[str] = field(default_factory=list)
     taken_over_by: dict[str, str] = field(default_factory=dict)
     takeover_s: list[float] = field(default_factory=list)
@@ -79,7 +97,7 @@ class Result:
 def run(plan: Plan, workdir: Path) -> Result:
     """One run: the database, the proxies, the workers, one kill; the tally."""
     result = Result(plan)
-    with LocalPostgres() as database, fleet_for(LOAD_SMOKE) as (fleet, _script):
+    with LocalPostgres(fsync=True) as database, fleet_for(LOAD_SMOKE) as (fleet, _script):
         url = database.url
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute(LEDGER)
@@ -99,9 +117,20 @@ def run(plan: Plan, workdir: Path) -> Result:
         began = time.monotonic()
         release.start()
         try:
-            killed_at = _kill_one(url, plan, workers, result)
-            asyncio.run(_supervise(url, plan, began))
+            _kill(url, plan, workers, result)
+            supervisor = threading.Thread(target=asyncio.run, args=(_supervise(url, plan, began),))
+            supervisor.start()
+            if plan.down_s > 0:
+                _crash_and_restart(database, plan, result)
+            supervisor.join()
             result.wall_s = time.monotonic() - began
+            if result.wall_s >= plan.timeout_s:
+                raise TimeoutError(f"not every task finished within {plan.timeout_s} s")
+            result.died = [
+                name
+                for name, process in workers.items()
+                if name not in result.killed and process.poll() is not None
+            ]
         finally:
             release.join()
             for process in workers.values():
@@ -113,7 +142,7 @@ def run(plan: Plan, workdir: Path) -> Result:
                 except subprocess.TimeoutExpired:
                     process.kill()
                     result.exit_codes[name] = process.wait()
-        _tally(url, plan, workdir, result, killed_at)
+        _tally(url, plan, workdir, result)
     return result
 
 
@@ -144,10 +173,23 @@ def _hold_until_met(held: PostgresTaskStore, workdir: Path, plan: Plan) -> None:
     held.close()
 
 
+def _kill(
+    url: str, plan: Plan, workers: dict[str, subprocess.Popen[bytes]], result: Result
+) -> datetime:
+    """SIGKILL ``plan.kills`` workers, each the first seen mid-tool (a run in the ledger
+    not yet done) among those alive; the moment of the first kill."""
+    first: datetime | None = None
+    for _ in range(plan.kills):
+        at = _kill_one(url, plan, workers, result)
+        first = first or at
+    assert first is not None
+    return first
+
+
 def _kill_one(
     url: str, plan: Plan, workers: dict[str, subprocess.Popen[bytes]], result: Result
 ) -> datetime:
-    """SIGKILL the first worker seen mid-tool (a run in the ledger not yet done); the
+    """SIGKILL a live worker seen mid-tool (a run in the ledger not yet done); the
     moment of the kill. The run's ledger row stays locked until the worker is dead, so the
     tool cannot end first, however late the kill comes on a loaded machine."""
     deadline = time.monotonic() + plan.timeout_s
@@ -155,7 +197,9 @@ def _kill_one(
         while time.monotonic() < deadline:
             with conn.transaction():
                 rows = conn.execute(
-                    "SELECT worker, task FROM fleet_tool_runs WHERE done_at IS NULL FOR UPDATE"
+                    "SELECT worker, task FROM fleet_tool_runs WHERE done_at IS NULL"
+                    " AND worker <> ALL(%s) FOR UPDATE",
+                    (result.killed,),
                 ).fetchall()
                 if rows:
                     victim = str(rows[0][0])
@@ -167,37 +211,63 @@ def _kill_one(
                     ).fetchall()
                     workers[victim].send_signal(signal.SIGKILL)
                     workers[victim].wait()
-                    result.killed = victim
-                    result.killed_tasks = sorted(str(task) for (task,) in held)
-                    return datetime.now(UTC)
+                    now = datetime.now(UTC)
+                    result.killed.append(victim)
+                    result.killed_at |= {str(task): now for (task,) in held}
+                    result.killed_tasks = sorted(result.killed_at)
+                    return now
             time.sleep(0.05)
     raise TimeoutError("no worker was ever seen mid-tool")
 
 
+def _crash_and_restart(database: LocalPostgres, plan: Plan, result: Result) -> None:
+    """Stop the database as a crash would while tasks are open, keep it down
+    ``plan.down_s``, start it again on the same port and data."""
+    with psycopg.connect(database.url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM procrastinate_jobs WHERE status <> 'succeeded'"
+        ).fetchone()
+    result.tasks_open_at_crash = int(row[0]) if row else 0
+    database.stop(mode="immediate")
+    down = time.monotonic()
+    time.sleep(plan.down_s)
+    database.start()
+    result.down_s = time.monotonic() - down
+
+
 async def _supervise(url: str, plan: Plan, began: float) -> None:
     """Hand stalled jobs (their worker's heartbeat stopped) back to the queue until every
-    job has succeeded."""
+    job has succeeded or the plan's time is up; a query the database's restart cut is
+    made again."""
     app = make_app(url)
     async with app.open_async():
         while time.monotonic() - began < plan.timeout_s:
-            for job in await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=STALLED_S):
-                await app.job_manager.retry_job(job)
-            done = await app.connector.execute_query_one_async(
-                "SELECT count(*) AS n FROM procrastinate_jobs WHERE status = 'succeeded'"
-            )
+            try:
+                stalled = await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=STALLED_S)
+                for job in stalled:
+                    await app.job_manager.retry_job(job)
+                done = await app.connector.execute_query_one_async(
+                    "SELECT count(*) AS n FROM procrastinate_jobs WHERE status = 'succeeded'"
+                )
+            except procrastinate.exceptions.ConnectorException:
+                await asyncio.sleep(0.5)
+                continue
             if done["n"] >= plan.tasks:
                 return
             await asyncio.sleep(0.2)
-    raise TimeoutError(f"not every task finished within {plan.timeout_s} s")
 
 
-def _tally(url: str, plan: Plan, workdir: Path, result: Result, killed_at: datetime) -> None:
+def _tally(url: str, plan: Plan, workdir: Path, result: Result) -> None:
     for path in sorted(workdir.glob("worker-*.out")):
         for line in path.read_text().splitlines():
             with contextlib.suppress(json.JSONDecodeError):
                 found = json.loads(line)
                 if "busy" in found:
                     result.busy_retries += 1
+                elif "unavailable" in found:
+                    result.unavailable_retries += 1
+                elif "loop" in found:
+                    result.loop_restarts += 1
                 else:
                     result.steps.append(found)
     acknowledged: dict[str, set[int]] = {}
@@ -219,10 +289,10 @@ def _tally(url: str, plan: Plan, workdir: Path, result: Result, killed_at: datet
         seqs = {record.seq for record in found.records}
         result.lost_events += len(acknowledged.get(key, set()) - seqs)
         result.lost_events += len(set(range(max(seqs, default=-1) + 1)) - seqs)
-        if key in result.killed_tasks:
-            after = [r for r in found.records if r.at > killed_at]
+        if key in result.killed_at:
+            after = [r for r in found.records if r.at > result.killed_at[key]]
             if after:
-                result.takeover_s.append((after[0].at - killed_at).total_seconds())
+                result.takeover_s.append((after[0].at - result.killed_at[key]).total_seconds())
     with psycopg.connect(url, autocommit=True) as conn:
         result.duplicated_tool_runs = int(
             conn.execute(
@@ -244,12 +314,14 @@ def render(result: Result) -> str:
     share = sum(store) / sum(steps) if steps else 0.0
     takeover = max(result.takeover_s) if result.takeover_s else float("nan")
     lines = [
-        "# A fleet that survives a worker",
+        "# A fleet that survives its workers and its database",
         "",
         f"Written by `python -m bench.fleet_durable`: {plan.workers} worker processes on a "
-        "procrastinate queue in PostgreSQL, two LiteLLM proxies sharing one Redis, "
+        "procrastinate queue in PostgreSQL (fsync on), two LiteLLM proxies sharing one Redis, "
         f"{plan.tasks} agent tasks kept in `PostgresTaskStore`, each run by `Task.run` with a "
-        f"tool that is not repeatable; `{result.killed}` SIGKILLed mid-tool.",
+        f"tool that is not repeatable; {', '.join(f'`{k}`' for k in result.killed) or 'none'} "
+        "SIGKILLed mid-tool, then the database crashed (`pg_ctl stop -m immediate`) and "
+        f"was started again {result.down_s:.1f} s later.",
         "",
         "| measure | value |",
         "| --- | --- |",
@@ -259,7 +331,13 @@ def render(result: Result) -> str:
         f"| duplicated non-repeatable tool runs | {result.duplicated_tool_runs} |",
         f"| unknown tool runs (kills that landed mid-tool) | {result.unknown_tool_runs} |",
         f"| jobs tried again, their task busy (`TaskBusy`) | {result.busy_retries} |",
-        f"| tasks the killed worker held | {', '.join(result.killed_tasks) or '-'} |",
+        "| jobs tried again, the store unreachable (`TaskStoreUnavailable`) | "
+        f"{result.unavailable_retries} |",
+        f"| jobs not yet finished when the database crashed | {result.tasks_open_at_crash} |",
+        f"| database down | {result.down_s:.1f} s |",
+        f"| workers that died (not killed) | {', '.join(result.died) or 'none'} |",
+        f"| worker loops started again in their process | {result.loop_restarts} |",
+        f"| tasks the killed workers held | {', '.join(result.killed_tasks) or '-'} |",
         "| finished by | "
         + (", ".join(f"{k}: {v}" for k, v in sorted(result.taken_over_by.items())) or "-")
         + " |",
@@ -278,6 +356,13 @@ def render(result: Result) -> str:
         f"(`fleet_tool_runs`) checks it. A step is a model call and what follows it until "
         f"the next (its tool runs, each working {TOOL_S:.1f} s after its side effect, and "
         "every write); the store's share counts every write and read of the task.",
+        "",
+        "While the database is down every worker's heartbeat stops, so the supervisor "
+        "hands every job in flight back to the queue as soon as it can query again: a "
+        "second worker may then start a task its first worker is still running. The "
+        "task's lease decides which of them drives it (the other meets `TaskBusy` and its "
+        "job is tried again later), not the queue's stalled-job timer; the queue's "
+        "settings only decide how soon a task is tried again.",
     ]
     return "\n".join(lines) + "\n"
 
@@ -290,6 +375,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="where to write the report")
     parser.add_argument("--tasks", type=int, help="agent tasks")
     args = parser.parse_args(argv)
+    # The queue's pool says each failed reconnection while the database is down: expected.
+    logging.getLogger("psycopg.pool").setLevel(logging.CRITICAL)
     plan = SMOKE if args.smoke else FULL
     if args.tasks:
         plan = replace(plan, tasks=args.tasks)

@@ -14,13 +14,24 @@ run again. A task still leased by a live worker (`TaskBusy`) goes back to the qu
 later try. Per model call the worker prints one JSON line on stdout: the task, the
 seconds since the one before (the step), the seconds of them spent in the store, and the
 last record the store acknowledged (a ``last`` line as the run ends); a ``busy`` line
-for each `TaskBusy`.
+for each `TaskBusy`, an ``unavailable`` line for each job the store could not serve (the
+database down: the job is tried again), and a ``loop`` line if the queue's worker loop
+ever ended on its own and was started again.
+
+The worker outlives a restart of its database (`make_app`, `serve`): every query of the
+queue waits for the pool to reconnect rather than failing (the pool's ``timeout``, longer
+than an outage), the worker polls rather than holding a ``LISTEN`` connection (procrastinate
+3.10's listener stops the worker when it cannot reconnect at once), and a job the store
+could not serve (`TaskStoreUnavailable`) is tried again, like one whose task is busy.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
+import signal
 import sys
 import time
 from collections.abc import Iterator
@@ -32,7 +43,7 @@ import psycopg
 
 from nisse_llm.agent import Task
 from nisse_llm.config.settings import load_settings
-from nisse_llm.errors import TaskBusy
+from nisse_llm.errors import TaskBusy, TaskStoreUnavailable
 from nisse_llm.task.logstore import LogRead
 from nisse_llm.task.postgres import PostgresTaskStore
 from nisse_llm.task.records import CallRecord, StoredCall
@@ -52,11 +63,31 @@ TOOL_S = 0.3
 #: A job whose task is busy is tried again this many seconds later (at most ``BUSY_TRIES``).
 BUSY_WAIT_S = 1
 BUSY_TRIES = 120
+#: How long a query of the queue waits for a connection (the pool reconnecting to a
+#: database that is down) before it fails: longer than any outage the fleet rides out.
+POOL_WAIT_S = 60.0
+#: How long a worker's heartbeat may be missing before another worker or the driver
+#: counts it dead and hands its jobs back to the queue.
+STALLED_WORKER_S = 2.0
+#: The worker's options: a heartbeat well inside the stalled time, polling (no listener).
+WORKER_OPTIONS: dict[str, Any] = {
+    "concurrency": 2,
+    "update_heartbeat_interval": 0.5,
+    "stalled_worker_timeout": STALLED_WORKER_S,
+    "fetch_job_polling_interval": 0.2,
+    "listen_notify": False,
+    "delete_jobs": "never",
+}
 
 
 def make_app(url: str) -> procrastinate.App:
-    """The queue every worker and the driver share."""
-    return procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=url))
+    """The queue every worker and the driver share. Its pool keeps one connection ready,
+    checks each before lending it (procrastinate's default) and makes a query wait up to
+    `POOL_WAIT_S` for a new one while the database is down, rather than failing it."""
+    connector = procrastinate.PsycopgConnector(
+        conninfo=url, min_size=1, max_size=4, timeout=POOL_WAIT_S, reconnect_timeout=300.0
+    )
+    return procrastinate.App(connector=connector)
 
 
 class TimedStore(PostgresTaskStore):
@@ -184,12 +215,16 @@ def run_task(key: str, *, url: str, base_urls: list[str], token: str, worker: st
     try:
         try:
             task = Task.open(store, pin, prompt=f"Read the modules for {key}.")
+            with task, toolbox(url, key, worker) as tools:
+                task.run("executor", tools=tools)
+                store.step_done(last=True)
         except TaskBusy as busy:
             print(json.dumps({"task": key, "worker": worker, "busy": busy.holder}), flush=True)
             raise
-        with task, toolbox(url, key, worker) as tools:
-            task.run("executor", tools=tools)
-            store.step_done(last=True)
+        except TaskStoreUnavailable as down:
+            line = {"task": key, "worker": worker, "unavailable": str(down)[:200]}
+            print(json.dumps(line), flush=True)
+            raise
     finally:
         store.close()
 
@@ -204,23 +239,42 @@ def main(argv: list[str]) -> None:
         "worker": name,
     }
     app = make_app(url)
-    busy = procrastinate.RetryStrategy(
-        max_attempts=BUSY_TRIES, wait=BUSY_WAIT_S, retry_exceptions=[TaskBusy]
+    again = procrastinate.RetryStrategy(
+        max_attempts=BUSY_TRIES,
+        wait=BUSY_WAIT_S,
+        retry_exceptions=[TaskBusy, TaskStoreUnavailable],
     )
 
-    @app.task(name=TASK, queue=QUEUE, retry=busy)
+    @app.task(name=TASK, queue=QUEUE, retry=again)
     def agent_task(key: str) -> None:
         run_task(key, **settings)
 
-    app.run_worker(
-        queues=[QUEUE],
-        name=name,
-        concurrency=2,
-        update_heartbeat_interval=0.5,
-        stalled_worker_timeout=2,
-        fetch_job_polling_interval=0.2,
-        delete_jobs="never",
-    )
+    asyncio.run(serve(app, name))
+
+
+async def serve(app: procrastinate.App, name: str) -> None:
+    """Run the queue's worker until SIGTERM or SIGINT. Should its loop end on its own (a
+    query failed in flight as the database went away, which stops procrastinate's worker),
+    say so on stdout and start it again: the process, its heartbeat and its jobs go on."""
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stopping.set)
+    async with app.open_async():
+        while not stopping.is_set():
+            options = {**WORKER_OPTIONS, "install_signal_handlers": False}
+            worker = asyncio.create_task(app.run_worker_async(queues=[QUEUE], name=name, **options))
+            stop = asyncio.create_task(stopping.wait())
+            await asyncio.wait({worker, stop}, return_when=asyncio.FIRST_COMPLETED)
+            if stopping.is_set():
+                worker.cancel()
+                with contextlib.suppress(BaseException):
+                    await worker
+                return
+            stop.cancel()
+            failed = worker.exception()
+            print(json.dumps({"worker": name, "loop": repr(failed)[:200]}), flush=True)
+            await asyncio.sleep(1.0)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from nisse_llm.testing.pgbouncer import LocalPgBouncer, pgbouncer_bin
 from nisse_llm.testing.postgres import LocalPostgres, postgres_bin
 from tests.taskrecord.stores import KINDS, Place
 
@@ -37,6 +38,22 @@ def postgres() -> Iterator[LocalPostgres]:
         )
     with LocalPostgres() as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def pgbouncer(postgres: LocalPostgres) -> Iterator[LocalPgBouncer]:
+    """A real PgBouncer in transaction mode in front of the session's PostgreSQL (at most
+    10 server connections), stopped at the end; none is a failure, never a skip (in CI,
+    `make setup` installs Debian's package where it is missing)."""
+    if pgbouncer_bin() is None:
+        pytest.fail(
+            "the pooled task store tests need a real PgBouncer and found no pgbouncer "
+            "program: `make setup` installs it with apt-get where it is missing (or "
+            "`apt-get install pgbouncer`)",
+            pytrace=False,
+        )
+    with LocalPgBouncer(postgres) as pool:
+        yield pool
 
 
 @pytest.fixture(params=KINDS)

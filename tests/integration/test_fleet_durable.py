@@ -1,6 +1,7 @@
 """A fleet that survives a worker: worker processes on a procrastinate queue in a real
 PostgreSQL and two real proxies sharing Redis, each task run as a `Task` with a tool that
-is not repeatable, one worker SIGKILLed mid-tool (the smoke size of `bench.fleet_durable`)."""
+is not repeatable, one worker SIGKILLed mid-tool, then the database crashed and started
+again a few seconds later (the smoke size of `bench.fleet_durable`)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ pytestmark = pytest.mark.proxy
 
 @pytest.fixture(scope="module")
 def result(litellm_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Result:
-    """The smoke-size run: 6 tasks, 3 workers, one killed while a tool of it runs."""
+    """The smoke-size run: 8 tasks, 3 workers, one killed while a tool of it runs, the
+    database down 3 s."""
     return run(SMOKE, tmp_path_factory.mktemp("durable"))
 
 
@@ -49,7 +51,19 @@ def test_the_killed_workers_tasks_are_taken_over_by_another(result: Result) -> N
     assert result.killed
     assert result.killed_tasks
     for key in result.killed_tasks:
-        assert result.taken_over_by[key] not in ("-", result.killed)
+        assert result.taken_over_by[key] not in ("-", *result.killed)
     assert result.takeover_s
     assert max(result.takeover_s) < STALLED_S + 30
-    assert result.exit_codes[result.killed] == -9
+    for name in result.killed:
+        assert result.exit_codes[name] == -9
+
+
+def test_no_worker_dies_when_the_database_restarts(result: Result) -> None:
+    """The database crashed with jobs in flight and came back: every worker not killed
+    was still running at the end, and stopped cleanly when told to."""
+    assert result.down_s >= SMOKE.down_s
+    assert result.tasks_open_at_crash >= 1
+    assert result.died == []
+    for name, code in result.exit_codes.items():
+        if name not in result.killed:
+            assert code == 0, (name, code)
