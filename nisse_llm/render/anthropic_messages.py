@@ -78,7 +78,7 @@ from nisse_llm.render._anthropic_blocks import (
     map_tool,
     stub_tool,
 )
-from nisse_llm.render._base import Renderer
+from nisse_llm.render._base import CallParams, Renderer
 from nisse_llm.render._cache import PromptCache, active
 from nisse_llm.render._images import (
     anthropic_image,
@@ -377,7 +377,7 @@ class _Plan:
 class AnthropicMessagesRenderer(Renderer):
     """Renders canonical logs for ``/v1/messages`` and parses its replies (pure)."""
 
-    _reply = staticmethod(parse_message)
+    reply_parser = staticmethod(parse_message)
     route = ANTHROPIC_MESSAGES
 
     def render(
@@ -413,7 +413,8 @@ class AnthropicMessagesRenderer(Renderer):
         rules: CallRules | None = None,
     ) -> AnthropicMessagesRequest:
         """The request body as its typed model; ``rules`` as for `render_parts`."""
-        rules = self._decided(rules, model, options, max_tokens, cache)
+        call = CallParams(events, tools, model, system, max_tokens, cache, options, rules)
+        rules = self.rules_for(call)
         with self._walks.lock:
             plan = _plan(self._walks, events, tools, model, rules.strict_messages_tools)
             turns = plan.turns.list()
@@ -470,17 +471,11 @@ class AnthropicMessagesRenderer(Renderer):
             rules=rules,
         )
 
-    def _parts(
-        self,
-        events: LogLike,
-        tools: ToolsLike,
-        model: str,
-        system: str | None,
-        max_tokens: int | None,
-        cache: PromptCache | None,
-        options: RequestOptions | None,
-        rules: CallRules,
-    ) -> list[bytes]:
+    def encode_parts(self, call: CallParams) -> list[bytes]:
+        """The body of ``call`` in parts (see `render_parts`), under the walk cache's lock."""
+        events, tools, model, system = call.events, call.tools, call.model, call.system
+        max_tokens, cache, options, rules = call.max_tokens, call.cache, call.options, call.rules
+        assert rules is not None, "the route decides a call's rules before it is encoded"
         plan = _plan(self._walks, events, tools, model, rules.strict_messages_tools)
         policy = active(cache, model)
         head, tail = _head_tail(

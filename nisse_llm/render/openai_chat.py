@@ -71,7 +71,7 @@ from nisse_llm.log.canonical import (
     WireEvent,
     log_items,
 )
-from nisse_llm.render._base import Renderer
+from nisse_llm.render._base import CallParams, Renderer
 from nisse_llm.render._cache import PromptCache, active
 from nisse_llm.render._images import (
     chat_image,
@@ -619,7 +619,7 @@ def _envelope(
 class OpenAIChatRenderer(Renderer):
     """Renders canonical logs as chat-completions requests and parses the replies."""
 
-    _reply = staticmethod(parse_chat_completion)
+    reply_parser = staticmethod(parse_chat_completion)
     route = OPENAI_CHAT
 
     def render_request(
@@ -644,7 +644,8 @@ class OpenAIChatRenderer(Renderer):
 
         items = log_items(events)
         check_log_images(items)
-        rules = self._decided(rules, model, options, max_tokens, cache)
+        call = CallParams(events, tools, model, system, max_tokens, cache, options, rules)
+        rules = self.rules_for(call)
         replay = model if rules.replays_thinking else None
         walk = _ChatWalk(Shared(), _TYPED, replay)
         walk.consume(list(items))
@@ -679,17 +680,11 @@ class OpenAIChatRenderer(Renderer):
             declared[-1] = declared[-1].model_copy(update={"cache_control": control})
         return OpenAIChatRequest(model=model, messages=messages, tools=declared, **fields)
 
-    def _parts(
-        self,
-        events: LogLike,
-        tools: ToolsLike,
-        model: str,
-        system: str | None,
-        max_tokens: int | None,
-        cache: PromptCache | None,
-        options: RequestOptions | None,
-        rules: CallRules,
-    ) -> list[bytes]:
+    def encode_parts(self, call: CallParams) -> list[bytes]:
+        """The body of ``call`` in parts (see `render_parts`), under the walk cache's lock."""
+        events, tools, model, system = call.events, call.tools, call.model, call.system
+        max_tokens, cache, options, rules = call.max_tokens, call.cache, call.options, call.rules
+        assert rules is not None, "the route decides a call's rules before it is encoded"
         if rules.replays_thinking:
             # Thinking blocks ride on their turns: the typed path (the fragments hold none).
             request = self.render_request(

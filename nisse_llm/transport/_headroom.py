@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeVar
 from nisse_llm import _telemetry
 from nisse_llm.errors import ContextWindowExceeded, LLMError, UpstreamUnavailable
 from nisse_llm.log.canonical import LogLike, ToolsLike
+from nisse_llm.render import CallParams
 from nisse_llm.transport._callinfo import call_info
 from nisse_llm.transport._classify import Retry, redact
 from nisse_llm.transport.core import HTTPX_ERRORS, Call, Core, logger, public_url, with_token_hint
@@ -125,15 +126,8 @@ def render_request(
 ) -> tuple[bytes, int]:
     from nisse_llm.wire.models_info import body_output_ceiling
 
-    parts = core.renderer.render_parts(
-        events,
-        tools,
-        model,
-        system,
-        max_tokens=core.max_tokens,
-        cache=core.prompt_cache,
-        options=options,
-    )
+    call = CallParams(events, tools, model, system, core.max_tokens, core.prompt_cache, options)
+    parts = core.renderer.render_call(call)
     rendered = b"".join(parts)
     # The ceiling the body sends: the options' over the client's, as the call would send it.
     return rendered, body_output_ceiling(rendered)

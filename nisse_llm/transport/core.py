@@ -59,7 +59,7 @@ from nisse_llm.log.canonical import (
     ToolsLike,
     Usage,
 )
-from nisse_llm.render import Renderer
+from nisse_llm.render import CallParams, Renderer
 from nisse_llm.render._cache import PromptCache
 from nisse_llm.routes.descriptor import RouteDescriptor
 from nisse_llm.transport._callinfo import call_info, priced, usage_keywords
@@ -298,23 +298,12 @@ class Core:
         policy = self.prompt_cache
         if cache is not None:
             policy = _cache_policy(cache) if policy is None else replace(policy, enabled=cache)
+        params = CallParams(events, tools, model, system, self.max_tokens, policy, options)
         try:
             rules = self.route.decide(
-                model,
-                options,
-                max_tokens=self.max_tokens,
-                prefixes=() if policy is None else policy.prefixes,
+                model, options, max_tokens=self.max_tokens, prefixes=params.prefixes
             )
-            parts = self.renderer.render_parts(
-                events,
-                tools,
-                model,
-                system,
-                max_tokens=self.max_tokens,
-                cache=policy,
-                options=options,
-                rules=rules,
-            )
+            parts = self.renderer.render_call(params.decided(rules))
         except LLMError as exc:
             try:
                 call.fail(exc)

@@ -14,8 +14,8 @@ from typing import Any
 
 from nisse_llm import AssistantText, Completion, Usage, UserText
 from nisse_llm.errors import PartialReply
-from nisse_llm.log.canonical import LogLike, ToolsLike, as_events
-from nisse_llm.render import Renderer
+from nisse_llm.log.canonical import as_events
+from nisse_llm.render import CallParams, Renderer
 from nisse_llm.routes import RouteDescriptor
 from nisse_llm.stream.deltas import ServerSentEvent, StreamAccumulator, StreamDelta, TextDelta
 from nisse_llm.testing.bodies import Text, Tokens
@@ -54,24 +54,15 @@ def parse_toy_reply(
 class ToyRenderer(Renderer):
     """User and assistant text as the toy's lines (one part: the whole body)."""
 
-    _reply = staticmethod(parse_toy_reply)
+    reply_parser = staticmethod(parse_toy_reply)
 
-    def _parts(
-        self,
-        events: LogLike,
-        tools: ToolsLike,
-        model: str,
-        system: str | None,
-        max_tokens: int | None,
-        cache: Any,
-        options: Any,
-    ) -> list[bytes]:
+    def encode_parts(self, call: CallParams) -> list[bytes]:
         lines = [
             {"who": "user" if isinstance(e, UserText) else "assistant", "text": e.text}
-            for e in as_events(events)
+            for e in as_events(call.events)
             if isinstance(e, UserText | AssistantText)
         ]
-        body = {"model": model, "lines": lines, "max_tokens": max_tokens}
+        body = {"model": call.model, "lines": lines, "max_tokens": call.max_tokens}
         return [json.dumps(body, separators=(",", ":")).encode()]
 
 
