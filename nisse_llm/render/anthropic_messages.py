@@ -4,7 +4,7 @@ Render rules (each answers something the API rejects):
 
 - ``system`` goes top level (left out when blank); ``max_tokens`` is always sent.
 - `RequestOptions` (ceiling, thinking, stop sequences, tool choice) map to their fields by
-  `nisse_llm.render._options`, which refuses a combination the API rejects.
+  `nisse_llm.render.anthropic_messages_fields`, which refuses a combination the API rejects.
 - Roles alternate and the first message is ``user``: adjacent same-role content is
   merged into one message. A log that opens with assistant content gets
   `LEADING_PLACEHOLDER` as its first user message; one that ends with assistant content
@@ -87,7 +87,6 @@ from nisse_llm.render._images import (
     event_images,
 )
 from nisse_llm.render._memo import FragmentMemo, RecentMemo
-from nisse_llm.render._options import messages_fields
 from nisse_llm.render._rope import Rope
 from nisse_llm.render._walk import (
     Indexed,
@@ -102,6 +101,7 @@ from nisse_llm.render._walk import (
     unique_specs,
 )
 from nisse_llm.render._wording import STUB_TOOL_DESCRIPTION
+from nisse_llm.render.anthropic_messages_fields import messages_fields
 from nisse_llm.render.anthropic_messages_reply import parse_message
 from nisse_llm.routes.anthropic_messages import ANTHROPIC_MESSAGES
 from nisse_llm.wire.anthropic_messages import (

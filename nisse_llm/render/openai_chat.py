@@ -31,7 +31,7 @@ Render rules, in the order a body is built:
   ``{"type": "object"}``) and ``tool_choice`` is ``"none"``: the history stays valid for
   servers that check it and the model cannot call them.
 - ``max_tokens`` is sent when given; `RequestOptions` (ceiling, reasoning, sampling, stop
-  sequences, tool choice, parallel calls) map to their fields by `nisse_llm.render._options`,
+  sequences, tool choice, parallel calls) map to their fields by `nisse_llm.render.openai_chat_fields`,
   which refuses a combination the provider rejects.
 - With a `PromptCache` policy that applies to the model (an Anthropic model, see
   `nisse_llm.render._cache`), breakpoints go where LiteLLM forwards them to Anthropic:
@@ -80,7 +80,7 @@ from nisse_llm.render._images import (
     check_log_images,
 )
 from nisse_llm.render._memo import FragmentMemo
-from nisse_llm.render._options import chat_fields, encode_fields
+from nisse_llm.render._options import encode_fields
 from nisse_llm.render._walk import (
     Indexed,
     ProgressCache,
@@ -94,6 +94,7 @@ from nisse_llm.render._walk import (
 from nisse_llm.render._walk import encode_model as _encode
 from nisse_llm.render._walk import json_bytes as _json
 from nisse_llm.render._wording import INTERRUPTED_TEXT, STUB_TOOL_DESCRIPTION, TOOL_ERROR_PREFIX
+from nisse_llm.render.openai_chat_fields import chat_fields
 from nisse_llm.render.openai_chat_reply import parse_chat_completion
 from nisse_llm.routes.openai_chat import OPENAI_CHAT
 
@@ -567,7 +568,7 @@ def _option_fields(
     used_tools: bool,
     unthought: bool = False,
 ) -> dict[str, Any]:
-    """The fields after ``tools`` (`nisse_llm.render._options`); with no tools passed but
+    """The fields after ``tools`` (`nisse_llm.render.openai_chat_fields`); with no tools passed but
     calls in the log, the stubs are declared with ``tool_choice: none``."""
     return chat_fields(
         options,

@@ -33,7 +33,7 @@ turn. Render rules, in the order a body is built:
   name are a `RenderError`; a schema without ``type`` gets ``"type": "object"``). With none passed but
   calls in the log, each tool name the log used is declared as a stub and ``tool_choice``
   is ``"none"``.
-- `RequestOptions` map to their fields by `nisse_llm.render._options.responses_fields`
+- `RequestOptions` map to their fields by `nisse_llm.render.openai_responses_fields`
   (``reasoning: {effort, summary: "auto"}``, ``max_output_tokens``, sampling where the
   model's rules allow it, ``stop`` refused). ``prompt_cache_key`` goes to OpenAI models
   only: the one given, else one made from the model, the system prompt and the log's first
@@ -69,7 +69,7 @@ from nisse_llm.render._base import CallParams, Renderer
 from nisse_llm.render._cache import PromptCache
 from nisse_llm.render._images import check_images_once
 from nisse_llm.render._memo import FragmentMemo
-from nisse_llm.render._options import encode_fields, responses_fields
+from nisse_llm.render._options import encode_fields
 from nisse_llm.render._walk import (
     ProgressCache,
     Shared,
@@ -81,6 +81,7 @@ from nisse_llm.render._walk import (
     unique_specs,
 )
 from nisse_llm.render._wording import INTERRUPTED_TEXT, STUB_TOOL_DESCRIPTION, TOOL_ERROR_PREFIX
+from nisse_llm.render.openai_responses_fields import responses_fields
 from nisse_llm.render.openai_responses_reply import parse_responses_reply
 from nisse_llm.routes.openai_responses import OPENAI_RESPONSES
 

@@ -57,6 +57,7 @@ ANTHROPIC_MESSAGES = RouteDescriptor(
         "nisse_llm.wire.anthropic_messages_reply",
         "nisse_llm.render.anthropic_messages",
         "nisse_llm.render.anthropic_messages_reply",
+        "nisse_llm.render.anthropic_messages_fields",
         "nisse_llm.stream.messages",
     ),
 )

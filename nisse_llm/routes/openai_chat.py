@@ -34,6 +34,7 @@ OPENAI_CHAT = RouteDescriptor(
         "nisse_llm.wire.openai_chat_reply",
         "nisse_llm.render.openai_chat",
         "nisse_llm.render.openai_chat_reply",
+        "nisse_llm.render.openai_chat_fields",
         "nisse_llm.stream.chat",
     ),
 )

@@ -30,6 +30,7 @@ OPENAI_RESPONSES = RouteDescriptor(
         "nisse_llm.wire.openai_responses_reply",
         "nisse_llm.render.openai_responses",
         "nisse_llm.render.openai_responses_reply",
+        "nisse_llm.render.openai_responses_fields",
         "nisse_llm.stream.responses",
         "nisse_llm.transport.responses_client",
     ),
