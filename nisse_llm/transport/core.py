@@ -3,7 +3,7 @@
 A `Call` holds one request's state and does everything but the I/O; sync and async
 clients drive it the same way and differ only in how they send and how they sleep::
 
-    call = core.begin(events, tools, model, system)
+    call = core.begin(core.params(events, tools, model, system))
     while True:
         with call.sending():
             response = http.post(core.url, content=call.parts, headers=call.headers)
@@ -13,7 +13,7 @@ clients drive it the same way and differ only in how they send and how they slee
         sleep(wait)                                             # or await
         call.slept(wait)
 
-A streamed call (``begin(..., stream=True)``) runs the same loop up to the first 2xx
+A streamed call (``begin(params, stream=True)``) runs the same loop up to the first 2xx
 byte, then feeds the body to `Call.accumulator` and ends in `Call.finish_stream`, or in
 `Call.stream_failed` for whatever broke mid-way.
 
@@ -270,38 +270,41 @@ class Core:
             role=role,
         )
 
-    def begin(
+    def params(
         self,
         events: LogLike,
         tools: ToolsLike,
         model: str,
-        system: str | None,
+        system: str | None = None,
         *,
-        stream: bool = False,
         cache: bool | None = None,
         options: RequestOptions | None = None,
-    ) -> Call:
-        """Render a request and start its call (a render failure is logged and raised, or,
-        with an end hook set, kept for the client: see the module docstring); ``cache``
-        turns the client's prompt-cache policy on or off for this call, and ``options``
-        (already layered over the role's profile) set how it is made; their
-        ``max_output_tokens`` wins over the client's ``max_tokens``. The call's rules are
-        decided here, once (`RouteDescriptor.decide`, cached per model and options), and
-        handed to the renderer."""
+    ) -> CallParams:
+        """One call's parameters on this client: ``cache`` turns the client's prompt-cache
+        policy on or off for the call, ``options`` (already layered over the role's
+        profile) set how it is made, and the client's ``max_tokens`` is the ceiling their
+        ``max_output_tokens`` wins over."""
+        policy = self.prompt_cache
+        if cache is not None:
+            policy = _cache_policy(cache) if policy is None else replace(policy, enabled=cache)
+        return CallParams(events, tools, model, system, self.max_tokens, policy, options)
+
+    def begin(self, params: CallParams, *, stream: bool = False) -> Call:
+        """Render the request of ``params`` (made by `params`) and start its call (a render failure
+        is logged and raised, or, with an end hook set, kept for the client: see the module
+        docstring). The call's rules are decided here, once (`RouteDescriptor.decide`,
+        cached per model and options), and handed to the renderer with the rest."""
+        model, options = params.model, params.options
         call = Call(self, model)
         call.role = router_role.get()
         call.streamed = stream
         # Telemetry off (the default) costs this one check per call: see `_telemetry`.
         tracer = _telemetry.tracer
         if tracer is not None:
-            call.trace = tracer.call(call, events, tools, system, options)
-        policy = self.prompt_cache
-        if cache is not None:
-            policy = _cache_policy(cache) if policy is None else replace(policy, enabled=cache)
-        params = CallParams(events, tools, model, system, self.max_tokens, policy, options)
+            call.trace = tracer.call(call, params.events, params.tools, params.system, options)
         try:
             rules = self.route.decide(
-                model, options, max_tokens=self.max_tokens, prefixes=params.prefixes
+                model, options, max_tokens=params.max_tokens, prefixes=params.prefixes
             )
             parts = self.renderer.render_call(params.decided(rules))
         except LLMError as exc:

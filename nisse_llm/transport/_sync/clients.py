@@ -53,6 +53,7 @@ if TYPE_CHECKING:
 
     from nisse_llm.config.options import RequestOptions
     from nisse_llm.render._cache import PromptCache
+    from nisse_llm.render.call import CallParams
     from nisse_llm.render.typed import TypedReply
     from nisse_llm.stream.deltas import StreamDelta
 
@@ -268,7 +269,12 @@ class SyncRouteClient(ClientLimits, ClientBase, Closing):
     ) -> Completion:
         """``complete()``, returning this call's whole `Completion`: its events, usage and
         call info, which concurrent calls never share (unlike ``last_usage``)."""
-        call = self._core.begin(events, tools, model, system, cache=cache, options=options)
+        params = self.call_params(events, tools, model, system, cache=cache, options=options)
+        return self.complete_call(params)
+
+    def complete_call(self, params: CallParams) -> Completion:
+        """``completion()`` of a call's parameters built once (`call_params`)."""
+        call = self._core.begin(params)
         try:
             return call.finish_completion(self._send(call))
         finally:
@@ -389,10 +395,12 @@ class SyncRouteClient(ClientLimits, ClientBase, Closing):
         hook `observe` set, on entering, once the hook is told); the request goes out when
         the ``with`` is entered.
         """
-        call = self._core.begin(
-            events, tools, model, system, stream=True, cache=cache, options=options
-        )
-        return ReplyStream(self, call)
+        params = self.call_params(events, tools, model, system, cache=cache, options=options)
+        return self.stream_call(params)
+
+    def stream_call(self, params: CallParams) -> ReplyStream:
+        """``stream()`` of a call's parameters built once (`call_params`)."""
+        return ReplyStream(self, self._core.begin(params, stream=True))
 
     def observe(
         self,
