@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeVar
 
 from nisse_llm import _telemetry
 from nisse_llm.errors import ContextWindowExceeded, LLMError, UpstreamUnavailable
-from nisse_llm.log.canonical import LogLike, ToolsLike
 from nisse_llm.render import CallParams
 from nisse_llm.transport._callinfo import call_info
 from nisse_llm.transport._classify import Retry, redact
@@ -116,20 +115,13 @@ class SideRequest:
         return exc
 
 
-def render_request(
-    core: Core,
-    model: str,
-    events: LogLike,
-    tools: ToolsLike,
-    system: str | None,
-    options: RequestOptions | None,
-) -> tuple[bytes, int]:
+def render_request(core: Core, params: CallParams) -> tuple[bytes, int]:
+    """The body ``core``'s client would send for ``params``, and the output ceiling it
+    asks (the options' over the client's, as the call would send it)."""
     from nisse_llm.wire.models_info import body_output_ceiling
 
-    call = CallParams(events, tools, model, system, core.max_tokens, core.prompt_cache, options)
-    parts = core.renderer.render_call(call)
+    parts = core.renderer.render_call(params)
     rendered = b"".join(parts)
-    # The ceiling the body sends: the options' over the client's, as the call would send it.
     return rendered, body_output_ceiling(rendered)
 
 

@@ -109,7 +109,9 @@ class AsyncClientLimits:
     ) -> int:
         """The input tokens the request would send to ``model``: the proxy's count, or the
         local estimate where the proxy has no counter."""
-        rendered = render_request(self._core, model, events, tools, system, options)[0]
+        rendered = render_request(
+            self._core, self._core.params(events, tools, model, system, options=options)
+        )[0]
         return (await self._count(model, rendered))[0]
 
     async def headroom(
@@ -123,7 +125,9 @@ class AsyncClientLimits:
         """How much of ``model``'s window the request would leave (see `Headroom`)."""
         from nisse_llm.wire.models_info import headroom_of
 
-        rendered, ceiling = render_request(self._core, model, events, tools, system, options)
+        rendered, ceiling = render_request(
+            self._core, self._core.params(events, tools, model, system, options=options)
+        )
         info = await self.model_info(model)
         tokens, source = await self._count(model, rendered)
         return headroom_of(tokens, ceiling, info, source=source)
