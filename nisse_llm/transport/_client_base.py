@@ -15,7 +15,7 @@ from nisse_llm.log.canonical import CallInfo, CanonicalEvent, Completion, LogLik
 from nisse_llm.transport._classify import RateLimitPolicy
 from nisse_llm.transport.core import (
     Call,
-    Core,
+    ClientState,
     RouteSpec,
     UsageCallback,
     shared_ssl_context,
@@ -208,7 +208,7 @@ class ClientBase:
     """What sync and async clients share: the core, its repr, its usage, pin constructors."""
 
     ROUTE: ClassVar[RouteSpec]
-    _core: Core
+    _core: ClientState
 
     def _setup(
         self,
@@ -223,8 +223,8 @@ class ClientBase:
         on_usage: UsageCallback | None,
         prompt_cache: PromptCache | bool | None,
         preflight: bool = False,
-    ) -> Core:
-        self._core = Core(
+    ) -> ClientState:
+        self._core = ClientState(
             self.ROUTE,
             base_url,
             token,

@@ -62,22 +62,22 @@ __all__ = ["AsyncReplyStream", "AsyncRouteClient"]
 
 
 async def _started(call: Call) -> None:
-    """Raise the render failure `Core.begin` kept, else call the start hook (an exception
+    """Raise the render failure `ClientState.begin` kept, else call the start hook (an exception
     it raises stops the call before its request leaves)."""
-    call.raise_kept()
+    call.raise_render_failure()
     hook = call.core.on_start
     if hook is not None:
         try:
             await hook(call)
         except BaseException as exc:
-            call.unsent(exc)
+            call.trace_unsent(exc)
             raise
 
 
 async def _told(call: Call) -> None:
     """Call the end hook with the ending ``call`` kept, then report a success (the hook
     comes first: a router's record is written before ``on_usage`` runs)."""
-    ending = call.told()
+    ending = call.take_ending()
     if ending is None:
         return
     usage, outcome = ending

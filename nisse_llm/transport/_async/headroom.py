@@ -23,7 +23,7 @@ from nisse_llm.transport._headroom import (
     preflight_refusal,
     render_request,
 )
-from nisse_llm.transport.core import Call, Core, logger
+from nisse_llm.transport.core import Call, ClientState, logger
 
 # The model-info readers load with the first side request: a plain call never needs them.
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ __all__ = ["AsyncClientLimits", "AsyncRouterLimits"]
 class AsyncClientLimits:
     """`model_info`, `headroom` and the pre-flight check for the clients."""
 
-    _core: Core
+    _core: ClientState
     _http: httpx.AsyncClient
     _sleep: io.Sleep
 

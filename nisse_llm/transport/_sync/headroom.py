@@ -24,7 +24,7 @@ from nisse_llm.transport._headroom import (
     render_request,
 )
 from nisse_llm.transport._sync import io
-from nisse_llm.transport.core import Call, Core, logger
+from nisse_llm.transport.core import Call, ClientState, logger
 
 # The model-info readers load with the first side request: a plain call never needs them.
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ __all__ = ["ClientLimits", "RouterLimits"]
 class ClientLimits:
     """`model_info`, `headroom` and the pre-flight check for the clients."""
 
-    _core: Core
+    _core: ClientState
     _http: httpx.Client
     _sleep: io.Sleep
 
