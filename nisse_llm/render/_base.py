@@ -5,8 +5,9 @@ A route's renderer subclasses `Renderer` and fills two public hooks:
 `Renderer.encode_parts` (the body of one call in parts, called under the walk cache's lock
 with the call's `CallParams`) and `Renderer.reply_parser` (its reply module's parse
 function, as a static method). It keeps its own ``render_request`` (the typed body), and
-re-declares a public method only where its signature differs (the messages route's
-``max_tokens`` default, the Responses route's ``prompt_cache_key``).
+re-declares a public method only where its signature differs (the Responses route's
+``prompt_cache_key``). A ``max_tokens`` of None leaves the ceiling to the route: the
+messages route, which must send one, sends `DEFAULT_MAX_OUTPUT_TOKENS`.
 
 A call's rules (`CallRules`: the ceiling, the model's family, the reasoning fields, the
 broken rules) come decided: the transport hands them in on the `CallParams`, once per

@@ -429,48 +429,6 @@ class AnthropicMessagesRenderer(Renderer):
             ]
         return _envelope(model, system, rules, plan, messages, policy, options)
 
-    def render_bytes(
-        self,
-        events: LogLike,
-        tools: ToolsLike,
-        model: str,
-        system: str | None = None,
-        *,
-        max_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
-        cache: PromptCache | None = None,
-        options: RequestOptions | None = None,
-    ) -> bytes:
-        """The encoded body, equal to ``render_request(...).model_dump_json(exclude_none=True)``."""
-        return super().render_bytes(
-            events, tools, model, system, max_tokens=max_tokens, cache=cache, options=options
-        )
-
-    def render_parts(
-        self,
-        events: LogLike,
-        tools: ToolsLike,
-        model: str,
-        system: str | None = None,
-        *,
-        max_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
-        cache: PromptCache | None = None,
-        options: RequestOptions | None = None,
-        rules: CallRules | None = None,
-    ) -> list[bytes]:
-        """The body of `render_bytes` in parts that concatenate to it: the head, the cached
-        blocks of the log's settled turns, and the rest with the tail (one fresh join).
-        ``rules``: the call's, decided by the route for these arguments."""
-        return super().render_parts(
-            events,
-            tools,
-            model,
-            system,
-            max_tokens=max_tokens,
-            cache=cache,
-            options=options,
-            rules=rules,
-        )
-
     def encode_parts(self, call: CallParams) -> list[bytes]:
         """The body of ``call`` in parts (see `render_parts`), under the walk cache's lock."""
         events, tools, model, system = call.events, call.tools, call.model, call.system
