@@ -76,7 +76,7 @@ class ToyStreamAccumulator(StreamAccumulator):
         self._text = ""
         self._end: dict[str, Any] = {}
 
-    def _on_data(self, name: str, data: bytes) -> list[StreamDelta]:
+    def on_data(self, name: str, data: bytes) -> list[StreamDelta]:
         value = json.loads(data)
         if name == "end":
             self._end = value
@@ -85,13 +85,13 @@ class ToyStreamAccumulator(StreamAccumulator):
         self._text += value["piece"]
         return [TextDelta(value["piece"], self._text)]
 
-    def _missing_end(self) -> str | None:
+    def missing_end(self) -> str | None:
         return None if self._done else "before its end event"
 
-    def _cut_shown(self) -> str | None:
+    def cut_shown(self) -> str | None:
         return None
 
-    def _body(self, *, partial: bool) -> dict[str, Any]:
+    def body_so_far(self, *, partial: bool) -> dict[str, Any]:
         return {
             "model": self._end.get("model", self.requested_model),
             "say": self._text,
@@ -100,7 +100,11 @@ class ToyStreamAccumulator(StreamAccumulator):
 
     def partial(self) -> PartialReply:
         return PartialReply(
-            text=self._text, reasoning="", tool_calls=(), events=0, body=self._body(partial=True)
+            text=self._text,
+            reasoning="",
+            tool_calls=(),
+            events=0,
+            body=self.body_so_far(partial=True),
         )
 
 
