@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from nisse_llm import _lazy
 from nisse_llm._version import __version__ as __version__
-from nisse_llm.config.routes import has_native_adapter
+from nisse_llm.config.routing import has_native_adapter
 from nisse_llm.errors import (
     ApprovalRefused,
     AuthenticationFailed,

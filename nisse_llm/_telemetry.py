@@ -31,7 +31,7 @@ Call = TypeVar("Call", contravariant=True)
 
 
 class CallTrace(Protocol[Call]):
-    """One model call's span, from `Core.begin` to the call's end."""
+    """One model call's span, from `ClientState.begin` to the call's end."""
 
     #: Trace-context headers (``traceparent``, ``tracestate``) for the call's requests.
     headers: dict[str, str]

@@ -92,7 +92,7 @@ def test_a_first_chat_call_loads_builds_and_reads_only_what_it_needs(
 
 
 def test_chat_field_order_is_the_request_models() -> None:
-    from nisse_llm.render._options import CHAT_FIELDS
+    from nisse_llm.render.openai_chat_fields import CHAT_FIELDS
 
     skipped = ("model", "messages", "tools", "stream", "stream_options")
     assert (
@@ -101,14 +101,14 @@ def test_chat_field_order_is_the_request_models() -> None:
 
 
 def test_values_made_without_validation_read_as_validated_ones() -> None:
-    from nisse_llm.render._options import _NO_OPTIONS
+    from nisse_llm.render._options import NO_OPTIONS
     from nisse_llm.transport._callinfo import _EMPTY
 
     assert CallInfo() == _EMPTY
     unset = RequestOptions()
     # What a call without options reads: every field of the model, each as it is unset.
     for name in RequestOptions.model_fields:
-        assert getattr(_NO_OPTIONS, name) == getattr(unset, name), name
-    assert set(type(_NO_OPTIONS).__dict__) - {"__doc__", "__module__", "__slots__"} == set(
+        assert getattr(NO_OPTIONS, name) == getattr(unset, name), name
+    assert set(type(NO_OPTIONS).__dict__) - {"__doc__", "__module__", "__slots__"} == set(
         RequestOptions.model_fields
     )

@@ -25,11 +25,11 @@ import json
 from collections.abc import Mapping
 from typing import Annotated, Any, Final, TypeAlias
 
-from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from nisse_llm.config.option_rules import Violation, model_violations, request_rules
 from nisse_llm.config.options import RequestOptions, StopSequence
-from nisse_llm.config.routing import Route, route_for
+from nisse_llm.config.routing import ROUTES, Route, known_route, route_for
 
 __all__ = [
     "OPTION_KEYS",
@@ -65,10 +65,19 @@ class RoleProfile(RequestOptions):
     route: Route | None = Field(
         default=None,
         description=(
-            "The proxy route the role takes: openai_chat, anthropic_messages or "
-            "openai_responses (default: its model's, or its like's)."
+            "The proxy route the role takes: a route of the route table (the package's are "
+            "openai_chat, anthropic_messages and openai_responses; a program may register "
+            "more) (default: its model's, or its like's)."
         ),
+        examples=list(ROUTES),
     )
+
+    @field_validator("route")
+    @classmethod
+    def _registered(cls, route: Route | None) -> Route | None:
+        # Checked against the table when the profile is made, not against a fixed list:
+        # a route a program registers is chosen from TOML like the package's own.
+        return None if route is None else known_route(route)
 
     @property
     def options(self) -> RequestOptions | None:

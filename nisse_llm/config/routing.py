@@ -1,26 +1,41 @@
-"""Which proxy route a model string takes: pure, shared by config (for the pin) and clients."""
+"""Which proxy route a model string takes, and which route names a role may choose (pure,
+no I/O): shared by config (for the pin) and the clients."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import cast
 
+from nisse_llm import defaults
 from nisse_llm.config.model_rules import placed_rules
-from nisse_llm.config.routes import (
-    DEFAULT_PASSTHROUGH_PREFIXES,
-    ROUTES,
-    Route,
-    has_native_adapter,
-)
-from nisse_llm.routes.table import ROUTE_TABLE
+from nisse_llm.routes.table import ROUTE_TABLE, ROUTES, Route
 
 __all__ = [
     "DEFAULT_PASSTHROUGH_PREFIXES",
     "ROUTES",
     "Route",
     "has_native_adapter",
+    "known_route",
     "route_for",
 ]
+
+
+# Spec A13: delegations take the vendor-native route where one exists, because a
+# normalising middlebox is lossy exactly where long-running work lives.
+DEFAULT_PASSTHROUGH_PREFIXES: tuple[str, ...] = defaults.PASSTHROUGH_PREFIXES
+
+
+def has_native_adapter(model: str, prefixes: Iterable[str] = DEFAULT_PASSTHROUGH_PREFIXES) -> bool:
+    """True when the model has a vendor-native route (the Anthropic messages passthrough)."""
+    return model.startswith(tuple(prefixes))
+
+
+def known_route(name: str) -> Route:
+    """``name`` when the route table holds a route of that name (a route a program
+    registered counts as much as the package's own), else `ValueError` naming the known routes."""
+    if name not in ROUTE_TABLE:
+        known = ", ".join(ROUTE_TABLE.names())
+        raise ValueError(f"no route {name!r} is registered; the routes are {known}")
+    return name
 
 
 def route_for(model: str, prefixes: Iterable[str] = DEFAULT_PASSTHROUGH_PREFIXES) -> Route:
@@ -29,11 +44,11 @@ def route_for(model: str, prefixes: Iterable[str] = DEFAULT_PASSTHROUGH_PREFIXES
     row names it (Responses, for OpenAI's current reasoning models), else the default."""
     native = ROUTE_TABLE.chosen_by("prefixes")
     if native and has_native_adapter(model, prefixes):
-        return cast(Route, native[0].name)
+        return native[0].name
     row = placed_rules(model)
     if row is not None and any(
         route.name == row.route and route.family in (None, row.family)
         for route in ROUTE_TABLE.chosen_by("rules_row")
     ):
-        return cast(Route, row.route)
-    return cast(Route, ROUTE_TABLE.default.name)
+        return row.route
+    return ROUTE_TABLE.default.name

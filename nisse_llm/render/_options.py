@@ -1,10 +1,11 @@
 """Request options -> the fields of each route's request body (pure, no I/O).
 
-Both renderers call this module for everything `RequestOptions` sets: the output ceiling,
+Each route's field encoder (`anthropic_messages_fields`, `openai_chat_fields`,
+`openai_responses_fields`) maps everything `RequestOptions` sets: the output ceiling,
 reasoning, sampling, stop sequences and tool choice. The rules a combination must keep
 are `nisse_llm.config.option_rules`' (each cites its provider documentation), decided once
-per call into the `CallRules` value this module reads (``rules=``): it never consults the
-rule tables itself. A broken rule is a `RenderError` naming the options and the rule,
+per call into the `CallRules` value they read (``rules=``): they never consult the rule
+tables themselves. This module holds what the encoders share. A broken rule is a `RenderError` naming the options and the rule,
 raised before anything is sent.
 
 Mapping (the "Request options" guide's table, docs/guides/options.md, says the same):
@@ -57,23 +58,19 @@ from typing import TYPE_CHECKING, Any, cast
 from pydantic import BaseModel
 
 from nisse_llm.errors import RenderError
-from nisse_llm.log.canonical import DEFAULT_MAX_OUTPUT_TOKENS
 from nisse_llm.render._walk import encode_model, json_bytes
 
 if TYPE_CHECKING:
     from nisse_llm.config.call_rules import CallRules
     from nisse_llm.config.options import RequestOptions
-    from nisse_llm.wire.anthropic_messages import (
-        AnthropicThinkingConfig,
-        AnthropicToolChoice,
-    )
-    from nisse_llm.wire.openai_chat import OpenAIChatNamedToolChoice
 
 __all__ = [
-    "chat_fields",
+    "NO_OPTIONS",
+    "answer_schema",
+    "checked",
+    "claude_thinking",
     "encode_fields",
-    "messages_fields",
-    "responses_fields",
+    "tool_problems",
 ]
 
 
@@ -87,31 +84,14 @@ class _NoOptions:
     tool_choice = parallel_tool_calls = like = None
 
 
-_NO_OPTIONS = cast("RequestOptions", _NoOptions())
-#: The chat request's fields this module sets, in wire order (the byte path relies on it;
-#: a test holds it to `OpenAIChatRequest`'s field order). The wire models load only when
-#: an option needs one, so a request without options never builds them.
-CHAT_FIELDS: tuple[str, ...] = (
-    "tool_choice",
-    "max_tokens",
-    "parallel_tool_calls",
-    "stop",
-    "temperature",
-    "top_p",
-    "reasoning_effort",
-    "thinking",
-    "output_config",
-    "response_format",
-)
+NO_OPTIONS = cast("RequestOptions", _NoOptions())
 
 
-def _checked(
-    opts: RequestOptions, model: str, rules: CallRules, tools: Sequence[str]
-) -> int | None:
+def checked(opts: RequestOptions, model: str, rules: CallRules, tools: Sequence[str]) -> int | None:
     """The ceiling asked (None: none, so the provider's or client's default applies), once
     the options keep every rule the call's ``rules`` name and their tool choice names a
     tool the request passes (else `RenderError`, naming the options and the rules broken)."""
-    problems = [*rules.problems, *_tool_problems(opts, tools)]
+    problems = [*rules.problems, *tool_problems(opts, tools)]
     if problems:
         shown = opts.model_dump(exclude_none=True, mode="json")
         raise RenderError(
@@ -120,7 +100,7 @@ def _checked(
     return rules.ceiling
 
 
-def _tool_problems(options: RequestOptions, tools: Sequence[str]) -> list[str]:
+def tool_problems(options: RequestOptions, tools: Sequence[str]) -> list[str]:
     """What ``options.tool_choice`` asks that a request offering ``tools`` (names) lacks."""
     choice = options.tool_choice
     if choice is None or choice in ("auto", "none"):
@@ -135,65 +115,14 @@ def _tool_problems(options: RequestOptions, tools: Sequence[str]) -> list[str]:
     return []
 
 
-def messages_fields(
-    options: RequestOptions | None,
-    *,
-    model: str,
-    rules: CallRules,
-    tools: Sequence[str],
-    stubbed: bool,
-    unthought_loop: bool = False,
-) -> dict[str, Any]:
-    """The messages route's fields for ``options``, unset ones as None (`RenderError` for
-    a broken rule); ``max_tokens`` is always set.
-
-    ``rules`` are the call's, decided (their ceiling is the client's default's or the
-    options'), ``tools`` the names of the tools the
-    caller passed (none when ``stubbed``: the request declares stubs for the log's calls).
-    ``unthought_loop``: the request continues a tool loop whose last assistant turn has no
-    thinking of this model, so thinking is left out of it (module docstring).
-    Every model on this route is served by Anthropic's API.
-    """
-    from nisse_llm.wire.anthropic_messages import (
-        AnthropicOutputConfig,
-        AnthropicThinkingConfig,
-        AnthropicToolChoiceNone,
-    )
-
-    opts = options or _NO_OPTIONS
-    ceiling = _checked(opts, model, rules, tools)
-    ceiling = DEFAULT_MAX_OUTPUT_TOKENS if ceiling is None else ceiling
-    thinking: AnthropicThinkingConfig | None = None
-    effort = None
-    if opts.reasoning == "off":
-        thinking = AnthropicThinkingConfig(type="disabled")
-    elif rules.thinks and not unthought_loop:
-        asked, effort = _claude_thinking(opts, rules)
-        thinking = AnthropicThinkingConfig(**asked)
-    schema = _answer_schema(opts)
-    output_config = None
-    if effort is not None or schema is not None:
-        output_config = AnthropicOutputConfig(
-            effort=effort,
-            format=None if schema is None else {"type": "json_schema", "schema": schema},
-        )
-    return {
-        "max_tokens": ceiling,
-        "tool_choice": AnthropicToolChoiceNone() if stubbed else _anthropic_choice(opts, tools),
-        "thinking": thinking,
-        "output_config": output_config,
-        "stop_sequences": list(opts.stop) if opts.stop else None,
-    }
-
-
-def _answer_schema(opts: RequestOptions) -> dict[str, Any] | None:
+def answer_schema(opts: RequestOptions) -> dict[str, Any] | None:
     """The JSON Schema a structured answer must follow, when ``complete_as`` asks natively
     (an `AnswerOptions`; read by name, so a call without it never loads the options model)."""
     schema: dict[str, Any] | None = getattr(opts, "answer_schema", None)
     return schema
 
 
-def _claude_thinking(opts: RequestOptions, rules: CallRules) -> tuple[dict[str, Any], str | None]:
+def claude_thinking(opts: RequestOptions, rules: CallRules) -> tuple[dict[str, Any], str | None]:
     """The ``thinking`` fields and the ``output_config.effort`` for a Claude model that
     thinks: adaptive at the level asked where the model takes it, else the budget decided
     (the level's, or the one asked). Both routes send them alike (LiteLLM forwards them as
@@ -203,176 +132,6 @@ def _claude_thinking(opts: RequestOptions, rules: CallRules) -> tuple[dict[str, 
         assert isinstance(opts.reasoning, str)
         return {"type": "adaptive", **display}, opts.reasoning
     return {"type": "enabled", "budget_tokens": rules.budget, **display}, None
-
-
-def _anthropic_choice(opts: RequestOptions, tools: Sequence[str]) -> AnthropicToolChoice | None:
-    from nisse_llm.wire.anthropic_messages import (
-        AnthropicToolChoiceAny,
-        AnthropicToolChoiceAuto,
-        AnthropicToolChoiceNone,
-        AnthropicToolChoiceTool,
-    )
-
-    choice, parallel = opts.tool_choice, opts.parallel_tool_calls
-    if not tools:
-        return None
-    if choice == "none":
-        return AnthropicToolChoiceNone()
-    disable = None if parallel is None else not parallel
-    if choice == "required":
-        return AnthropicToolChoiceAny(disable_parallel_tool_use=disable)
-    if choice is not None and choice != "auto":
-        return AnthropicToolChoiceTool(name=choice, disable_parallel_tool_use=disable)
-    if choice is None and parallel is None:
-        return None
-    return AnthropicToolChoiceAuto(disable_parallel_tool_use=disable)
-
-
-def chat_fields(
-    options: RequestOptions | None,
-    *,
-    model: str,
-    rules: CallRules,
-    tools: Sequence[str],
-    stubbed: bool,
-    unthought_loop: bool = False,
-) -> dict[str, Any]:
-    """The chat route's fields for ``options``, in wire order, unset ones left out
-    (`RenderError` for a broken rule); ``rules`` and ``unthought_loop`` as for
-    `messages_fields` (the latter for Anthropic models only)."""
-    opts = options or _NO_OPTIONS
-    ceiling = _checked(opts, model, rules, tools)
-    fields: dict[str, Any] = {}
-    choice = opts.tool_choice
-    if stubbed:
-        fields["tool_choice"] = "none"
-    elif tools and choice is not None:
-        fields["tool_choice"] = choice if choice in ("auto", "none", "required") else _named(choice)
-    if rules.family == "anthropic":
-        # "off" sends nothing: the proxy drops ``thinking: {type: disabled}`` on this route.
-        if rules.thinks and not unthought_loop:
-            if ceiling is None:  # a budget is checked against this ceiling: send it
-                ceiling = DEFAULT_MAX_OUTPUT_TOKENS
-            from nisse_llm.wire.openai_chat import OpenAIChatOutputConfig, OpenAIChatThinking
-
-            asked, effort = _claude_thinking(opts, rules)
-            fields["thinking"] = OpenAIChatThinking(**asked)
-            if effort is not None:
-                fields["output_config"] = OpenAIChatOutputConfig(effort=effort)
-        if _answer_schema(opts) is not None:
-            raise RenderError(
-                f"a structured answer cannot be asked of {model} natively on the chat route "
-                "(the proxy turns response_format into a field Anthropic does not know): "
-                "use the messages route"
-            )
-    else:
-        fields["reasoning_effort"] = rules.effort
-    if ceiling is not None:
-        fields["max_tokens"] = ceiling
-    if tools and choice != "none" and opts.parallel_tool_calls is not None:
-        fields["parallel_tool_calls"] = opts.parallel_tool_calls
-    if opts.stop:
-        fields["stop"] = list(opts.stop)
-    fields["temperature"] = opts.temperature
-    fields["top_p"] = opts.top_p
-    fields["response_format"] = _response_format(opts)
-    return {name: fields[name] for name in CHAT_FIELDS if fields.get(name) is not None}
-
-
-def _response_format(opts: RequestOptions) -> Any:
-    schema = _answer_schema(opts)
-    if schema is None:
-        return None
-    from nisse_llm.wire.openai_chat import OpenAIChatResponseFormat
-
-    name: str = getattr(opts, "answer_name")  # noqa: B009 (an AnswerOptions, by name)
-    return OpenAIChatResponseFormat(json_schema={"name": name, "schema": schema, "strict": True})
-
-
-def _named(tool: str) -> OpenAIChatNamedToolChoice:
-    from nisse_llm.wire.openai_chat import (
-        OpenAIChatNamedToolChoice,
-        OpenAIChatNamedToolChoiceFunction,
-    )
-
-    return OpenAIChatNamedToolChoice(function=OpenAIChatNamedToolChoiceFunction(name=tool))
-
-
-#: The Responses request's fields `responses_fields` sets, in wire order.
-RESPONSES_FIELDS: tuple[str, ...] = (
-    "tool_choice",
-    "parallel_tool_calls",
-    "max_output_tokens",
-    "temperature",
-    "top_p",
-    "reasoning",
-    "text",
-    "prompt_cache_key",
-    "include",
-)
-
-
-def responses_fields(
-    options: RequestOptions | None,
-    *,
-    model: str,
-    rules: CallRules,
-    tools: Sequence[str],
-    stubbed: bool,
-    prompt_cache_key: str | None = None,
-) -> dict[str, Any]:
-    """The Responses route's fields for ``options``, in wire order, unset ones left out
-    (`RenderError` for a broken rule or for stop sequences, which the route lacks);
-    ``rules`` as for `messages_fields`.
-    ``prompt_cache_key`` is sent to OpenAI models only (the proxy refuses it for others)."""
-    from nisse_llm.wire.openai_responses import (
-        OpenAIResponsesNamedToolChoice,
-        OpenAIResponsesReasoning,
-        OpenAIResponsesTextConfig,
-    )
-
-    opts = options or _NO_OPTIONS
-    if opts.stop:
-        raise RenderError(
-            f"stop sequences {list(opts.stop)!r} cannot be sent on the Responses route "
-            f"(it has no stop field): clear them for {model!r} (stop=()) or use the chat route"
-        )
-    ceiling = _checked(opts, model, rules, tools)
-    fields: dict[str, Any] = {}
-    choice = opts.tool_choice
-    if stubbed:
-        fields["tool_choice"] = "none"
-    elif tools and choice is not None:
-        fields["tool_choice"] = (
-            choice
-            if choice in ("auto", "none", "required")
-            else OpenAIResponsesNamedToolChoice(name=choice)
-        )
-    if tools and choice != "none" and opts.parallel_tool_calls is not None:
-        fields["parallel_tool_calls"] = opts.parallel_tool_calls
-    fields["max_output_tokens"] = ceiling
-    fields["temperature"] = opts.temperature
-    fields["top_p"] = opts.top_p
-    effort = rules.effort
-    if effort is not None:
-        summary = None if effort == "none" else "auto"
-        fields["reasoning"] = OpenAIResponsesReasoning(effort=effort, summary=summary)
-    schema = _answer_schema(opts)
-    if schema is not None:
-        if rules.family == "anthropic" or not rules.structured:
-            raise RenderError(
-                f"a structured answer cannot be asked of {model} natively on the Responses "
-                "route: use the messages route for Claude models"
-            )
-        name: str = getattr(opts, "answer_name")  # noqa: B009 (an AnswerOptions, by name)
-        fields["text"] = OpenAIResponsesTextConfig(
-            format={"type": "json_schema", "name": name, "schema": schema, "strict": True}
-        )
-    if rules.family == "openai":
-        fields["prompt_cache_key"] = prompt_cache_key
-    if rules.reasons:
-        fields["include"] = ["reasoning.encrypted_content"]
-    return {name: fields[name] for name in RESPONSES_FIELDS if fields.get(name) is not None}
 
 
 def encode_fields(fields: dict[str, Any]) -> list[bytes]:

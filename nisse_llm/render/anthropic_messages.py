@@ -4,7 +4,7 @@ Render rules (each answers something the API rejects):
 
 - ``system`` goes top level (left out when blank); ``max_tokens`` is always sent.
 - `RequestOptions` (ceiling, thinking, stop sequences, tool choice) map to their fields by
-  `nisse_llm.render._options`, which refuses a combination the API rejects.
+  `nisse_llm.render.anthropic_messages_fields`, which refuses a combination the API rejects.
 - Roles alternate and the first message is ``user``: adjacent same-role content is
   merged into one message. A log that opens with assistant content gets
   `LEADING_PLACEHOLDER` as its first user message; one that ends with assistant content
@@ -78,7 +78,7 @@ from nisse_llm.render._anthropic_blocks import (
     map_tool,
     stub_tool,
 )
-from nisse_llm.render._base import Renderer
+from nisse_llm.render._base import CallParams, Renderer
 from nisse_llm.render._cache import PromptCache, active
 from nisse_llm.render._images import (
     anthropic_image,
@@ -87,7 +87,6 @@ from nisse_llm.render._images import (
     event_images,
 )
 from nisse_llm.render._memo import FragmentMemo, RecentMemo
-from nisse_llm.render._options import messages_fields
 from nisse_llm.render._rope import Rope
 from nisse_llm.render._walk import (
     Indexed,
@@ -102,6 +101,7 @@ from nisse_llm.render._walk import (
     unique_specs,
 )
 from nisse_llm.render._wording import STUB_TOOL_DESCRIPTION
+from nisse_llm.render.anthropic_messages_fields import messages_fields
 from nisse_llm.render.anthropic_messages_reply import parse_message
 from nisse_llm.routes.anthropic_messages import ANTHROPIC_MESSAGES
 from nisse_llm.wire.anthropic_messages import (
@@ -377,7 +377,7 @@ class _Plan:
 class AnthropicMessagesRenderer(Renderer):
     """Renders canonical logs for ``/v1/messages`` and parses its replies (pure)."""
 
-    _reply = staticmethod(parse_message)
+    reply_parser = staticmethod(parse_message)
     route = ANTHROPIC_MESSAGES
 
     def render(
@@ -413,7 +413,8 @@ class AnthropicMessagesRenderer(Renderer):
         rules: CallRules | None = None,
     ) -> AnthropicMessagesRequest:
         """The request body as its typed model; ``rules`` as for `render_parts`."""
-        rules = self._decided(rules, model, options, max_tokens, cache)
+        call = CallParams(events, tools, model, system, max_tokens, cache, options, rules)
+        rules = self.rules_for(call)
         with self._walks.lock:
             plan = _plan(self._walks, events, tools, model, rules.strict_messages_tools)
             turns = plan.turns.list()
@@ -428,59 +429,11 @@ class AnthropicMessagesRenderer(Renderer):
             ]
         return _envelope(model, system, rules, plan, messages, policy, options)
 
-    def render_bytes(
-        self,
-        events: LogLike,
-        tools: ToolsLike,
-        model: str,
-        system: str | None = None,
-        *,
-        max_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
-        cache: PromptCache | None = None,
-        options: RequestOptions | None = None,
-    ) -> bytes:
-        """The encoded body, equal to ``render_request(...).model_dump_json(exclude_none=True)``."""
-        return super().render_bytes(
-            events, tools, model, system, max_tokens=max_tokens, cache=cache, options=options
-        )
-
-    def render_parts(
-        self,
-        events: LogLike,
-        tools: ToolsLike,
-        model: str,
-        system: str | None = None,
-        *,
-        max_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
-        cache: PromptCache | None = None,
-        options: RequestOptions | None = None,
-        rules: CallRules | None = None,
-    ) -> list[bytes]:
-        """The body of `render_bytes` in parts that concatenate to it: the head, the cached
-        blocks of the log's settled turns, and the rest with the tail (one fresh join).
-        ``rules``: the call's, decided by the route for these arguments."""
-        return super().render_parts(
-            events,
-            tools,
-            model,
-            system,
-            max_tokens=max_tokens,
-            cache=cache,
-            options=options,
-            rules=rules,
-        )
-
-    def _parts(
-        self,
-        events: LogLike,
-        tools: ToolsLike,
-        model: str,
-        system: str | None,
-        max_tokens: int | None,
-        cache: PromptCache | None,
-        options: RequestOptions | None,
-        rules: CallRules,
-    ) -> list[bytes]:
+    def encode_parts(self, call: CallParams) -> list[bytes]:
+        """The body of ``call`` in parts (see `render_parts`), under the walk cache's lock."""
+        events, tools, model, system = call.events, call.tools, call.model, call.system
+        max_tokens, cache, options, rules = call.max_tokens, call.cache, call.options, call.rules
+        assert rules is not None, "the route decides a call's rules before it is encoded"
         plan = _plan(self._walks, events, tools, model, rules.strict_messages_tools)
         policy = active(cache, model)
         head, tail = _head_tail(

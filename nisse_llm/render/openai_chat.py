@@ -31,7 +31,7 @@ Render rules, in the order a body is built:
   ``{"type": "object"}``) and ``tool_choice`` is ``"none"``: the history stays valid for
   servers that check it and the model cannot call them.
 - ``max_tokens`` is sent when given; `RequestOptions` (ceiling, reasoning, sampling, stop
-  sequences, tool choice, parallel calls) map to their fields by `nisse_llm.render._options`,
+  sequences, tool choice, parallel calls) map to their fields by `nisse_llm.render.openai_chat_fields`,
   which refuses a combination the provider rejects.
 - With a `PromptCache` policy that applies to the model (an Anthropic model, see
   `nisse_llm.render._cache`), breakpoints go where LiteLLM forwards them to Anthropic:
@@ -71,7 +71,7 @@ from nisse_llm.log.canonical import (
     WireEvent,
     log_items,
 )
-from nisse_llm.render._base import Renderer
+from nisse_llm.render._base import CallParams, Renderer
 from nisse_llm.render._cache import PromptCache, active
 from nisse_llm.render._images import (
     chat_image,
@@ -80,7 +80,7 @@ from nisse_llm.render._images import (
     check_log_images,
 )
 from nisse_llm.render._memo import FragmentMemo
-from nisse_llm.render._options import chat_fields, encode_fields
+from nisse_llm.render._options import encode_fields
 from nisse_llm.render._walk import (
     Indexed,
     ProgressCache,
@@ -94,6 +94,7 @@ from nisse_llm.render._walk import (
 from nisse_llm.render._walk import encode_model as _encode
 from nisse_llm.render._walk import json_bytes as _json
 from nisse_llm.render._wording import INTERRUPTED_TEXT, STUB_TOOL_DESCRIPTION, TOOL_ERROR_PREFIX
+from nisse_llm.render.openai_chat_fields import chat_fields
 from nisse_llm.render.openai_chat_reply import parse_chat_completion
 from nisse_llm.routes.openai_chat import OPENAI_CHAT
 
@@ -567,7 +568,7 @@ def _option_fields(
     used_tools: bool,
     unthought: bool = False,
 ) -> dict[str, Any]:
-    """The fields after ``tools`` (`nisse_llm.render._options`); with no tools passed but
+    """The fields after ``tools`` (`nisse_llm.render.openai_chat_fields`); with no tools passed but
     calls in the log, the stubs are declared with ``tool_choice: none``."""
     return chat_fields(
         options,
@@ -619,7 +620,7 @@ def _envelope(
 class OpenAIChatRenderer(Renderer):
     """Renders canonical logs as chat-completions requests and parses the replies."""
 
-    _reply = staticmethod(parse_chat_completion)
+    reply_parser = staticmethod(parse_chat_completion)
     route = OPENAI_CHAT
 
     def render_request(
@@ -644,7 +645,8 @@ class OpenAIChatRenderer(Renderer):
 
         items = log_items(events)
         check_log_images(items)
-        rules = self._decided(rules, model, options, max_tokens, cache)
+        call = CallParams(events, tools, model, system, max_tokens, cache, options, rules)
+        rules = self.rules_for(call)
         replay = model if rules.replays_thinking else None
         walk = _ChatWalk(Shared(), _TYPED, replay)
         walk.consume(list(items))
@@ -679,17 +681,11 @@ class OpenAIChatRenderer(Renderer):
             declared[-1] = declared[-1].model_copy(update={"cache_control": control})
         return OpenAIChatRequest(model=model, messages=messages, tools=declared, **fields)
 
-    def _parts(
-        self,
-        events: LogLike,
-        tools: ToolsLike,
-        model: str,
-        system: str | None,
-        max_tokens: int | None,
-        cache: PromptCache | None,
-        options: RequestOptions | None,
-        rules: CallRules,
-    ) -> list[bytes]:
+    def encode_parts(self, call: CallParams) -> list[bytes]:
+        """The body of ``call`` in parts (see `render_parts`), under the walk cache's lock."""
+        events, tools, model, system = call.events, call.tools, call.model, call.system
+        max_tokens, cache, options, rules = call.max_tokens, call.cache, call.options, call.rules
+        assert rules is not None, "the route decides a call's rules before it is encoded"
         if rules.replays_thinking:
             # Thinking blocks ride on their turns: the typed path (the fragments hold none).
             request = self.render_request(

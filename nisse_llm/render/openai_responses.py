@@ -33,7 +33,7 @@ turn. Render rules, in the order a body is built:
   name are a `RenderError`; a schema without ``type`` gets ``"type": "object"``). With none passed but
   calls in the log, each tool name the log used is declared as a stub and ``tool_choice``
   is ``"none"``.
-- `RequestOptions` map to their fields by `nisse_llm.render._options.responses_fields`
+- `RequestOptions` map to their fields by `nisse_llm.render.openai_responses_fields`
   (``reasoning: {effort, summary: "auto"}``, ``max_output_tokens``, sampling where the
   model's rules allow it, ``stop`` refused). ``prompt_cache_key`` goes to OpenAI models
   only: the one given, else one made from the model, the system prompt and the log's first
@@ -65,11 +65,11 @@ from nisse_llm.log.canonical import (
     WireEvent,
     log_items,
 )
-from nisse_llm.render._base import Renderer
+from nisse_llm.render._base import CallParams, Renderer
 from nisse_llm.render._cache import PromptCache
 from nisse_llm.render._images import check_images_once
 from nisse_llm.render._memo import FragmentMemo
-from nisse_llm.render._options import encode_fields, responses_fields
+from nisse_llm.render._options import encode_fields
 from nisse_llm.render._walk import (
     ProgressCache,
     Shared,
@@ -81,6 +81,7 @@ from nisse_llm.render._walk import (
     unique_specs,
 )
 from nisse_llm.render._wording import INTERRUPTED_TEXT, STUB_TOOL_DESCRIPTION, TOOL_ERROR_PREFIX
+from nisse_llm.render.openai_responses_fields import responses_fields
 from nisse_llm.render.openai_responses_reply import parse_responses_reply
 from nisse_llm.routes.openai_responses import OPENAI_RESPONSES
 
@@ -344,7 +345,7 @@ def _envelope(
 class OpenAIResponsesRenderer(Renderer):
     """Renders canonical logs as Responses requests and parses the replies."""
 
-    _reply = staticmethod(parse_responses_reply)
+    reply_parser = staticmethod(parse_responses_reply)
     route = OPENAI_RESPONSES
 
     def render_request(
@@ -366,7 +367,8 @@ class OpenAIResponsesRenderer(Renderer):
         `render_parts`."""
         from nisse_llm.wire.openai_responses import OpenAIResponsesRequest
 
-        rules = self._decided(rules, model, options, max_tokens, cache)
+        call = CallParams(events, tools, model, system, max_tokens, cache, options, rules)
+        rules = self.rules_for(call)
         items = log_items(events)
         walk = TurnWalk(Shared(), _TYPED, model)
         walk.consume(list(items))
@@ -399,18 +401,10 @@ class OpenAIResponsesRenderer(Renderer):
         prompt_cache_key: str | None = None,
     ) -> bytes:
         """The encoded body, byte-identical to the typed request's dump (``exclude_none``)."""
-        return b"".join(
-            self.render_parts(
-                events,
-                tools,
-                model,
-                system,
-                max_tokens=max_tokens,
-                cache=cache,
-                options=options,
-                prompt_cache_key=prompt_cache_key,
-            )
+        call = CallParams(
+            events, tools, model, system, max_tokens, cache, options, None, prompt_cache_key
         )
+        return b"".join(self.render_call(call))
 
     def render_parts(
         self,
@@ -431,11 +425,10 @@ class OpenAIResponsesRenderer(Renderer):
         resumes from the log this one extends: a log re-sent grown by a turn costs its new
         events and one join of what is not yet in a block. ``rules``: the call's, decided
         by the route for these arguments."""
-        decided = self._decided(rules, model, options, max_tokens, cache)
-        with self._walks.lock:
-            return self._parts(
-                events, tools, model, system, max_tokens, cache, options, decided, prompt_cache_key
-            )
+        call = CallParams(
+            events, tools, model, system, max_tokens, cache, options, rules, prompt_cache_key
+        )
+        return self.render_call(call)
 
     def render(
         self,
@@ -462,18 +455,12 @@ class OpenAIResponsesRenderer(Renderer):
         )
         return cast(dict[str, Any], pydantic_core.from_json(body))
 
-    def _parts(
-        self,
-        events: LogLike,
-        tools: ToolsLike,
-        model: str,
-        system: str | None,
-        max_tokens: int | None,
-        cache: PromptCache | None,
-        options: RequestOptions | None,
-        rules: CallRules,
-        prompt_cache_key: str | None = None,
-    ) -> list[bytes]:
+    def encode_parts(self, call: CallParams) -> list[bytes]:
+        """The body of ``call`` in parts (see `render_parts`), under the walk cache's lock."""
+        events, tools, model, system = call.events, call.tools, call.model, call.system
+        max_tokens, cache, options, rules = call.max_tokens, call.cache, call.options, call.rules
+        prompt_cache_key = call.prompt_cache_key
+        assert rules is not None, "the route decides a call's rules before it is encoded"
         items = log_items(events)
         walks: ProgressCache[TurnWalk] = self._walks
         walk = walks.walk(items, model, lambda shared: TurnWalk(shared, _ENCODED, model))

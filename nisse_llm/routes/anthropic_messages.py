@@ -47,7 +47,7 @@ ANTHROPIC_MESSAGES = RouteDescriptor(
         "nisse_llm.transport.clients:AnthropicPassthroughClient",
         "nisse_llm.transport.clients:AsyncAnthropicPassthroughClient",
     ),
-    kit="nisse_llm.testing.route_kits:ANTHROPIC_MESSAGES_KIT",
+    kit="nisse_llm.testing.kits.anthropic_messages:ANTHROPIC_MESSAGES_KIT",
     chosen_by="prefixes",
     long_turns=True,
     family="anthropic",
@@ -57,6 +57,8 @@ ANTHROPIC_MESSAGES = RouteDescriptor(
         "nisse_llm.wire.anthropic_messages_reply",
         "nisse_llm.render.anthropic_messages",
         "nisse_llm.render.anthropic_messages_reply",
+        "nisse_llm.render.anthropic_messages_fields",
+        "nisse_llm.testing.kits.anthropic_messages",
         "nisse_llm.stream.messages",
     ),
 )

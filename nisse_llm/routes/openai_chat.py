@@ -25,7 +25,7 @@ OPENAI_CHAT = RouteDescriptor(
         "nisse_llm.transport.clients:LiteLLMClient",
         "nisse_llm.transport.clients:AsyncLiteLLMClient",
     ),
-    kit="nisse_llm.testing.route_kits:OPENAI_CHAT_KIT",
+    kit="nisse_llm.testing.kits.openai_chat:OPENAI_CHAT_KIT",
     chosen_by="default",
     max_stop_sequences=CHAT_MAX_STOP_SEQUENCES,
     modules=(
@@ -34,6 +34,8 @@ OPENAI_CHAT = RouteDescriptor(
         "nisse_llm.wire.openai_chat_reply",
         "nisse_llm.render.openai_chat",
         "nisse_llm.render.openai_chat_reply",
+        "nisse_llm.render.openai_chat_fields",
+        "nisse_llm.testing.kits.openai_chat",
         "nisse_llm.stream.chat",
     ),
 )

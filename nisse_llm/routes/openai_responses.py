@@ -19,7 +19,7 @@ OPENAI_RESPONSES = RouteDescriptor(
         "nisse_llm.transport.responses_client:OpenAIResponsesClient",
         "nisse_llm.transport.responses_client:AsyncOpenAIResponsesClient",
     ),
-    kit="nisse_llm.testing.route_kits:OPENAI_RESPONSES_KIT",
+    kit="nisse_llm.testing.kits.openai_responses:OPENAI_RESPONSES_KIT",
     # A reasoning model thinks before it answers: the read timeout is the passthrough's.
     long_turns=True,
     # The upstream serves /responses and /v1/responses alike.
@@ -30,6 +30,8 @@ OPENAI_RESPONSES = RouteDescriptor(
         "nisse_llm.wire.openai_responses_reply",
         "nisse_llm.render.openai_responses",
         "nisse_llm.render.openai_responses_reply",
+        "nisse_llm.render.openai_responses_fields",
+        "nisse_llm.testing.kits.openai_responses",
         "nisse_llm.stream.responses",
         "nisse_llm.transport.responses_client",
     ),

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Literal, TypeAlias, cast
+from typing import Literal, TypeAlias
 
 from nisse_llm.routes.anthropic_messages import ANTHROPIC_MESSAGES
 from nisse_llm.routes.descriptor import RouteDescriptor
@@ -13,9 +13,9 @@ from nisse_llm.routes.openai_responses import OPENAI_RESPONSES
 
 __all__ = ["ROUTES", "ROUTE_TABLE", "Route", "RouteTable"]
 
-#: The package's routes by name: what a role profile's ``route`` may say (a route
-#: registered later is reached through the table, not through a pin).
-Route: TypeAlias = Literal["openai_chat", "anthropic_messages", "openai_responses"]
+#: A route's name: any route the table holds (the package's three, and any a program
+#: registers), which is what a role profile's ``route`` may say.
+Route: TypeAlias = str
 
 
 class RouteTable:
@@ -74,5 +74,5 @@ class RouteTable:
 
 
 ROUTE_TABLE = RouteTable(OPENAI_CHAT, ANTHROPIC_MESSAGES, OPENAI_RESPONSES)
-#: The package's own routes' names.
-ROUTES = cast("tuple[Route, ...]", ROUTE_TABLE.names())
+#: The package's own routes' names (the table may hold more: `RouteTable.names`).
+ROUTES: tuple[Route, ...] = ROUTE_TABLE.names()

@@ -222,7 +222,11 @@ def load_event(data: bytes) -> dict[str, Any]:
 
 
 class StreamAccumulator(ABC):
-    """Bytes in, deltas out; at the end the route's non-streaming body, parsed."""
+    """Bytes in, deltas out; at the end the route's non-streaming body, parsed.
+
+    A route's accumulator fills the public hooks `on_data` (one event's deltas; it sets
+    ``_done`` at the route's final event), `missing_end`, `cut_shown`, `body_so_far` and
+    `partial`."""
 
     #: The route's name (its descriptor's, in `nisse_llm.routes`).
     route: str
@@ -244,7 +248,7 @@ class StreamAccumulator(ABC):
         if self._done:
             return []
         out: list[StreamDelta] = []
-        on_data = self._on_data
+        on_data = self.on_data
         for name, data, _ in self._decoder.feed_raw(chunk):
             self._events += 1
             if name == "error":
@@ -262,7 +266,7 @@ class StreamAccumulator(ABC):
         data = event.data.encode("utf-8", "surrogatepass")
         if event.event == "error":
             raise self._fail(data)
-        return self._on_data("" if event.event == "message" else event.event, data)
+        return self.on_data("" if event.event == "message" else event.event, data)
 
     def finish(self) -> Completion:
         """End of stream: the reply exactly as ``complete()`` would have parsed it.
@@ -271,10 +275,10 @@ class StreamAccumulator(ABC):
         route's parser raises for the rebuilt body (`TruncatedResponse`, `LLMError`).
         """
         self._decoder.close()
-        missing = self._missing_end()
+        missing = self.missing_end()
         if missing is not None:
             raise self.interrupted(f"the stream ended {missing}")
-        cut = self._cut_shown()
+        cut = self.cut_shown()
         if cut is not None:
             raise self.interrupted(f"the stream was closed as finished, but {cut}")
         return self._parse(self.response_body(), requested_model=self.requested_model)
@@ -298,26 +302,26 @@ class StreamAccumulator(ABC):
 
     def response_body(self) -> dict[str, Any]:
         """The body the route's non-streaming API would have returned for this reply."""
-        return self._body(partial=False)
+        return self.body_so_far(partial=False)
 
     @abstractmethod
     def partial(self) -> PartialReply:
         """What has arrived so far."""
 
     @abstractmethod
-    def _on_data(self, name: str, data: bytes) -> list[StreamDelta]:
+    def on_data(self, name: str, data: bytes) -> list[StreamDelta]:
         """The deltas of one event (its type, ``""`` if unnamed); sets ``_done`` at the end."""
 
     @abstractmethod
-    def _missing_end(self) -> str | None:
+    def missing_end(self) -> str | None:
         """Why the stream is not complete (``ended ...``), or ``None`` if it is."""
 
     @abstractmethod
-    def _cut_shown(self) -> str | None:
+    def cut_shown(self) -> str | None:
         """What shows a stream closed as finished was cut (see `unterminated`), or ``None``."""
 
     @abstractmethod
-    def _body(self, *, partial: bool) -> dict[str, Any]:
+    def body_so_far(self, *, partial: bool) -> dict[str, Any]:
         """The non-streaming body so far; ``partial`` keeps unfinished arguments raw."""
 
     def _fail(self, raw: bytes) -> StreamInterrupted:

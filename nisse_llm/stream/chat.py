@@ -131,7 +131,7 @@ class OpenAIChatStreamAccumulator(StreamAccumulator):
         # The last text-only chunk's bytes around its text (see nisse_llm/stream/_envelope.py).
         self._envelope = Envelope()
 
-    def _on_data(self, name: str, data: bytes) -> list[StreamDelta]:
+    def on_data(self, name: str, data: bytes) -> list[StreamDelta]:
         if data[:1] != b"{" and data.strip() == b"[DONE]":
             self._done = True
             return []
@@ -299,7 +299,7 @@ class OpenAIChatStreamAccumulator(StreamAccumulator):
             if key not in ("index", "id", "type", "function"):
                 merge_value(tool.extra, key, value)
 
-    def _missing_end(self) -> str | None:
+    def missing_end(self) -> str | None:
         if not self._done:
             return "before [DONE]"
         if not self._choices:
@@ -311,7 +311,7 @@ class OpenAIChatStreamAccumulator(StreamAccumulator):
             return "without a finish_reason for choice 0"
         return None
 
-    def _cut_shown(self) -> str | None:
+    def cut_shown(self) -> str | None:
         state = self._choices[0]
         finish = state.finish_reason
         if finish in ("length", "content_filter"):
@@ -330,7 +330,7 @@ class OpenAIChatStreamAccumulator(StreamAccumulator):
                 return "a thinking block came without its signature"
         return None
 
-    def _body(self, *, partial: bool) -> dict[str, Any]:
+    def body_so_far(self, *, partial: bool) -> dict[str, Any]:
         body: dict[str, Any] = dict(self._top)
         body["object"] = "chat.completion"
         body["choices"] = [
@@ -356,7 +356,7 @@ class OpenAIChatStreamAccumulator(StreamAccumulator):
                 for index, call in sorted(state.tool_calls.items())
             ),
             events=self._events,
-            body=self._body(partial=True),
+            body=self.body_so_far(partial=True),
         )
 
 

@@ -97,7 +97,7 @@ class AnthropicStreamAccumulator(StreamAccumulator):
         self._envelope = Envelope()
         self._envelope_to: tuple[type[TextFragment], Joined] | None = None
 
-    def _on_data(self, name: str, raw: bytes) -> list[StreamDelta]:
+    def on_data(self, name: str, raw: bytes) -> list[StreamDelta]:
         text = self._envelope.match(raw)
         if text is not None and self._envelope_to is not None:
             # The last text (or thinking) delta again, for the same block, with new text.
@@ -219,14 +219,14 @@ class AnthropicStreamAccumulator(StreamAccumulator):
         if raw and envelope.tries > 0 and len(data) == 3 and len(delta) == 2:
             self._envelope_to = to if envelope.learn(raw, key, text) else None
 
-    def _missing_end(self) -> str | None:
+    def missing_end(self) -> str | None:
         if self._message is None:
             return "before message_start"
         if not self._done:
             return "before message_stop"
         return None
 
-    def _cut_shown(self) -> str | None:
+    def cut_shown(self) -> str | None:
         stop = (self._message or {}).get("stop_reason")
         if stop in ("tool_use", "max_tokens"):
             return None
@@ -236,7 +236,7 @@ class AnthropicStreamAccumulator(StreamAccumulator):
                 return f"tool call {name!r}'s arguments stop mid-JSON (stop_reason {stop!r})"
         return None
 
-    def _body(self, *, partial: bool) -> dict[str, Any]:
+    def body_so_far(self, *, partial: bool) -> dict[str, Any]:
         body = dict(self._message or {})
         body["content"] = [
             self._finish_block(state, partial=partial) for _, state in sorted(self._blocks.items())
@@ -283,7 +283,7 @@ class AnthropicStreamAccumulator(StreamAccumulator):
                 if s.tool_index is not None
             ),
             events=self._events,
-            body=self._body(partial=True),
+            body=self.body_so_far(partial=True),
         )
 
 

@@ -66,7 +66,7 @@ class ResponsesStreamAccumulator(StreamAccumulator):
         self._calls = 0
         self._final: dict[str, Any] | None = None
 
-    def _on_data(self, name: str, data: bytes) -> list[StreamDelta]:
+    def on_data(self, name: str, data: bytes) -> list[StreamDelta]:
         event = load_event(data)
         kind = event.get("type") or name
         if kind == "response.output_text.delta":
@@ -156,15 +156,15 @@ class ResponsesStreamAccumulator(StreamAccumulator):
             event = {"message": raw.decode("utf-8", "replace")}
         return self._error(event)
 
-    def _missing_end(self) -> str | None:
+    def missing_end(self) -> str | None:
         if self._done:
             return None
         return "before response.completed (or response.incomplete)"
 
-    def _cut_shown(self) -> str | None:
+    def cut_shown(self) -> str | None:
         return None
 
-    def _body(self, *, partial: bool) -> dict[str, Any]:
+    def body_so_far(self, *, partial: bool) -> dict[str, Any]:
         if self._final is not None:
             body = dict(self._final)
             if not body.get("output") and self._items:
@@ -201,7 +201,7 @@ class ResponsesStreamAccumulator(StreamAccumulator):
                 if state.call is not None
             ),
             events=self._events,
-            body=self._body(partial=True),
+            body=self.body_so_far(partial=True),
         )
 
 

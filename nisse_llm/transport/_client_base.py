@@ -15,7 +15,7 @@ from nisse_llm.log.canonical import CallInfo, CanonicalEvent, Completion, LogLik
 from nisse_llm.transport._classify import RateLimitPolicy
 from nisse_llm.transport.core import (
     Call,
-    Core,
+    ClientState,
     RouteSpec,
     UsageCallback,
     shared_ssl_context,
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from nisse_llm.config.options import RequestOptions
     from nisse_llm.config.settings import Pin, Settings
     from nisse_llm.render._cache import PromptCache
+    from nisse_llm.render.call import CallParams
     from nisse_llm.render.typed import TypedExchange
     from nisse_llm.stream.deltas import StreamAccumulator, StreamDelta
 
@@ -207,7 +208,7 @@ class ClientBase:
     """What sync and async clients share: the core, its repr, its usage, pin constructors."""
 
     ROUTE: ClassVar[RouteSpec]
-    _core: Core
+    _core: ClientState
 
     def _setup(
         self,
@@ -222,8 +223,8 @@ class ClientBase:
         on_usage: UsageCallback | None,
         prompt_cache: PromptCache | bool | None,
         preflight: bool = False,
-    ) -> Core:
-        self._core = Core(
+    ) -> ClientState:
+        self._core = ClientState(
             self.ROUTE,
             base_url,
             token,
@@ -261,6 +262,21 @@ class ClientBase:
     def route(self) -> str:
         """The proxy route this client posts to."""
         return self.ROUTE.name
+
+    def call_params(
+        self,
+        events: LogLike,
+        tools: ToolsLike,
+        model: str,
+        system: str | None = None,
+        *,
+        cache: bool | None = None,
+        options: RequestOptions | None = None,
+    ) -> CallParams:
+        """One call's parameters on this client, built once (the arguments of ``complete``
+        and ``stream``, with the client's ceiling and prompt-cache policy): what
+        ``complete_call`` and ``stream_call`` take, and what a router passes on."""
+        return self._core.params(events, tools, model, system, cache=cache, options=options)
 
     def __repr__(self) -> str:
         return self._core.describe(type(self))

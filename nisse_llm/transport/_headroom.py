@@ -15,10 +15,17 @@ from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeVar
 
 from nisse_llm import _telemetry
 from nisse_llm.errors import ContextWindowExceeded, LLMError, UpstreamUnavailable
-from nisse_llm.log.canonical import LogLike, ToolsLike
+from nisse_llm.render import CallParams
 from nisse_llm.transport._callinfo import call_info
 from nisse_llm.transport._classify import Retry, redact
-from nisse_llm.transport.core import HTTPX_ERRORS, Call, Core, logger, public_url, with_token_hint
+from nisse_llm.transport.core import (
+    HTTPX_ERRORS,
+    Call,
+    ClientState,
+    logger,
+    public_url,
+    with_token_hint,
+)
 
 # The model-info readers load with the first side request: a plain call never needs them.
 if TYPE_CHECKING:
@@ -53,7 +60,9 @@ class SideRequest:
 
     __slots__ = ("attempts", "body", "core", "headers", "method", "url", "where")
 
-    def __init__(self, core: Core, method: str, path: str, body: bytes | None = None) -> None:
+    def __init__(
+        self, core: ClientState, method: str, path: str, body: bytes | None = None
+    ) -> None:
         self.core = core
         self.method = method
         self.url = core.base_url + path
@@ -115,27 +124,13 @@ class SideRequest:
         return exc
 
 
-def render_request(
-    core: Core,
-    model: str,
-    events: LogLike,
-    tools: ToolsLike,
-    system: str | None,
-    options: RequestOptions | None,
-) -> tuple[bytes, int]:
+def render_request(core: ClientState, params: CallParams) -> tuple[bytes, int]:
+    """The body ``core``'s client would send for ``params``, and the output ceiling it
+    asks (the options' over the client's, as the call would send it)."""
     from nisse_llm.wire.models_info import body_output_ceiling
 
-    parts = core.renderer.render_parts(
-        events,
-        tools,
-        model,
-        system,
-        max_tokens=core.max_tokens,
-        cache=core.prompt_cache,
-        options=options,
-    )
+    parts = core.renderer.render_call(params)
     rendered = b"".join(parts)
-    # The ceiling the body sends: the options' over the client's, as the call would send it.
     return rendered, body_output_ceiling(rendered)
 
 

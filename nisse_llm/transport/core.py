@@ -3,7 +3,7 @@
 A `Call` holds one request's state and does everything but the I/O; sync and async
 clients drive it the same way and differ only in how they send and how they sleep::
 
-    call = core.begin(events, tools, model, system)
+    call = core.begin(core.params(events, tools, model, system))
     while True:
         with call.sending():
             response = http.post(core.url, content=call.parts, headers=call.headers)
@@ -13,15 +13,15 @@ clients drive it the same way and differ only in how they send and how they slee
         sleep(wait)                                             # or await
         call.slept(wait)
 
-A streamed call (``begin(..., stream=True)``) runs the same loop up to the first 2xx
+A streamed call (``begin(params, stream=True)``) runs the same loop up to the first 2xx
 byte, then feeds the body to `Call.accumulator` and ends in `Call.finish_stream`, or in
 `Call.stream_failed` for whatever broke mid-way.
 
-The hooks a router gives a client (`Core.on_start`, `Core.on_call`) are the client's to
+The hooks a router gives a client (`ClientState.on_start`, `ClientState.on_call`) are the client's to
 call, so an async client can await them: the client calls ``on_start`` before the first
 attempt, and a call with ``on_call`` set keeps its ending (`Call.ending`) for the client
 to tell once the step that ended it returns or raises, then `Call.report` logs a success
-and runs ``on_usage``. A render failure `Core.begin` meets with ``on_call`` set is kept
+and runs ``on_usage``. A render failure `ClientState.begin` meets with ``on_call`` set is kept
 too (`Call.failure`), raised when the client starts the call, once its ending is told.
 
 httpx's exceptions are translated in `Call.reading` and `Call.stream_failed`, nowhere else.
@@ -59,7 +59,7 @@ from nisse_llm.log.canonical import (
     ToolsLike,
     Usage,
 )
-from nisse_llm.render import Renderer
+from nisse_llm.render import CallParams, Renderer
 from nisse_llm.render._cache import PromptCache
 from nisse_llm.routes.descriptor import RouteDescriptor
 from nisse_llm.transport._callinfo import call_info, priced, usage_keywords
@@ -80,6 +80,7 @@ __all__ = [
     "AsyncStartHook",
     "Call",
     "CallObserver",
+    "ClientState",
     "Core",
     "PartsRenderer",
     "RouteSpec",
@@ -95,7 +96,7 @@ logger = logging.getLogger("nisse_llm")
 # prints every WARNING record to stderr when no logging is configured.
 logger.addHandler(logging.NullHandler())
 
-#: The role a router is completing for, read by `Core.begin` (set only around a router's
+#: The role a router is completing for, read by `ClientState.begin` (set only around a router's
 #: call into its client, so a client's signature need not carry it).
 router_role: ContextVar[str | None] = ContextVar("nisse_llm_router_role", default=None)
 
@@ -146,8 +147,10 @@ def _debug_text(data: bytes, token: str) -> str:
     return redact(head, token)[:_DEBUG_LIMIT]
 
 
-class Core:
-    """What one client holds for its route: endpoint, headers, renderer, policy, metering."""
+class ClientState:
+    """What one client holds for its route, shared by all its calls: the endpoint and
+    headers, the renderer, the retry and prompt-cache policies, the hooks a router set,
+    and the latest call's usage."""
 
     __slots__ = (
         "_token",
@@ -270,58 +273,52 @@ class Core:
             role=role,
         )
 
-    def begin(
+    def params(
         self,
         events: LogLike,
         tools: ToolsLike,
         model: str,
-        system: str | None,
+        system: str | None = None,
         *,
-        stream: bool = False,
         cache: bool | None = None,
         options: RequestOptions | None = None,
-    ) -> Call:
-        """Render a request and start its call (a render failure is logged and raised, or,
-        with an end hook set, kept for the client: see the module docstring); ``cache``
-        turns the client's prompt-cache policy on or off for this call, and ``options``
-        (already layered over the role's profile) set how it is made; their
-        ``max_output_tokens`` wins over the client's ``max_tokens``. The call's rules are
-        decided here, once (`RouteDescriptor.decide`, cached per model and options), and
-        handed to the renderer."""
+    ) -> CallParams:
+        """One call's parameters on this client: ``cache`` turns the client's prompt-cache
+        policy on or off for the call, ``options`` (already layered over the role's
+        profile) set how it is made, and the client's ``max_tokens`` is the ceiling their
+        ``max_output_tokens`` wins over."""
+        policy = self.prompt_cache
+        if cache is not None:
+            policy = _cache_policy(cache) if policy is None else replace(policy, enabled=cache)
+        return CallParams(events, tools, model, system, self.max_tokens, policy, options)
+
+    def begin(self, params: CallParams, *, stream: bool = False) -> Call:
+        """Render the request of ``params`` (made by `params`) and start its call (a render failure
+        is logged and raised, or, with an end hook set, kept for the client: see the module
+        docstring). The call's rules are decided here, once (`RouteDescriptor.decide`,
+        cached per model and options), and handed to the renderer with the rest."""
+        model, options = params.model, params.options
         call = Call(self, model)
         call.role = router_role.get()
         call.streamed = stream
         # Telemetry off (the default) costs this one check per call: see `_telemetry`.
         tracer = _telemetry.tracer
         if tracer is not None:
-            call.trace = tracer.call(call, events, tools, system, options)
-        policy = self.prompt_cache
-        if cache is not None:
-            policy = _cache_policy(cache) if policy is None else replace(policy, enabled=cache)
+            call.trace = tracer.call(call, params.events, params.tools, params.system, options)
         try:
             rules = self.route.decide(
-                model,
-                options,
-                max_tokens=self.max_tokens,
-                prefixes=() if policy is None else policy.prefixes,
+                model, options, max_tokens=params.max_tokens, prefixes=params.prefixes
             )
-            parts = self.renderer.render_parts(
-                events,
-                tools,
-                model,
-                system,
-                max_tokens=self.max_tokens,
-                cache=policy,
-                options=options,
-                rules=rules,
-            )
+            parts = self.renderer.render_call(params.decided(rules))
         except LLMError as exc:
             try:
                 call.fail(exc)
             except LLMError as failed:
                 if call.ending is None:
                     raise
-                call.failure = failed  # raised by `Call.raise_kept`, once the end hook is told
+                call.failure = (
+                    failed  # raised by `Call.raise_render_failure`, once the end hook is told
+                )
                 return call
         if stream:
             # Spliced before the body's closing brace: the history is never encoded twice.
@@ -393,6 +390,10 @@ def _cache_policy(value: PromptCache | bool | None) -> PromptCache | None:
     return PromptCache(ttl="5m") if value else None
 
 
+#: `ClientState` under its former name.
+Core: TypeAlias = ClientState
+
+
 class Call:
     """One request's state across its attempts; see the module docstring for the loop."""
 
@@ -413,7 +414,7 @@ class Call:
         "waited_s",
     )
 
-    def __init__(self, core: Core, model: str) -> None:
+    def __init__(self, core: ClientState, model: str) -> None:
         self.core = core
         self.model = model
         #: The body in parts, sent as they are (no megabyte join per call) under ``headers``:
@@ -434,7 +435,7 @@ class Call:
         self.trace: CallTrace[Call] | None = None
         #: How the call ended (usage, outcome), kept for the client to tell ``on_call``.
         self.ending: tuple[Usage | None, str] | None = None
-        #: A render failure kept while ``on_call`` is told of it (see `Core.begin`).
+        #: A render failure kept while ``on_call`` is told of it (see `ClientState.begin`).
         self.failure: LLMError | None = None
 
     @property
@@ -555,17 +556,17 @@ class Call:
         self._observe(None, "closed")
         self._log(logging.INFO, None, None, closed_after=deltas)
 
-    def raise_kept(self) -> None:
-        """Before the start hook: raise the render failure `Core.begin` kept for the end hook."""
+    def raise_render_failure(self) -> None:
+        """Before the start hook: raise the render failure `ClientState.begin` kept for the end hook."""
         if self.failure is not None:
             raise self.failure
 
-    def unsent(self, exc: BaseException) -> None:
+    def trace_unsent(self, exc: BaseException) -> None:
         """Trace the call as interrupted before its request left (the start hook raised ``exc``)."""
         if self.trace is not None:
             self.trace.interrupted(self, type(exc).__name__)
 
-    def told(self) -> tuple[Usage | None, str] | None:
+    def take_ending(self) -> tuple[Usage | None, str] | None:
         """Take the ending kept for ``on_call`` (None: none is waiting)."""
         ending, self.ending = self.ending, None
         return ending

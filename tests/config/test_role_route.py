@@ -43,10 +43,12 @@ def test_the_route_comes_from_file_environment_and_argument_in_that_order(
 
 
 def test_an_unknown_route_is_a_config_error(tmp_path: Path) -> None:
-    """A route that is none of the three is refused at load time, naming the key."""
+    """A route the table does not hold is refused at load time, naming the key and the
+    routes it could have named."""
     table = {"model": "gpt-6-astra", "route": "responses"}
     path = write_config(tmp_path / "nisse-llm.toml", _document(executor=table))
-    with pytest.raises(ConfigError, match=r"roles\.executor\.route"):
+    known = "the routes are openai_chat, anthropic_messages, openai_responses"
+    with pytest.raises(ConfigError, match=rf"roles\.executor\.route.*'responses'.*{known}"):
         load_settings(path)
 
 

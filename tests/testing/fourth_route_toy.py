@@ -14,8 +14,8 @@ from typing import Any
 
 from nisse_llm import AssistantText, Completion, Usage, UserText
 from nisse_llm.errors import PartialReply
-from nisse_llm.log.canonical import LogLike, ToolsLike, as_events
-from nisse_llm.render import Renderer
+from nisse_llm.log.canonical import as_events
+from nisse_llm.render import CallParams, Renderer
 from nisse_llm.routes import RouteDescriptor
 from nisse_llm.stream.deltas import ServerSentEvent, StreamAccumulator, StreamDelta, TextDelta
 from nisse_llm.testing.bodies import Text, Tokens
@@ -54,24 +54,15 @@ def parse_toy_reply(
 class ToyRenderer(Renderer):
     """User and assistant text as the toy's lines (one part: the whole body)."""
 
-    _reply = staticmethod(parse_toy_reply)
+    reply_parser = staticmethod(parse_toy_reply)
 
-    def _parts(
-        self,
-        events: LogLike,
-        tools: ToolsLike,
-        model: str,
-        system: str | None,
-        max_tokens: int | None,
-        cache: Any,
-        options: Any,
-    ) -> list[bytes]:
+    def encode_parts(self, call: CallParams) -> list[bytes]:
         lines = [
             {"who": "user" if isinstance(e, UserText) else "assistant", "text": e.text}
-            for e in as_events(events)
+            for e in as_events(call.events)
             if isinstance(e, UserText | AssistantText)
         ]
-        body = {"model": model, "lines": lines, "max_tokens": max_tokens}
+        body = {"model": call.model, "lines": lines, "max_tokens": call.max_tokens}
         return [json.dumps(body, separators=(",", ":")).encode()]
 
 
@@ -85,7 +76,7 @@ class ToyStreamAccumulator(StreamAccumulator):
         self._text = ""
         self._end: dict[str, Any] = {}
 
-    def _on_data(self, name: str, data: bytes) -> list[StreamDelta]:
+    def on_data(self, name: str, data: bytes) -> list[StreamDelta]:
         value = json.loads(data)
         if name == "end":
             self._end = value
@@ -94,13 +85,13 @@ class ToyStreamAccumulator(StreamAccumulator):
         self._text += value["piece"]
         return [TextDelta(value["piece"], self._text)]
 
-    def _missing_end(self) -> str | None:
+    def missing_end(self) -> str | None:
         return None if self._done else "before its end event"
 
-    def _cut_shown(self) -> str | None:
+    def cut_shown(self) -> str | None:
         return None
 
-    def _body(self, *, partial: bool) -> dict[str, Any]:
+    def body_so_far(self, *, partial: bool) -> dict[str, Any]:
         return {
             "model": self._end.get("model", self.requested_model),
             "say": self._text,
@@ -109,7 +100,11 @@ class ToyStreamAccumulator(StreamAccumulator):
 
     def partial(self) -> PartialReply:
         return PartialReply(
-            text=self._text, reasoning="", tool_calls=(), events=0, body=self._body(partial=True)
+            text=self._text,
+            reasoning="",
+            tool_calls=(),
+            events=0,
+            body=self.body_so_far(partial=True),
         )
 
 

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from nisse_llm._closing import Closing
 from nisse_llm.config.options import RequestOptions
 from nisse_llm.log.canonical import CanonicalEvent, Completion, LogLike, ToolsLike, Usage
+from nisse_llm.render.call import CallParams
 from nisse_llm.render.typed import TypedReply
 from nisse_llm.routes.openai_chat import OPENAI_CHAT
 from nisse_llm.testing._scripted import ClientTurn, ScriptedCall, ScriptedCore
@@ -71,7 +72,24 @@ class ScriptedClient(Closing):
         system: str | None = None,
     ) -> Completion:
         """``complete()``, returning this call's whole `Completion` (its events and usage)."""
-        return self._core.completion(events, tools, model, system)
+        return self.complete_call(self.call_params(events, tools, model, system))
+
+    def call_params(
+        self,
+        events: LogLike,
+        tools: ToolsLike,
+        model: str,
+        system: str | None = None,
+        *,
+        options: RequestOptions | None = None,
+    ) -> CallParams:
+        """One call's parameters, as a real client's ``call_params`` builds them."""
+        return CallParams(events, tools, model, system, options=options)
+
+    def complete_call(self, params: CallParams) -> Completion:
+        """``completion()`` of a call's parameters built once: recorded, and answered with
+        the next turn."""
+        return self._core.completion(params.events, params.tools, params.model, params.system)
 
     def complete_as(
         self,

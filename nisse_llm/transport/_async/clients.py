@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 
     from nisse_llm.config.options import RequestOptions
     from nisse_llm.render._cache import PromptCache
+    from nisse_llm.render.call import CallParams
     from nisse_llm.render.typed import TypedReply
     from nisse_llm.stream.deltas import StreamDelta
 
@@ -61,22 +62,22 @@ __all__ = ["AsyncReplyStream", "AsyncRouteClient"]
 
 
 async def _started(call: Call) -> None:
-    """Raise the render failure `Core.begin` kept, else call the start hook (an exception
+    """Raise the render failure `ClientState.begin` kept, else call the start hook (an exception
     it raises stops the call before its request leaves)."""
-    call.raise_kept()
+    call.raise_render_failure()
     hook = call.core.on_start
     if hook is not None:
         try:
             await hook(call)
         except BaseException as exc:
-            call.unsent(exc)
+            call.trace_unsent(exc)
             raise
 
 
 async def _told(call: Call) -> None:
     """Call the end hook with the ending ``call`` kept, then report a success (the hook
     comes first: a router's record is written before ``on_usage`` runs)."""
-    ending = call.told()
+    ending = call.take_ending()
     if ending is None:
         return
     usage, outcome = ending
@@ -269,7 +270,12 @@ class AsyncRouteClient(AsyncClientLimits, ClientBase, AsyncClosing):
     ) -> Completion:
         """``complete()``, returning this call's whole `Completion`: its events, usage and
         call info, which concurrent calls never share (unlike ``last_usage``)."""
-        call = self._core.begin(events, tools, model, system, cache=cache, options=options)
+        params = self.call_params(events, tools, model, system, cache=cache, options=options)
+        return await self.complete_call(params)
+
+    async def complete_call(self, params: CallParams) -> Completion:
+        """``completion()`` of a call's parameters built once (`call_params`)."""
+        call = self._core.begin(params)
         try:
             return call.finish_completion(await self._send(call))
         finally:
@@ -390,10 +396,12 @@ class AsyncRouteClient(AsyncClientLimits, ClientBase, AsyncClosing):
         hook `observe` set, on entering, once the hook is told); the request goes out when
         the ``async with`` is entered.
         """
-        call = self._core.begin(
-            events, tools, model, system, stream=True, cache=cache, options=options
-        )
-        return AsyncReplyStream(self, call)
+        params = self.call_params(events, tools, model, system, cache=cache, options=options)
+        return self.stream_call(params)
+
+    def stream_call(self, params: CallParams) -> AsyncReplyStream:
+        """``stream()`` of a call's parameters built once (`call_params`)."""
+        return AsyncReplyStream(self, self._core.begin(params, stream=True))
 
     def observe(
         self,

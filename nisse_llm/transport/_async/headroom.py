@@ -23,7 +23,7 @@ from nisse_llm.transport._headroom import (
     preflight_refusal,
     render_request,
 )
-from nisse_llm.transport.core import Call, Core, logger
+from nisse_llm.transport.core import Call, ClientState, logger
 
 # The model-info readers load with the first side request: a plain call never needs them.
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ __all__ = ["AsyncClientLimits", "AsyncRouterLimits"]
 class AsyncClientLimits:
     """`model_info`, `headroom` and the pre-flight check for the clients."""
 
-    _core: Core
+    _core: ClientState
     _http: httpx.AsyncClient
     _sleep: io.Sleep
 
@@ -109,7 +109,9 @@ class AsyncClientLimits:
     ) -> int:
         """The input tokens the request would send to ``model``: the proxy's count, or the
         local estimate where the proxy has no counter."""
-        rendered = render_request(self._core, model, events, tools, system, options)[0]
+        rendered = render_request(
+            self._core, self._core.params(events, tools, model, system, options=options)
+        )[0]
         return (await self._count(model, rendered))[0]
 
     async def headroom(
@@ -123,7 +125,9 @@ class AsyncClientLimits:
         """How much of ``model``'s window the request would leave (see `Headroom`)."""
         from nisse_llm.wire.models_info import headroom_of
 
-        rendered, ceiling = render_request(self._core, model, events, tools, system, options)
+        rendered, ceiling = render_request(
+            self._core, self._core.params(events, tools, model, system, options=options)
+        )
         info = await self.model_info(model)
         tokens, source = await self._count(model, rendered)
         return headroom_of(tokens, ceiling, info, source=source)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import suppress
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from nisse_llm._closing import AsyncClosing
@@ -199,12 +200,11 @@ class AsyncRoleRouter(
         if not self._begun:
             await self.begin_task()
         model, client, merged = self._call(role, options)
+        params = client.call_params(events, tools, model, system, cache=cache, options=merged)
         policy = self._compaction
         if policy is None:
             with acting(role):
-                return await client.completion(
-                    events, tools, model, system, cache=cache, options=merged
-                )
+                return await client.complete_call(params)
         specs = as_tool_specs(tools)
         given = as_events(events)
         log = self._substituted(given)
@@ -217,9 +217,7 @@ class AsyncRoleRouter(
             how = "threshold"
         try:
             with acting(role), compacting(how):
-                return await client.completion(
-                    log, specs, model, system, cache=cache, options=merged
-                )
+                return await client.complete_call(replace(params, events=log, tools=specs))
         except ContextWindowExceeded as exc:
             if how is not None:
                 raise
@@ -229,7 +227,7 @@ class AsyncRoleRouter(
             )
             await self._keep(given, log)
         with acting(role), compacting("overflow"):
-            return await client.completion(log, specs, model, system, cache=cache, options=merged)
+            return await client.complete_call(replace(params, events=log, tools=specs))
 
     async def _keep(self, before: list[CanonicalEvent], after: list[CanonicalEvent]) -> None:
         """Remember a compaction for later calls and record it in the task's store."""
@@ -319,8 +317,9 @@ class AsyncRoleRouter(
     ) -> AsyncReplyStream:
         """Stream the reply of ``role``'s pinned model (see `AsyncLiteLLMClient.stream`)."""
         model, client, merged = self._call(role, options)
+        params = client.call_params(events, tools, model, system, cache=cache, options=merged)
         with acting(role):
-            return client.stream(events, tools, model, system, cache=cache, options=merged)
+            return client.stream_call(params)
 
     async def aclose(self) -> None:
         """Close every client's pool, and the store `from_pin` opened from a path or a key."""

@@ -53,6 +53,7 @@ if TYPE_CHECKING:
 
     from nisse_llm.config.options import RequestOptions
     from nisse_llm.render._cache import PromptCache
+    from nisse_llm.render.call import CallParams
     from nisse_llm.render.typed import TypedReply
     from nisse_llm.stream.deltas import StreamDelta
 
@@ -62,22 +63,22 @@ __all__ = ["ReplyStream", "SyncRouteClient"]
 
 
 def _started(call: Call) -> None:
-    """Raise the render failure `Core.begin` kept, else call the start hook (an exception
+    """Raise the render failure `ClientState.begin` kept, else call the start hook (an exception
     it raises stops the call before its request leaves)."""
-    call.raise_kept()
+    call.raise_render_failure()
     hook = call.core.on_start
     if hook is not None:
         try:
             hook(call)
         except BaseException as exc:
-            call.unsent(exc)
+            call.trace_unsent(exc)
             raise
 
 
 def _told(call: Call) -> None:
     """Call the end hook with the ending ``call`` kept, then report a success (the hook
     comes first: a router's record is written before ``on_usage`` runs)."""
-    ending = call.told()
+    ending = call.take_ending()
     if ending is None:
         return
     usage, outcome = ending
@@ -268,7 +269,12 @@ class SyncRouteClient(ClientLimits, ClientBase, Closing):
     ) -> Completion:
         """``complete()``, returning this call's whole `Completion`: its events, usage and
         call info, which concurrent calls never share (unlike ``last_usage``)."""
-        call = self._core.begin(events, tools, model, system, cache=cache, options=options)
+        params = self.call_params(events, tools, model, system, cache=cache, options=options)
+        return self.complete_call(params)
+
+    def complete_call(self, params: CallParams) -> Completion:
+        """``completion()`` of a call's parameters built once (`call_params`)."""
+        call = self._core.begin(params)
         try:
             return call.finish_completion(self._send(call))
         finally:
@@ -389,10 +395,12 @@ class SyncRouteClient(ClientLimits, ClientBase, Closing):
         hook `observe` set, on entering, once the hook is told); the request goes out when
         the ``with`` is entered.
         """
-        call = self._core.begin(
-            events, tools, model, system, stream=True, cache=cache, options=options
-        )
-        return ReplyStream(self, call)
+        params = self.call_params(events, tools, model, system, cache=cache, options=options)
+        return self.stream_call(params)
+
+    def stream_call(self, params: CallParams) -> ReplyStream:
+        """``stream()`` of a call's parameters built once (`call_params`)."""
+        return ReplyStream(self, self._core.begin(params, stream=True))
 
     def observe(
         self,

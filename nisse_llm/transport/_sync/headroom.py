@@ -24,7 +24,7 @@ from nisse_llm.transport._headroom import (
     render_request,
 )
 from nisse_llm.transport._sync import io
-from nisse_llm.transport.core import Call, Core, logger
+from nisse_llm.transport.core import Call, ClientState, logger
 
 # The model-info readers load with the first side request: a plain call never needs them.
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ __all__ = ["ClientLimits", "RouterLimits"]
 class ClientLimits:
     """`model_info`, `headroom` and the pre-flight check for the clients."""
 
-    _core: Core
+    _core: ClientState
     _http: httpx.Client
     _sleep: io.Sleep
 
@@ -110,7 +110,9 @@ class ClientLimits:
     ) -> int:
         """The input tokens the request would send to ``model``: the proxy's count, or the
         local estimate where the proxy has no counter."""
-        rendered = render_request(self._core, model, events, tools, system, options)[0]
+        rendered = render_request(
+            self._core, self._core.params(events, tools, model, system, options=options)
+        )[0]
         return (self._count(model, rendered))[0]
 
     def headroom(
@@ -124,7 +126,9 @@ class ClientLimits:
         """How much of ``model``'s window the request would leave (see `Headroom`)."""
         from nisse_llm.wire.models_info import headroom_of
 
-        rendered, ceiling = render_request(self._core, model, events, tools, system, options)
+        rendered, ceiling = render_request(
+            self._core, self._core.params(events, tools, model, system, options=options)
+        )
         info = self.model_info(model)
         tokens, source = self._count(model, rendered)
         return headroom_of(tokens, ceiling, info, source=source)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import suppress
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from nisse_llm._closing import Closing
@@ -196,10 +197,11 @@ class RoleRouter(RouterLimits, RouterBase[SyncRouteClient, "TaskStore"], Closing
         if not self._begun:
             self.begin_task()
         model, client, merged = self._call(role, options)
+        params = client.call_params(events, tools, model, system, cache=cache, options=merged)
         policy = self._compaction
         if policy is None:
             with acting(role):
-                return client.completion(events, tools, model, system, cache=cache, options=merged)
+                return client.complete_call(params)
         specs = as_tool_specs(tools)
         given = as_events(events)
         log = self._substituted(given)
@@ -212,7 +214,7 @@ class RoleRouter(RouterLimits, RouterBase[SyncRouteClient, "TaskStore"], Closing
             how = "threshold"
         try:
             with acting(role), compacting(how):
-                return client.completion(log, specs, model, system, cache=cache, options=merged)
+                return client.complete_call(replace(params, events=log, tools=specs))
         except ContextWindowExceeded as exc:
             if how is not None:
                 raise
@@ -220,7 +222,7 @@ class RoleRouter(RouterLimits, RouterBase[SyncRouteClient, "TaskStore"], Closing
             log = self._compact(model, client, log, specs, system, merged, limit, refused=True)
             self._keep(given, log)
         with acting(role), compacting("overflow"):
-            return client.completion(log, specs, model, system, cache=cache, options=merged)
+            return client.complete_call(replace(params, events=log, tools=specs))
 
     def _keep(self, before: list[CanonicalEvent], after: list[CanonicalEvent]) -> None:
         """Remember a compaction for later calls and record it in the task's store."""
@@ -310,8 +312,9 @@ class RoleRouter(RouterLimits, RouterBase[SyncRouteClient, "TaskStore"], Closing
     ) -> ReplyStream:
         """Stream the reply of ``role``'s pinned model (see `LiteLLMClient.stream`)."""
         model, client, merged = self._call(role, options)
+        params = client.call_params(events, tools, model, system, cache=cache, options=merged)
         with acting(role):
-            return client.stream(events, tools, model, system, cache=cache, options=merged)
+            return client.stream_call(params)
 
     def close(self) -> None:
         """Close every client's pool, and the store `from_pin` opened from a path or a key."""
