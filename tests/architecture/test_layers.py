@@ -99,9 +99,6 @@ KNOWN_CYCLES: dict[tuple[str, ...], str] = {
     # the route's ``clients`` strings, and transport/responses_client.py imports the
     # route clients' bases from transport/clients.py.
     ("nisse_llm.transport.clients", "nisse_llm.transport.responses_client"): "select_client",
-    # Known finding: testing/sse.py loads a route's kit (testing/route_kits.py), which
-    # imports the event writers of testing/sse.py.
-    ("nisse_llm.testing.route_kits", "nisse_llm.testing.sse"): "a route's scripted kit",
 }
 LINE_LIMIT = 800
 GENERATED = "do not edit"
