@@ -122,7 +122,7 @@ def _check_responses_json(data: Any) -> None:
 
 
 def _check_events(events: Any) -> None:
-    from nisse_llm.log.canonical import AssistantText, ToolCall
+    from nisse_llm.events.canonical import AssistantText, ToolCall
 
     kinds = [type(e) for e in events]
     if kinds != [AssistantText, ToolCall]:

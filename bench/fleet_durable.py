@@ -43,7 +43,7 @@ import psycopg
 from bench.fleet import SMOKE as LOAD_SMOKE
 from bench.fleet import fleet_for
 from bench.fleet_worker import LEDGER, QUEUE, STALLED_WORKER_S, TASK, TOOL_S, make_app
-from nisse_llm.log.canonical import AssistantText
+from nisse_llm.events.canonical import AssistantText
 from nisse_llm.task.postgres import PostgresTaskStore
 from nisse_llm.testing.fleet import LiteLLMFleet
 from nisse_llm.testing.postgres import LocalPostgres

@@ -18,7 +18,7 @@ from typing import Any, TextIO
 
 from nisse_llm.config.settings import Pin
 from nisse_llm.errors import LLMError, UpstreamUnavailable
-from nisse_llm.log.canonical import (
+from nisse_llm.events.canonical import (
     CanonicalEvent,
     StoredEvent,
     ToolCall,

@@ -24,9 +24,9 @@ from collections.abc import Callable
 from typing import Any
 
 from nisse_llm import PromptCache
-from nisse_llm.log.canonical import AssistantText, StoredEvent, ToolCall, ToolResult, UserText
-from nisse_llm.log.canonical import UserImage as UserImageEvent
-from nisse_llm.log.images import Image
+from nisse_llm.events.canonical import AssistantText, StoredEvent, ToolCall, ToolResult, UserText
+from nisse_llm.events.canonical import UserImage as UserImageEvent
+from nisse_llm.events.images import Image
 from nisse_llm.render import _images
 from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
 from nisse_llm.render.openai_chat import OpenAIChatRenderer

@@ -117,7 +117,7 @@ def _sdk(route: str, base: str) -> tuple[Callable[[], object] | None, str | None
 def _route(
     client: Any, http: Any, url: str, base: str, *, rounds: int, warmup: int, sdk: bool = True
 ) -> StreamRow:
-    from nisse_llm.log.canonical import UserText
+    from nisse_llm.events.canonical import UserText
 
     events = [UserText(text="Write at length.")]
     sent = client._core.begin(events, None, "m", None, stream=True).body

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from nisse_llm.config.settings import load_settings
-from nisse_llm.log.canonical import AssistantText, ToolCall, ToolResult, UserText
+from nisse_llm.events.canonical import AssistantText, ToolCall, ToolResult, UserText
 from nisse_llm.task.logstore import FileTaskStore, TaskStore
 from nisse_llm.task.postgres import PostgresTaskStore
 from nisse_llm.task.records import CallRecord

@@ -41,7 +41,7 @@ from pathlib import Path
 import psycopg
 
 from nisse_llm.errors import LLMError, TaskBusy
-from nisse_llm.log.canonical import AssistantText, UserText
+from nisse_llm.events.canonical import AssistantText, UserText
 from nisse_llm.task.postgres import PostgresTaskStore
 from nisse_llm.testing.pgbouncer import LocalPgBouncer
 from nisse_llm.testing.postgres import LocalPostgres

@@ -36,7 +36,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from nisse_llm.agent import AsyncTask
 from nisse_llm.errors import TaskBusy, TaskStoreUnavailable
-from nisse_llm.log.canonical import ToolCall
+from nisse_llm.events.canonical import ToolCall
 from nisse_llm.task.logstore import AsyncFileTaskStore, AsyncTaskStore
 from nisse_llm.task.postgres import AsyncPostgresTaskStore
 from nisse_llm.testing import ToolUse, reply

@@ -434,7 +434,7 @@ class Workload:
 
     @staticmethod
     def _nisse_records(turn: Turn, *, start: int) -> list[Any]:
-        from nisse_llm.log.canonical import (
+        from nisse_llm.events.canonical import (
             AssistantText,
             StoredEvent,
             ToolCall,
@@ -456,7 +456,7 @@ class Workload:
     @staticmethod
     def tool_specs() -> list[Any]:
         """The tool definitions as nisse_llm `ToolSpec`s."""
-        from nisse_llm.log.canonical import ToolSpec
+        from nisse_llm.events.canonical import ToolSpec
 
         return [ToolSpec(name=n, description=d, parameters=p) for n, d, p in _TOOLS]
 

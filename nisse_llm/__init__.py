@@ -39,7 +39,7 @@ from nisse_llm.errors import (
     UnknownRoleError,
     UpstreamUnavailable,
 )
-from nisse_llm.log.canonical import (
+from nisse_llm.events.canonical import (
     AssistantText,
     CallInfo,
     CanonicalEvent,
@@ -55,7 +55,7 @@ from nisse_llm.log.canonical import (
     UserText,
     mint_call_id,
 )
-from nisse_llm.log.images import Image
+from nisse_llm.events.images import Image
 
 if TYPE_CHECKING:
     from nisse_llm._partial import PartialReply
@@ -69,7 +69,7 @@ if TYPE_CHECKING:
         load_settings,
         load_task_store,
     )
-    from nisse_llm.log.tool_changes import ToolChanges
+    from nisse_llm.events.tool_changes import ToolChanges
     from nisse_llm.mcp.server import McpServer
     from nisse_llm.render._cache import PromptCache
     from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
@@ -130,7 +130,7 @@ _LAZY_FROM: dict[str, tuple[str, ...]] = {
     "nisse_llm.config.options": ("RequestOptions",),
     "nisse_llm.config.profiles": ("RoleProfile",),
     "nisse_llm.config.settings": ("Pin", "RoleMap", "Settings", "load_settings", "load_task_store"),
-    "nisse_llm.log.tool_changes": ("ToolChanges",),
+    "nisse_llm.events.tool_changes": ("ToolChanges",),
     "nisse_llm.mcp.server": ("McpServer",),
     "nisse_llm.render._cache": ("PromptCache",),
     "nisse_llm.render.anthropic_messages": ("AnthropicMessagesRenderer",),

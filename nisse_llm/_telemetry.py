@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 if TYPE_CHECKING:
     from nisse_llm.config.options import RequestOptions
     from nisse_llm.errors import LLMError
-    from nisse_llm.log.canonical import (
+    from nisse_llm.events.canonical import (
         Completion,
         LogLike,
         ToolCall,

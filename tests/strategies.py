@@ -14,7 +14,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from nisse_llm.log.canonical import (
+from nisse_llm.events.canonical import (
     AssistantText,
     CanonicalEvent,
     Reasoning,

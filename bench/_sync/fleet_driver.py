@@ -9,7 +9,7 @@ from __future__ import annotations
 import httpx
 
 from bench.fleet_task import TOOLS, Agent, clock
-from nisse_llm.log.canonical import CanonicalEvent
+from nisse_llm.events.canonical import CanonicalEvent
 from nisse_llm.transport._sync import io
 from nisse_llm.transport.routers import RoleRouter
 

@@ -15,7 +15,7 @@ from nisse_llm.agent.offer import offer
 from nisse_llm.agent.plan import is_done, unknown_tool_runs
 from nisse_llm.agent.program import Recorded, check_same, same_call, system_change
 from nisse_llm.errors import TaskClosed, TaskPinMismatch
-from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult, ToolSpec
+from nisse_llm.events.canonical import CanonicalEvent, ToolCall, ToolResult, ToolSpec
 from nisse_llm.task.approvals import PendingApproval, awaiting
 from nisse_llm.task.stores import AsyncStoreArg, StoreArg, open_async_store, open_store
 from nisse_llm.tools import Toolbox
@@ -23,7 +23,7 @@ from nisse_llm.tools import Toolbox
 if TYPE_CHECKING:
     from nisse_llm._telemetry import AgentTrace
     from nisse_llm.config.settings import Pin
-    from nisse_llm.log.tool_changes import ToolChanges
+    from nisse_llm.events.tool_changes import ToolChanges
     from nisse_llm.task.compaction import LogFix
     from nisse_llm.task.lease import FileLease
     from nisse_llm.task.logstore import LogRead

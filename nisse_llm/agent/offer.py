@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from nisse_llm.log.canonical import ToolSpec
-from nisse_llm.log.tool_changes import ToolChanges, tool_changes
+from nisse_llm.events.canonical import ToolSpec
+from nisse_llm.events.tool_changes import ToolChanges, tool_changes
 from nisse_llm.task.records import ToolsRecord
 
 __all__ = ["Offer", "offer"]

@@ -29,7 +29,7 @@ from typing import Any, Generic, Literal, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from nisse_llm.errors import OutputValidationError, RunLimitReached
-from nisse_llm.log.canonical import (
+from nisse_llm.events.canonical import (
     AssistantText,
     CallInfo,
     CanonicalEvent,

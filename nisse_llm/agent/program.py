@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from nisse_llm.agent.plan import Step
 from nisse_llm.errors import TaskDiverged
-from nisse_llm.log.canonical import (
+from nisse_llm.events.canonical import (
     CanonicalEvent,
     Compaction,
     Completion,

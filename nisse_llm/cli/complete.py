@@ -22,7 +22,7 @@ from pydantic import TypeAdapter, ValidationError
 from nisse_llm.cli._settings import load_for
 from nisse_llm.cli._terminal import printable
 from nisse_llm.config.options import RequestOptions
-from nisse_llm.log.canonical import (
+from nisse_llm.events.canonical import (
     AssistantText,
     CanonicalEvent,
     Compaction,
@@ -163,7 +163,7 @@ def _complete(args: argparse.Namespace) -> int:
 def _prompt(args: argparse.Namespace) -> list[CanonicalEvent]:
     """The user turn: each ``--image`` in order (images before the text they go with), then
     the prompt. A file that is not a whole PNG/JPEG/GIF/WebP is an `ImageError`."""
-    from nisse_llm.log.images import Image
+    from nisse_llm.events.images import Image
 
     images: list[CanonicalEvent] = [UserImage(image=Image.from_path(p)) for p in args.image]
     return [*images, UserText(text=args.prompt)]

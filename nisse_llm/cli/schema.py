@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter
 
 from nisse_llm.config.settings import ENV_VARS, ROLE_NAME_PATTERN, LLMSettings, RoleMap, Settings
-from nisse_llm.log.canonical import CanonicalEvent, StoredEvent
+from nisse_llm.events.canonical import CanonicalEvent, StoredEvent
 from nisse_llm.routes import ROUTE_TABLE
 
 __all__ = [

@@ -27,7 +27,7 @@ from nisse_llm.cli._settings import add_config_argument
 from nisse_llm.cli._terminal import printable, table
 from nisse_llm.config.settings import Settings, load_task_store
 from nisse_llm.errors import ApprovalRefused, ConfigError, LogCorrupt, TaskBusy
-from nisse_llm.log.canonical import AssistantText, ToolCall, ToolResult, UserText
+from nisse_llm.events.canonical import AssistantText, ToolCall, ToolResult, UserText
 from nisse_llm.task.approvals import PendingApproval, awaiting, decision_record
 from nisse_llm.task.delegation import children_of, parent_of
 from nisse_llm.task.dsn import password_of, redacted_url

@@ -38,7 +38,7 @@ from nisse_llm.config.profiles import (
 )
 from nisse_llm.config.routing import DEFAULT_PASSTHROUGH_PREFIXES
 from nisse_llm.errors import ConfigError, UnknownRoleError
-from nisse_llm.log.canonical import DEFAULT_MAX_OUTPUT_TOKENS
+from nisse_llm.events.canonical import DEFAULT_MAX_OUTPUT_TOKENS
 
 #: The environment variable naming the TOML file when no path is passed.
 CONFIG_ENV = "NISSE_CONFIG"

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Final, Literal
 from nisse_llm.config.call_rules import CallRules
 from nisse_llm.config.model_rules import Family, ModelRules, rules_for
 from nisse_llm.errors import RenderError
-from nisse_llm.log.canonical import DEFAULT_MAX_OUTPUT_TOKENS
+from nisse_llm.events.canonical import DEFAULT_MAX_OUTPUT_TOKENS
 from nisse_llm.routes.anthropic_messages import is_anthropic_model
 from nisse_llm.routes.openai_chat import CHAT_MAX_STOP_SEQUENCES
 from nisse_llm.routes.table import ROUTE_TABLE

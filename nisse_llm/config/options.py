@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
-from nisse_llm.log.canonical import TOOL_NAME_PATTERN
+from nisse_llm.events.canonical import TOOL_NAME_PATTERN
 
 __all__ = [
     "AnswerOptions",

@@ -1,6 +1,6 @@
 """The toolbox's former home, kept for imports written against it for one release: each
 name warns and names its new home (`Toolbox` in `nisse_llm.tools`, the text helpers in
-`nisse_llm.log.tool_text`)."""
+`nisse_llm.events.tool_text`)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from nisse_llm import _lazy
 # Name -> its new home.
 _HOMES = {
     "Toolbox": "nisse_llm.tools",
-    "result_text": "nisse_llm.log.tool_text",
-    "validation_feedback": "nisse_llm.log.tool_text",
+    "result_text": "nisse_llm.events.tool_text",
+    "validation_feedback": "nisse_llm.events.tool_text",
 }
 
 __all__ = sorted(_HOMES)

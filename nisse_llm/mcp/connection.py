@@ -35,8 +35,8 @@ from mcp_types import CONNECTION_CLOSED, Tool
 from nisse_llm import defaults
 from nisse_llm._closing import Closing
 from nisse_llm.errors import ConfigError, UpstreamUnavailable
-from nisse_llm.log.canonical import ToolResult, mint_call_id
-from nisse_llm.log.tools import ToolSpec, portable_schema
+from nisse_llm.events.canonical import ToolResult, mint_call_id
+from nisse_llm.events.tools import ToolSpec, portable_schema
 from nisse_llm.mcp.names import clean_text, provider_names
 from nisse_llm.mcp.results import tool_result
 

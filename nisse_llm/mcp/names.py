@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from nisse_llm.log.tools import TOOL_NAME_PATTERN
+from nisse_llm.events.tools import TOOL_NAME_PATTERN
 
 __all__ = ["ToolNames", "clean_text", "provider_names"]
 

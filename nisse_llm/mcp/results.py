@@ -20,8 +20,8 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import to_json
 
-from nisse_llm.log.canonical import ToolResult, mint_call_id
-from nisse_llm.log.images import Image
+from nisse_llm.events.canonical import ToolResult, mint_call_id
+from nisse_llm.events.images import Image
 
 __all__ = ["tool_result"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic_core import to_json
 
-from nisse_llm.log.canonical import ToolCall, ToolResult, ToolSpec
+from nisse_llm.events.canonical import ToolCall, ToolResult, ToolSpec
 from nisse_llm.render._images import anthropic_image, anthropic_image_json
 from nisse_llm.render._walk import object_schema
 from nisse_llm.render._wording import INTERRUPTED_TEXT, STUB_TOOL_DESCRIPTION

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pydantic_core
 
-from nisse_llm.log.canonical import Completion, LogLike, ToolsLike
+from nisse_llm.events.canonical import Completion, LogLike, ToolsLike
 from nisse_llm.render._cache import PromptCache
 from nisse_llm.render._memo import RecentMemo
 from nisse_llm.render._walk import ProgressCache

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from pydantic_core import to_json
 
-from nisse_llm.log.canonical import StoredEvent, ToolResult, UserImage
-from nisse_llm.log.images import Image, check_request_images
+from nisse_llm.events.canonical import StoredEvent, ToolResult, UserImage
+from nisse_llm.events.images import Image, check_request_images
 from nisse_llm.render._memo import FragmentMemo
 
 # The typed blocks load only when a typed body is made (the byte path never needs them).

@@ -13,7 +13,7 @@ import pydantic_core
 from pydantic import ValidationError
 
 from nisse_llm.errors import LLMError, ModelRefusal, TruncatedResponse
-from nisse_llm.log.canonical import CanonicalEvent, Completion, ToolCall, Usage, mint_call_id
+from nisse_llm.events.canonical import CanonicalEvent, Completion, ToolCall, Usage, mint_call_id
 
 __all__ = ["FILTERED", "completion", "json_call", "refused", "truncated"]
 

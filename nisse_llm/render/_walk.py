@@ -30,7 +30,7 @@ import pydantic_core
 from pydantic import BaseModel
 
 from nisse_llm.errors import RenderError
-from nisse_llm.log.canonical import (
+from nisse_llm.events.canonical import (
     AssistantText,
     Compaction,
     Reasoning,
@@ -45,7 +45,7 @@ from nisse_llm.log.canonical import (
     as_tool_specs,
     wire_events,
 )
-from nisse_llm.log.images import Image
+from nisse_llm.events.images import Image
 from nisse_llm.render._images import event_images
 from nisse_llm.render._rope import EMPTY, Rope
 

@@ -32,7 +32,7 @@ Render rules (each answers something the API rejects):
 - A `UserImage` is an ``image`` block (``base64`` or ``url`` source) in the user message,
   in log order among the user's texts; a result's images follow its text inside the
   ``tool_result`` content (a list then). Image blocks may carry a cache breakpoint. Images
-  over a provider limit are an `ImageError` naming the image (`nisse_llm.log.images`).
+  over a provider limit are an `ImageError` naming the image (`nisse_llm.events.images`).
 
 `render_bytes` is byte-identical to ``render_request(...).model_dump_json(exclude_none=True)``
 (UTF-8): each event's block is encoded once (memoised per event), a log that extends one
@@ -53,7 +53,7 @@ from pydantic_core import to_json
 from nisse_llm.config.call_rules import CallRules
 from nisse_llm.config.options import RequestOptions
 from nisse_llm.errors import RenderError
-from nisse_llm.log.canonical import (
+from nisse_llm.events.canonical import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     AssistantText,
     LogLike,
@@ -67,7 +67,7 @@ from nisse_llm.log.canonical import (
     WireEvent,
     log_items,
 )
-from nisse_llm.log.tools import strict_problem
+from nisse_llm.events.tools import strict_problem
 from nisse_llm.render._anthropic_blocks import (
     EMPTY_ERROR_CONTENT,
     EMPTY_ERROR_OUTPUT,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from nisse_llm.log.canonical import LogLike, ToolsLike
+from nisse_llm.events.canonical import LogLike, ToolsLike
 from nisse_llm.render._cache import PromptCache
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ Render rules, in the order a body is built:
   in one user message: for each call in call order whose result has images,
   `TOOL_IMAGES_LABEL` then its images. A breakpoint on an image message goes on its last
   image part (LiteLLM forwards ``cache_control`` to the Anthropic image block). Images
-  over a provider limit are an `ImageError` naming the image (`nisse_llm.log.images`).
+  over a provider limit are an `ImageError` naming the image (`nisse_llm.events.images`).
 - Tools passed are declared as function tools, with ``strict: true`` for a spec marked
   strict when the model takes strict tools (`CallRules.strict_tools`; two with one name
   are a `RenderError`; a schema without ``type`` gets ``"type": "object"``). With none passed but calls in the log,
@@ -58,7 +58,7 @@ from typing import TYPE_CHECKING, Any, Self, TypeAlias, assert_never, cast
 import pydantic_core
 
 from nisse_llm.errors import RenderError
-from nisse_llm.log.canonical import (
+from nisse_llm.events.canonical import (
     AssistantText,
     LogLike,
     Reasoning,

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from nisse_llm.errors import RenderError
-from nisse_llm.log.canonical import DEFAULT_MAX_OUTPUT_TOKENS
+from nisse_llm.events.canonical import DEFAULT_MAX_OUTPUT_TOKENS
 from nisse_llm.render._options import NO_OPTIONS, answer_schema, checked, claude_thinking
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from nisse_llm.errors import LLMError
-from nisse_llm.log.canonical import (
+from nisse_llm.events.canonical import (
     AssistantText,
     CanonicalEvent,
     Completion,

@@ -52,7 +52,7 @@ import pydantic_core
 from pydantic import BaseModel
 
 from nisse_llm.errors import RenderError
-from nisse_llm.log.canonical import (
+from nisse_llm.events.canonical import (
     AssistantText,
     LogLike,
     Reasoning,

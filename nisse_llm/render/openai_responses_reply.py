@@ -23,7 +23,7 @@ import pydantic_core
 from pydantic import ValidationError
 
 from nisse_llm.errors import ContextWindowExceeded, LLMError
-from nisse_llm.log.canonical import (
+from nisse_llm.events.canonical import (
     AssistantText,
     CanonicalEvent,
     Completion,

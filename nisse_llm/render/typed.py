@@ -37,7 +37,7 @@ from pydantic import BaseModel, ValidationError
 
 from nisse_llm.config.options import AnswerOptions, RequestOptions
 from nisse_llm.errors import OutputValidationError
-from nisse_llm.log.canonical import (
+from nisse_llm.events.canonical import (
     TOOL_NAME_PATTERN,
     AssistantText,
     CallInfo,
@@ -53,7 +53,7 @@ from nisse_llm.log.canonical import (
     as_events,
     as_tool_specs,
 )
-from nisse_llm.log.tool_text import validation_feedback
+from nisse_llm.events.tool_text import validation_feedback
 from nisse_llm.routes import ROUTE_TABLE
 
 __all__ = [

@@ -18,7 +18,7 @@ from typing import Any, Protocol, TypeAlias
 from pydantic_core import from_json
 
 from nisse_llm.errors import LLMError, PartialReply, StreamInterrupted
-from nisse_llm.log.canonical import TOOL_NAME_PATTERN, Completion
+from nisse_llm.events.canonical import TOOL_NAME_PATTERN, Completion
 from nisse_llm.stream._fragments import TextFragment
 from nisse_llm.stream._sse import ServerSentEvent, SSEDecoder
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 
 from nisse_llm.errors import PartialReply, PartialToolCall, StreamInterrupted
-from nisse_llm.log.canonical import AssistantText, Completion, Reasoning, ToolCall
+from nisse_llm.events.canonical import AssistantText, Completion, Reasoning, ToolCall
 from nisse_llm.routes import ROUTE_TABLE, RouteDescriptor, load
 from nisse_llm.stream._sse import ServerSentEvent, SSEDecoder
 from nisse_llm.stream.base import (

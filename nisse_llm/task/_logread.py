@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import SecretStr, TypeAdapter, ValidationError
 
 from nisse_llm.errors import LogCorrupt, LogSequenceError
-from nisse_llm.log.canonical import StoredEvent, ToolCall, ToolResult
+from nisse_llm.events.canonical import StoredEvent, ToolCall, ToolResult
 from nisse_llm.task._files import NEWLINE, READ_CHUNK, TAIL_CHUNK, last_newline_before
 from nisse_llm.task.records import (
     StoredApproval,

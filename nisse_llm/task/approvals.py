@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 
-from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult
+from nisse_llm.events.canonical import CanonicalEvent, ToolCall, ToolResult
 
 __all__ = [
     "ApprovalRecord",

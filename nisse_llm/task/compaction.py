@@ -25,7 +25,7 @@ from pydantic_core import to_json
 from nisse_llm import defaults
 from nisse_llm._drive import adrive, drive
 from nisse_llm.errors import ContextWindowExceeded
-from nisse_llm.log.canonical import (
+from nisse_llm.events.canonical import (
     AssistantText,
     CanonicalEvent,
     Compaction,

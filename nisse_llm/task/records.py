@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Generic, Literal, TypeAlias, T
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, NonNegativeInt, Tag
 
 from nisse_llm.errors import TaskHeaderMissing, TaskPinMismatch
-from nisse_llm.log.canonical import (
+from nisse_llm.events.canonical import (
     CallInfo,
     CanonicalEvent,
     Compaction,

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, assert_never
 
 from nisse_llm import defaults
 from nisse_llm._drive import adrive, drive
-from nisse_llm.log.canonical import (
+from nisse_llm.events.canonical import (
     AssistantText,
     CanonicalEvent,
     Compaction,

@@ -16,7 +16,7 @@ from typing import Any, assert_never
 
 from pydantic_core import to_json
 
-from nisse_llm.log.canonical import (
+from nisse_llm.events.canonical import (
     AssistantText,
     CanonicalEvent,
     Compaction,
@@ -30,7 +30,7 @@ from nisse_llm.log.canonical import (
     as_events,
     as_tool_specs,
 )
-from nisse_llm.log.images import Image
+from nisse_llm.events.images import Image
 
 __all__ = [
     "finish_reason",

@@ -17,7 +17,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from nisse_llm.config._egress import watched_tokens
 from nisse_llm.config.option_rules import is_anthropic_model
 from nisse_llm.errors import LLMError
-from nisse_llm.log.canonical import (
+from nisse_llm.events.canonical import (
     Completion,
     HasToolSpecs,
     LogLike,

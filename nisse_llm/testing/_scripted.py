@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TypeAlias, assert_never
 
 from nisse_llm.errors import TruncatedResponse
-from nisse_llm.log.canonical import (
+from nisse_llm.events.canonical import (
     AssistantText,
     CanonicalEvent,
     Completion,

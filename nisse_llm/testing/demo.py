@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TextIO
 
 from nisse_llm.errors import BudgetExhausted, LLMError, UpstreamUnavailable
-from nisse_llm.log.canonical import (
+from nisse_llm.events.canonical import (
     AssistantText,
     CallInfo,
     CanonicalEvent,

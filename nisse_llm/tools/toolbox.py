@@ -37,10 +37,10 @@ from pydantic import BaseModel, RootModel, ValidationError
 from nisse_llm import _telemetry
 from nisse_llm._closing import Closing
 from nisse_llm._drive import adrive, drive
-from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult, ToolSpec
-from nisse_llm.log.images import Image
-from nisse_llm.log.tool_text import result_text, validation_feedback
-from nisse_llm.log.tools import arguments_model, strict_problem
+from nisse_llm.events.canonical import CanonicalEvent, ToolCall, ToolResult, ToolSpec
+from nisse_llm.events.images import Image
+from nisse_llm.events.tool_text import result_text, validation_feedback
+from nisse_llm.events.tools import arguments_model, strict_problem
 
 if TYPE_CHECKING:
     from nisse_llm._telemetry import ToolTrace

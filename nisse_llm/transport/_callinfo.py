@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from decimal import Context, Decimal, InvalidOperation
 from typing import Final
 
-from nisse_llm.log.canonical import CallInfo, Usage
+from nisse_llm.events.canonical import CallInfo, Usage
 
 __all__ = ["HEADERS", "USAGE_KEYWORDS", "call_info", "priced", "usage_keywords"]
 

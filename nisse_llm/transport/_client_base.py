@@ -11,7 +11,14 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
 import httpx
 from pydantic import SecretStr
 
-from nisse_llm.log.canonical import CallInfo, CanonicalEvent, Completion, LogLike, ToolsLike, Usage
+from nisse_llm.events.canonical import (
+    CallInfo,
+    CanonicalEvent,
+    Completion,
+    LogLike,
+    ToolsLike,
+    Usage,
+)
 from nisse_llm.transport._classify import RateLimitPolicy
 from nisse_llm.transport.core import (
     Call,

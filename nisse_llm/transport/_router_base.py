@@ -12,7 +12,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Self, TypeVar, cast
 
 from nisse_llm.config._bounds import check_client_numbers
-from nisse_llm.log.canonical import CallInfo, CanonicalEvent, Usage
+from nisse_llm.events.canonical import CallInfo, CanonicalEvent, Usage
 from nisse_llm.transport._client_base import ClientBase
 from nisse_llm.transport.clients import (
     ASYNC_CLIENTS,

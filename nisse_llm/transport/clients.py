@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import TypeVar
 
 from nisse_llm.config.routing import DEFAULT_PASSTHROUGH_PREFIXES, has_native_adapter
-from nisse_llm.log.canonical import Usage
+from nisse_llm.events.canonical import Usage
 from nisse_llm.routes import ROUTE_TABLE, RouteDescriptor
 from nisse_llm.routes.anthropic_messages import ANTHROPIC_MESSAGES
 from nisse_llm.routes.openai_chat import OPENAI_CHAT

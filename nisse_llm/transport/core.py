@@ -50,7 +50,7 @@ from nisse_llm.errors import (
     StreamInterrupted,
     UpstreamUnavailable,
 )
-from nisse_llm.log.canonical import (
+from nisse_llm.events.canonical import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     CallInfo,
     CanonicalEvent,

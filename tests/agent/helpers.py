@@ -9,7 +9,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult
+from nisse_llm.events.canonical import CanonicalEvent, ToolCall, ToolResult
 from nisse_llm.task.logstore import AsyncFileTaskStore, FileTaskStore
 from nisse_llm.testing import Reply, ScriptedRouter, ToolUse, reply
 from nisse_llm.testing.router import AsyncScriptedRouter

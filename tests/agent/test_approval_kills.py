@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from nisse_llm.agent.plan import unknown_result
-from nisse_llm.log.canonical import ToolCall, ToolResult
+from nisse_llm.events.canonical import ToolCall, ToolResult
 from nisse_llm.task.logstore import FileTaskStore
 from tests.agent._killed_approval import FINAL, run_phase
 from tests.taskrecord.helpers import BASE_URL, TOKEN

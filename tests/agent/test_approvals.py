@@ -11,7 +11,7 @@ import pytest
 from pydantic import BaseModel
 
 from nisse_llm import ApprovalRefused, AsyncTask, Task
-from nisse_llm.log.canonical import ToolCall, ToolResult
+from nisse_llm.events.canonical import ToolCall, ToolResult
 from nisse_llm.task.logstore import FileTaskStore
 from nisse_llm.testing import ToolUse, reply
 from nisse_llm.tools import Toolbox

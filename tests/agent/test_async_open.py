@@ -9,7 +9,7 @@ import pytest
 
 from nisse_llm import AsyncTask, Task
 from nisse_llm.errors import TaskBusy
-from nisse_llm.log.canonical import AssistantText, UserText
+from nisse_llm.events.canonical import AssistantText, UserText
 from tests.agent.helpers import QUESTION, scripted
 
 

@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nisse_llm.agent.plan import unknown_result
-from nisse_llm.log.canonical import CanonicalEvent, Compaction, ToolCall, ToolResult
+from nisse_llm.events.canonical import CanonicalEvent, Compaction, ToolCall, ToolResult
 from nisse_llm.task.logstore import FileTaskStore
 from tests.agent._killed_loop import FINAL, run_agent
 from tests.agent.helpers import numbered

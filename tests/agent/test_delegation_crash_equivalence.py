@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nisse_llm import Task
-from nisse_llm.log.canonical import CanonicalEvent, ToolResult
+from nisse_llm.events.canonical import CanonicalEvent, ToolResult
 from nisse_llm.task.logstore import FileTaskStore
 from nisse_llm.transport.routers import RoleRouter
 from tests.agent._killed_delegation import run_program

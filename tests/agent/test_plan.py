@@ -19,7 +19,7 @@ from nisse_llm.agent.plan import (
     unknown_result,
     unknown_tool_runs,
 )
-from nisse_llm.log.canonical import (
+from nisse_llm.events.canonical import (
     AssistantText,
     CallInfo,
     CanonicalEvent,

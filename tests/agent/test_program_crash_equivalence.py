@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 from nisse_llm import Task, TaskDiverged
 from nisse_llm.agent.plan import unknown_result
-from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult, UserText
+from nisse_llm.events.canonical import CanonicalEvent, ToolCall, ToolResult, UserText
 from nisse_llm.task.logstore import FileTaskStore
 from nisse_llm.transport.routers import RoleRouter
 from tests.agent._killed_program import EXECUTOR, HANDOVER, PLANNER, Plan, run_program

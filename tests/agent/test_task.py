@@ -108,7 +108,7 @@ def test_say_goes_on_from_a_done_task(tmp_path: Path) -> None:
 def test_say_writes_the_text_and_its_images_together(tmp_path: Path) -> None:
     """A message with an image is one batch: text then image, in the log the model gets."""
     from nisse_llm import UserImage
-    from nisse_llm.log.images import Image
+    from nisse_llm.events.images import Image
     from nisse_llm.testing.images import png
 
     path = tmp_path / "task.jsonl"

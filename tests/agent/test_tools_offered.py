@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from nisse_llm import AsyncTask, Task, Toolbox, ToolSpec
-from nisse_llm.log.tool_changes import ToolChanges
+from nisse_llm.events.tool_changes import ToolChanges
 from nisse_llm.task.logstore import FileTaskStore
 from nisse_llm.task.records import StoredCall, StoredTools
 from nisse_llm.testing import ToolUse, reply

@@ -39,8 +39,14 @@ FORMER = [
     ("nisse_llm.logstore", "TaskHeaderMissing", "nisse_llm.task.logstore"),
     ("nisse_llm.logstore", "LogRead", "nisse_llm.task.logstore"),
     ("nisse_llm.log.toolbox", "Toolbox", "nisse_llm.tools"),
-    ("nisse_llm.log.toolbox", "result_text", "nisse_llm.log.tool_text"),
-    ("nisse_llm.log.toolbox", "validation_feedback", "nisse_llm.log.tool_text"),
+    ("nisse_llm.log.toolbox", "result_text", "nisse_llm.events.tool_text"),
+    ("nisse_llm.log.toolbox", "validation_feedback", "nisse_llm.events.tool_text"),
+    ("nisse_llm.log.canonical", "UserText", "nisse_llm.events.canonical"),
+    ("nisse_llm.log.canonical", "Completion", "nisse_llm.events.canonical"),
+    ("nisse_llm.log.images", "Image", "nisse_llm.events.images"),
+    ("nisse_llm.log.tools", "ToolSpec", "nisse_llm.events.tools"),
+    ("nisse_llm.log.tool_changes", "ToolChanges", "nisse_llm.events.tool_changes"),
+    ("nisse_llm.log.tool_text", "result_text", "nisse_llm.events.tool_text"),
 ]
 
 
@@ -71,6 +77,11 @@ def test_an_import_statement_from_a_former_home_warns(old: str) -> None:
     [
         ("nisse_llm.clients", ("nisse_llm.transport.clients", "nisse_llm.transport.routers")),
         ("nisse_llm.logstore", ("nisse_llm.task.logstore",)),
+        ("nisse_llm.log.canonical", ("nisse_llm.events.canonical",)),
+        ("nisse_llm.log.images", ("nisse_llm.events.images",)),
+        ("nisse_llm.log.tools", ("nisse_llm.events.tools",)),
+        ("nisse_llm.log.tool_changes", ("nisse_llm.events.tool_changes",)),
+        ("nisse_llm.log.tool_text", ("nisse_llm.events.tool_text",)),
     ],
 )
 def test_a_former_home_lists_every_name_of_its_new_homes(old: str, homes: tuple[str, ...]) -> None:

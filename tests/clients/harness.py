@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from nisse_llm.config.routing import Route
-from nisse_llm.log.canonical import CanonicalEvent, UserText
+from nisse_llm.events.canonical import CanonicalEvent, UserText
 from nisse_llm.transport.clients import (
     AnthropicPassthroughClient,
     AsyncAnthropicPassthroughClient,

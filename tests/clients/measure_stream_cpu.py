@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 import httpx
 
 from nisse_llm.config.routing import Route
-from nisse_llm.log.canonical import UserText
+from nisse_llm.events.canonical import UserText
 from nisse_llm.testing.sse import split_bytes, sse_stream
 from nisse_llm.transport.clients import AnthropicPassthroughClient, LiteLLMClient
 from tests.clients.loopback import echo_completion

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from nisse_llm.config.options import RequestOptions
-from nisse_llm.log.canonical import CanonicalEvent, Completion
+from nisse_llm.events.canonical import CanonicalEvent, Completion
 from nisse_llm.stream.deltas import StreamDelta
 from nisse_llm.transport.clients import AnthropicPassthroughClient, LiteLLMClient
 from nisse_llm.transport.responses_client import OpenAIResponsesClient

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from nisse_llm.errors import LLMError, RenderError, StreamInterrupted
-from nisse_llm.log.canonical import CanonicalEvent, ToolResult, Usage, UserText
+from nisse_llm.events.canonical import CanonicalEvent, ToolResult, Usage, UserText
 from nisse_llm.testing import Script, ScriptedTransport, Tokens, cut_after, openai_failure, reply
 from nisse_llm.transport.clients import AsyncLiteLLMClient, LiteLLMClient
 from nisse_llm.transport.core import Call

@@ -19,7 +19,7 @@ from nisse_llm.errors import (
     LLMError,
     UpstreamUnavailable,
 )
-from nisse_llm.log.canonical import CallInfo, Usage, UserText
+from nisse_llm.events.canonical import CallInfo, Usage, UserText
 from nisse_llm.testing.sse import sse_stream
 from nisse_llm.transport._callinfo import call_info, priced, usage_keywords
 from nisse_llm.transport.routers import AsyncRoleRouter, RoleRouter

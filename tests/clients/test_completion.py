@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from nisse_llm.config.routing import Route
-from nisse_llm.log.canonical import Completion, UserText
+from nisse_llm.events.canonical import Completion, UserText
 from nisse_llm.testing import (
     AsyncScriptedClient,
     AsyncScriptedRouter,

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from nisse_llm.config.routing import Route
-from nisse_llm.log.canonical import AssistantText, Usage, UserText
+from nisse_llm.events.canonical import AssistantText, Usage, UserText
 from tests.clients.harness import MODEL, ROUTES, close, complete, make_client
 from tests.clients.loopback import LoopbackServer, SleepLog
 

@@ -8,7 +8,7 @@ import pytest
 
 from nisse_llm.config.routing import Route
 from nisse_llm.errors import LLMError
-from nisse_llm.log.canonical import Usage, UserText
+from nisse_llm.events.canonical import Usage, UserText
 from tests.clients.harness import MODEL, ROUTES, TOKEN, make_client
 from tests.clients.loopback import TOKEN_MARK, LoopbackServer, Reply, SleepLog, error_body
 

@@ -11,7 +11,7 @@ from nisse_llm.config.options import RequestOptions
 from nisse_llm.config.routing import Route
 from nisse_llm.config.settings import load_settings
 from nisse_llm.errors import RenderError
-from nisse_llm.log.canonical import ToolSpec, UserText
+from nisse_llm.events.canonical import ToolSpec, UserText
 from nisse_llm.testing import Script, ScriptedTransport, reply
 from nisse_llm.transport.routers import AsyncRoleRouter, RoleRouter
 from tests.clients.harness import MODEL, MODES, ROUTES, Mode, close, complete, make_client

@@ -8,7 +8,7 @@ import pytest
 
 from nisse_llm.config.settings import Pin, load_settings
 from nisse_llm.errors import LLMError, UnknownRoleError, UpstreamUnavailable
-from nisse_llm.log.canonical import UserText
+from nisse_llm.events.canonical import UserText
 from nisse_llm.transport.clients import (
     AnthropicPassthroughClient,
     AsyncLiteLLMClient,

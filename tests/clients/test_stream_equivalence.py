@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from nisse_llm.config.routing import Route
-from nisse_llm.log.canonical import AssistantText, ToolCall, UserText
+from nisse_llm.events.canonical import AssistantText, ToolCall, UserText
 from nisse_llm.stream.deltas import TextDelta, ToolArgumentsDelta, ToolCallStarted
 from tests.clients.harness import MODEL, MODES, Mode, close, complete, make_client
 from tests.clients.loopback import SleepLog

@@ -20,7 +20,7 @@ from nisse_llm.errors import (
     TruncatedResponse,
     UpstreamUnavailable,
 )
-from nisse_llm.log.canonical import AssistantText, UserText
+from nisse_llm.events.canonical import AssistantText, UserText
 from nisse_llm.stream.deltas import StreamDelta, TextDelta
 from nisse_llm.stream.deltas import StreamInterrupted as ReExported
 from nisse_llm.testing.sse import (

@@ -11,7 +11,7 @@ import pytest
 from nisse_llm.config.routing import Route
 from nisse_llm.config.settings import load_settings
 from nisse_llm.errors import StreamInterrupted
-from nisse_llm.log.canonical import UserText
+from nisse_llm.events.canonical import UserText
 from nisse_llm.testing import (
     Script,
     ScriptedServer,

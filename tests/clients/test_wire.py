@@ -10,7 +10,7 @@ from pydantic import SecretStr
 
 from nisse_llm.config.routing import Route
 from nisse_llm.errors import LLMError, UpstreamUnavailable
-from nisse_llm.log.canonical import DEFAULT_MAX_OUTPUT_TOKENS, AssistantText, UserText
+from nisse_llm.events.canonical import DEFAULT_MAX_OUTPUT_TOKENS, AssistantText, UserText
 from nisse_llm.render._cache import PromptCache
 from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
 from nisse_llm.render.openai_chat import OpenAIChatRenderer

@@ -20,7 +20,7 @@ import time
 
 import httpx
 
-from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult, UserText
+from nisse_llm.events.canonical import CanonicalEvent, ToolCall, ToolResult, UserText
 from nisse_llm.task.compaction import compact, estimate_log_tokens
 from nisse_llm.task.logstore import FileTaskStore, TaskStore
 from nisse_llm.task.summaries import CompactionPolicy

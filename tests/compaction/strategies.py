@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from nisse_llm.log.canonical import CanonicalEvent, Compaction, ToolResult, UserImage, UserText
-from nisse_llm.log.images import Image
+from nisse_llm.events.canonical import CanonicalEvent, Compaction, ToolResult, UserImage, UserText
+from nisse_llm.events.images import Image
 from nisse_llm.testing.images import png
 from tests.strategies import logs
 

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nisse_llm.errors import ContextWindowExceeded
-from nisse_llm.log.canonical import (
+from nisse_llm.events.canonical import (
     AssistantText,
     CanonicalEvent,
     Compaction,
@@ -122,7 +122,7 @@ def test_a_log_that_fits_comes_back_unchanged(events: list[CanonicalEvent]) -> N
 
 def test_elision_comes_before_dropping_and_says_what_went() -> None:
     """Old outputs are elided first (a placeholder with their size); turns go only when that is not enough."""
-    from nisse_llm.log.canonical import ToolCall
+    from nisse_llm.events.canonical import ToolCall
 
     events: list[CanonicalEvent] = [UserText(text="Fix it.")]
     for n in range(6):
@@ -144,7 +144,7 @@ def test_elision_comes_before_dropping_and_says_what_went() -> None:
 
 def test_an_old_image_is_elided_to_a_placeholder() -> None:
     """An old user image becomes a text saying an image of that size was removed."""
-    from nisse_llm.log.images import Image
+    from nisse_llm.events.images import Image
     from nisse_llm.testing.images import png
 
     image = UserImage(image=Image.from_bytes(png(40, 40, seed=3)))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from nisse_llm.log.canonical import Compaction, ToolResult, UserText
+from nisse_llm.events.canonical import Compaction, ToolResult, UserText
 from nisse_llm.task.compaction import compact, estimate_log_tokens
 from nisse_llm.task.logstore import FileTaskStore
 from tests.compaction._killed_task import FIRST_USAGE, QUESTION, SOURCE

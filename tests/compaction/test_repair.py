@@ -6,7 +6,7 @@ import json
 
 from hypothesis import HealthCheck, given, settings
 
-from nisse_llm.log.canonical import AssistantText, CanonicalEvent, ToolCall, ToolResult, UserText
+from nisse_llm.events.canonical import AssistantText, CanonicalEvent, ToolCall, ToolResult, UserText
 from nisse_llm.render._wording import INTERRUPTED_TEXT
 from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
 from nisse_llm.render.openai_chat import OpenAIChatRenderer

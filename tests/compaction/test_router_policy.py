@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from nisse_llm.errors import ContextWindowExceeded
-from nisse_llm.log.canonical import CanonicalEvent, Compaction, ToolCall, ToolResult, UserText
+from nisse_llm.events.canonical import CanonicalEvent, Compaction, ToolCall, ToolResult, UserText
 from nisse_llm.task.logstore import AsyncFileTaskStore, FileTaskStore, TaskStore
 from nisse_llm.task.summaries import SUMMARY_INSTRUCTIONS, CompactionPolicy
 from nisse_llm.testing import (

@@ -10,7 +10,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from nisse_llm.log.canonical import (
+from nisse_llm.events.canonical import (
     CanonicalEvent,
     Compaction,
     StoredEvent,

@@ -13,7 +13,7 @@ import pytest
 from nisse_llm.cli.schema import check_schemas, render_schemas, write_schemas
 from nisse_llm.config.settings import ENV_VARS, load_settings
 from nisse_llm.errors import ConfigError
-from nisse_llm.log.canonical import StoredEvent, ToolCall, dump_jsonl
+from nisse_llm.events.canonical import StoredEvent, ToolCall, dump_jsonl
 from tests.config.helpers import (
     COMPLETE,
     CONFIG_SCHEMA,

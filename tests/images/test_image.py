@@ -9,8 +9,8 @@ import pytest
 from pydantic import ValidationError
 
 from nisse_llm import Image, ImageError, RenderError, ToolResult, UserImage, UserText
-from nisse_llm.log.canonical import StoredEvent, dump_jsonl, load_jsonl
-from nisse_llm.log.images import (
+from nisse_llm.events.canonical import StoredEvent, dump_jsonl, load_jsonl
+from nisse_llm.events.images import (
     MAX_IMAGE_BASE64_BYTES,
     MAX_IMAGE_SIDE,
     MAX_IMAGE_SIDE_MANY,

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from nisse_llm.errors import UpstreamUnavailable
-from nisse_llm.log.canonical import AssistantText, UserText
+from nisse_llm.events.canonical import AssistantText, UserText
 from nisse_llm.testing import Script, reply
 from nisse_llm.testing.proxy import LiteLLMProxy
 from nisse_llm.transport.clients import AnthropicPassthroughClient, LiteLLMClient

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from nisse_llm.config.settings import Pin, load_settings
-from nisse_llm.log.canonical import CanonicalEvent, Compaction, ToolCall, ToolResult, UserText
+from nisse_llm.events.canonical import CanonicalEvent, Compaction, ToolCall, ToolResult, UserText
 from nisse_llm.task.logstore import FileTaskStore, TaskStore
 from nisse_llm.task.summaries import SUMMARY_INSTRUCTIONS, CompactionPolicy
 from nisse_llm.testing import RecordedRequest, Script, ToolUse, failure, reply

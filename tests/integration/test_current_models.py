@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from nisse_llm.config.settings import load_settings
-from nisse_llm.log.canonical import CanonicalEvent, Reasoning, ToolCall, ToolResult, UserText
+from nisse_llm.events.canonical import CanonicalEvent, Reasoning, ToolCall, ToolResult, UserText
 from nisse_llm.testing import Script, Thinking, ToolUse, reply
 from nisse_llm.testing.proxy import LiteLLMProxy
 from nisse_llm.transport.routers import RoleRouter

@@ -14,7 +14,7 @@ from nisse_llm.errors import (
     TruncatedResponse,
     UpstreamUnavailable,
 )
-from nisse_llm.log.canonical import AssistantText, UserText
+from nisse_llm.events.canonical import AssistantText, UserText
 from nisse_llm.testing import (
     Failure,
     Script,

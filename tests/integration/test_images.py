@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from nisse_llm import Image, ToolCall, ToolResult, UserImage, UserText
-from nisse_llm.log.canonical import CanonicalEvent, ToolSpec
+from nisse_llm.events.canonical import CanonicalEvent, ToolSpec
 from nisse_llm.render.openai_chat import TOOL_IMAGES_LABEL
 from nisse_llm.testing import Script, ToolUse, reply
 from nisse_llm.testing.images import png, screenshot

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from nisse_llm.config.options import RequestOptions
 from nisse_llm.config.settings import load_settings
 from nisse_llm.errors import ContextWindowExceeded, LLMError
-from nisse_llm.log.canonical import UserText
+from nisse_llm.events.canonical import UserText
 from nisse_llm.task.logstore import FileTaskStore
 from nisse_llm.testing import Script, Tokens, failure, reply
 from nisse_llm.testing.proxy import LiteLLMProxy

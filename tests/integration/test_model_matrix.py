@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from nisse_llm.config.model_rules import rules_for
 from nisse_llm.config.options import RequestOptions
-from nisse_llm.log.canonical import UserText
+from nisse_llm.events.canonical import UserText
 from nisse_llm.testing import Script, ScriptedServer, Thinking, reply
 from nisse_llm.testing.proxy import LiteLLMProxy, ProxyModel
 from tests.corpus import READ_FILE

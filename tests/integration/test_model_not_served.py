@@ -7,7 +7,7 @@ import pytest
 
 from nisse_llm.config.settings import Pin
 from nisse_llm.errors import LLMError, ModelNotServed
-from nisse_llm.log.canonical import UserText
+from nisse_llm.events.canonical import UserText
 from nisse_llm.testing import Script
 from nisse_llm.testing.proxy import LiteLLMProxy
 from nisse_llm.transport.routers import RoleRouter

@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 import nisse_llm
 from nisse_llm.config.settings import load_settings
 from nisse_llm.errors import TaskBusy, TaskStoreUnavailable, UpstreamUnavailable
-from nisse_llm.log.canonical import AssistantText, CanonicalEvent, ToolCall, ToolResult, UserText
+from nisse_llm.events.canonical import AssistantText, CanonicalEvent, ToolCall, ToolResult, UserText
 from nisse_llm.task.postgres import PostgresTaskStore
 from nisse_llm.testing import Script, Tokens, ToolUse, reply, slow
 from nisse_llm.testing.postgres import LocalPostgres

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from nisse_llm.config.settings import load_settings
-from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolResult, UserText
+from nisse_llm.events.canonical import CanonicalEvent, ToolCall, ToolResult, UserText
 from nisse_llm.testing import Script, ToolUse, reply
 from nisse_llm.testing.proxy import LiteLLMProxy
 from nisse_llm.transport.clients import AnthropicPassthroughClient, LiteLLMClient

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nisse_llm.log.canonical import (
+from nisse_llm.events.canonical import (
     AssistantText,
     CanonicalEvent,
     Reasoning,

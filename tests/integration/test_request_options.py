@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from nisse_llm.config.options import RequestOptions
-from nisse_llm.log.canonical import CanonicalEvent, Reasoning, ToolCall, ToolResult, UserText
+from nisse_llm.events.canonical import CanonicalEvent, Reasoning, ToolCall, ToolResult, UserText
 from nisse_llm.testing import Script, ScriptedServer, Thinking, ToolUse, reply
 from nisse_llm.testing.proxy import LiteLLMProxy, ProxyModel
 from tests.corpus import READ_FILE, RUN_TESTS

@@ -24,7 +24,7 @@ from nisse_llm import (
     OpenAIResponsesClient,
     RequestOptions,
 )
-from nisse_llm.log.canonical import (
+from nisse_llm.events.canonical import (
     AssistantText,
     CanonicalEvent,
     Reasoning,

@@ -9,7 +9,7 @@ import pytest
 
 from nisse_llm.config.settings import Pin, load_settings
 from nisse_llm.errors import ConfigError
-from nisse_llm.log.canonical import AssistantText, CanonicalEvent, ToolCall, ToolResult, UserText
+from nisse_llm.events.canonical import AssistantText, CanonicalEvent, ToolCall, ToolResult, UserText
 from nisse_llm.testing import Script, ToolUse, reply
 from nisse_llm.testing.proxy import LiteLLMProxy
 from nisse_llm.transport.routers import RoleRouter

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from nisse_llm.errors import StreamInterrupted
-from nisse_llm.log.canonical import AssistantText, Completion, Reasoning, UserText
+from nisse_llm.events.canonical import AssistantText, Completion, Reasoning, UserText
 from nisse_llm.stream.deltas import StreamDelta, TextDelta, ToolArgumentsDelta
 from nisse_llm.testing import Script, ended_after, reply
 from nisse_llm.testing.proxy import LiteLLMProxy

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from nisse_llm.errors import LLMError, StreamInterrupted, UpstreamUnavailable
-from nisse_llm.log.canonical import (
+from nisse_llm.events.canonical import (
     AssistantText,
     CanonicalEvent,
     Reasoning,

@@ -10,7 +10,7 @@ import pytest
 
 from nisse_llm.config.settings import load_settings
 from nisse_llm.errors import UpstreamUnavailable
-from nisse_llm.log.canonical import (
+from nisse_llm.events.canonical import (
     AssistantText,
     CanonicalEvent,
     ToolCall,

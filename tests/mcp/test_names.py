@@ -7,7 +7,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nisse_llm.log.tools import TOOL_NAME_PATTERN
+from nisse_llm.events.tools import TOOL_NAME_PATTERN
 from nisse_llm.mcp.names import clean_text, provider_names
 
 _VALID = re.compile(TOOL_NAME_PATTERN)

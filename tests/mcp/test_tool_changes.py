@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from nisse_llm import ToolSpec
-from nisse_llm.log.tool_changes import ToolChanges, tool_changes
+from nisse_llm.events.tool_changes import ToolChanges, tool_changes
 
 STATUS = ToolSpec(name="git_status", description="Shows the working tree status")
 LOG = ToolSpec(name="git_log", description="Shows the commit logs")

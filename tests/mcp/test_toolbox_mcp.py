@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from nisse_llm import ConfigError, Toolbox, ToolCall, ToolResult, UpstreamUnavailable, defaults
-from nisse_llm.log.tools import TOOL_NAME_PATTERN
+from nisse_llm.events.tools import TOOL_NAME_PATTERN
 from nisse_llm.mcp import McpServer
 from tests.mcp.helpers import HttpTestServer, stdio_test_server
 

@@ -15,7 +15,7 @@ from nisse_llm.config.model_rules import MODEL_RULES, placed_rules, rules_for
 from nisse_llm.config.options import RequestOptions
 from nisse_llm.config.settings import load_settings
 from nisse_llm.errors import ConfigError, RenderError
-from nisse_llm.log.canonical import UserText
+from nisse_llm.events.canonical import UserText
 from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
 from nisse_llm.render.openai_chat import OpenAIChatRenderer
 from tests.config.helpers import COMPLETE, write_config

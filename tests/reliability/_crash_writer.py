@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from nisse_llm.log.canonical import StoredEvent, UserText
+from nisse_llm.events.canonical import StoredEvent, UserText
 from nisse_llm.task.logstore import FileTaskStore
 
 #: Most records per append; the checker allows this many unreported records after a kill.

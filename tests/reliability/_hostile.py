@@ -23,7 +23,7 @@ from typing import Any
 
 from nisse_llm.config.routing import Route
 from nisse_llm.errors import LLMError
-from nisse_llm.log.canonical import Usage
+from nisse_llm.events.canonical import Usage
 from nisse_llm.testing.sse import sse_stream
 from tests.clients.harness import EVENTS, MODEL, TOKEN
 from tests.clients.loopback import RESPONSES

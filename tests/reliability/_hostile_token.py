@@ -25,7 +25,7 @@ from typing import Any
 
 from nisse_llm.config.settings import Pin, load_settings
 from nisse_llm.errors import LLMError
-from nisse_llm.log.canonical import StoredEvent, UserText
+from nisse_llm.events.canonical import StoredEvent, UserText
 from nisse_llm.task.logstore import FileTaskStore, LogFileReplaced
 from tests.clients.harness import EVENTS, MODEL, TOKEN
 from tests.clients.loopback import RESPONSES

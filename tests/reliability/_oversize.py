@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from nisse_llm.errors import LLMError
-from nisse_llm.log.canonical import (
+from nisse_llm.events.canonical import (
     Completion,
     StoredEvent,
     ToolCall,

@@ -15,7 +15,7 @@ import asyncio
 import os
 import sys
 
-from nisse_llm.log.canonical import UserText
+from nisse_llm.events.canonical import UserText
 from nisse_llm.task.logstore import AsyncFileTaskStore, FileTaskStore
 from nisse_llm.task.postgres import AsyncPostgresTaskStore, PostgresTaskStore
 from tests.reliability._crash_writer import payload

@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nisse_llm.errors import LLMError
-from nisse_llm.log.canonical import Completion
+from nisse_llm.events.canonical import Completion
 from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
 from nisse_llm.render.openai_chat import OpenAIChatRenderer
 from tests.reliability import figures

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from pydantic_core import PydanticSerializationError
 
-from nisse_llm.log.canonical import (
+from nisse_llm.events.canonical import (
     CanonicalEvent,
     StoredEvent,
     ToolCall,
@@ -404,7 +404,7 @@ def test_two_stores_on_one_file_see_each_others_records(tmp_path: Path) -> None:
 
 _PROCESS_WRITER = """
 import sys
-from nisse_llm.log.canonical import UserText
+from nisse_llm.events.canonical import UserText
 from nisse_llm.task.logstore import FileTaskStore, TaskStore
 store = FileTaskStore(sys.argv[1])
 for n in range(100):

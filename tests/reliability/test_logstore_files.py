@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from nisse_llm.log.canonical import StoredEvent, UserText
+from nisse_llm.events.canonical import StoredEvent, UserText
 from nisse_llm.task.logstore import FileTaskStore, LogFileReplaced
 from tests.reliability import figures
 

@@ -21,7 +21,7 @@ from nisse_llm.cli._terminal import printable
 from nisse_llm.cli.main import main
 from nisse_llm.config.routing import Route
 from nisse_llm.errors import LLMError
-from nisse_llm.log.canonical import Usage
+from nisse_llm.events.canonical import Usage
 from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
 from nisse_llm.render.openai_chat import OpenAIChatRenderer
 from nisse_llm.stream.deltas import StreamDelta, ToolCallStarted

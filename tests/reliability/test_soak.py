@@ -27,7 +27,7 @@ import pytest
 
 from nisse_llm.config.routing import Route
 from nisse_llm.errors import LLMError, UpstreamUnavailable
-from nisse_llm.log.canonical import AssistantText, UserText
+from nisse_llm.events.canonical import AssistantText, UserText
 from tests.clients.harness import MODEL, MODES, ROUTES, Mode, close, complete, make_client
 from tests.clients.loopback import (
     RESPONSES,

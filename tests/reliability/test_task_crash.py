@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from nisse_llm.errors import TaskBusy
-from nisse_llm.log.canonical import StoredEvent, Usage, UserText
+from nisse_llm.events.canonical import StoredEvent, Usage, UserText
 from nisse_llm.task.logstore import FileTaskStore, TaskHeaderMissing, TaskStore
 from nisse_llm.task.postgres import PostgresTaskStore
 from nisse_llm.task.records import ResumedTask, StoredCall, StoredHeader, UsageTotal

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
-from nisse_llm.log.canonical import AssistantText, Reasoning, ToolCall, ToolResult, UserText
+from nisse_llm.events.canonical import AssistantText, Reasoning, ToolCall, ToolResult, UserText
 from nisse_llm.render.anthropic_messages import (
     EMPTY_ERROR_OUTPUT,
     INTERRUPTED_RESULT,

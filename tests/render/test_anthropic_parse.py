@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nisse_llm.errors import LLMError, ModelRefusal, TruncatedResponse
-from nisse_llm.log.canonical import (
+from nisse_llm.events.canonical import (
     CALL_ID_PATTERN,
     AssistantText,
     Completion,

@@ -6,7 +6,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nisse_llm.errors import RenderError
-from nisse_llm.log.canonical import CanonicalEvent, ToolSpec
+from nisse_llm.events.canonical import CanonicalEvent, ToolSpec
 from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
 from tests.render.anthropic_checker import (
     anthropic_log_violations,

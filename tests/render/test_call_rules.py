@@ -11,7 +11,7 @@ from nisse_llm.config.call_rules import CallRules
 from nisse_llm.config.option_rules import decide
 from nisse_llm.config.options import RequestOptions
 from nisse_llm.errors import RenderError
-from nisse_llm.log.canonical import ToolSpec, UserText
+from nisse_llm.events.canonical import ToolSpec, UserText
 from nisse_llm.render import Renderer
 from nisse_llm.render._cache import PromptCache
 from nisse_llm.routes import ROUTE_TABLE

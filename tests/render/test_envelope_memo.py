@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from nisse_llm import RequestOptions
-from nisse_llm.log.canonical import (
+from nisse_llm.events.canonical import (
     AssistantText,
     ToolCall,
     ToolResult,

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nisse_llm.errors import LLMError, ModelRefusal, TruncatedResponse
-from nisse_llm.log.canonical import CALL_ID_PATTERN, AssistantText, Reasoning, ToolCall, Usage
+from nisse_llm.events.canonical import CALL_ID_PATTERN, AssistantText, Reasoning, ToolCall, Usage
 from nisse_llm.render.openai_chat import OpenAIChatRenderer
 from tests.strategies import json_values
 

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nisse_llm.errors import RenderError
-from nisse_llm.log.canonical import CanonicalEvent, ToolSpec
+from nisse_llm.events.canonical import CanonicalEvent, ToolSpec
 from nisse_llm.render.openai_chat import OpenAIChatRenderer
 from tests.render.openai_checker import check_against_log, check_chat_body
 from tests.render.test_openai_official import judge_official, judge_schema

@@ -9,7 +9,7 @@ import pydantic_core
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nisse_llm.log.canonical import (
+from nisse_llm.events.canonical import (
     AssistantText,
     CanonicalEvent,
     Reasoning,

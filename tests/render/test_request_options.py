@@ -9,7 +9,7 @@ import pytest
 from nisse_llm.config.option_rules import EFFORT_BUDGETS
 from nisse_llm.config.options import RequestOptions
 from nisse_llm.errors import RenderError
-from nisse_llm.log.canonical import (
+from nisse_llm.events.canonical import (
     AssistantText,
     Reasoning,
     ToolCall,

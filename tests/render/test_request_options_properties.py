@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from nisse_llm.config.options import RequestOptions
 from nisse_llm.errors import RenderError
-from nisse_llm.log.canonical import CanonicalEvent, ToolCall, ToolSpec
+from nisse_llm.events.canonical import CanonicalEvent, ToolCall, ToolSpec
 from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
 from nisse_llm.render.openai_chat import OpenAIChatRenderer
 from tests.render.anthropic_checker import (

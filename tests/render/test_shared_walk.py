@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from nisse_llm import RequestOptions
-from nisse_llm.log.canonical import AssistantText, Reasoning, ToolCall, ToolResult, UserText
+from nisse_llm.events.canonical import AssistantText, Reasoning, ToolCall, ToolResult, UserText
 from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
 from nisse_llm.render.openai_chat import OpenAIChatRenderer
 from nisse_llm.render.openai_responses import OpenAIResponsesRenderer

@@ -9,7 +9,7 @@ import pytest
 from pydantic import BaseModel
 
 from nisse_llm import AsyncOpenAIResponsesClient, OpenAIResponsesClient, RequestOptions
-from nisse_llm.log.canonical import (
+from nisse_llm.events.canonical import (
     AssistantText,
     CanonicalEvent,
     Reasoning,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from nisse_llm.errors import ContextWindowExceeded, LLMError, ModelRefusal, TruncatedResponse
-from nisse_llm.log.canonical import AssistantText, Reasoning, ToolCall, UserText
+from nisse_llm.events.canonical import AssistantText, Reasoning, ToolCall, UserText
 from nisse_llm.render.openai_responses import OpenAIResponsesRenderer
 from tests.responses.judges import official_reply
 

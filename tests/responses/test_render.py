@@ -15,7 +15,7 @@ from syrupy.extensions.json import JSONSnapshotExtension
 
 from nisse_llm.config.options import RequestOptions
 from nisse_llm.errors import RenderError
-from nisse_llm.log.canonical import (
+from nisse_llm.events.canonical import (
     AssistantText,
     CanonicalEvent,
     Reasoning,
@@ -25,7 +25,7 @@ from nisse_llm.log.canonical import (
     UserImage,
     UserText,
 )
-from nisse_llm.log.images import Image
+from nisse_llm.events.images import Image
 from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
 from nisse_llm.render.openai_chat import OpenAIChatRenderer
 from nisse_llm.render.openai_responses import INTERRUPTED_RESULT, OpenAIResponsesRenderer
@@ -330,7 +330,7 @@ def test_the_tool_loop_body_matches_its_snapshot(json_snapshot: SnapshotAssertio
 def test_records_and_bare_events_render_the_same_bytes_call_after_call() -> None:
     """A log of stored records renders as its bare events do, and a log re-sent grown by a
     turn renders as a fresh render of it would (the per-event memo changes nothing)."""
-    from nisse_llm.log.canonical import StoredEvent
+    from nisse_llm.events.canonical import StoredEvent
 
     log = _tool_loop()
     records = [StoredEvent.now(seq, event) for seq, event in enumerate(log)]
@@ -344,7 +344,7 @@ def test_records_and_bare_events_render_the_same_bytes_call_after_call() -> None
 
 def test_a_compaction_marker_goes_as_user_side_context() -> None:
     """A `Compaction` is sent as its context note, a user message, as on the other routes."""
-    from nisse_llm.log.canonical import Compaction
+    from nisse_llm.events.canonical import Compaction
 
     marker = Compaction(removed=12, summary="Listed the folders.")
     body = RESPONSES.render([marker, UserText(text="Go on.")], [], MODEL)

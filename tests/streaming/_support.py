@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from nisse_llm.config.routing import Route
-from nisse_llm.log.canonical import Completion
+from nisse_llm.events.canonical import Completion
 from nisse_llm.render import Renderer
 from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
 from nisse_llm.render.openai_chat import OpenAIChatRenderer

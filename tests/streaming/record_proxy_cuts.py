@@ -23,7 +23,7 @@ from typing import Any
 
 import httpx
 
-from nisse_llm.log.canonical import ToolSpec, UserText
+from nisse_llm.events.canonical import ToolSpec, UserText
 from nisse_llm.testing import ScriptedServer, Thinking, ToolUse, cut_after, ended_after, reply
 from nisse_llm.testing.proxy import LITELLM_PIN, LiteLLMProxy, ProxyModel
 from nisse_llm.testing.turns import Reply

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from nisse_llm.errors import LLMError, ModelRefusal, TruncatedResponse, UpstreamUnavailable
-from nisse_llm.log.canonical import AssistantText, Reasoning, ToolCall, Usage
+from nisse_llm.events.canonical import AssistantText, Reasoning, ToolCall, Usage
 from nisse_llm.stream.deltas import (
     PartialToolCall,
     ReasoningDelta,

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from nisse_llm.errors import LLMError, StreamInterrupted
-from nisse_llm.log.canonical import AssistantText, Completion, Reasoning, ToolCall, UserText
+from nisse_llm.events.canonical import AssistantText, Completion, Reasoning, ToolCall, UserText
 from nisse_llm.stream.deltas import StreamDelta, TextDelta
 from nisse_llm.transport.clients import (
     AnthropicPassthroughClient,

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from nisse_llm.config.routing import Route
-from nisse_llm.log.canonical import AssistantText, CanonicalEvent, Reasoning, ToolCall, UserText
+from nisse_llm.events.canonical import AssistantText, CanonicalEvent, Reasoning, ToolCall, UserText
 from nisse_llm.stream.deltas import (
     ReasoningDelta,
     StreamDelta,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 import time
 
-from nisse_llm.log.canonical import UserText
+from nisse_llm.events.canonical import UserText
 from nisse_llm.task.logstore import FileTaskStore
 from nisse_llm.testing import Script, ScriptedTransport, Tokens, ToolUse, reply
 from nisse_llm.transport.routers import RoleRouter

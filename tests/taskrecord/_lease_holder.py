@@ -10,7 +10,7 @@ import os
 import sys
 import time
 
-from nisse_llm.log.canonical import UserText
+from nisse_llm.events.canonical import UserText
 from nisse_llm.task.postgres import PostgresTaskStore
 from tests.taskrecord.helpers import make_pin
 

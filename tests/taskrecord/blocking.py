@@ -16,7 +16,7 @@ from typing import Any, Self, TypeVar
 from pydantic import SecretStr
 
 from nisse_llm.config.settings import Pin
-from nisse_llm.log.canonical import CanonicalEvent, LogLike, StoredEvent, ToolResult
+from nisse_llm.events.canonical import CanonicalEvent, LogLike, StoredEvent, ToolResult
 from nisse_llm.task.delegation import ParentRecord, StoredParent
 from nisse_llm.task.lease import FileLease
 from nisse_llm.task.logstore import (

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from nisse_llm.config.settings import Pin, load_settings
-from nisse_llm.log.canonical import CallInfo, Usage
+from nisse_llm.events.canonical import CallInfo, Usage
 from nisse_llm.task.records import CallRecord
 
 TOKEN = "sk-task-record-0123456789"

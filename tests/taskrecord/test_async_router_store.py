@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nisse_llm.log.canonical import UserText
+from nisse_llm.events.canonical import UserText
 from nisse_llm.task.logstore import (
     AsyncFileTaskStore,
     FileTaskStore,

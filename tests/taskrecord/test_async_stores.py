@@ -19,7 +19,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from nisse_llm.log.canonical import UserText
+from nisse_llm.events.canonical import UserText
 from nisse_llm.task.logstore import AsyncTaskStore
 from nisse_llm.task.postgres import AsyncPostgresTaskStore
 from nisse_llm.task.records import StoredEvent, StoredHeader

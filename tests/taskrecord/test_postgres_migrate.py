@@ -17,7 +17,7 @@ import pytest
 from pydantic import SecretStr
 
 from nisse_llm.errors import TaskStoreMisconfigured, TaskStoreUnavailable
-from nisse_llm.log.canonical import UserText
+from nisse_llm.events.canonical import UserText
 from nisse_llm.task.logstore import FileTaskStore
 from nisse_llm.task.postgres import PostgresTaskStore, connect, migrate_database
 from nisse_llm.testing.postgres import LocalPostgres

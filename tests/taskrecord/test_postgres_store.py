@@ -21,7 +21,7 @@ from nisse_llm.errors import (
     TaskStoreUnavailable,
     UpstreamUnavailable,
 )
-from nisse_llm.log.canonical import UserText
+from nisse_llm.events.canonical import UserText
 from nisse_llm.task.postgres import SCHEMA_VERSION, PostgresTaskStore, connect
 from nisse_llm.testing.postgres import LocalPostgres
 from tests.taskrecord.helpers import BASE_URL, TOKEN, make_pin

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from nisse_llm.errors import BudgetExhausted, UpstreamUnavailable
-from nisse_llm.log.canonical import (
+from nisse_llm.events.canonical import (
     AssistantText,
     CanonicalEvent,
     ToolCall,

@@ -15,7 +15,7 @@ import psycopg
 import pytest
 
 from nisse_llm.cli.main import main
-from nisse_llm.log.canonical import ToolCall, ToolResult, UserText
+from nisse_llm.events.canonical import ToolCall, ToolResult, UserText
 from nisse_llm.task import lease
 from nisse_llm.task.dsn import password_of
 from nisse_llm.task.lease import FileLease, lease_path

@@ -12,7 +12,7 @@ import psycopg
 import pytest
 
 from nisse_llm.errors import ConfigError
-from nisse_llm.log.canonical import AssistantText, UserText
+from nisse_llm.events.canonical import AssistantText, UserText
 from nisse_llm.task.dsn import password_of
 from nisse_llm.task.lease import FileLease
 from nisse_llm.task.logstore import FileTaskStore, TaskStore

@@ -18,7 +18,7 @@ import jsonschema
 import pytest
 
 from nisse_llm.errors import ConfigError
-from nisse_llm.log.canonical import (
+from nisse_llm.events.canonical import (
     AssistantText,
     CallInfo,
     StoredEvent,
@@ -410,7 +410,7 @@ def test_asyncio_tasks_append_to_one_store_without_loss(place: Place) -> None:
 
 _PROCESS_AGENT = """
 import sys
-from nisse_llm.log.canonical import UserText
+from nisse_llm.events.canonical import UserText
 from nisse_llm.task.logstore import FileTaskStore, TaskStore
 from nisse_llm.task.records import CallRecord
 from tests.taskrecord.helpers import make_pin

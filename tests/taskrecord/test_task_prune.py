@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from nisse_llm.log.canonical import AssistantText, UserText
+from nisse_llm.events.canonical import AssistantText, UserText
 from nisse_llm.task.logstore import FileTaskStore, TaskStore
 from nisse_llm.task.postgres import PostgresTaskStore
 from nisse_llm.testing.postgres import LocalPostgres

@@ -17,7 +17,7 @@ from nisse_llm import (
     LiteLLMClient,
     OpenAIResponsesClient,
 )
-from nisse_llm.log.canonical import Completion
+from nisse_llm.events.canonical import Completion
 from nisse_llm.testing import Script, ScriptedTransport
 
 BASE = "http://proxy.test:4000"

@@ -14,7 +14,7 @@ from typing import Any
 
 from nisse_llm import AssistantText, Completion, Usage, UserText
 from nisse_llm.errors import PartialReply
-from nisse_llm.log.canonical import as_events
+from nisse_llm.events.canonical import as_events
 from nisse_llm.render import CallParams, Renderer
 from nisse_llm.routes import RouteDescriptor
 from nisse_llm.stream.deltas import ServerSentEvent, StreamAccumulator, StreamDelta, TextDelta

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from nisse_llm.errors import BudgetExhausted, TruncatedResponse
-from nisse_llm.log.canonical import (
+from nisse_llm.events.canonical import (
     CALL_ID_PATTERN,
     AssistantText,
     Reasoning,

@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from nisse_llm.errors import LLMError, TruncatedResponse
-from nisse_llm.log.canonical import AssistantText, Reasoning, ToolCall, ToolResult, UserText
+from nisse_llm.events.canonical import AssistantText, Reasoning, ToolCall, ToolResult, UserText
 from nisse_llm.render.openai_responses import OpenAIResponsesRenderer
 from nisse_llm.testing import (
     Script,

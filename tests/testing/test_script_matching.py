@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from nisse_llm.errors import UpstreamUnavailable
-from nisse_llm.log.canonical import AssistantText, CanonicalEvent, ToolCall, ToolResult, UserText
+from nisse_llm.events.canonical import AssistantText, CanonicalEvent, ToolCall, ToolResult, UserText
 from nisse_llm.testing import (
     Script,
     ScriptedTransport,

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from nisse_llm.errors import BudgetExhausted, TruncatedResponse, UpstreamUnavailable
-from nisse_llm.log.canonical import AssistantText, CanonicalEvent, ToolCall, ToolResult, UserText
+from nisse_llm.events.canonical import AssistantText, CanonicalEvent, ToolCall, ToolResult, UserText
 from nisse_llm.testing import (
     Script,
     ScriptedTransport,

@@ -11,7 +11,7 @@ from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]  # no stubs in the dev extras
 
-from nisse_llm.log.canonical import ToolSpec, UserText
+from nisse_llm.events.canonical import ToolSpec, UserText
 from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
 from nisse_llm.render.openai_chat import OpenAIChatRenderer
 from tests.render.anthropic_checker import anthropic_violations, official_violations

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, Field, create_model
 
 from nisse_llm import ToolSpec
-from nisse_llm.log.tools import (
+from nisse_llm.events.tools import (
     ANTHROPIC_STRICT_KEYWORDS,
     OPENAI_STRICT_KEYWORDS,
     Dialect,

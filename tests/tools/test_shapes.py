@@ -11,7 +11,7 @@ import pytest
 from pydantic import BaseModel
 
 from nisse_llm import LiteLLMClient, RoleRouter, Toolbox, ToolSpec, UserText
-from nisse_llm.log.canonical import as_tool_specs
+from nisse_llm.events.canonical import as_tool_specs
 from nisse_llm.testing import Script, ScriptedClient, ScriptedRouter, ScriptedTransport, reply
 
 LOG = [UserText(text="Go.")]

@@ -11,7 +11,7 @@ from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
 from nisse_llm import ToolSpec
-from nisse_llm.log.tools import parse_docstring, portable_schema
+from nisse_llm.events.tools import parse_docstring, portable_schema
 from tests.tools.judges import judge_spec
 from tests.tools.signatures import CORPUS, Point, Shape, Tree
 

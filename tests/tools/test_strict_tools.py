@@ -17,7 +17,7 @@ from nisse_llm import (
     Toolbox,
     UserText,
 )
-from nisse_llm.log.tools import strict_problem
+from nisse_llm.events.tools import strict_problem
 
 LOG = [UserText(text="Tidy a.py.")]
 

@@ -10,8 +10,8 @@ import pytest
 from pydantic import BaseModel
 
 from nisse_llm import AssistantText, Toolbox, ToolCall, ToolResult, ToolSpec, UserText
-from nisse_llm.log.images import Image
-from nisse_llm.log.tool_text import result_text
+from nisse_llm.events.images import Image
+from nisse_llm.events.tool_text import result_text
 from nisse_llm.testing.images import png
 from tests.tools.signatures import Point, Shape, draw, fetch, grep, positional, tricky_names
 

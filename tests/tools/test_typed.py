@@ -29,7 +29,7 @@ from nisse_llm import (
 )
 from nisse_llm.config.model_rules import UNPLACED
 from nisse_llm.errors import LLMError
-from nisse_llm.log.canonical import CallInfo, Completion
+from nisse_llm.events.canonical import CallInfo, Completion
 from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
 from nisse_llm.render.openai_chat import OpenAIChatRenderer
 from nisse_llm.render.typed import ACCEPTED, NOT_RUN, TypedExchange

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 from nisse_llm.config.model_rules import rules_for
 from nisse_llm.config.options import AnswerOptions, RequestOptions
 from nisse_llm.errors import OutputValidationError
-from nisse_llm.log.canonical import AssistantText, Reasoning, UserText
+from nisse_llm.events.canonical import AssistantText, Reasoning, UserText
 from nisse_llm.render.typed import TypedExchange, closed_schema
 from nisse_llm.testing import Script, ScriptedTransport, Thinking, reply
 from nisse_llm.transport.clients import AnthropicPassthroughClient, LiteLLMClient

@@ -25,7 +25,7 @@ from nisse_llm.agent._base import (
 from nisse_llm.task.delegation import children_of
 
 if TYPE_CHECKING:
-    from nisse_llm.log.canonical import CanonicalEvent, ToolCall
+    from nisse_llm.events.canonical import CanonicalEvent, ToolCall
     from nisse_llm.task.approvals import PendingApproval
     from nisse_llm.task.logstore import (
         AsyncTaskStore,  # noqa: F401  (the base's string names it)

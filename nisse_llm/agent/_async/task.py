@@ -59,7 +59,7 @@ from nisse_llm.agent.program import (
     step_events,
     step_result,
 )
-from nisse_llm.log.canonical import (
+from nisse_llm.events.canonical import (
     CanonicalEvent,
     ToolResult,
     UserImage,
@@ -87,7 +87,7 @@ if TYPE_CHECKING:
 
     from nisse_llm.config.options import RequestOptions
     from nisse_llm.config.settings import Pin, Settings
-    from nisse_llm.log.images import Image
+    from nisse_llm.events.images import Image
     from nisse_llm.task.lease import FileLease
     from nisse_llm.task.logstore import AsyncTaskStore
     from nisse_llm.task.records import (

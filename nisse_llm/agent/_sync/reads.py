@@ -26,7 +26,7 @@ from nisse_llm.agent._sync import delegation, io
 from nisse_llm.task.delegation import children_of
 
 if TYPE_CHECKING:
-    from nisse_llm.log.canonical import CanonicalEvent, ToolCall
+    from nisse_llm.events.canonical import CanonicalEvent, ToolCall
     from nisse_llm.task.approvals import PendingApproval
     from nisse_llm.task.logstore import (
         LogRead,

@@ -18,7 +18,7 @@ from pydantic import SecretStr
 
 from nisse_llm._closing import AsyncClosing
 from nisse_llm.errors import ApprovalRefused, LogDuplicateId, LogSequenceError
-from nisse_llm.log.canonical import CanonicalEvent, LogLike, StoredEvent, ToolCall, ToolResult
+from nisse_llm.events.canonical import CanonicalEvent, LogLike, StoredEvent, ToolCall, ToolResult
 from nisse_llm.task._async import io
 from nisse_llm.task._logread import (
     LogRead,
@@ -244,7 +244,7 @@ class AsyncTaskStore(io.NextSeq, AsyncClosing, ABC):
         ``ResumedTask.events`` is the compacted view from then on. `ValueError` (nothing
         written) if ``compacted`` is not a compaction of the file's log.
         """
-        from nisse_llm.log.canonical import as_events
+        from nisse_llm.events.canonical import as_events
 
         events = as_events(compacted)
         async with self._exclusive():

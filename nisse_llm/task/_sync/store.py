@@ -19,7 +19,7 @@ from pydantic import SecretStr
 
 from nisse_llm._closing import Closing
 from nisse_llm.errors import ApprovalRefused, LogDuplicateId, LogSequenceError
-from nisse_llm.log.canonical import CanonicalEvent, LogLike, StoredEvent, ToolCall, ToolResult
+from nisse_llm.events.canonical import CanonicalEvent, LogLike, StoredEvent, ToolCall, ToolResult
 from nisse_llm.task._logread import (
     LogRead,
     RecordT,
@@ -245,7 +245,7 @@ class TaskStore(io.NextSeq, Closing, ABC):
         ``ResumedTask.events`` is the compacted view from then on. `ValueError` (nothing
         written) if ``compacted`` is not a compaction of the file's log.
         """
-        from nisse_llm.log.canonical import as_events
+        from nisse_llm.events.canonical import as_events
 
         events = as_events(compacted)
         with self._exclusive():

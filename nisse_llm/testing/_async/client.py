@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from nisse_llm._closing import AsyncClosing
 from nisse_llm.config.options import RequestOptions
-from nisse_llm.log.canonical import CanonicalEvent, Completion, LogLike, ToolsLike, Usage
+from nisse_llm.events.canonical import CanonicalEvent, Completion, LogLike, ToolsLike, Usage
 from nisse_llm.render.call import CallParams
 from nisse_llm.render.typed import TypedReply
 from nisse_llm.routes.openai_chat import OPENAI_CHAT

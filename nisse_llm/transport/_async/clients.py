@@ -23,7 +23,7 @@ from pydantic import SecretStr
 from nisse_llm import defaults
 from nisse_llm._closing import AsyncClosing
 from nisse_llm.config._bounds import check_client_numbers
-from nisse_llm.log.canonical import CanonicalEvent, Completion, LogLike, ToolsLike
+from nisse_llm.events.canonical import CanonicalEvent, Completion, LogLike, ToolsLike
 from nisse_llm.transport import _client_base
 from nisse_llm.transport._async import io
 from nisse_llm.transport._async.headroom import AsyncClientLimits

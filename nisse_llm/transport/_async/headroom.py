@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from nisse_llm.errors import LLMError
-from nisse_llm.log.canonical import LogLike, ToolsLike
+from nisse_llm.events.canonical import LogLike, ToolsLike
 from nisse_llm.transport._async import io
 from nisse_llm.transport._headroom import (
     ABSENT,

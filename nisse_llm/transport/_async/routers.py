@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 from nisse_llm._closing import AsyncClosing
 from nisse_llm.config.options import RequestOptions
 from nisse_llm.errors import ContextWindowExceeded
-from nisse_llm.log.canonical import (
+from nisse_llm.events.canonical import (
     CanonicalEvent,
     Completion,
     LogLike,
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from nisse_llm.config.settings import Pin, Settings
-    from nisse_llm.log.canonical import Usage
+    from nisse_llm.events.canonical import Usage
     from nisse_llm.render.typed import TypedReply
     from nisse_llm.task.logstore import AsyncTaskStore  # noqa: F401 (the base's type argument)
     from nisse_llm.task.stores import AsyncStoreArg

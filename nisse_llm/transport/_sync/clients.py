@@ -24,7 +24,7 @@ from pydantic import SecretStr
 from nisse_llm import defaults
 from nisse_llm._closing import Closing
 from nisse_llm.config._bounds import check_client_numbers
-from nisse_llm.log.canonical import CanonicalEvent, Completion, LogLike, ToolsLike
+from nisse_llm.events.canonical import CanonicalEvent, Completion, LogLike, ToolsLike
 from nisse_llm.transport import _client_base
 from nisse_llm.transport._client_base import (
     ClientBase,

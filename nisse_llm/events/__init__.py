@@ -1,0 +1,1 @@
+"""The canonical log and what it holds: events, images, tool specs and tool results."""
