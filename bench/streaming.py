@@ -1,6 +1,6 @@
 """Client CPU per streamed reply: nisse_llm ``stream()`` against httpx and the official SDKs.
 
-The approach of tests/clients/measure_stream_cpu.py, on the bench stub (its own process):
+The approach of tests/transport/measure_stream_cpu.py, on the bench stub (its own process):
 per route, contenders read the same SSE reply of ``deltas`` text deltas to its end:
 
 - httpx ``iter_bytes``: the bytes and nothing else (no client can do less);

@@ -10,7 +10,7 @@ import pytest
 
 from nisse_llm.testing.pgbouncer import LocalPgBouncer, pgbouncer_bin
 from nisse_llm.testing.postgres import LocalPostgres, postgres_bin
-from tests.taskrecord.stores import KINDS, Place
+from tests.task.stores import KINDS, Place
 
 
 @pytest.fixture(autouse=True)

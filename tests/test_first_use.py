@@ -19,7 +19,7 @@ import pytest
 
 from nisse_llm import CallInfo, RequestOptions
 from nisse_llm.wire.openai_chat import OpenAIChatRequest
-from tests.clients.loopback import LoopbackServer, serve
+from tests.transport.loopback import LoopbackServer, serve
 
 #: Modules a first chat call through `LiteLLMClient` must leave unloaded.
 NOT_NEEDED = (

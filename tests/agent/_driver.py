@@ -28,7 +28,7 @@ from nisse_llm.config.settings import Settings, load_settings
 from nisse_llm.testing import slow
 from nisse_llm.tools import Toolbox
 from tests.agent.helpers import QUESTION, SideEffects, scripted, two_steps
-from tests.taskrecord.helpers import BASE_URL, ROLES, TOKEN
+from tests.task.helpers import BASE_URL, ROLES, TOKEN
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -23,7 +23,7 @@ from nisse_llm.testing import RecordedRequest, ToolUse, Turn, reply
 from nisse_llm.tools import Toolbox
 from nisse_llm.transport.routers import RoleRouter
 from tests.agent._killed_loop import PointedTransport, Points, _pointed_write
-from tests.taskrecord.helpers import make_pin
+from tests.task.helpers import make_pin
 
 QUESTION = "Push the fix."
 ROLE = "planner"

@@ -19,7 +19,7 @@ from nisse_llm.task.logstore import FileTaskStore
 from nisse_llm.testing import RecordedRequest, ToolUse, Turn, reply
 from nisse_llm.transport.routers import RoleRouter
 from tests.agent._killed_loop import PointedTransport, Points, _pointed_write, tools
-from tests.taskrecord.helpers import make_pin
+from tests.task.helpers import make_pin
 
 QUESTION = "Tidy the two modules."
 PROMPTS = ("Tidy s1.", "Tidy s2.")

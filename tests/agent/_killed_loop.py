@@ -39,7 +39,7 @@ from nisse_llm.testing import (
 )
 from nisse_llm.tools import Toolbox
 from nisse_llm.transport.routers import RoleRouter
-from tests.taskrecord.helpers import make_pin
+from tests.task.helpers import make_pin
 
 QUESTION = "Tidy the three modules."
 ROLE = "planner"  # claude-sonnet-4-5: the messages route

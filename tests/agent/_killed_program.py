@@ -26,7 +26,7 @@ from nisse_llm.task.logstore import AsyncFileTaskStore, FileTaskStore
 from nisse_llm.testing import RecordedRequest, ToolUse, Turn, reply
 from nisse_llm.transport.routers import AsyncRoleRouter, RoleRouter
 from tests.agent._killed_loop import PointedTransport, Points, _pointed_write, tools
-from tests.taskrecord.helpers import make_pin
+from tests.task.helpers import make_pin
 
 QUESTION = "Tidy the two modules."
 PLANNER = "claude-opus-5-5"

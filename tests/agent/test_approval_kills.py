@@ -19,7 +19,7 @@ from nisse_llm.agent.plan import unknown_result
 from nisse_llm.events.canonical import ToolCall, ToolResult
 from nisse_llm.task.logstore import FileTaskStore
 from tests.agent._killed_approval import FINAL, run_phase
-from tests.taskrecord.helpers import BASE_URL, TOKEN
+from tests.task.helpers import BASE_URL, TOKEN
 
 _CONTEXT = multiprocessing.get_context("forkserver")
 _CONTEXT.set_forkserver_preload(["tests.agent._killed_approval"])

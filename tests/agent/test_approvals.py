@@ -16,7 +16,7 @@ from nisse_llm.task.logstore import FileTaskStore
 from nisse_llm.testing import ToolUse, reply
 from nisse_llm.tools import Toolbox
 from tests.agent.helpers import QUESTION, SideEffects, scripted
-from tests.taskrecord.helpers import task_cli
+from tests.task.helpers import task_cli
 
 
 class Repo(SideEffects):

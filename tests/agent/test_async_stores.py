@@ -31,8 +31,8 @@ from nisse_llm.testing.router import AsyncScriptedRouter
 from nisse_llm.transport.routers import AsyncRoleRouter
 from tests.agent.helpers import QUESTION, SideEffects, numbered, two_steps
 from tests.agent.test_task import _box
-from tests.taskrecord._held import Held, Ticker, records_table_lock, task_file_flock
-from tests.taskrecord.helpers import make_pin
+from tests.task._held import Held, Ticker, records_table_lock, task_file_flock
+from tests.task.helpers import make_pin
 
 KINDS = ("file", "postgres")
 _keys = itertools.count()

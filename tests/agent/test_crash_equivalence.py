@@ -29,7 +29,7 @@ from nisse_llm.events.canonical import CanonicalEvent, Compaction, ToolCall, Too
 from nisse_llm.task.logstore import FileTaskStore
 from tests.agent._killed_loop import FINAL, run_agent
 from tests.agent.helpers import numbered
-from tests.taskrecord.helpers import BASE_URL, TOKEN
+from tests.task.helpers import BASE_URL, TOKEN
 
 #: Kill points an uninterrupted run passes (a resumed process passes fewer: a draw past
 #: its last point lets it finish).

@@ -24,7 +24,7 @@ from nisse_llm.testing import (
     reply,
 )
 from nisse_llm.transport.routers import AsyncRoleRouter, RoleRouter
-from tests.taskrecord.helpers import make_pin, task_cli
+from tests.task.helpers import make_pin, task_cli
 
 PIN = make_pin(planner="claude-sonnet-4-5", delegate="claude-sonnet-4-5")
 BUDGET = "No deployments available - crossed budget: Exceeded budget for deployment"

@@ -24,7 +24,7 @@ from nisse_llm.task.logstore import FileTaskStore
 from nisse_llm.transport.routers import RoleRouter
 from tests.agent._killed_delegation import run_program
 from tests.agent.helpers import numbered
-from tests.taskrecord.helpers import make_pin
+from tests.task.helpers import make_pin
 
 #: Kill points an uninterrupted run passes (104: some 40 records, two points each, five model
 #: calls out and back, four tool runs before and after).

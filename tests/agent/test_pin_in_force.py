@@ -20,7 +20,7 @@ from nisse_llm.task.postgres import PostgresTaskStore
 from nisse_llm.testing import Script, ScriptedTransport, reply
 from nisse_llm.testing.postgres import LocalPostgres
 from nisse_llm.transport.routers import AsyncRoleRouter, RoleRouter
-from tests.taskrecord.helpers import BASE_URL, ROLES, TOKEN, make_pin
+from tests.task.helpers import BASE_URL, ROLES, TOKEN, make_pin
 
 OTHER_URL = "http://127.0.0.1:4999"
 GIT = {"command": "mcp-server-git", "args": ["--repository", "."]}

@@ -33,7 +33,7 @@ from nisse_llm.task.logstore import FileTaskStore
 from nisse_llm.transport.routers import RoleRouter
 from tests.agent._killed_program import EXECUTOR, HANDOVER, PLANNER, Plan, run_program
 from tests.agent.helpers import numbered
-from tests.taskrecord.helpers import BASE_URL, TOKEN, make_pin
+from tests.task.helpers import BASE_URL, TOKEN, make_pin
 
 #: Kill points an uninterrupted run passes (about 35 records, two points each, four model
 #: calls out and back, four tool runs before and after).

@@ -387,7 +387,7 @@ def test_a_task_builds_and_closes_its_own_router_and_file(tmp_path: Path) -> Non
     """Given no router, the task builds one over its pin, recording in its file with its
     compaction policy, and closing the task closes both (a given store stays open)."""
     from nisse_llm import CompactionPolicy
-    from tests.taskrecord.helpers import make_pin
+    from tests.task.helpers import make_pin
 
     policy = CompactionPolicy(keep_last_turns=1)
     path = tmp_path / "task.jsonl"

@@ -18,7 +18,7 @@ from tests.agent._killed_loop import FINAL, ROLE, PointedTransport, Points
 from tests.agent._killed_loop import QUESTION as LOOP_QUESTION
 from tests.agent._killed_loop import tools as loop_tools
 from tests.agent.helpers import QUESTION, SideEffects, priced, two_steps
-from tests.taskrecord.helpers import make_pin
+from tests.task.helpers import make_pin
 
 
 class CountingFileStore(FileTaskStore):

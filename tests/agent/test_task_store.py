@@ -31,7 +31,7 @@ from nisse_llm.task.stores import open_store, open_task_store
 from nisse_llm.testing import Script, ScriptedRouter, ScriptedTransport, reply
 from tests.agent._driver import holding, keyed_settings, toolbox
 from tests.agent.helpers import QUESTION, SideEffects, two_steps
-from tests.taskrecord.stores import Place
+from tests.task.stores import Place
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The stated bound for a dead holder's lease on PostgreSQL (its session ends as its

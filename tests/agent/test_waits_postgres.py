@@ -13,7 +13,7 @@ from nisse_llm.testing.postgres import LocalPostgres
 from nisse_llm.transport.routers import RoleRouter
 from tests.agent.test_approvals import Repo
 from tests.agent.test_delegation import PIN
-from tests.taskrecord.helpers import task_cli
+from tests.task.helpers import task_cli
 
 
 def _upstream(request: RecordedRequest) -> Turn:

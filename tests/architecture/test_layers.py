@@ -348,3 +348,15 @@ def test_the_readme_draws_every_layer_in_order() -> None:
     ]
     # The picture runs top to bottom, the layers bottom to top.
     assert [name for name in drawn if name in folders] == folders[::-1]
+
+
+def test_the_tests_mirror_the_package() -> None:
+    """Each package folder of nisse_llm has its tests in the folder of the same name (a
+    former home, which only warns, has none)."""
+    packages = {
+        path.name
+        for path in ROOT.iterdir()
+        if (path / "__init__.py").is_file() and not path.name.startswith("_") and path.name != "log"
+    }
+    tests = ROOT.parent / "tests"
+    assert sorted(name for name in packages if not (tests / name / "__init__.py").is_file()) == []

@@ -16,7 +16,7 @@ from nisse_llm.config.settings import Pin
 from nisse_llm.testing import Script, ToolUse, reply
 from nisse_llm.testing.proxy import LiteLLMProxy
 from tests.agent._proxy_agent import QUESTION, ROLES
-from tests.taskrecord.helpers import task_cli
+from tests.task.helpers import task_cli
 
 pytestmark = pytest.mark.proxy
 

@@ -19,9 +19,9 @@ from nisse_llm.task.summaries import SUMMARY_INSTRUCTIONS, CompactionPolicy
 from nisse_llm.testing import RecordedRequest, Script, ToolUse, failure, reply
 from nisse_llm.testing.proxy import LiteLLMProxy
 from nisse_llm.transport.routers import RoleRouter
-from tests.clients.overflow_bodies import OVERFLOWS
 from tests.corpus import READ_FILE
 from tests.integration.helpers import ClientRoute
+from tests.transport.overflow_bodies import OVERFLOWS
 
 pytestmark = pytest.mark.proxy
 
@@ -245,7 +245,7 @@ def test_compacted_logs_fit_their_budget_by_the_proxys_own_counter(
     from nisse_llm.errors import ContextWindowExceeded
     from nisse_llm.task.compaction import compact
     from nisse_llm.transport.clients import AnthropicPassthroughClient, LiteLLMClient
-    from tests.compaction.strategies import bulky_logs
+    from tests.task.compaction.strategies import bulky_logs
 
     kind = LiteLLMClient if route == "chat" else AnthropicPassthroughClient
     model = "gpt-scripted" if route == "chat" else "claude-scripted"

@@ -28,8 +28,8 @@ from nisse_llm.transport.clients import (
 )
 from nisse_llm.transport.routers import AsyncRoleRouter, RoleRouter
 from nisse_llm.wire.models_info import ModelInfo
-from tests.clients.overflow_bodies import OVERFLOWS
 from tests.integration.helpers import COMBO_IDS, COMBOS, ClientRoute, Combo
+from tests.transport.overflow_bodies import OVERFLOWS
 
 pytestmark = pytest.mark.proxy
 

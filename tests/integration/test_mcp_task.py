@@ -19,7 +19,7 @@ from nisse_llm.testing.proxy import LiteLLMProxy
 from tests.agent._proxy_agent import ROLES
 from tests.config.helpers import toml_dumps
 from tests.mcp.helpers import REPO
-from tests.taskrecord.stores import Place
+from tests.task.stores import Place
 
 pytestmark = pytest.mark.proxy
 

@@ -36,7 +36,7 @@ from nisse_llm.events.canonical import (
 from nisse_llm.testing import Script, ScriptedServer, Thinking, ToolUse, reply
 from nisse_llm.testing.proxy import LiteLLMProxy, ProxyModel
 from tests.integration.helpers import fresh_script, proxy_of
-from tests.responses.judges import judge_request
+from tests.routes.openai_responses.judges import judge_request
 
 pytestmark = pytest.mark.proxy
 

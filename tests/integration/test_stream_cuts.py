@@ -15,7 +15,7 @@ from nisse_llm.stream.deltas import StreamDelta, TextDelta, ToolArgumentsDelta
 from nisse_llm.testing import Script, ended_after, reply
 from nisse_llm.testing.proxy import LiteLLMProxy
 from tests.integration.helpers import COMBO_IDS, COMBOS, ClientRoute, Combo, client_for
-from tests.streaming.record_proxy_cuts import CUT_AT, LONG_TEXT, LONG_THINKING, PARTS, WRITE_FILE
+from tests.stream.record_proxy_cuts import CUT_AT, LONG_TEXT, LONG_THINKING, PARTS, WRITE_FILE
 
 pytestmark = pytest.mark.proxy
 

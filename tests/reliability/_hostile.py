@@ -25,9 +25,6 @@ from nisse_llm.config.routing import Route
 from nisse_llm.errors import LLMError
 from nisse_llm.events.canonical import Usage
 from nisse_llm.testing.sse import sse_stream
-from tests.clients.harness import EVENTS, MODEL, TOKEN
-from tests.clients.loopback import RESPONSES
-from tests.clients.stream_harness import read_stream
 from tests.reliability._rawserver import (
     HOSTILE,
     Conn,
@@ -39,6 +36,9 @@ from tests.reliability._rawserver import (
     head,
     whole,
 )
+from tests.transport.harness import EVENTS, MODEL, TOKEN
+from tests.transport.loopback import RESPONSES
+from tests.transport.stream_harness import read_stream
 
 MB = 1024 * 1024
 MAX_BYTES = 4 * MB

@@ -27,9 +27,9 @@ from nisse_llm.config.settings import Pin, load_settings
 from nisse_llm.errors import LLMError
 from nisse_llm.events.canonical import StoredEvent, UserText
 from nisse_llm.task.logstore import FileTaskStore, LogFileReplaced
-from tests.clients.harness import EVENTS, MODEL, TOKEN
-from tests.clients.loopback import RESPONSES
 from tests.reliability._rawserver import Conn, RawServer, echo, head
+from tests.transport.harness import EVENTS, MODEL, TOKEN
+from tests.transport.loopback import RESPONSES
 
 ROLES = (
     '[roles]\nexecutor = "claude-x"\nplanner = "gpt-4o-mini"\ndelegate = "d"\nconsultant = "c"\n'

@@ -19,7 +19,7 @@ from nisse_llm.events.canonical import UserText
 from nisse_llm.task.logstore import AsyncFileTaskStore, FileTaskStore
 from nisse_llm.task.postgres import AsyncPostgresTaskStore, PostgresTaskStore
 from tests.reliability._crash_writer import payload
-from tests.taskrecord.helpers import call_record, make_pin
+from tests.task.helpers import call_record, make_pin
 
 #: Most records per append: an event batch carries up to three.
 MAX_BATCH = 3

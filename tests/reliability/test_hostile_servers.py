@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.clients.harness import TOKEN
 from tests.reliability import figures
 from tests.reliability._hostile import DEADLINE_S, DRIP_S, MAX_BYTES, MB, READ_S
+from tests.transport.harness import TOKEN
 
 ROOT = Path(__file__).resolve().parents[2]
 # What a call may add to memory: the capped body, its join and its parse.

@@ -38,7 +38,7 @@ from tests.corpus import corpus
 from tests.reliability import figures
 from tests.reliability._crash_writer import MAX_BATCH, payload
 from tests.strategies import logs
-from tests.taskrecord.stores import Place
+from tests.task.stores import Place
 
 ROOT = Path(__file__).resolve().parents[2]
 

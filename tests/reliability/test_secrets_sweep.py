@@ -35,7 +35,11 @@ from nisse_llm.transport.clients import (
     LiteLLMClient,
 )
 from nisse_llm.transport.routers import AsyncRoleRouter, RoleRouter
-from tests.clients.harness import (
+from tests.reliability import figures
+from tests.reliability._rawserver import ECHO_PLACES, Conn, RawServer, whole
+from tests.reliability._rawserver import echo as _echo
+from tests.reliability._rawserver import head as raw_head
+from tests.transport.harness import (
     EVENTS,
     MODEL,
     MODES,
@@ -46,7 +50,7 @@ from tests.clients.harness import (
     complete,
     make_client,
 )
-from tests.clients.loopback import (
+from tests.transport.loopback import (
     RESPONSES,
     TOKEN_MARK,
     LoopbackServer,
@@ -60,13 +64,9 @@ from tests.clients.loopback import (
     fixture_body,
     serve,
 )
-from tests.clients.stream_harness import read_stream
-from tests.clients.stream_upstream import Body, Raw, StreamingUpstream
-from tests.clients.stream_upstream import serve as serve_streaming
-from tests.reliability import figures
-from tests.reliability._rawserver import ECHO_PLACES, Conn, RawServer, whole
-from tests.reliability._rawserver import echo as _echo
-from tests.reliability._rawserver import head as raw_head
+from tests.transport.stream_harness import read_stream
+from tests.transport.stream_upstream import Body, Raw, StreamingUpstream
+from tests.transport.stream_upstream import serve as serve_streaming
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMAS = ROOT / "schemas"

@@ -26,11 +26,11 @@ from nisse_llm.render.anthropic_messages import AnthropicMessagesRenderer
 from nisse_llm.render.openai_chat import OpenAIChatRenderer
 from nisse_llm.stream.deltas import StreamDelta, ToolCallStarted
 from nisse_llm.testing.sse import encode_sse, sse_stream, stream_events
-from tests.clients.harness import EVENTS, MODEL, MODES, TOKEN, Mode, close, complete, make_client
-from tests.clients.loopback import RESPONSES, LoopbackServer, Reply, SleepLog, error_body, serve
-from tests.clients.stream_harness import read_stream
-from tests.clients.stream_upstream import Raw, StreamingUpstream
-from tests.clients.stream_upstream import serve as serve_streaming
+from tests.transport.harness import EVENTS, MODEL, MODES, TOKEN, Mode, close, complete, make_client
+from tests.transport.loopback import RESPONSES, LoopbackServer, Reply, SleepLog, error_body, serve
+from tests.transport.stream_harness import read_stream
+from tests.transport.stream_upstream import Raw, StreamingUpstream
+from tests.transport.stream_upstream import serve as serve_streaming
 
 TOOL_BODY = {
     "openai_chat": "oai_tool_call_single.json",

@@ -28,8 +28,9 @@ import pytest
 from nisse_llm.config.routing import Route
 from nisse_llm.errors import LLMError, UpstreamUnavailable
 from nisse_llm.events.canonical import AssistantText, UserText
-from tests.clients.harness import MODEL, MODES, ROUTES, Mode, close, complete, make_client
-from tests.clients.loopback import (
+from tests.reliability import figures
+from tests.transport.harness import MODEL, MODES, ROUTES, Mode, close, complete, make_client
+from tests.transport.loopback import (
     RESPONSES,
     Captured,
     LoopbackServer,
@@ -39,9 +40,8 @@ from tests.clients.loopback import (
     SleepLog,
     error_body,
 )
-from tests.clients.stream_harness import read_stream
-from tests.clients.stream_upstream import Body, StreamingUpstream, route_of
-from tests.reliability import figures
+from tests.transport.stream_harness import read_stream
+from tests.transport.stream_upstream import Body, StreamingUpstream, route_of
 
 CI_CALLS = 2_000
 FULL_CALLS = int(os.environ.get("SOAK_CALLS", "10000"))

@@ -23,7 +23,7 @@ from nisse_llm.testing.postgres import LocalPostgres
 from tests.reliability import figures
 from tests.reliability._crash_writer import payload
 from tests.reliability._task_crash_writer import MAX_BATCH
-from tests.taskrecord.helpers import BASE_URL, TOKEN, call_record, make_pin
+from tests.task.helpers import BASE_URL, TOKEN, call_record, make_pin
 
 ROOT = Path(__file__).resolve().parents[2]
 # A new file every few kills, so kills also land while the header is being written.

@@ -21,7 +21,7 @@ from nisse_llm.testing import (
     route_of_path,
     truncated,
 )
-from tests.responses.judges import official_reply
+from tests.routes.openai_responses.judges import official_reply
 
 RESPONSES = OpenAIResponsesRenderer()
 

@@ -21,7 +21,7 @@ from nisse_llm import (
     UserText,
 )
 from nisse_llm.testing import Script, ScriptedClient, ScriptedTransport, Tokens, ToolUse, reply
-from tests.taskrecord.helpers import make_pin
+from tests.task.helpers import make_pin
 
 LOG = [UserText(text="Plan the fix.")]
 
