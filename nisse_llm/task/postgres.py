@@ -44,6 +44,7 @@ from nisse_llm._lazy import renamed
 from nisse_llm.task._pg import SCHEMA_VERSION, translated
 from nisse_llm.task._sync.postgres import (
     PostgresTaskStore,
+    close_pools,
     connect,
     ensure_schema,
     migrate,
@@ -58,6 +59,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "AsyncPostgresTaskStore",
     "PostgresTaskStore",
+    "close_pools",
     "connect",
     "ensure_schema",
     "migrate",
