@@ -22,7 +22,6 @@ from typing import Literal
 
 from pydantic import SecretStr
 
-from nisse_llm.agent.plan import is_done
 from nisse_llm.cli._settings import add_config_argument
 from nisse_llm.cli._terminal import printable, table
 from nisse_llm.config.settings import Settings, load_task_store
@@ -31,10 +30,13 @@ from nisse_llm.log.canonical import AssistantText, ToolCall, ToolResult, UserTex
 from nisse_llm.task.approvals import PendingApproval, awaiting, decision_record
 from nisse_llm.task.delegation import children_of, parent_of
 from nisse_llm.task.dsn import password_of, redacted_url
+from nisse_llm.task.keys import check_task_key
 from nisse_llm.task.lease import FileLease
 from nisse_llm.task.logstore import LogRead, LogSequenceError, TaskStore
 from nisse_llm.task.records import UsageTotal
 from nisse_llm.task.repin import default_by, repin_value, repinned
+from nisse_llm.task.standing import STATUSES
+from nisse_llm.task.standing import status as status_of
 from nisse_llm.task.stores import is_database_url, open_task_store, task_folder
 
 __all__ = ["register", "store_shown"]
@@ -102,11 +104,63 @@ def _keys(settings: Settings) -> tuple[list[str], dict[str, str]]:
 
 def _list(args: argparse.Namespace) -> int:
     settings = _settings(args)
-    keys, holders = _keys(settings)
+    configured = settings.task_store.get_secret_value() if settings.task_store else None
+    if configured is not None and is_database_url(configured):
+        rows, unreadable = _database_rows(configured, args)
+    else:
+        rows, unreadable = _file_rows(settings, args)
     header = "KEY PIN STATUS CALLS UNKNOWN COST_USD APPROVALS LAST_ACTIVITY PARENT LEASE"
-    rows = [tuple(header.split())]
+    print(f"{len(rows)} task(s) in {store_shown(settings)}")
+    table(sys.stdout, [tuple(header.split()), *rows])
+    if args.limit is not None and len(rows) == args.limit:
+        print(f"next page: --after {printable(rows[-1][0])}", file=sys.stderr)
+    return 1 if unreadable else 0
+
+
+def _database_rows(url: str, args: argparse.Namespace) -> tuple[list[tuple[str, ...]], int]:
+    """The page of tasks ``args`` asks for, from the tasks table alone (one query: a record
+    damaged behind the store's back shows in ``task show``, not here); and how many rows
+    are under a key no store accepts (listed ``bad-key``)."""
+    from nisse_llm.task.postgres import task_keys
+
+    rows = []
+    unreadable = 0
+    for row in task_keys(url, status=args.status, limit=args.limit, after=args.after):
+        try:
+            check_task_key(row["key"])
+        except ConfigError as exc:
+            unreadable += 1
+            print(f"warning: {printable(str(exc))}", file=sys.stderr)
+            rows.append((printable(row["key"]), "-", "bad-key", *["-"] * 6, row["holder"] or "-"))
+            continue
+        at: datetime | None = row["last_activity"]
+        cost = f"{row['cost_usd']:f}" + ("+" if row["unpriced_calls"] else "")
+        shown = (
+            row["key"],
+            row["pin"] or "-",
+            row["status"],
+            str(row["calls"]),
+            str(row["unknown_calls"]),
+            cost,
+            str(row["approvals"]),
+            "-" if at is None else at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            row["parent"] or "-",
+            row["holder"] or "-",
+        )
+        rows.append(tuple(printable(value) for value in shown))
+    return rows, unreadable
+
+
+def _file_rows(settings: Settings, args: argparse.Namespace) -> tuple[list[tuple[str, ...]], int]:
+    """The page of task files ``args`` asks for, each read; and how many were unreadable."""
+    keys, holders = _keys(settings)
+    rows: list[tuple[str, ...]] = []
     unreadable = 0
     for key in keys:
+        if args.after is not None and key <= args.after:
+            continue
+        if args.limit is not None and len(rows) >= args.limit:
+            break
         lease = holders.get(key, "-")
         try:
             with open_task_store(key, settings) as store:
@@ -115,7 +169,10 @@ def _list(args: argparse.Namespace) -> int:
             unreadable += 1
             print(f"warning: {printable(str(exc))}", file=sys.stderr)
             status = "corrupt" if isinstance(exc, LogCorrupt) else "bad-key"
-            rows.append((printable(key), "-", status, "-", "-", "-", "-", "-", "-", lease))
+            if args.status is None or args.status == status:
+                rows.append((printable(key), "-", status, "-", "-", "-", "-", "-", "-", lease))
+            continue
+        if args.status is not None and _status(found_read) != args.status:
             continue
         total = found_read.usage.total
         rows.append(
@@ -132,9 +189,7 @@ def _list(args: argparse.Namespace) -> int:
                 lease,
             )
         )
-    print(f"{len(keys)} task(s) in {store_shown(settings)}")
-    table(sys.stdout, rows)
-    return 1 if unreadable else 0
+    return rows, unreadable
 
 
 def _parent(found: LogRead) -> str:
@@ -447,20 +502,8 @@ def _fingerprint(found: LogRead) -> str:
 
 
 def _status(found: LogRead) -> str:
-    """One word for where the task stands (its calls of unknown outcome have a column)."""
-    if found.header is None:
-        return "no-header"
-    events = [item.event for item in found.view]
-    if is_done(events):
-        return "done"
-    if _awaiting(found):
-        return "awaiting-approval"
-    if found.unknown_calls:
-        return "unknown-calls"
-    answered = {e.call_id for e in events if isinstance(e, ToolResult)}
-    if any(isinstance(e, ToolCall) and e.call_id not in answered for e in events):
-        return "tools-pending"
-    return "ready"
+    """One word for where the task stands (`nisse_llm.task.standing.status`)."""
+    return status_of(found)
 
 
 def _last(found: LogRead) -> str:
@@ -579,7 +622,22 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
             action.add_argument(
                 "--schema", metavar="NAME", help="the tables' schema (default: nisse)"
             )
-        elif name != "list":
+        elif name == "list":
+            action.add_argument(
+                "--status",
+                choices=(*STATUSES, "corrupt", "bad-key"),
+                help="only the tasks of this status",
+            )
+            action.add_argument(
+                "--limit", type=int, metavar="N", help="at most N tasks (a page; see --after)"
+            )
+            action.add_argument(
+                "--after",
+                metavar="KEY",
+                help="only the tasks whose key sorts after KEY (the next page: the last key "
+                "of the one before)",
+            )
+        else:
             action.add_argument("key", metavar="KEY", help="the task's key")
         if name in ("approve", "deny"):
             action.add_argument("call_id", metavar="CALL_ID", help="the call's id")
