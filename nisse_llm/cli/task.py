@@ -24,7 +24,7 @@ from pydantic import SecretStr
 
 from nisse_llm.cli._settings import add_config_argument
 from nisse_llm.cli._terminal import printable, table
-from nisse_llm.config.settings import Settings, load_task_store
+from nisse_llm.config.settings import ENV_VARS, Settings, load_task_store
 from nisse_llm.errors import ApprovalRefused, ConfigError, LogCorrupt, TaskBusy
 from nisse_llm.log.canonical import AssistantText, ToolCall, ToolResult, UserText
 from nisse_llm.task.approvals import PendingApproval, awaiting, decision_record
@@ -73,7 +73,8 @@ def _settings(args: argparse.Namespace) -> Settings:
                 "~/.pgpass, or put the URL in NISSE_TASK_STORE or the TOML's task_store",
                 file=sys.stderr,
             )
-        found = Settings.model_construct(task_store=SecretStr(args.store))
+        schema = os.environ.get(ENV_VARS["task_schema"], "").strip() or "nisse"
+        found = Settings.model_construct(task_store=SecretStr(args.store), task_schema=schema)
     args.store_settings = found
     return found
 
@@ -94,7 +95,7 @@ def _keys(settings: Settings) -> tuple[list[str], dict[str, str]]:
     if configured is not None and is_database_url(configured):
         from nisse_llm.task.postgres import task_keys
 
-        found = task_keys(configured)
+        found = task_keys(configured, schema=settings.task_schema)
         holders = {row["key"]: f"{row['holder']}" for row in found if row["holder"]}
         return [row["key"] for row in found], holders
     folder = task_folder(settings)
@@ -125,7 +126,10 @@ def _database_rows(url: str, args: argparse.Namespace) -> tuple[list[tuple[str, 
 
     rows = []
     unreadable = 0
-    for row in task_keys(url, status=args.status, limit=args.limit, after=args.after):
+    schema = _settings(args).task_schema
+    for row in task_keys(
+        url, schema=schema, status=args.status, limit=args.limit, after=args.after
+    ):
         try:
             check_task_key(row["key"])
         except ConfigError as exc:
@@ -458,10 +462,10 @@ def _migrate(args: argparse.Namespace) -> int:
     if configured is None or not is_database_url(configured.get_secret_value()):
         print(f"{store_shown(settings)}: task files need no migration")
         return 0
-    from nisse_llm.task._pg import DEFAULT_SCHEMA, SCHEMA_VERSION
+    from nisse_llm.task._pg import SCHEMA_VERSION
     from nisse_llm.task.postgres import migrate_database
 
-    schema = args.schema or DEFAULT_SCHEMA
+    schema = args.schema or settings.task_schema
     done = migrate_database(configured, schema=schema)
     for step in done:
         print(f"{store_shown(settings)}: {step}")
@@ -620,7 +624,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
             )
         elif name == "migrate":
             action.add_argument(
-                "--schema", metavar="NAME", help="the tables' schema (default: nisse)"
+                "--schema",
+                metavar="NAME",
+                help="the tables' schema (default: NISSE_TASK_SCHEMA, else the TOML's "
+                "task_schema, else nisse)",
             )
         elif name == "list":
             action.add_argument(
