@@ -12,9 +12,10 @@ from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from typing import Any, TypeVar
 
-__all__ = ["Heartbeat", "NextSeq", "blocking", "new_lock", "shared"]
+__all__ = ["Heartbeat", "NextSeq", "blocking", "new_lock", "shared", "soon"]
 
 logger = logging.getLogger("nisse_llm")
+_RUNNING: set[asyncio.Task[None]] = set()
 _SHARED: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[Any, Any]] = (
     weakref.WeakKeyDictionary()
 )
@@ -60,6 +61,25 @@ class NextSeq:
     async def next_seq(self) -> int:
         """The sequence number the next `append_event` will use (0 for an empty log)."""
         return await self._next_seq()
+
+
+def soon(fn: Callable[..., Awaitable[object]], /, *args: Any) -> None:
+    """Start ``fn(*args)`` on this thread's running loop and return at once (no loop
+    running: nothing is done); its failure is logged."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return
+
+    async def run() -> None:
+        try:
+            await fn(*args)
+        except Exception:
+            logger.debug("a background release failed", exc_info=True)
+
+    task = loop.create_task(run())
+    _RUNNING.add(task)  # kept until done: the loop holds only a weak reference
+    task.add_done_callback(_RUNNING.discard)
 
 
 def shared() -> dict[Any, Any]:

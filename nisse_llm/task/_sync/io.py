@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["Heartbeat", "NextSeq", "blocking", "new_lock", "shared"]
+__all__ = ["Heartbeat", "NextSeq", "blocking", "new_lock", "shared", "soon"]
 
 logger = logging.getLogger("nisse_llm")
 _SHARED: dict[Any, Any] = {}
@@ -40,6 +40,18 @@ class NextSeq:
     def next_seq(self) -> int:
         """The sequence number the next `append_event` will use (0 for an empty log)."""
         return self._next_seq()
+
+
+def soon(fn: Callable[..., object], /, *args: Any) -> None:
+    """Start ``fn(*args)`` in a daemon thread and return at once; its failure is logged."""
+
+    def run() -> None:
+        try:
+            fn(*args)
+        except Exception:
+            logger.debug("a background release failed", exc_info=True)
+
+    threading.Thread(target=run, name="nisse-release", daemon=True).start()
 
 
 def shared() -> dict[Any, Any]:

@@ -158,27 +158,35 @@ class PostgresTaskStore(TaskStore):
                 heartbeat.stop()
             epoch = self._epoch
             self._forget_lease()
-            if epoch is None:
-                return
-            with (
-                _quiet(),
-                self._translated(),
-                (self._pool()).connection() as conn,
-            ):
-                conn.execute(
-                    f"UPDATE {self._tables.tasks} SET holder = NULL, since = NULL,"
-                    " lease_expires = NULL WHERE key = %s AND epoch = %s",
-                    (self.key, epoch),
-                )
+            if epoch is not None:
+                self._release(epoch)
 
     def abandon(self) -> None:
-        """Stop renewing the lease, without a round trip or an (a task dropped open
-        does, from its finalizer): the lease runs out ``lease_s`` later. The next use
-        takes it again."""
+        """Stop renewing the lease and release it in the background, without blocking or
+        awaiting (a task dropped open does, from its finalizer: in a thread, or a task of
+        the running loop; with no loop running the lease runs out ``lease_s`` later). The
+        next use takes it again."""
         heartbeat, self._heartbeat = self._heartbeat, None
         if heartbeat is not None:
             heartbeat.cancel()
+        epoch = self._epoch
         self._forget_lease()
+        if epoch is not None:
+            io.soon(self._release, epoch)
+
+    def _release(self, epoch: int) -> None:
+        """Free the lease of ``epoch`` (no longer this store's); a database that is gone
+        lets it run out instead."""
+        with (
+            _quiet(),
+            self._translated(),
+            (self._pool()).connection() as conn,
+        ):
+            conn.execute(
+                f"UPDATE {self._tables.tasks} SET holder = NULL, since = NULL,"
+                " lease_expires = NULL WHERE key = %s AND epoch = %s",
+                (self.key, epoch),
+            )
 
     def lease(self) -> None:
         """Take the task's lease now rather than at the first write (`TaskBusy` naming its
