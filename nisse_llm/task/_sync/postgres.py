@@ -233,9 +233,9 @@ class PostgresTaskStore(TaskStore):
     @contextmanager
     def _exclusive(self) -> Iterator[None]:
         """The lease, on a connection of the pool held for the block. Each write is one
-        fenced statement (or one transaction); a block that raises forgets what it knew,
-        and one left by anything but an error (a cancellation, an interrupt) takes the
-        lease again, as its own, before the next write, to learn where the task stands."""
+        fenced statement (or one transaction); a block that raises (an error, a
+        cancellation) forgets what it knew and takes the lease again, as its own, before
+        the next write, to learn where the task stands."""
         with (
             self._lock,
             self._translated(),
@@ -245,10 +245,9 @@ class PostgresTaskStore(TaskStore):
             try:
                 self._take_lease(conn)
                 yield
-            except Exception:
-                self._ids, self._known, self._clearing = None, None, None
-                raise
             except BaseException:
+                # Whatever the block wrote or cleared is not known to be in: forget it
+                # all, and learn the task's next number again as the lease is retaken.
                 self._ids, self._known, self._clearing = None, None, None
                 self._leased = False
                 raise
