@@ -22,6 +22,7 @@ from nisse_llm.errors import (
     UpstreamUnavailable,
 )
 from nisse_llm.log.canonical import UserText
+from nisse_llm.task._pg import POOL_MAX
 from nisse_llm.task.postgres import SCHEMA_VERSION, PostgresTaskStore, close_pools, connect
 from nisse_llm.testing.postgres import LocalPostgres
 from tests.taskrecord.helpers import BASE_URL, TOKEN, make_pin
@@ -207,3 +208,30 @@ def test_a_database_that_is_gone_is_a_typed_resumable_error() -> None:
         PostgresTaskStore(server.url, "gone").read()
     with pytest.raises(TaskStoreUnavailable, match="Connection refused"):
         PostgresTaskStore(server.url, "gone").read()
+
+
+def test_open_tasks_share_a_few_pooled_connections(postgres: LocalPostgres) -> None:
+    """Fifty tasks held open by one process, each written, use at most the pool's sessions
+    (as many as statements ran at once: the writes ran one after another, the heartbeats
+    may overlap), not one per task; the leases are rows, so closing the stores frees
+    every task at once."""
+    url = postgres.database("pooled")
+    stores = [PostgresTaskStore(url, f"open-{n}").begin(make_pin()) for n in range(50)]
+    for store in stores:
+        store.append_event(UserText(text="held open"))
+    with psycopg.connect(url, autocommit=True) as admin:
+        sessions = admin.execute(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND application_name = 'nisse_llm task store'"
+        ).fetchone()
+        held = admin.execute(
+            "SELECT count(*) FROM nisse.nisse_tasks WHERE lease_expires > now()"
+        ).fetchone()
+        assert held == (50,)
+        assert sessions is not None
+        assert 1 <= sessions[0] <= POOL_MAX
+        for store in stores:
+            store.close()
+        assert admin.execute(
+            "SELECT count(*) FROM nisse.nisse_tasks WHERE holder IS NOT NULL"
+        ).fetchone() == (0,)
