@@ -204,9 +204,8 @@ def _kill_one(
                 if rows:
                     victim = str(rows[0][0])
                     held = conn.execute(
-                        "SELECT l.task FROM nisse.nisse_task_leases l JOIN pg_locks p"
-                        " ON p.pid = l.pid AND p.locktype = 'advisory' AND p.granted"
-                        " WHERE l.holder = %s",
+                        "SELECT key FROM nisse.nisse_tasks"
+                        " WHERE holder = %s AND lease_expires > now()",
                         (victim,),
                     ).fetchall()
                     workers[victim].send_signal(signal.SIGKILL)
@@ -302,7 +301,7 @@ def _tally(url: str, plan: Plan, workdir: Path, result: Result) -> None:
         )
         for key in result.killed_tasks:
             row = conn.execute(
-                "SELECT holder FROM nisse.nisse_task_leases WHERE task = %s", (key,)
+                "SELECT holder FROM nisse.nisse_tasks WHERE key = %s", (key,)
             ).fetchone()
             result.taken_over_by[key] = str(row[0]) if row else "-"
 

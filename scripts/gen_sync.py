@@ -36,6 +36,8 @@ SOURCES = (
     "bench/_async/fleet_driver.py",
     "nisse_llm/task/_async/store.py",
     "nisse_llm/task/_async/filestore.py",
+    "nisse_llm/task/_async/pgschema.py",
+    "nisse_llm/task/_async/pgpool.py",
     "nisse_llm/task/_async/postgres.py",
 )
 #: Async name -> sync name, beside unasync's own (``__aenter__``, ``StopAsyncIteration``...).
@@ -78,6 +80,8 @@ NAMES = {
     "AbstractAsyncContextManager": "AbstractContextManager",
     "AsyncConnection": "Connection",
     "AsyncCursor": "Cursor",
+    "AsyncConnectionPool": "ConnectionPool",
+    "AsyncStorePool": "StorePool",
 }
 #: Phrases of docstrings and comments (code loses its ``async``/``await`` to unasync).
 PHRASES = {"async with": "with", "async for": "for", "await ": ""}

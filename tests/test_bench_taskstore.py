@@ -29,3 +29,14 @@ def test_smoke_run_reports_both_stores_with_one_and_sixteen_tasks(tmp_path: Path
             rows[(cells[0], int(cells[1]))] = [float(c.replace(",", "")) for c in cells[2:]]
     assert set(rows) == {("file", 1), ("file", 16), ("postgres", 1), ("postgres", 16)}
     assert all(value > 0 for values in rows.values() for value in values)
+
+
+def test_a_postgres_step_costs_one_round_trip_and_one_transaction_per_append() -> None:
+    """A step of an open PostgreSQL task (four appends: call started, call ended, the
+    reply's events, the tool result) costs four round trips in four transactions: each
+    append is one fenced statement, no number or lease is read again."""
+    from bench.taskstore import step_round_trips
+    from nisse_llm.testing.postgres import LocalPostgres
+
+    with LocalPostgres() as server:
+        assert step_round_trips(server.url) == (4.0, 4.0)

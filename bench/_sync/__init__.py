@@ -1,1 +1,1 @@
-"""The fleet agent's sync driver, generated from ``bench/_async/`` by ``tests/gen_sync.py``."""
+"""The fleet agent's sync driver, generated from ``bench/_async/`` by ``scripts/gen_sync.py``."""

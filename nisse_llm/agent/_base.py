@@ -380,8 +380,8 @@ class TaskBase(Generic[S]):
         if self._held is not None:
             self._held.close()
         if self._owned:
-            # Without blocking or awaiting: a PostgreSQL store's lease is its session,
-            # ended by closing the connection's socket (the async store's too).
+            # Without blocking or awaiting: a PostgreSQL store stops its heartbeat and
+            # releases its lease row in the background (else it runs out).
             self._store.abandon()
 
     def _agent_span(self, role: str) -> AbstractContextManager[AgentTrace]:

@@ -61,9 +61,8 @@ def config_schema() -> dict[str, Any]:
     required = schema["properties"]["require_roles"]
     required["description"] += f" Environment variable: {ENV_VARS['require_roles']}."
     required["items"]["pattern"] = ROLE_NAME_PATTERN
-    schema["properties"]["task_store"]["description"] += (
-        f" Environment variable: {ENV_VARS['task_store']}."
-    )
+    for key in ("task_store", "task_schema"):
+        schema["properties"][key]["description"] += f" Environment variable: {ENV_VARS[key]}."
     profile = schema["$defs"]["RoleProfile"]
     profile["description"] = (
         "A role as a table: its model and the request options its calls carry by default. "

@@ -22,19 +22,21 @@ from typing import Literal
 
 from pydantic import SecretStr
 
-from nisse_llm.agent.plan import is_done
 from nisse_llm.cli._settings import add_config_argument
 from nisse_llm.cli._terminal import printable, table
-from nisse_llm.config.settings import Settings, load_task_store
+from nisse_llm.config.settings import ENV_VARS, Settings, load_task_store
 from nisse_llm.errors import ApprovalRefused, ConfigError, LogCorrupt, TaskBusy
 from nisse_llm.events.canonical import AssistantText, ToolCall, ToolResult, UserText
 from nisse_llm.task.approvals import PendingApproval, awaiting, decision_record
 from nisse_llm.task.delegation import children_of, parent_of
 from nisse_llm.task.dsn import password_of, redacted_url
+from nisse_llm.task.keys import check_task_key
 from nisse_llm.task.lease import FileLease
 from nisse_llm.task.logstore import LogRead, LogSequenceError, TaskStore
 from nisse_llm.task.records import UsageTotal
 from nisse_llm.task.repin import default_by, repin_value, repinned
+from nisse_llm.task.standing import STATUSES
+from nisse_llm.task.standing import status as status_of
 from nisse_llm.task.stores import is_database_url, open_task_store, task_folder
 
 __all__ = ["register", "store_shown"]
@@ -71,7 +73,8 @@ def _settings(args: argparse.Namespace) -> Settings:
                 "~/.pgpass, or put the URL in NISSE_TASK_STORE or the TOML's task_store",
                 file=sys.stderr,
             )
-        found = Settings.model_construct(task_store=SecretStr(args.store))
+        schema = os.environ.get(ENV_VARS["task_schema"], "").strip() or "nisse"
+        found = Settings.model_construct(task_store=SecretStr(args.store), task_schema=schema)
     args.store_settings = found
     return found
 
@@ -92,7 +95,7 @@ def _keys(settings: Settings) -> tuple[list[str], dict[str, str]]:
     if configured is not None and is_database_url(configured):
         from nisse_llm.task.postgres import task_keys
 
-        found = task_keys(configured)
+        found = task_keys(configured, schema=settings.task_schema)
         holders = {row["key"]: f"{row['holder']}" for row in found if row["holder"]}
         return [row["key"] for row in found], holders
     folder = task_folder(settings)
@@ -102,11 +105,66 @@ def _keys(settings: Settings) -> tuple[list[str], dict[str, str]]:
 
 def _list(args: argparse.Namespace) -> int:
     settings = _settings(args)
-    keys, holders = _keys(settings)
+    configured = settings.task_store.get_secret_value() if settings.task_store else None
+    if configured is not None and is_database_url(configured):
+        rows, unreadable = _database_rows(configured, args)
+    else:
+        rows, unreadable = _file_rows(settings, args)
     header = "KEY PIN STATUS CALLS UNKNOWN COST_USD APPROVALS LAST_ACTIVITY PARENT LEASE"
-    rows = [tuple(header.split())]
+    print(f"{len(rows)} task(s) in {store_shown(settings)}")
+    table(sys.stdout, [tuple(header.split()), *rows])
+    if args.limit is not None and len(rows) == args.limit:
+        print(f"next page: --after {printable(rows[-1][0])}", file=sys.stderr)
+    return 1 if unreadable else 0
+
+
+def _database_rows(url: str, args: argparse.Namespace) -> tuple[list[tuple[str, ...]], int]:
+    """The page of tasks ``args`` asks for, from the tasks table alone (one query: a record
+    damaged behind the store's back shows in ``task show``, not here); and how many rows
+    are under a key no store accepts (listed ``bad-key``)."""
+    from nisse_llm.task.postgres import task_keys
+
+    rows = []
+    unreadable = 0
+    schema = _settings(args).task_schema
+    for row in task_keys(
+        url, schema=schema, status=args.status, limit=args.limit, after=args.after
+    ):
+        try:
+            check_task_key(row["key"])
+        except ConfigError as exc:
+            unreadable += 1
+            print(f"warning: {printable(str(exc))}", file=sys.stderr)
+            rows.append((printable(row["key"]), "-", "bad-key", *["-"] * 6, row["holder"] or "-"))
+            continue
+        at: datetime | None = row["last_activity"]
+        cost = f"{row['cost_usd']:f}" + ("+" if row["unpriced_calls"] else "")
+        shown = (
+            row["key"],
+            row["pin"] or "-",
+            row["status"],
+            str(row["calls"]),
+            str(row["unknown_calls"]),
+            cost,
+            str(row["approvals"]),
+            "-" if at is None else at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            row["parent"] or "-",
+            row["holder"] or "-",
+        )
+        rows.append(tuple(printable(value) for value in shown))
+    return rows, unreadable
+
+
+def _file_rows(settings: Settings, args: argparse.Namespace) -> tuple[list[tuple[str, ...]], int]:
+    """The page of task files ``args`` asks for, each read; and how many were unreadable."""
+    keys, holders = _keys(settings)
+    rows: list[tuple[str, ...]] = []
     unreadable = 0
     for key in keys:
+        if args.after is not None and key <= args.after:
+            continue
+        if args.limit is not None and len(rows) >= args.limit:
+            break
         lease = holders.get(key, "-")
         try:
             with open_task_store(key, settings) as store:
@@ -115,7 +173,10 @@ def _list(args: argparse.Namespace) -> int:
             unreadable += 1
             print(f"warning: {printable(str(exc))}", file=sys.stderr)
             status = "corrupt" if isinstance(exc, LogCorrupt) else "bad-key"
-            rows.append((printable(key), "-", status, "-", "-", "-", "-", "-", "-", lease))
+            if args.status is None or args.status == status:
+                rows.append((printable(key), "-", status, "-", "-", "-", "-", "-", "-", lease))
+            continue
+        if args.status is not None and _status(found_read) != args.status:
             continue
         total = found_read.usage.total
         rows.append(
@@ -132,9 +193,7 @@ def _list(args: argparse.Namespace) -> int:
                 lease,
             )
         )
-    print(f"{len(keys)} task(s) in {store_shown(settings)}")
-    table(sys.stdout, rows)
-    return 1 if unreadable else 0
+    return rows, unreadable
 
 
 def _parent(found: LogRead) -> str:
@@ -403,10 +462,10 @@ def _migrate(args: argparse.Namespace) -> int:
     if configured is None or not is_database_url(configured.get_secret_value()):
         print(f"{store_shown(settings)}: task files need no migration")
         return 0
-    from nisse_llm.task._pg import DEFAULT_SCHEMA, SCHEMA_VERSION
+    from nisse_llm.task._pg import SCHEMA_VERSION
     from nisse_llm.task.postgres import migrate_database
 
-    schema = args.schema or DEFAULT_SCHEMA
+    schema = args.schema or settings.task_schema
     done = migrate_database(configured, schema=schema)
     for step in done:
         print(f"{store_shown(settings)}: {step}")
@@ -447,20 +506,8 @@ def _fingerprint(found: LogRead) -> str:
 
 
 def _status(found: LogRead) -> str:
-    """One word for where the task stands (its calls of unknown outcome have a column)."""
-    if found.header is None:
-        return "no-header"
-    events = [item.event for item in found.view]
-    if is_done(events):
-        return "done"
-    if _awaiting(found):
-        return "awaiting-approval"
-    if found.unknown_calls:
-        return "unknown-calls"
-    answered = {e.call_id for e in events if isinstance(e, ToolResult)}
-    if any(isinstance(e, ToolCall) and e.call_id not in answered for e in events):
-        return "tools-pending"
-    return "ready"
+    """One word for where the task stands (`nisse_llm.task.standing.status`)."""
+    return status_of(found)
 
 
 def _last(found: LogRead) -> str:
@@ -577,9 +624,27 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
             )
         elif name == "migrate":
             action.add_argument(
-                "--schema", metavar="NAME", help="the tables' schema (default: nisse)"
+                "--schema",
+                metavar="NAME",
+                help="the tables' schema (default: NISSE_TASK_SCHEMA, else the TOML's "
+                "task_schema, else nisse)",
             )
-        elif name != "list":
+        elif name == "list":
+            action.add_argument(
+                "--status",
+                choices=(*STATUSES, "corrupt", "bad-key"),
+                help="only the tasks of this status",
+            )
+            action.add_argument(
+                "--limit", type=int, metavar="N", help="at most N tasks (a page; see --after)"
+            )
+            action.add_argument(
+                "--after",
+                metavar="KEY",
+                help="only the tasks whose key sorts after KEY (the next page: the last key "
+                "of the one before)",
+            )
+        else:
             action.add_argument("key", metavar="KEY", help="the task's key")
         if name in ("approve", "deny"):
             action.add_argument("call_id", metavar="CALL_ID", help="the call's id")

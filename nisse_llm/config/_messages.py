@@ -243,7 +243,7 @@ def _reason(load: Load, loc: tuple[str, ...], err: ErrorDetails) -> str:
 
 _TABLES: Mapping[str, type[BaseModel]] = {"llm": LLMSettings, "roles": RoleMap, "mcp": McpSettings}
 #: The keys of the file outside its tables.
-TOP_LEVEL_KEYS: tuple[str, ...] = ("require_roles", "task_store")
+TOP_LEVEL_KEYS: tuple[str, ...] = ("require_roles", "task_store", "task_schema")
 
 # Pydantic's wording where it speaks of regexes rather than of what the operator wrote.
 _PLAIN: Mapping[str, str] = {
@@ -300,7 +300,7 @@ def _unknown(load: Load, loc: tuple[str, ...]) -> str:
         hint = _did_you_mean(loc[0], list(TOP_LEVEL_KEYS), template="{}")
         return (
             f"{loc[0]}: unknown top-level key in {origin}{hint}; keys live in the tables "
-            f"{tables} (only {' and '.join(TOP_LEVEL_KEYS)} stand outside them)"
+            f"{tables} (only {', '.join(TOP_LEVEL_KEYS[:-1])} and {TOP_LEVEL_KEYS[-1]} stand outside them)"
         )
     if loc[0] == "roles" and len(loc) >= 3:  # a key inside a role's table
         table, name = f"roles.{loc[1]}", loc[2]

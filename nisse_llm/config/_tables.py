@@ -67,6 +67,7 @@ ENV_VARS: Mapping[str, str] = {
     "llm.stream_deadline_s": "NISSE_STREAM_DEADLINE_S",
     "require_roles": "NISSE_REQUIRE_ROLES",
     "task_store": "NISSE_TASK_STORE",
+    "task_schema": "NISSE_TASK_SCHEMA",
     "roles.executor": "NISSE_ROLE_EXECUTOR",
     "roles.planner": "NISSE_ROLE_PLANNER",
     "roles.delegate": "NISSE_ROLE_DELEGATE",

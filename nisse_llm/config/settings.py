@@ -366,9 +366,10 @@ class _EnvSource(PydanticBaseSettingsSource):
         load.problems.extend(problems)
         if servers:
             data["mcp"] = {"servers": servers}
-        store = os.environ.get(ENV_VARS["task_store"], "").strip()
-        if store:
-            data["task_store"] = store
+        for key in ("task_store", "task_schema"):
+            value = os.environ.get(ENV_VARS[key], "").strip()
+            if value:
+                data[key] = value
         load.environment = data
         return copy_tables(data)
 
@@ -454,6 +455,15 @@ class Settings(BaseSettings):
         description=(
             "Where tasks live: a folder (default: tasks/ beside the config file) or a "
             "postgresql:// URL (its password is a secret)."
+        ),
+    )
+
+    task_schema: str = Field(
+        default="nisse",
+        pattern=r"^[a-z_][a-z0-9_]{0,62}$",
+        description=(
+            "The PostgreSQL schema the task tables live in, when task_store is a database "
+            "(a lower-case SQL name)."
         ),
     )
 
@@ -562,19 +572,27 @@ def load_settings(
 def load_task_store(path: str | os.PathLike[str] | None = None) -> Settings:
     """Settings holding only where tasks live, for what needs nothing else (the task CLI,
     a store opened by key): ``NISSE_TASK_STORE``, else the ``task_store`` key of the TOML
-    file at ``path`` (else `NISSE_CONFIG`, else ``./nisse.toml``), else the default folder.
+    file at ``path`` (else `NISSE_CONFIG`, else ``./nisse.toml``), else the default folder;
+    and a database's schema, ``NISSE_TASK_SCHEMA`` else ``task_schema`` (else ``nisse``).
     No token, no roles; `ConfigError` for a file that cannot be read or a value not a
     string."""
     load = _start_load(path, {})
-    value: Any = os.environ.get(ENV_VARS["task_store"], "").strip() or None
-    if value is None and load.path is not None:
-        value = read_toml(load.path, load.path_named_by)[0].get("task_store")
+    found: dict[str, Any] = {}
+    toml = read_toml(load.path, load.path_named_by)[0] if load.path is not None else {}
+    for key, what in (
+        ("task_store", "a folder or a postgresql:// URL"),
+        ("task_schema", "a schema's name"),
+    ):
+        value: Any = os.environ.get(ENV_VARS[key], "").strip() or toml.get(key)
         if value is not None and not isinstance(value, str):
             raise ConfigError(
-                f"task_store: must be a folder or a postgresql:// URL (a string), got "
-                f"{toml_type(value)}; from file {load.path}"
+                f"{key}: must be {what} (a string), got {toml_type(value)}; from file {load.path}"
             )
-    settings = Settings.model_construct(task_store=None if value is None else SecretStr(value))
+        found[key] = value
+    store, schema = found["task_store"], found["task_schema"]
+    settings = Settings.model_construct(
+        task_store=None if store is None else SecretStr(store), task_schema=schema or "nisse"
+    )
     settings._config_file = load.path
     settings._config_lookup = load.looked or str(load.path)
     return settings
@@ -680,7 +698,7 @@ def _start_load(config_file: str | os.PathLike[str] | None, tables: Mapping[str,
     for name, table in tables.items():
         if isinstance(table, Mapping):
             load.arguments[name] = {k: v for k, v in table.items() if v is not None}
-        elif name == "task_store" and table is not None:  # the one top-level value
+        elif name in ("task_store", "task_schema") and table is not None:  # top-level values
             load.arguments[name] = table
         elif table is not None:
             load.problems.append(

@@ -15,13 +15,19 @@ from psycopg.conninfo import conninfo_to_dict
 from pydantic import SecretStr
 
 from nisse_llm.errors import ConfigError, TaskStoreMisconfigured, TaskStoreUnavailable
+from nisse_llm.task._logread import LogRead
 from nisse_llm.task.dsn import redacted_url, scrubbed
+from nisse_llm.task.standing import standing
 
 __all__ = [
     "DEFAULT_SCHEMA",
+    "HEARTBEAT_S",
+    "LEASE_S",
     "LOCK_TIMEOUT_S",
+    "POOL_MAX",
     "SCHEMA_LOCK",
     "SCHEMA_VERSION",
+    "STANDING_SET",
     "STATEMENT_TIMEOUT_S",
     "Tables",
     "connect_options",
@@ -29,16 +35,24 @@ __all__ = [
     "migration_sql",
     "misconfigured",
     "newer_schema",
+    "standing_values",
     "translated",
 ]
 
 #: The version of the tables' layout this store writes (``sql/schema.sql``); version 1 was
-#: the same tables in ``public``, made at run time.
-SCHEMA_VERSION: Literal[2] = 2
+#: the tables in ``public``, made at run time; version 2 had no ``nisse_tasks``.
+SCHEMA_VERSION: Literal[3] = 3
 #: The schema the tables live in unless the store is given another.
 DEFAULT_SCHEMA = "nisse"
-#: The lock taken while creating or upgrading the tables (any constant both sides agree on).
-SCHEMA_LOCK = 0x6E69_7373_6500
+#: The lock taken while creating or upgrading the tables: the two-key form, its first key
+#: "niss" so it cannot meet another application's single-key locks or one of ours.
+SCHEMA_LOCK = (0x6E69_7373, 1)
+#: How long a task's lease lasts unless renewed, and how often its holder renews it: a
+#: holder that dies or stops frees its tasks at most ``LEASE_S`` after its last renewal.
+LEASE_S = 15.0
+HEARTBEAT_S = 5.0
+#: The most connections one process's stores open to one database (and schema) at once.
+POOL_MAX = 10
 #: The longest a statement of the store's may run, and wait for a lock, by default: a
 #: stuck write fails (`TaskStoreUnavailable`, the work kept) instead of waiting forever.
 STATEMENT_TIMEOUT_S = 30.0
@@ -59,7 +73,51 @@ class Tables:
         self.schema = schema
         self.version = f'"{schema}".nisse_schema'
         self.records = f'"{schema}".nisse_task_records'
-        self.leases = f'"{schema}".nisse_task_leases'
+        self.tasks = f'"{schema}".nisse_tasks'
+        self.epochs = f'"{schema}".nisse_lease_epochs'
+
+    def take_lease(self) -> str:
+        """Take a task's lease where it is free, expired or epoch ``%(mine)s`` (this
+        store's own), in one statement: the next epoch, the holder, an expiry
+        ``%(lease_s)s`` from now; returns (epoch, records), no row while another holder's
+        lease runs."""
+        return (
+            f"INSERT INTO {self.tasks} AS t (key, holder, since, epoch, lease_expires)"
+            f" VALUES (%(key)s, %(holder)s, now(), nextval('{self.epochs}'),"
+            " now() + make_interval(secs => %(lease_s)s))"
+            " ON CONFLICT (key) DO UPDATE SET holder = excluded.holder, since = now(),"
+            " epoch = excluded.epoch, lease_expires = excluded.lease_expires"
+            " WHERE t.holder IS NULL OR t.lease_expires < now() OR t.epoch = %(mine)s"
+            " RETURNING t.epoch, t.records"
+        )
+
+    def append(self) -> str:
+        """Append records fenced by the lease, in one statement: the task's row moves on
+        (next number, standing, expiry renewed) only while ``%(epoch)s`` is its epoch and
+        ``%(first)s`` its next number, and the rows go in only if it did."""
+        return (
+            f"WITH fence AS (UPDATE {self.tasks} SET records = %(next)s,"
+            " lease_expires = now() + make_interval(secs => %(lease_s)s),"
+            f" {STANDING_SET}"
+            " WHERE key = %(key)s AND epoch = %(epoch)s AND records = %(first)s RETURNING key)"
+            f" INSERT INTO {self.records} (task, seq, record)"
+            " SELECT fence.key, r.seq, r.record FROM fence,"
+            " unnest(%(seqs)s::bigint[], %(lines)s::text[]) AS r (seq, record)"
+        )
+
+
+#: The standing columns of a task's row, set from `standing_values`.
+STANDING_SET = (
+    "parent = %(parent)s, status = %(status)s, calls = %(calls)s,"
+    " unknown_calls = %(unknown_calls)s, cost_usd = %(cost_usd)s,"
+    " unpriced_calls = %(unpriced_calls)s, approvals = %(approvals)s, pin = %(pin)s,"
+    " last_activity = %(last_activity)s"
+)
+
+
+def standing_values(found: LogRead) -> dict[str, Any]:
+    """The parameters of `STANDING_SET` for a task whose records are ``found``."""
+    return vars(standing(found)).copy()
 
 
 def create_sql(schema: str) -> str:
@@ -187,9 +245,9 @@ _CURES = {
     "database": "create the database the URL names (CREATE DATABASE), or fix the URL",
     "role": "create the role the URL names (CREATE ROLE ... LOGIN), or fix the URL",
     "privilege": (
-        "grant {user} what the task tables need: USAGE on their schema, and SELECT, "
+        "grant {user} what the task tables need: USAGE on their schema, SELECT, "
         "INSERT, UPDATE, DELETE on its tables (nisse_schema, nisse_task_records, "
-        "nisse_task_leases); the tables are made by `nisse-llm task migrate`, run once by "
+        "nisse_tasks) and USAGE on its sequence nisse_lease_epochs; the tables are made by `nisse-llm task migrate`, run once by "
         "a role that may create the schema"
     ),
 }

@@ -13,27 +13,33 @@ session) and the next use reconnects.
 
 Tables, in a schema of their own (``nisse`` unless the store is given another), made by
 ``nisse-llm task migrate`` from the package's SQL files (``sql/schema.sql`` for an empty
-database, ``sql/NNNN_*.sql`` for each upgrade), in one transaction under an advisory lock::
+database, ``sql/NNNN_*.sql`` for each upgrade), in one transaction under an advisory lock
+(transaction-scoped, two keys, the first "niss")::
 
-    nisse_schema (version)                      one row: the layout's version
-    nisse_task_records (task, seq, record)      a record per row; primary key (task, seq)
-    nisse_task_leases (task, holder, since, pid)  who drives each task, and since when
+    nisse_schema (version)                  one row: the layout's version
+    nisse_task_records (task, seq, record)  a record per row; primary key (task, seq)
+    nisse_tasks (key, holder, epoch, lease_expires, records, status, calls, cost_usd, ...)
+                                            a row per task: its lease, next number, standing
+    nisse_lease_epochs                      the sequence every lease's epoch is drawn from
 
 Migration rule: the version only grows, one numbered file at a time; version 1 is the
-previous layout (the same tables in ``public``, made at run time). A store's first use
-makes the tables in an empty database where its role may; tables of an older version, or
-a role that may not create them, are `TaskStoreMisconfigured` saying to run ``task
-migrate``; a newer version than it knows is refused (`TaskStoreUnavailable`), never
-written to. Each session has a ``statement_timeout`` (30 s) and a ``lock_timeout`` (10 s),
-the store's keywords, so a stuck write fails and the work is kept.
+first layout (the tables in ``public``), version 2 had leases in a table of their own. A
+store's first use makes the tables in an empty database where its role may; tables of an
+older version, or a role that may not create them, are `TaskStoreMisconfigured` saying to
+run ``task migrate``; a newer version than it knows is refused (`TaskStoreUnavailable`),
+never written to. Each session has a ``statement_timeout`` (30 s) and a ``lock_timeout``
+(10 s), the store's keywords, so a stuck write fails and the work is kept.
 
-An append (a batch included) is one transaction; it returns only after the commit, so an
-acknowledged record is on the server and an unacknowledged one is whole or absent (no
-torn rows). The lease is a session advisory lock on the store's own connection: the
-server releases it when that session ends, so a holder that dies (SIGKILL: its socket
-closes at once) frees its tasks immediately, and a machine that vanishes frees them when
-TCP keepalive gives up on it (``keepalives_*`` below: within about 25 s). No clock and no
-heartbeat are involved; a pooler in transaction mode would break it (connect directly).
+An append (a batch included) is one statement: the task's row moves on (next number,
+standing, lease renewed) only while its epoch is the store's lease and its count the one
+the store expects, and the records go in only if it did; it returns after the commit, so
+an acknowledged record is on the server and an unacknowledged one is whole or absent. The
+lease is the row: taken in one statement where it is free or expired (a new epoch),
+renewed by a heartbeat every ``heartbeat_s`` (5 s) while the task is open, released by
+``close``; a holder that dies or stops frees its tasks at most ``lease_s`` (15 s) after
+its last renewal, and one that lost its lease cannot write (`TaskBusy`). Nothing outlives
+a transaction (no session lock, no prepared statement), so the stores of a process share
+pooled connections (``close_pools``) and a pooler in transaction mode may stand between.
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ from nisse_llm._lazy import renamed
 from nisse_llm.task._pg import SCHEMA_VERSION, translated
 from nisse_llm.task._sync.postgres import (
     PostgresTaskStore,
+    close_pools,
     connect,
     ensure_schema,
     migrate,
@@ -58,6 +65,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "AsyncPostgresTaskStore",
     "PostgresTaskStore",
+    "close_pools",
     "connect",
     "ensure_schema",
     "migrate",

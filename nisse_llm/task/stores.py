@@ -56,7 +56,7 @@ def open_task_store(key: str, settings: Settings | None = None) -> TaskStore:
         return FileTaskStore(where)
     from nisse_llm.task.postgres import PostgresTaskStore
 
-    return PostgresTaskStore(where, key)
+    return PostgresTaskStore(where, key, schema=_schema(settings))
 
 
 def open_async_task_store(key: str, settings: Settings | None = None) -> AsyncTaskStore:
@@ -69,7 +69,17 @@ def open_async_task_store(key: str, settings: Settings | None = None) -> AsyncTa
         return AsyncFileTaskStore(where)
     from nisse_llm.task._async.postgres import AsyncPostgresTaskStore
 
-    return AsyncPostgresTaskStore(where, key)
+    return AsyncPostgresTaskStore(where, key, schema=_schema(settings))
+
+
+def _schema(settings: Settings | None) -> str:
+    """The database schema ``settings`` name (``task_schema``), else where `load_task_store`
+    finds it."""
+    if settings is None:
+        from nisse_llm.config.settings import load_task_store
+
+        settings = load_task_store()
+    return settings.task_schema
 
 
 def _task_place(key: str, settings: Settings | None) -> Path | SecretStr:

@@ -284,6 +284,9 @@ def test_a_key_written_before_keys_were_checked_does_not_hide_the_others(
             "INSERT INTO nisse.nisse_task_records (task, seq, record) VALUES (%s, 0, %s)",
             ("../x y ü", line),
         )
+        connection.execute(
+            "INSERT INTO nisse.nisse_tasks (key, records) VALUES (%s, 1)", ("../x y ü",)
+        )
     done = _run(
         "list", env={"NISSE_TASK_STORE": _bare(url), "PGPASSWORD": postgres.password}, status=1
     )

@@ -181,7 +181,7 @@ def test_an_unknown_top_level_key_is_an_error(tmp_path: Path) -> None:
     path = write_config(tmp_path / "c.toml", {"base_url": "http://h", **COMPLETE})
     assert _problems(path) == (
         f"base_url: unknown top-level key in file {path}; keys live in the tables [llm], "
-        "[roles], [mcp] (only require_roles and task_store stand outside them)",
+        "[roles], [mcp] (only require_roles, task_store and task_schema stand outside them)",
     )
 
 

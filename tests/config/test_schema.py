@@ -104,7 +104,8 @@ def test_every_key_is_described_with_its_environment_variable() -> None:
                 described[f"roles.{role}.{key}"] = prop["description"].replace(
                     "<ROLE>", role.upper()
                 )
-    described["task_store"] = schema["properties"]["task_store"]["description"]
+    for key in ("task_store", "task_schema"):
+        described[key] = schema["properties"][key]["description"]
     assert set(described) == set(ENV_VARS)
     for key, description in described.items():
         assert description.endswith(f" Environment variable: {ENV_VARS[key]}.")

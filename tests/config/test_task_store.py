@@ -80,3 +80,26 @@ def test_the_password_is_never_shown(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert f"task_store: {URL.replace('pg-PASS-w0rd', '(set)')}" in out
     with pytest.raises(ConfigError):
         load_settings(path, task_store=3)
+
+
+def test_the_task_schema_comes_from_argument_environment_or_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``task_schema`` (default ``nisse``) comes from the argument, NISSE_TASK_SCHEMA or the
+    file's top-level key, reaches a database store opened by key, and is refused when it
+    is not a plain SQL name."""
+    path = _file(tmp_path, task_schema="from_file", task_store=URL)
+    monkeypatch.delenv("NISSE_TASK_SCHEMA", raising=False)
+    plain = write_config(tmp_path / "plain.toml", {t: dict(v) for t, v in COMPLETE.items()})  # type: ignore[arg-type]
+    assert load_settings(plain).task_schema == "nisse"
+    assert load_settings(path).task_schema == "from_file"
+    monkeypatch.setenv("NISSE_TASK_SCHEMA", "from_env")
+    settings = load_settings(path)
+    assert settings.task_schema == "from_env"
+    assert settings.sources["task_schema"] == "env NISSE_TASK_SCHEMA"
+    assert load_settings(path, task_schema="from_arg").task_schema == "from_arg"
+    store = open_task_store("k", settings)
+    assert isinstance(store, PostgresTaskStore)
+    assert store.place[2] == "from_env"
+    with pytest.raises(ConfigError, match="task_schema"):
+        load_settings(path, task_schema="Not-A-Name")

@@ -13,10 +13,12 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from nisse_llm import Task, TaskPinMismatch, load_settings
@@ -107,6 +109,22 @@ def _tool_names(request: RecordedRequest) -> list[str]:
     return [tool.get("name") or tool["function"]["name"] for tool in tools]
 
 
+#: A killed agent's PostgreSQL lease runs out within the default lease, 15 s, after its
+#: last renewal; the slack is a loaded machine's.
+LEASE_FREED_S = 15.0 + 10.0
+
+
+def _leases_run_out(url: str) -> None:
+    """Wait until no task of the database at ``url`` is leased (its holders were killed)."""
+    deadline = time.monotonic() + LEASE_FREED_S
+    with psycopg.connect(url, autocommit=True) as conn:
+        while conn.execute(
+            "SELECT count(*) FROM nisse.nisse_tasks WHERE lease_expires > now()"
+        ).fetchone() != (0,):
+            assert time.monotonic() < deadline, "a killed agent's lease outlived its bound"
+            time.sleep(0.1)
+
+
 def test_running_tasks_keep_their_pin_through_an_operators_edits(
     proxy: LiteLLMProxy, script: Script, postgres: LocalPostgres, tmp_path: Path
 ) -> None:
@@ -137,6 +155,7 @@ def test_running_tasks_keep_their_pin_through_an_operators_edits(
     for process in running.values():
         process.send_signal(signal.SIGKILL)
         process.communicate(timeout=60)
+    _leases_run_out(url)
 
     _write(config, AFTER, mcp=True)
     repin = subprocess.run(

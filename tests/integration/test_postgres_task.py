@@ -7,8 +7,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
@@ -25,6 +27,8 @@ from nisse_llm.testing.postgres import LocalPostgres
 from nisse_llm.testing.proxy import LiteLLMProxy
 from nisse_llm.transport.routers import RoleRouter
 from tests.corpus import READ_FILE
+
+T = TypeVar("T")
 
 pytestmark = pytest.mark.proxy
 
@@ -44,6 +48,22 @@ def database() -> Iterator[LocalPostgres]:
         yield server
 
 
+#: A lease its holder could not release (the database was down) runs out within the
+#: default lease, 15 s, after its last renewal; the slack is a loaded machine's.
+LEASE_FREED_S = 15.0 + 10.0
+
+
+def _when_free(attempt: Callable[[], T]) -> T:
+    """``attempt()`` once the task's lease is free: retried while it is `TaskBusy`."""
+    deadline = time.monotonic() + LEASE_FREED_S
+    while True:
+        try:
+            return attempt()
+        except TaskBusy:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+
+
 def test_an_agent_keeps_its_task_through_a_database_crash(
     proxy: LiteLLMProxy,
     script: Script,
@@ -53,7 +73,8 @@ def test_an_agent_keeps_its_task_through_a_database_crash(
 ) -> None:
     """A second driver of the running task gets `TaskBusy`; the database stopped while a
     reply is on its way makes that call a `TaskStoreUnavailable` (resumable: the work is
-    kept); after the restart a new driver resumes with every acknowledged record, the
+    kept); after the restart a new driver resumes (once the first driver's lease, which it
+    could not release, has run out) with every acknowledged record, the
     interrupted call listed as unknown, and finishes; the password shows up nowhere."""
     caplog.set_level(logging.DEBUG)  # every logger: psycopg's, httpx's and ours
     exporter = InMemorySpanExporter()
@@ -101,7 +122,7 @@ def test_an_agent_keeps_its_task_through_a_database_crash(
 
         database.start()
         resumed_store = PostgresTaskStore(database.url, "fix-issue-123", holder="worker-2")
-        task = resumed_store.resume(proxy.token, base_url=proxy.base_url)
+        task = _when_free(lambda: resumed_store.resume(proxy.token, base_url=proxy.base_url))
         assert task.events == log
         assert [c.llm_call.outcome for c in task.unknown_calls] == ["started"]
         with RoleRouter.from_pin(task.pin, store=resumed_store) as llm:
@@ -188,8 +209,18 @@ def test_an_async_task_keeps_its_task_through_a_database_crash(
             assert isinstance(gone.value, UpstreamUnavailable)
             errors.append(gone.value)
 
+    async def opened() -> nisse_llm.AsyncTask:
+        # The crashed driver could not release its lease: it runs out, then is taken.
+        deadline = time.monotonic() + LEASE_FREED_S
+        while True:
+            try:
+                return await nisse_llm.AsyncTask.open("fix-async", pin, settings=settings)
+            except TaskBusy:
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.1)
+
     async def second_driver() -> tuple[str, int, int, list[bytes]]:
-        async with nisse_llm.AsyncTask.open("fix-async", pin, settings=settings) as task:
+        async with await opened() as task:
             unknown = len(await task.unknown_calls)
             result = await task.run("executor", tools=tools, max_steps=5)
             history = await task.history

@@ -14,7 +14,9 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import time
 
+from nisse_llm.errors import TaskBusy
 from nisse_llm.events.canonical import UserText
 from nisse_llm.task.logstore import AsyncFileTaskStore, FileTaskStore
 from nisse_llm.task.postgres import AsyncPostgresTaskStore, PostgresTaskStore
@@ -25,10 +27,21 @@ from tests.task.helpers import call_record, make_pin
 MAX_BATCH = 3
 
 
+def _lease() -> dict[str, float]:
+    """The PostgreSQL lease the test asks for (a killed writer's runs out sooner)."""
+    lease_s = float(os.environ.get("NISSE_TEST_LEASE_S", "15"))
+    return {"lease_s": lease_s, "heartbeat_s": lease_s / 4}
+
+
 def main(where: str) -> None:
     url = os.environ.get("NISSE_TEST_PG_URL")
-    opened = FileTaskStore(where) if url is None else PostgresTaskStore(url, where)
-    store = opened.begin(make_pin())
+    opened = FileTaskStore(where) if url is None else PostgresTaskStore(url, where, **_lease())
+    while True:  # the writer killed before this one may hold the lease until it runs out
+        try:
+            store = opened.begin(make_pin())
+            break
+        except TaskBusy:
+            time.sleep(0.05)
     print("ready", flush=True)
     while True:
         first = store.next_seq
@@ -44,8 +57,16 @@ def main(where: str) -> None:
 async def amain(where: str) -> None:
     """`main` through the async stores."""
     url = os.environ.get("NISSE_TEST_PG_URL")
-    opened = AsyncFileTaskStore(where) if url is None else AsyncPostgresTaskStore(url, where)
-    store = await opened.begin(make_pin())
+    if url is None:
+        opened: AsyncFileTaskStore | AsyncPostgresTaskStore = AsyncFileTaskStore(where)
+    else:
+        opened = AsyncPostgresTaskStore(url, where, **_lease())
+    while True:  # the writer killed before this one may hold the lease until it runs out
+        try:
+            store = await opened.begin(make_pin())
+            break
+        except TaskBusy:
+            await asyncio.sleep(0.05)
     print("ready", flush=True)
     while True:
         first = await store.next_seq()

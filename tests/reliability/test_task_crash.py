@@ -47,18 +47,35 @@ def _expected_total(calls: list[StoredCall]) -> UsageTotal:
     )
 
 
-# A killed writer's session ends (and its lease with it) as the server reads its closed socket.
-LEASE_FREED_S = 10.0
+# A killed writer's lease runs out LEASE_S after its last renewal (short here, so the
+# test waits less); the slack is what a loaded machine may add.
+LEASE_S = 1.0
+LEASE_FREED_S = LEASE_S + 10.0
 
 
 def _open(directory: Path, name: str, server: LocalPostgres | None) -> TaskStore:
     if server is None:
         return FileTaskStore(directory / f"{name}.jsonl")
-    return PostgresTaskStore(server.url, _key(directory, name))
+    return PostgresTaskStore(
+        server.url, _key(directory, name), lease_s=LEASE_S, heartbeat_s=LEASE_S / 4
+    )
 
 
 def _key(directory: Path, name: str) -> str:
     return f"{directory.name}-{name}"
+
+
+def _leased(store: TaskStore) -> None:
+    """Take ``store``'s lease, waiting out a killed writer's."""
+    deadline = time.monotonic() + LEASE_FREED_S
+    while True:
+        try:
+            store.lease()
+            return
+        except TaskBusy:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def _resumed(store: TaskStore) -> ResumedTask:
@@ -96,6 +113,7 @@ def _kill_task_writer(
         where_arg = str(directory / f"{name}.jsonl") if server is None else _key(directory, name)
         env = {**os.environ} | ({} if server is None else {"NISSE_TEST_PG_URL": server.url})
         env["NISSE_TEST_ASYNC"] = "1" if asynchronous else "0"
+        env["NISSE_TEST_LEASE_S"] = str(LEASE_S)
         writer = subprocess.Popen(
             [sys.executable, "-m", "tests.reliability._task_crash_writer", where_arg],
             cwd=ROOT,
@@ -118,6 +136,10 @@ def _kill_task_writer(
         began = b"ready" in lines
         reported |= {int(line) for line in lines if line not in (b"ready", b"")}
 
+        if server is not None:
+            # A statement the killed writer sent may still commit: read once its lease,
+            # which that statement renews, has run out and is this store's.
+            _leased(store)
         found = store.read()
         if found.torn_tail is not None:
             tally["torn"] += 1

@@ -89,6 +89,12 @@ class Place:
                     "INSERT INTO nisse.nisse_task_records (task, seq, record) VALUES (%s, %s, %s)",
                     (self.key, start + n, line.decode()),
                 )
+            # The task's row counts its records: the next store numbers after the plant.
+            conn.execute(
+                "INSERT INTO nisse.nisse_tasks (key, records) VALUES (%s, %s)"
+                " ON CONFLICT (key) DO UPDATE SET records = excluded.records",
+                (self.key, start + len(lines)),
+            )
 
     def replace(self, old: str, new: str) -> None:
         """Edit the stored records' text behind the store's back."""

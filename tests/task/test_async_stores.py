@@ -19,6 +19,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from nisse_llm.errors import TaskBusy
 from nisse_llm.events.canonical import UserText
 from nisse_llm.task.logstore import AsyncTaskStore
 from nisse_llm.task.postgres import AsyncPostgresTaskStore
@@ -164,12 +165,12 @@ def test_a_cancelled_write_keeps_the_promises(async_place: Place) -> None:
             os.close(fd)
 
 
-def test_a_cancelled_postgres_write_drops_its_session_and_the_store_reconnects(
+def test_a_cancelled_postgres_write_lands_nothing_and_the_store_keeps_its_lease(
     postgres: LocalPostgres, tmp_path: Path
 ) -> None:
-    """A PostgreSQL append cancelled mid-transaction drops the connection (the server rolls
-    the transaction back, the lease goes with the session): another driver can take the
-    task, and after it lets go the first store reconnects and writes on."""
+    """A PostgreSQL append cancelled while it waits writes nothing (its one statement is
+    cancelled whole); the store keeps the task's lease (another driver gets `TaskBusy`),
+    takes it again as its own and writes on with the next number."""
     place = Place("postgres-async", tmp_path, postgres)
 
     async def main() -> None:
@@ -182,12 +183,13 @@ def test_a_cancelled_postgres_write_drops_its_session_and_the_store_reconnects(
                     await pending
                 await asyncio.to_thread(release)
             async with AsyncPostgresTaskStore(postgres.url, place.key, holder="other") as other:
-                await other.append_event(UserText(text="taken over"))
+                with pytest.raises(TaskBusy):
+                    await other.append_event(UserText(text="refused"))
             await store.append_event(UserText(text="resumed"))
 
     asyncio.run(main())
     found = place.open().read()
     texts = [r.event.text for r in found.events if isinstance(r.event, UserText)]
-    assert texts == ["before", "taken over", "resumed"]
+    assert texts == ["before", "resumed"]
     assert [r.seq for r in found.records] == list(range(len(found.records)))
     place.close()

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+from decimal import Decimal
 from pathlib import Path
 
 import psycopg
@@ -17,11 +18,11 @@ import pytest
 from pydantic import SecretStr
 
 from nisse_llm.errors import TaskStoreMisconfigured, TaskStoreUnavailable
-from nisse_llm.events.canonical import UserText
+from nisse_llm.events.canonical import AssistantText, UserText
 from nisse_llm.task.logstore import FileTaskStore
 from nisse_llm.task.postgres import PostgresTaskStore, connect, migrate_database
 from nisse_llm.testing.postgres import LocalPostgres
-from tests.task.helpers import make_pin
+from tests.task.helpers import call_record, make_pin
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The previous layout (version 1) as its stores made it at run time, in ``public``.
@@ -73,6 +74,7 @@ def test_migrate_upgrades_a_database_made_by_the_previous_layout(
     done = _migrate(database)
     assert done.returncode == 0, done.stderr
     assert "applied 0002_own_schema.sql: version 1 -> 2" in done.stdout
+    assert "applied 0003_tasks_table.sql: version 2 -> 3" in done.stdout
     with PostgresTaskStore(database, "old") as store:
         found = store.read()
         assert [r.event for r in found.events] == [UserText(text="written before the upgrade")]
@@ -84,7 +86,59 @@ def test_migrate_upgrades_a_database_made_by_the_previous_layout(
         assert admin.execute("SELECT count(*) FROM nisse.nisse_task_records").fetchone() == (3,)
     again = _migrate(database)
     assert again.returncode == 0, again.stderr
-    assert "up to date (version 2); nothing done" in again.stdout
+    assert "up to date (version 3); nothing done" in again.stdout
+
+
+#: Version 2's layout: the tables in ``nisse``, leases in a table of their own.
+VERSION_2 = (
+    "CREATE SCHEMA nisse",
+    "CREATE TABLE nisse.nisse_schema (version integer NOT NULL)",
+    "CREATE TABLE nisse.nisse_task_records ("
+    " task text NOT NULL, seq bigint NOT NULL CHECK (seq >= 0), record text NOT NULL,"
+    " PRIMARY KEY (task, seq))",
+    "CREATE TABLE nisse.nisse_task_leases ("
+    " task text PRIMARY KEY, holder text NOT NULL, since timestamptz NOT NULL, pid integer)",
+    "INSERT INTO nisse.nisse_schema (version) VALUES (2)",
+)
+
+
+def test_migrate_gives_a_version_2_database_its_tasks_rows(
+    postgres: LocalPostgres, tmp_path: Path
+) -> None:
+    """A version-2 database is refused until ``task migrate`` applies 0003, which makes a
+    row per task from its records (next number, status, calls, cost) and drops the lease
+    table; the task then takes appends numbered after its records."""
+    database = postgres.database(f"v2_{tmp_path.name}".lower()[:40])
+    lines = FileTaskStore(tmp_path / "t.jsonl").begin(make_pin())
+    lines.append_call(call_record(4))
+    lines.append_event(AssistantText(text="finished", model="m"))
+    with psycopg.connect(database, autocommit=True) as admin:
+        for statement in VERSION_2:
+            admin.execute(statement)
+        for seq, line in enumerate(lines.export_lines()):
+            admin.execute(
+                "INSERT INTO nisse.nisse_task_records (task, seq, record) VALUES ('v2', %s, %s)",
+                (seq, line.decode()),
+            )
+    lines.close()
+    with pytest.raises(TaskStoreMisconfigured, match=r"older layout \(version 2\)"):
+        PostgresTaskStore(database, "v2").read()
+
+    done = _migrate(database)
+    assert done.returncode == 0, done.stderr
+    assert "applied 0003_tasks_table.sql: version 2 -> 3" in done.stdout
+    with psycopg.connect(database, autocommit=True) as admin:
+        row = admin.execute(
+            "SELECT records, status, calls, cost_usd, holder FROM nisse.nisse_tasks"
+        ).fetchall()
+        assert row == [(3, "done", 1, Decimal("0.000005"), None)]
+        assert admin.execute("SELECT to_regclass('nisse.nisse_task_leases')").fetchone() == (None,)
+    with PostgresTaskStore(database, "v2") as store:
+        assert store.append_event(UserText(text="after")).seq == 3
+    with psycopg.connect(database, autocommit=True) as admin:
+        assert admin.execute("SELECT records, status FROM nisse.nisse_tasks").fetchall() == [
+            (4, "ready")
+        ]
 
 
 def test_migrate_makes_the_tables_in_a_schema_of_the_stores_choice(
@@ -94,7 +148,7 @@ def test_migrate_makes_the_tables_in_a_schema_of_the_stores_choice(
     store of that schema uses them, and ``public`` stays empty."""
     database = postgres.database(f"own_{tmp_path.name}".lower()[:40])
     assert migrate_database(database, schema="agents") == [
-        "created the task tables in schema agents (version 2)"
+        "created the task tables in schema agents (version 3)"
     ]
     with PostgresTaskStore(database, "t", schema="agents") as store:
         store.begin(make_pin())
@@ -164,4 +218,4 @@ def test_many_stores_opening_an_empty_database_at_once_make_the_tables_once(
         database = SecretStr(postgres.database(f"race{attempt}_{tmp_path.name}".lower()[:40]))
         assert _open_together(database, 8) == []
         with psycopg.connect(database.get_secret_value()) as check:
-            assert check.execute("SELECT version FROM nisse.nisse_schema").fetchall() == [(2,)]
+            assert check.execute("SELECT version FROM nisse.nisse_schema").fetchall() == [(3,)]

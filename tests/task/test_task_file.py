@@ -254,7 +254,8 @@ def test_usage_total_adds_cost_as_an_exact_decimal() -> None:
 
 def test_every_record_kind_matches_the_published_schema(place: Place) -> None:
     """Header, event, call, tool-run and batch records, as stored, validate against
-    schemas/stored-record.schema.json, and a line with none of the five keys does not."""
+    schemas/stored-record.schema.json, and a line with none of the five keys does not; a
+    database, whose write is whole or absent by itself, writes no batch record."""
     store = place.open().begin(make_pin())
     store.append_event(UserText(text="a"))
     store.append_call(call_record(3))
@@ -275,7 +276,7 @@ def test_every_record_kind_matches_the_published_schema(place: Place) -> None:
         "tool_run",
         "tool_run",
         "event",
-        "batch",
+        *(["batch"] if place.kind == "file" else []),
         "event",
         "event",
     ]

@@ -1,2 +1,2 @@
-"""The sync task loop, generated from `nisse_llm.agent._async` by ``tests/gen_sync.py``
+"""The sync task loop, generated from `nisse_llm.agent._async` by ``scripts/gen_sync.py``
 (unasync)."""

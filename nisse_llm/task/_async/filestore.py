@@ -124,7 +124,10 @@ class AsyncFileTaskStore(AsyncTaskStore):
         return await io.blocking(self._file.locked_repair)
 
     async def _x_write(
-        self, batch: Sequence[StoredRecord], lines: Sequence[bytes] | None = None
+        self,
+        batch: Sequence[StoredRecord],
+        lines: Sequence[bytes] | None = None,
+        after: LogRead | None = None,
     ) -> None:
         await io.blocking(self._file.locked_write, batch, lines)
 

@@ -1,15 +1,24 @@
 """What the async stores do where unasync cannot spell the sync side (see ``_sync/io.py``,
-its twin by name): blocking work run off the loop, the store's lock, and ``next_seq``."""
+its twin by name): blocking work run off the loop, the store's lock, ``next_seq``, a
+heartbeat (an asyncio task) and where the running loop's shared things are kept."""
 
 from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Callable
+import logging
+import weakref
+from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from typing import Any, TypeVar
 
-__all__ = ["NextSeq", "blocking", "new_lock"]
+__all__ = ["Heartbeat", "NextSeq", "blocking", "new_lock", "shared", "soon"]
+
+logger = logging.getLogger("nisse_llm")
+_RUNNING: set[asyncio.Task[None]] = set()
+_SHARED: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[Any, Any]] = (
+    weakref.WeakKeyDictionary()
+)
 
 T = TypeVar("T")
 
@@ -52,3 +61,65 @@ class NextSeq:
     async def next_seq(self) -> int:
         """The sequence number the next `append_event` will use (0 for an empty log)."""
         return await self._next_seq()
+
+
+def soon(fn: Callable[..., Awaitable[object]], /, *args: Any) -> None:
+    """Start ``fn(*args)`` on this thread's running loop and return at once (no loop
+    running: nothing is done); its failure is logged."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return
+
+    async def run() -> None:
+        try:
+            await fn(*args)
+        except Exception:
+            logger.debug("a background release failed", exc_info=True)
+
+    task = loop.create_task(run())
+    _RUNNING.add(task)  # kept until done: the loop holds only a weak reference
+    task.add_done_callback(_RUNNING.discard)
+
+
+def shared() -> dict[Any, Any]:
+    """What this event loop's stores share (their connection pools): an async pool serves
+    only the loop it was opened on."""
+    return _SHARED.setdefault(asyncio.get_running_loop(), {})
+
+
+class Heartbeat:
+    """``await beat()`` every ``every_s`` seconds, in an asyncio task, from `start` until
+    `stop` (or `cancel`, which does not wait); a beat that raises is logged and the next
+    one comes on time."""
+
+    def __init__(self, beat: Callable[[], Awaitable[object]], every_s: float) -> None:
+        self._beat = beat
+        self._every_s = every_s
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self._every_s)
+            try:
+                await self._beat()
+            except Exception:
+                logger.warning(
+                    "a lease heartbeat failed; the next one comes on time", exc_info=True
+                )
+
+    def cancel(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is None or task.done():
+            return
+        task.cancel()
+        if task.get_loop() is asyncio.get_running_loop():
+            with suppress(asyncio.CancelledError):
+                await task

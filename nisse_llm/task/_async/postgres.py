@@ -1,9 +1,10 @@
 """Tasks in PostgreSQL, written once: `AsyncPostgresTaskStore` on psycopg's async
 connection; ``_sync/postgres.py`` (`PostgresTaskStore`) is generated from this source by
-``tests/gen_sync.py``. `nisse_llm.task.postgres` says what the stores promise.
+``scripts/gen_sync.py``. `nisse_llm.task.postgres` says what the stores promise.
 
 The record logic is every store's (`AsyncTaskStore`); this module says only how records
-are appended, read and leased.
+are appended, read and leased; its pools are ``pgpool.py``'s, its tables' version
+``pgschema.py``'s.
 """
 
 from __future__ import annotations
@@ -17,20 +18,26 @@ from typing import Any, Self
 import psycopg
 from pydantic import SecretStr
 
-from nisse_llm.errors import TaskBusy, TaskStoreMisconfigured, TaskStoreUnavailable
+from nisse_llm.errors import (
+    ConfigError,
+    LogSequenceError,
+    TaskBusy,
+    TaskStoreMisconfigured,
+    TaskStoreUnavailable,
+)
+from nisse_llm.task._async import io
+from nisse_llm.task._async.pgpool import AsyncStorePool, close_pools, store_pool
+from nisse_llm.task._async.pgschema import connect, ensure_schema, migrate, migrate_database
 from nisse_llm.task._async.store import AsyncTaskStore
 from nisse_llm.task._logread import LogRead, check_batch, decode, encode
 from nisse_llm.task._pg import (
     DEFAULT_SCHEMA,
+    HEARTBEAT_S,
+    LEASE_S,
     LOCK_TIMEOUT_S,
-    SCHEMA_LOCK,
-    SCHEMA_VERSION,
     STATEMENT_TIMEOUT_S,
     Tables,
-    connect_options,
-    create_sql,
-    migration_sql,
-    newer_schema,
+    standing_values,
     translated,
 )
 from nisse_llm.task.dsn import redacted_url
@@ -39,6 +46,7 @@ from nisse_llm.task.records import StoredRecord
 
 __all__ = [
     "AsyncPostgresTaskStore",
+    "close_pools",
     "connect",
     "ensure_schema",
     "migrate",
@@ -55,12 +63,17 @@ class AsyncPostgresTaskStore(AsyncTaskStore):
     ``postgresql://`` URL (its password is a secret: never shown; TLS and other
     options in it pass through to psycopg). ``holder`` names this driver in `TaskBusy` and
     ``nisse-llm task list`` (default: host and process id). The lease is taken by the first
-    write, `begin` or `resume`, and held until `aclose`; reading never needs it.
+    write, `begin` or `resume`, renewed every ``heartbeat_s`` while the task is open, and
+    released by `aclose`; a holder that stops renewing loses it ``lease_s`` after its last
+    renewal. Reading never needs it.
 
     The tables live in ``schema`` (``nisse``; made by ``nisse-llm task migrate``, or by the
     first use where the role may). Each statement may run ``statement_timeout_s`` and wait
     for a lock ``lock_timeout_s`` (0: no limit) before it fails, the work kept.
     """
+
+    #: A row is committed whole or not at all: a batch needs no guard record.
+    _atomic_writes = True
 
     def __init__(
         self,
@@ -71,9 +84,16 @@ class AsyncPostgresTaskStore(AsyncTaskStore):
         schema: str = DEFAULT_SCHEMA,
         statement_timeout_s: float = STATEMENT_TIMEOUT_S,
         lock_timeout_s: float = LOCK_TIMEOUT_S,
+        lease_s: float = LEASE_S,
+        heartbeat_s: float = HEARTBEAT_S,
     ) -> None:
         super().__init__()
         check_task_key(key)
+        if not 0 < heartbeat_s < lease_s:
+            raise ConfigError(
+                f"the lease's heartbeat ({heartbeat_s} s) must come more often than the "
+                f"lease runs out ({lease_s} s)"
+            )
         secret = url if isinstance(url, SecretStr) else SecretStr(url)
         self._url = secret
         self._tables = Tables(schema)
@@ -81,13 +101,18 @@ class AsyncPostgresTaskStore(AsyncTaskStore):
             "statement_timeout_s": statement_timeout_s,
             "lock_timeout_s": lock_timeout_s,
         }
+        self._lease_s = lease_s
+        self._heartbeat_s = heartbeat_s
         self.key = key
         self.holder = holder or f"{socket.gethostname()} pid {os.getpid()}"
         self._conn: psycopg.AsyncConnection[Any] | None = None
+        # The lease: its epoch (kept after a doubt, to take it again as its own), whether
+        # it is surely held, and the task's next number while it is.
+        self._epoch: int | None = None
         self._leased = False
-        # The task's last number, known only inside a transaction (read once there).
-        self._last: int | None = None
-        self._last_known = False
+        self._next = 0
+        self._clearing: int | None = None
+        self._heartbeat: io.Heartbeat | None = None
 
     @property
     def url(self) -> str:
@@ -114,24 +139,53 @@ class AsyncPostgresTaskStore(AsyncTaskStore):
     def sibling(self, key: str) -> Self:
         """Task ``key`` of the same database (a sub-task's store)."""
         return type(self)(
-            self._url, key, holder=self.holder, schema=self._tables.schema, **self._timeouts
+            self._url,
+            key,
+            holder=self.holder,
+            schema=self._tables.schema,
+            lease_s=self._lease_s,
+            heartbeat_s=self._heartbeat_s,
+            **self._timeouts,
         )
 
     async def aclose(self) -> None:
-        """Close the connection: the lease ends with it (reopened by the next use)."""
+        """Release the task's lease (the next driver takes it at once); reopened by the
+        next use. A database that is gone meanwhile lets the lease run out instead."""
         async with self._lock:
-            await self._drop()
+            heartbeat, self._heartbeat = self._heartbeat, None
+            if heartbeat is not None:
+                await heartbeat.stop()
+            epoch = self._epoch
+            self._forget_lease()
+            if epoch is not None:
+                await self._release(epoch)
 
     def abandon(self) -> None:
-        """End the session, and the lease with it, without a round trip or an await (a
-        task dropped open does, from its finalizer, where nothing can be awaited): libpq
-        sends its goodbye and closes the socket at once, for the async connection too; the
-        server then frees the advisory lock as the session ends (a moment later, not at
-        process exit). The next use reconnects."""
-        conn = self._conn
-        self._conn, self._leased, self._ids, self._known = None, False, None, None
-        if conn is not None and not conn.closed:
-            conn.pgconn.finish()
+        """Stop renewing the lease and release it in the background, without blocking or
+        awaiting (a task dropped open does, from its finalizer: in a thread, or a task of
+        the running loop; with no loop running the lease runs out ``lease_s`` later). The
+        next use takes it again."""
+        heartbeat, self._heartbeat = self._heartbeat, None
+        if heartbeat is not None:
+            heartbeat.cancel()
+        epoch = self._epoch
+        self._forget_lease()
+        if epoch is not None:
+            io.soon(self._release, epoch)
+
+    async def _release(self, epoch: int) -> None:
+        """Free the lease of ``epoch`` (no longer this store's); a database that is gone
+        lets it run out instead."""
+        async with (
+            _quiet(),
+            self._translated(),
+            (await self._pool()).connection() as conn,
+        ):
+            await conn.execute(
+                f"UPDATE {self._tables.tasks} SET holder = NULL, since = NULL,"
+                " lease_expires = NULL WHERE key = %s AND epoch = %s",
+                (self.key, epoch),
+            )
 
     async def lease(self) -> None:
         """Take the task's lease now rather than at the first write (`TaskBusy` naming its
@@ -141,75 +195,92 @@ class AsyncPostgresTaskStore(AsyncTaskStore):
 
     async def _next_seq(self) -> int:
         async with self._lock, self._translated():
-            last = await _one(
-                await (await self._connection()).execute(self._last_seq_sql, (self.key,))
-            )
-        return 0 if last is None else int(last) + 1
+            if self._leased:
+                return self._next
+            async with (await self._pool()).connection() as conn:
+                cursor = await conn.execute(
+                    f"SELECT records FROM {self._tables.tasks} WHERE key = %s", (self.key,)
+                )
+                found = await _one(cursor)
+        return 0 if found is None else int(found)
 
     async def read(self) -> LogRead:
         """Every record of the task, in order (an unknown key is an empty log); no lease.
         While this store holds the lease, the records it read or wrote last are not fetched
-        again unless the task's last number moved (no one else may replace them)."""
+        again (no one else may write them)."""
         async with self._lock, self._translated():
-            if not self._leased:
-                return decode(await self._lines(), self._where)
-            last = await _one(
-                await (await self._connection()).execute(self._last_seq_sql, (self.key,))
-            )
-            state = None if last is None else int(last)
-            if self._known is None or self._known[0] != state:
-                self._known = (state, decode(await self._lines(), self._where))
-            return self._known[1]
+            known = self._known
+            if self._leased and known is not None and known[0] == await self._x_state():
+                return known[1]
+            async with (await self._pool()).connection() as conn:
+                found = decode(await self._lines(conn), self._where)
+            if self._leased:
+                self._known = (await self._x_state(), found)
+            return found
 
     async def export_lines(self) -> list[bytes]:
         """Every record's line as stored (no newline), in order: ``task export``."""
-        async with self._lock, self._translated():
-            lines = await self._lines()
+        async with (
+            self._lock,
+            self._translated(),
+            (await self._pool()).connection() as conn,
+        ):
+            lines = await self._lines(conn)
         decode(lines, self._where)
         return lines
 
     @asynccontextmanager
     async def _exclusive(self) -> AsyncIterator[None]:
-        """The lease, then one transaction: committed as the block ends, rolled back (and
-        the id cache forgotten) if it raises. A block left by anything but an error of the
-        store or of the record logic (a cancellation, an interrupt) drops the connection:
-        whatever it was sending is then committed whole or rolled back by the server, and
-        the next use reconnects and takes the lease again."""
-        async with self._lock, self._translated():
+        """The lease, on a connection of the pool held for the block. Each write is one
+        fenced statement (or one transaction); a block that raises (an error, a
+        cancellation) forgets what it knew and takes the lease again, as its own, before
+        the next write, to learn where the task stands."""
+        async with (
+            self._lock,
+            self._translated(),
+            (await self._pool()).connection() as conn,
+        ):
+            self._conn = conn
             try:
-                conn = await self._connection()
                 await self._take_lease(conn)
-                async with conn.transaction():
-                    yield
-            except Exception:
-                self._ids, self._known = None, None  # rolled back: nothing of it is known
-                raise
+                yield
             except BaseException:
-                self._ids, self._known = None, None
-                await self._drop()
+                # Whatever the block wrote or cleared is not known to be in: forget it
+                # all, and learn the task's next number again as the lease is retaken.
+                self._ids, self._known, self._clearing = None, None, None
+                self._leased = False
                 raise
             finally:
-                self._last_known = False
+                self._conn = None
+
+    @asynccontextmanager
+    async def _translated(self) -> AsyncIterator[None]:
+        with translated(self._url):
+            yield
+
+    async def _pool(self) -> AsyncStorePool:
+        return await store_pool(self._url, self._tables.schema, **self._timeouts)
+
+    def _connection(self) -> psycopg.AsyncConnection[Any]:
+        """The connection of the block (``_x_*`` run only inside ``_exclusive()``)."""
+        assert self._conn is not None, "a store hook ran outside _exclusive()"
+        return self._conn
 
     async def _x_check_begun(self) -> None:
         """Nothing to check before the lease: an unknown key reads as an empty log."""
 
     async def _x_last_seq(self) -> int | None:
-        # Read once per transaction: under the lease no one else appends meanwhile.
-        if not self._last_known:
-            conn = await self._connection()
-            last = await _one(await conn.execute(self._last_seq_sql, (self.key,)))
-            self._last, self._last_known = None if last is None else int(last), True
-        return self._last
+        # The tasks row's count, read as the lease was taken: no one else appends since.
+        return None if self._next == 0 else self._next - 1
 
     async def _x_state(self) -> object:
         return await self._x_last_seq()
 
     async def _x_read(self) -> LogRead:
-        return decode(await self._lines(), self._where)
+        return decode(await self._lines(self._connection()), self._where)
 
     async def _x_first(self) -> StoredRecord:
-        cursor = await (await self._connection()).execute(
+        cursor = await self._connection().execute(
             f"SELECT record FROM {self._tables.records} WHERE task = %s ORDER BY seq LIMIT 1",
             (self.key,),
         )
@@ -220,237 +291,193 @@ class AsyncPostgresTaskStore(AsyncTaskStore):
         return None
 
     async def _x_write(
-        self, batch: Sequence[StoredRecord], lines: Sequence[bytes] | None = None
+        self,
+        batch: Sequence[StoredRecord],
+        lines: Sequence[bytes] | None = None,
+        after: LogRead | None = None,
     ) -> None:
+        """One fenced statement: the rows and the task's row (next number, standing) go in
+        together, or nothing does (`TaskBusy` if the lease was lost meanwhile)."""
         last = check_batch(self._where, await self._x_last_seq(), batch)
+        assert last is not None
+        conn = self._connection()
+        if after is None:
+            before = [] if self._next == 0 else (await self._x_read()).records
+            after = LogRead(records=[*before, *batch])
         encoded = lines if lines is not None else encode(batch)
-        rows = [(self.key, r.seq, line.decode()) for r, line in zip(batch, encoded, strict=True)]
-        async with (await self._connection()).cursor() as cursor:
-            await cursor.executemany(
-                f"INSERT INTO {self._tables.records} (task, seq, record) VALUES (%s, %s, %s)",
-                rows,
-            )
-        self._last = last
+        expected = self._next if self._clearing is None else self._clearing
+        values = {
+            "key": self.key,
+            "epoch": self._epoch,
+            "first": expected,
+            "next": last + 1,
+            "lease_s": self._lease_s,
+            "seqs": [record.seq for record in batch],
+            "lines": [line.decode() for line in encoded],
+            **standing_values(after),
+        }
+        if self._clearing is None:
+            cursor = await conn.execute(self._tables.append(), values)
+            written = cursor.rowcount
+        else:
+            async with conn.transaction():
+                await conn.execute(
+                    f"DELETE FROM {self._tables.records} WHERE task = %s", (self.key,)
+                )
+                cursor = await conn.execute(self._tables.append(), values)
+                written = cursor.rowcount
+                if written != len(batch):
+                    raise await self._fenced_out(conn)
+            self._clearing = None
+        if written != len(batch):
+            raise await self._fenced_out(conn)
+        self._next = last + 1
+        self._known = (await self._x_state(), after)
 
     async def _x_clear(self) -> None:
         """Delete the task's records, in the transaction that writes its new ones."""
-        await (await self._connection()).execute(
-            f"DELETE FROM {self._tables.records} WHERE task = %s", (self.key,)
-        )
-        self._last, self._last_known = None, True
+        self._clearing, self._next = self._next, 0
 
     async def _x_delete(self) -> None:
-        """Delete the task's records and its lease row, in one transaction."""
-        await self._x_clear()
-        await (await self._connection()).execute(
-            f"DELETE FROM {self._tables.leases} WHERE task = %s", (self.key,)
-        )
+        """Delete the task's row (its lease with it) and its records, in one transaction."""
+        conn = self._connection()
+        async with conn.transaction():
+            cursor = await conn.execute(
+                f"DELETE FROM {self._tables.tasks} WHERE key = %s AND epoch = %s",
+                (self.key, self._epoch),
+            )
+            if cursor.rowcount != 1:
+                raise await self._fenced_out(conn)
+            await conn.execute(f"DELETE FROM {self._tables.records} WHERE task = %s", (self.key,))
+        heartbeat, self._heartbeat = self._heartbeat, None
+        if heartbeat is not None:
+            heartbeat.cancel()
+        self._forget_lease()
 
-    async def _lines(self) -> list[bytes]:
-        cursor = await (await self._connection()).execute(
+    async def _lines(self, conn: psycopg.AsyncConnection[Any]) -> list[bytes]:
+        cursor = await conn.execute(
             f"SELECT record FROM {self._tables.records} WHERE task = %s ORDER BY seq", (self.key,)
         )
         return [str(record).encode() for (record,) in await cursor.fetchall()]
 
-    async def _connection(self) -> psycopg.AsyncConnection[Any]:
-        """The store's connection, opened (and the tables made ready) on first use or after
-        the last one broke; a broken connection ended the lease with it."""
-        if self._conn is not None and self._conn.broken:
-            await self._drop()
-        if self._conn is None:
-            self._conn = await connect(
-                self._url, holder=self.holder, schema=self._tables.schema, **self._timeouts
-            )
-        return self._conn
-
     async def _take_lease(self, conn: psycopg.AsyncConnection[Any]) -> None:
-        """Hold this task's lease on ``conn``, or raise `TaskBusy` naming its holder."""
+        """Hold this task's lease, or raise `TaskBusy` naming its holder: one statement
+        takes it where it is free, expired, or this store's own (taken again after a
+        doubt), and says where the task stands."""
         if self._leased:
             return
-        got = await _one(
-            await conn.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", (self.key,))
+        cursor = await conn.execute(
+            self._tables.take_lease(),
+            {"key": self.key, "holder": self.holder, "lease_s": self._lease_s, "mine": self._epoch},
         )
-        if not got:
-            cursor = await conn.execute(
-                f"SELECT holder, since FROM {self._tables.leases} WHERE task = %s", (self.key,)
-            )
-            row = await cursor.fetchone()
-            holder, since = (None, None) if row is None else (str(row[0]), row[1])
-            held = f"held by {holder} since {since:%Y-%m-%d %H:%M:%S %Z}" if row else "held"
-            raise TaskBusy(
-                f"{self._where}: another driver holds this task ({held}); leave it to that "
-                "driver, or resume it once that driver has closed or died",
-                task=self.key,
-                holder=holder,
-                since=since,
-            )
-        await conn.execute(
-            f"INSERT INTO {self._tables.leases} (task, holder, since, pid)"
-            " VALUES (%s, %s, now(), pg_backend_pid()) ON CONFLICT (task) DO UPDATE"
-            " SET holder = excluded.holder, since = excluded.since, pid = excluded.pid",
-            (self.key, self.holder),
-        )
-        self._leased = True
+        row = await cursor.fetchone()
+        if row is None:
+            self._epoch = None
+            raise await self._busy(conn, "another driver holds this task")
+        self._epoch, self._next = int(row[0]), int(row[1])
+        self._leased, self._ids, self._known = True, None, None
+        if self._heartbeat is None:
+            self._heartbeat = io.Heartbeat(self._renew, self._heartbeat_s)
+            self._heartbeat.start()
 
-    async def _drop(self) -> None:
-        conn, leased = self._conn, self._leased
-        self._conn, self._leased, self._ids, self._known = None, False, None, None
-        if conn is None:
+    async def _renew(self) -> None:
+        """Push the lease's expiry on (the heartbeat); a lease found lost is taken again,
+        or refused, by the next use."""
+        epoch = self._epoch
+        if epoch is None:
             return
-        if leased and not conn.broken:
-            # Unlocked before the close returns: the session's own end comes a moment later.
-            with suppress(psycopg.Error):
-                await conn.execute(
-                    "SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (self.key,)
+        with translated(self._url):
+            async with (await self._pool()).connection() as conn:
+                cursor = await conn.execute(
+                    f"UPDATE {self._tables.tasks}"
+                    " SET lease_expires = now() + make_interval(secs => %s)"
+                    " WHERE key = %s AND epoch = %s",
+                    (self._lease_s, self.key, epoch),
                 )
-        await conn.close()
+        if cursor.rowcount == 0 and self._epoch == epoch:
+            self._leased = False
 
-    @property
-    def _last_seq_sql(self) -> str:
-        return f"SELECT max(seq) FROM {self._tables.records} WHERE task = %s"
-
-    @asynccontextmanager
-    async def _translated(self) -> AsyncIterator[None]:
-        """`translated`, and a broken connection dropped (the next use reconnects)."""
-        try:
-            with translated(self._url):
-                yield
-        except (TaskStoreUnavailable, TaskStoreMisconfigured):
-            if self._conn is not None and (self._conn.broken or self._conn.closed):
-                await self._drop()
-            raise
-
-
-async def connect(
-    url: SecretStr,
-    *,
-    holder: str = "nisse_llm",
-    schema: str = DEFAULT_SCHEMA,
-    statement_timeout_s: float = STATEMENT_TIMEOUT_S,
-    lock_timeout_s: float = LOCK_TIMEOUT_S,
-) -> psycopg.AsyncConnection[Any]:
-    """A connection to ``url`` (autocommit; keepalives both ways, a connect timeout and the
-    statement and lock timeouts, each unless the URL sets its own), its tables checked
-    (`ensure_schema`)."""
-    options = connect_options(
-        url, holder, statement_timeout_s=statement_timeout_s, lock_timeout_s=lock_timeout_s
-    )
-    with translated(url):
-        conn = await psycopg.AsyncConnection.connect(
-            url.get_secret_value(), autocommit=True, **options
+    async def _fenced_out(self, conn: psycopg.AsyncConnection[Any]) -> Exception:
+        """Why a fenced write wrote nothing: the lease lost to another driver (`TaskBusy`),
+        or the task's records moved behind this store's back (`LogSequenceError`)."""
+        cursor = await conn.execute(
+            f"SELECT epoch FROM {self._tables.tasks} WHERE key = %s", (self.key,)
         )
-        try:
-            await ensure_schema(conn, schema)
-        except BaseException:
-            await conn.close()
-            raise
-        return conn
+        epoch = await _one(cursor)
+        self._leased, self._ids, self._known = False, None, None
+        if epoch is not None and int(epoch) == self._epoch:
+            return LogSequenceError(
+                f"{self._where}: the task's records moved behind this store's back; "
+                "nothing was written"
+            )
+        self._epoch = None
+        return await self._busy(conn, "this store's lease ran out and another driver took it")
+
+    async def _busy(self, conn: psycopg.AsyncConnection[Any], why: str) -> TaskBusy:
+        cursor = await conn.execute(
+            f"SELECT holder, since FROM {self._tables.tasks} WHERE key = %s", (self.key,)
+        )
+        row = await cursor.fetchone()
+        holder, since = (None, None) if row is None else (row[0], row[1])
+        held = f"held by {holder} since {since:%Y-%m-%d %H:%M:%S %Z}" if since else "held"
+        return TaskBusy(
+            f"{self._where}: {why} ({held}); nothing was written: leave it to that driver, "
+            "or resume it once that driver has closed or died",
+            task=self.key,
+            holder=None if holder is None else str(holder),
+            since=since,
+        )
+
+    def _forget_lease(self) -> None:
+        self._epoch, self._leased, self._next, self._clearing = None, False, 0, None
+        self._ids, self._known = None, None
 
 
-async def ensure_schema(conn: psycopg.AsyncConnection[Any], schema: str = DEFAULT_SCHEMA) -> None:
-    """Check that the tables in ``schema`` are this version's; in an empty database, make
-    them where the role may. Tables of an older layout, or a role that may not make them,
-    are `TaskStoreMisconfigured` saying to run ``nisse-llm task migrate``; newer ones are
-    refused (`TaskStoreUnavailable`)."""
-    tables = Tables(schema)
-    version = await _version(conn, tables.version)
-    if version == SCHEMA_VERSION:
-        return
-    if version is not None and version > SCHEMA_VERSION:
-        raise newer_schema(version)
-    if version is None and await _version(conn, "public.nisse_schema") is None:
-        try:
-            await migrate(conn, schema)
-        except psycopg.errors.InsufficientPrivilege as exc:
-            why = f"and this role may not create them ({exc})"
-            raise _run_migrate(schema, why, sqlstate=exc.sqlstate) from None
-        return
-    raise _run_migrate(schema, f"but are of an older layout (version {version or 1})")
-
-
-async def migrate(conn: psycopg.AsyncConnection[Any], schema: str = DEFAULT_SCHEMA) -> list[str]:
-    """Bring the tables in ``schema`` to this version, in one transaction under the schema
-    lock: create them in an empty database (``sql/schema.sql``), or apply each numbered
-    migration after the version found (the previous layout, version 1, is the tables in
-    ``public``). Returns what was done, one line a step (none: already current).
-
-    A session that waited on the lock while another made the tables can still miss them:
-    its catalog cache was read when its transaction began, before the wait. The attempt
-    then fails as a duplicate, and is made once more in a new transaction, which sees
-    them."""
-    try:
-        return await _migrate_once(conn, schema)
-    except (psycopg.errors.DuplicateTable, psycopg.errors.DuplicateSchema):
-        return await _migrate_once(conn, schema)
-
-
-async def _migrate_once(conn: psycopg.AsyncConnection[Any], schema: str) -> list[str]:
-    tables = Tables(schema)
-    async with conn.transaction():
-        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-        version = await _version(conn, tables.version)
-        if version is None:
-            version = await _version(conn, "public.nisse_schema")
-        if version is None:
-            await conn.execute(create_sql(schema))
-            return [f"created the task tables in schema {schema} (version {SCHEMA_VERSION})"]
-        if version > SCHEMA_VERSION:
-            raise newer_schema(version)
-        done = []
-        for step, (name, script) in sorted(migration_sql(schema).items()):
-            if version < step <= SCHEMA_VERSION:
-                await conn.execute(script)
-                done.append(f"applied {name}: version {step - 1} -> {step}")
-        return done
-
-
-async def migrate_database(url: str | SecretStr, *, schema: str = DEFAULT_SCHEMA) -> list[str]:
-    """`migrate` the database at ``url`` (``nisse-llm task migrate``): what was done."""
-    secret = url if isinstance(url, SecretStr) else SecretStr(url)
-    options = connect_options(secret, "nisse-llm task migrate")
-    with translated(secret):
-        async with await psycopg.AsyncConnection.connect(
-            secret.get_secret_value(), autocommit=True, **options
-        ) as conn:
-            return await migrate(conn, schema)
-
-
-def _run_migrate(schema: str, why: str, *, sqlstate: str | None = None) -> TaskStoreMisconfigured:
-    return TaskStoreMisconfigured(
-        f"the task tables in schema {schema} are not this nisse_llm's (version "
-        f"{SCHEMA_VERSION}) {why}: run `nisse-llm task migrate` once, as a role that may "
-        "create and alter them, then start the workers",
-        sqlstate=sqlstate,
-    )
-
-
-async def _version(conn: psycopg.AsyncConnection[Any], table: str) -> int | None:
-    """The version row of ``table`` (a qualified name), None where there is no such table."""
-    if not await _one(await conn.execute("SELECT to_regclass(%s) IS NOT NULL", (table,))):
-        return None
-    row = await (await conn.execute(f"SELECT version FROM {table}")).fetchone()
-    return None if row is None else int(row[0])
-
-
-async def task_keys(url: str | SecretStr, *, schema: str = DEFAULT_SCHEMA) -> list[dict[str, Any]]:
-    """Every task in the database: key, records, last activity and live lease holder (one
-    whose session still holds the lock), ordered by key."""
+async def task_keys(
+    url: str | SecretStr,
+    *,
+    schema: str = DEFAULT_SCHEMA,
+    status: str | None = None,
+    limit: int | None = None,
+    after: str | None = None,
+) -> list[dict[str, Any]]:
+    """The tasks in the database, ordered by key, as their rows say (one query, on one
+    connection): key, records, live lease holder and since when, and the standing
+    (`nisse_llm.task.standing.Standing`). ``status`` keeps those of that status,
+    ``after`` those whose key follows it (the next page), ``limit`` the first so many."""
     secret = url if isinstance(url, SecretStr) else SecretStr(url)
     tables = Tables(schema)
+    where = ["records > 0"]
+    values: dict[str, Any] = {"status": status, "after": after, "limit": limit}
+    if status is not None:
+        where.append("status = %(status)s")
+    if after is not None:
+        where.append("key > %(after)s")
+    page = "" if limit is None else " LIMIT %(limit)s"
     with translated(secret):
         async with await connect(secret, schema=schema) as conn:
             cursor = await conn.execute(
-                "SELECT r.task, count(*), l.holder, l.since,"
-                " EXISTS (SELECT 1 FROM pg_locks p WHERE p.locktype = 'advisory'"
-                "  AND p.pid = l.pid AND p.granted)"
-                f" FROM {tables.records} r LEFT JOIN {tables.leases} l ON l.task = r.task"
-                " GROUP BY r.task, l.holder, l.since, l.pid ORDER BY r.task"
+                f"SELECT key, records, CASE WHEN lease_expires > now() THEN holder END,"
+                f" CASE WHEN lease_expires > now() THEN since END, {_STANDING}"
+                f" FROM {tables.tasks} WHERE {' AND '.join(where)} ORDER BY key{page}",
+                values,
             )
             rows = await cursor.fetchall()
-    return [
-        {"key": task, "records": int(count), "holder": holder if live else None, "since": since}
-        for task, count, holder, since, live in rows
-    ]
+    names = ("key", "records", "holder", "since", *_STANDING.split(", "))
+    return [dict(zip(names, row, strict=True)) for row in rows]
+
+
+@asynccontextmanager
+async def _quiet() -> AsyncIterator[None]:
+    """The store's own errors ignored (a lease released to a database that is gone runs
+    out instead)."""
+    with suppress(TaskStoreUnavailable, TaskStoreMisconfigured):
+        yield
+
+
+_STANDING = (
+    "status, calls, unknown_calls, cost_usd, unpriced_calls, approvals, pin, parent, last_activity"
+)
 
 
 async def _one(cursor: psycopg.AsyncCursor[Any]) -> Any:

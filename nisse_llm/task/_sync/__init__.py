@@ -1,2 +1,2 @@
-"""The task stores' sync side, generated from ``_async/`` (``tests/gen_sync.py``), except
+"""The task stores' sync side, generated from ``_async/`` (``scripts/gen_sync.py``), except
 ``io.py``, hand-written on each side."""

@@ -124,7 +124,12 @@ class FileTaskStore(TaskStore):
     def _x_repair(self) -> bytes | None:
         return io.blocking(self._file.locked_repair)
 
-    def _x_write(self, batch: Sequence[StoredRecord], lines: Sequence[bytes] | None = None) -> None:
+    def _x_write(
+        self,
+        batch: Sequence[StoredRecord],
+        lines: Sequence[bytes] | None = None,
+        after: LogRead | None = None,
+    ) -> None:
         io.blocking(self._file.locked_write, batch, lines)
 
     def _x_delete(self) -> None:

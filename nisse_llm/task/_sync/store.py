@@ -82,6 +82,10 @@ class TaskStore(io.NextSeq, Closing, ABC):
     is: `same_task` says whether two store objects hold one task.
     """
 
+    #: Whether a write is whole or absent after a crash by itself (a database's
+    #: transaction); where not (a file), several events follow a batch record.
+    _atomic_writes = False
+
     def __init__(self) -> None:
         self._lock = io.new_lock()
         # The call ids and answered ids in the log, as of the log state ``_ids_at``.
@@ -222,10 +226,12 @@ class TaskStore(io.NextSeq, Closing, ABC):
     ) -> list[StoredEvent]:
         """`append_events`, all or nothing even across a crash: several events follow a
         batch record holding them, in the same write, so a write a crash cut short is
-        finished from it (`nisse_llm.task.records.unfinished_batch`). ``call`` is the
-        program's ``say`` the events are (then the batch record is written for one too)."""
+        finished from it (`nisse_llm.task.records.unfinished_batch`); a store whose write
+        is whole or absent by itself (a database's) needs no such record. ``call`` is the
+        program's ``say`` the events are (then the batch record is written, in any store,
+        for one event too)."""
         events = list(events)
-        if len(events) < 2 and call is None:
+        if call is None and (len(events) < 2 or self._atomic_writes):
             return self.append_events(events)
 
         def make(seq: int, item: BatchRecord | CanonicalEvent) -> StoredBatch | StoredEvent:
@@ -534,9 +540,10 @@ class TaskStore(io.NextSeq, Closing, ABC):
         if known is not None and known[0] != self._x_state():
             known = None
         self._known = None  # a write that raises leaves nothing known
-        self._x_write(batch, lines)
-        if known is not None:
-            self._known = (self._x_state(), LogRead(records=[*known[1].records, *batch]))
+        after = None if known is None else LogRead(records=[*known[1].records, *batch])
+        self._x_write(batch, lines, after)
+        if after is not None:
+            self._known = (self._x_state(), after)
         for written in list(self._watchers):
             written(batch)
 
@@ -572,8 +579,14 @@ class TaskStore(io.NextSeq, Closing, ABC):
         """Remove a torn tail a crash left, and return its bytes (None if none)."""
 
     @abstractmethod
-    def _x_write(self, batch: Sequence[StoredRecord], lines: Sequence[bytes] | None = None) -> None:
-        """Append ``batch`` (encoded as ``lines`` when given: bytes kept as they came)."""
+    def _x_write(
+        self,
+        batch: Sequence[StoredRecord],
+        lines: Sequence[bytes] | None = None,
+        after: LogRead | None = None,
+    ) -> None:
+        """Append ``batch`` (encoded as ``lines`` when given: bytes kept as they came);
+        ``after`` is the whole log with it, when this store knows it."""
 
     @abstractmethod
     def _x_delete(self) -> None:

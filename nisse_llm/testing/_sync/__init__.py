@@ -1,2 +1,2 @@
 """The sync scripted client, generated from `nisse_llm.testing._async` by
-``tests/gen_sync.py`` (unasync)."""
+``scripts/gen_sync.py`` (unasync)."""
