@@ -59,9 +59,12 @@ def pgbouncer(postgres: LocalPostgres) -> Iterator[LocalPgBouncer]:
 @pytest.fixture(params=KINDS)
 def place(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Place]:
     """One task's place in the store under test: a task file, or a key in the session's
-    PostgreSQL (tests taking it hold both stores to the same promises)."""
-    needs_server = request.param.startswith("postgres")
+    PostgreSQL, straight or through PgBouncer in transaction mode (tests taking it hold
+    every store to the same promises)."""
+    pooled = request.param.startswith("pgbouncer")
+    needs_server = pooled or request.param.startswith("postgres")
     server = request.getfixturevalue("postgres") if needs_server else None
-    found = Place(request.param, tmp_path, server)
+    pool = request.getfixturevalue("pgbouncer") if pooled else None
+    found = Place(request.param, tmp_path, server, pool)
     yield found
     found.close()

@@ -14,12 +14,17 @@ import psycopg
 
 from nisse_llm.task.logstore import AsyncFileTaskStore, AsyncTaskStore, FileTaskStore, TaskStore
 from nisse_llm.task.postgres import AsyncPostgresTaskStore, PostgresTaskStore
+from nisse_llm.testing.pgbouncer import LocalPgBouncer
 from nisse_llm.testing.postgres import LocalPostgres
 from tests.task.blocking import Blocking
 
 #: The stores the two-store tests hold to the same promises: the sync ones, and the async
-#: ones through a blocking adapter (`tests.task.blocking`).
-KINDS = ("file", "postgres", "file-async", "postgres-async")
+#: ones through a blocking adapter (`tests.task.blocking`). ``pgbouncer`` is the
+#: PostgreSQL store through PgBouncer in transaction mode (the session's `pgbouncer`):
+#: the same promises must hold with no session state kept for a client.
+KINDS = (
+    "file", "postgres", "pgbouncer", "file-async", "postgres-async", "pgbouncer-async",
+)  # fmt: skip
 _keys = itertools.count()
 
 
@@ -29,13 +34,22 @@ class Place:
     A Postgres store keeps its task's lease until closed, so `open` closes the stores it
     opened before (the task reopened by its next driver, as after a restart)."""
 
-    def __init__(self, kind: str, tmp_path: Path, server: LocalPostgres | None) -> None:
-        #: "file" or "postgres", whichever face the store has.
-        self.kind = kind.removesuffix("-async")
+    def __init__(
+        self,
+        kind: str,
+        tmp_path: Path,
+        server: LocalPostgres | None,
+        pool: LocalPgBouncer | None = None,
+    ) -> None:
+        #: "file" or "postgres", whichever face the store has (through a pool or not).
+        self.kind = kind.removesuffix("-async").replace("pgbouncer", "postgres")
         #: Whether `open` gives the async store (behind a blocking adapter).
         self.is_async = kind.endswith("-async")
         self.path = tmp_path / "task.jsonl"
         self.server = server
+        #: Where the stores `open` gives connect: the server, or the pool in front of it
+        #: (what a test does behind the store's back goes to the server itself).
+        self.url = "" if server is None else server.url if pool is None else pool.url
         self.key = f"task-{next(_keys)}-{tmp_path.name}"
         self._opened: list[TaskStore] = []
 
@@ -46,11 +60,11 @@ class Place:
         if self.is_async and self.server is None:
             store = Blocking(AsyncFileTaskStore(self.path))
         elif self.is_async and self.server is not None:
-            store = Blocking(AsyncPostgresTaskStore(self.server.url, self.key))
+            store = Blocking(AsyncPostgresTaskStore(self.url, self.key))
         elif self.server is None:
             store = FileTaskStore(self.path)
         else:
-            store = PostgresTaskStore(self.server.url, self.key)
+            store = PostgresTaskStore(self.url, self.key)
         self._opened.append(store)
         return store
 
@@ -60,14 +74,14 @@ class Place:
             store.close()
         if self.server is None:
             return AsyncFileTaskStore(self.path)
-        return AsyncPostgresTaskStore(self.server.url, self.key)
+        return AsyncPostgresTaskStore(self.url, self.key)
 
     @property
     def where(self) -> str:
         """What the store's messages name as the task's place."""
         if self.server is None:
             return str(self.path)
-        return f"{PostgresTaskStore(self.server.url, self.key).url} task {self.key!r}"
+        return f"{PostgresTaskStore(self.url, self.key).url} task {self.key!r}"
 
     def lines(self) -> list[bytes]:
         """The records as stored, one line each (no newline)."""

@@ -82,10 +82,11 @@ async def _opened(place: Place) -> AsyncIterator[AsyncTaskStore]:
         yield store
 
 
-@pytest.fixture(params=["file", "postgres"])
+@pytest.fixture(params=["file", "postgres", "pgbouncer"])
 def async_place(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Place]:
-    server = request.getfixturevalue("postgres") if request.param == "postgres" else None
-    found = Place(f"{request.param}-async", tmp_path, server)
+    server = request.getfixturevalue("postgres") if request.param != "file" else None
+    pool = request.getfixturevalue("pgbouncer") if request.param == "pgbouncer" else None
+    found = Place(f"{request.param}-async", tmp_path, server, pool)
     yield found
     found.close()
 
