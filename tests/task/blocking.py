@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import threading
-from collections.abc import Coroutine, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Self, TypeVar
@@ -85,6 +85,9 @@ class Blocking(TaskStore):
 
     def abandon(self) -> None:
         self.inner.abandon()
+
+    def watch(self, written: Callable[[Sequence[StoredRecord]], None]) -> Callable[[], None]:
+        return self.inner.watch(written)
 
     # The record logic's hooks: never reached, as every public method is the inner store's.
 
