@@ -290,7 +290,9 @@ class ClientState:
         policy = self.prompt_cache
         if cache is not None:
             policy = _cache_policy(cache) if policy is None else replace(policy, enabled=cache)
-        return CallParams(events, tools, model, system, self.max_tokens, policy, options)
+        return CallParams(
+            events, tools, model, system, max_tokens=self.max_tokens, cache=policy, options=options
+        )
 
     def begin(self, params: CallParams, *, stream: bool = False) -> Call:
         """Render the request of ``params`` (made by `params`) and start its call (a render failure

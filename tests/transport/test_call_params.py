@@ -34,7 +34,7 @@ CASES = [
 
 def test_call_params_are_frozen_and_take_their_rules_as_a_copy() -> None:
     """A call's parameters cannot be changed in place; deciding its rules makes a new value."""
-    params = CallParams(LOG, None, "gpt-5.4-mini", SYSTEM, 64)
+    params = CallParams(LOG, None, "gpt-5.4-mini", SYSTEM, max_tokens=64)
     with pytest.raises(dataclasses.FrozenInstanceError):
         params.model = "other"  # type: ignore[misc]
     rules = LiteLLMClient.ROUTE.decide("gpt-5.4-mini", None, max_tokens=64)
