@@ -304,7 +304,7 @@ class ClientState:
         # Telemetry off (the default) costs this one check per call: see `_telemetry`.
         tracer = _telemetry.tracer
         if tracer is not None:
-            call.trace = tracer.call(call, params.events, params.tools, params.system, options)
+            call.trace = tracer.call(call, params)
         try:
             rules = self.route.decide(
                 model, options, max_tokens=params.max_tokens, prefixes=params.prefixes
