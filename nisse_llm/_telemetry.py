@@ -11,14 +11,11 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
-    from nisse_llm.config.options import RequestOptions
     from nisse_llm.errors import LLMError
     from nisse_llm.events.canonical import (
         Completion,
-        LogLike,
         ToolCall,
         ToolResult,
-        ToolsLike,
         ToolSpec,
         Usage,
     )
@@ -28,6 +25,8 @@ __all__ = ["AgentTrace", "CallTrace", "ToolTrace", "Tracer", "tracer"]
 #: The call a trace follows: the transport's `Call` (a type parameter, so this bottom
 #: module need not name a module above it).
 Call = TypeVar("Call", contravariant=True)
+#: What the call asks: the render layer's `CallParams` (a type parameter, likewise).
+Params = TypeVar("Params", contravariant=True)
 
 
 class CallTrace(Protocol[Call]):
@@ -67,18 +66,12 @@ class AgentTrace(Protocol):
         """The run made ``steps`` model calls, which used ``usage`` in all."""
 
 
-class Tracer(Protocol[Call]):
+class Tracer(Protocol[Call, Params]):
     """What `nisse_llm.instrument()` installs."""
 
-    def call(
-        self,
-        call: Call,
-        events: LogLike,
-        tools: ToolsLike,
-        system: str | None,
-        options: RequestOptions | None,
-    ) -> CallTrace[Call]:
-        """Start the span of a model call (its request is not rendered yet)."""
+    def call(self, call: Call, params: Params) -> CallTrace[Call]:
+        """Start the span of a model call asking ``params`` (its request is not rendered
+        yet)."""
 
     def tool(
         self, call: ToolCall, spec: ToolSpec | None, *, server: str | None = None
@@ -95,4 +88,4 @@ class Tracer(Protocol[Call]):
 
 
 #: The installed tracer, or None (the default: no telemetry, no cost).
-tracer: Tracer[Any] | None = None
+tracer: Tracer[Any, Any] | None = None

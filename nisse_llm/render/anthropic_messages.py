@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Literal, Self, TypeAlias, assert_never, cast
+from typing import Literal, Self, TypeAlias, assert_never, cast
 
 from pydantic_core import to_json
 
@@ -78,7 +78,7 @@ from nisse_llm.render._anthropic_blocks import (
     map_tool,
     stub_tool,
 )
-from nisse_llm.render._base import CallParams, Renderer
+from nisse_llm.render._base import CallParams, Renderer, from_args
 from nisse_llm.render._cache import PromptCache, active
 from nisse_llm.render._images import (
     anthropic_image,
@@ -380,40 +380,13 @@ class AnthropicMessagesRenderer(Renderer):
     reply_parser = staticmethod(parse_message)
     route = ANTHROPIC_MESSAGES
 
-    def render(
-        self,
-        events: LogLike,
-        tools: ToolsLike,
-        model: str,
-        system: str | None = None,
-        *,
-        max_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
-        cache: PromptCache | None = None,
-        options: RequestOptions | None = None,
-    ) -> dict[str, Any]:
-        """The request body as a JSON-ready dict (the seeds' call shape)."""
-        request = self.render_request(
-            events, tools, model, system, max_tokens=max_tokens, cache=cache, options=options
-        )
-        try:
-            return request.model_dump(mode="json", exclude_none=True)
-        except ValueError as exc:
-            raise unencodable(exc) from exc
+    default_max_tokens = DEFAULT_MAX_OUTPUT_TOKENS
 
-    def render_request(
-        self,
-        events: LogLike,
-        tools: ToolsLike,
-        model: str,
-        system: str | None = None,
-        *,
-        max_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
-        cache: PromptCache | None = None,
-        options: RequestOptions | None = None,
-        rules: CallRules | None = None,
-    ) -> AnthropicMessagesRequest:
-        """The request body as its typed model; ``rules`` as for `render_parts`."""
-        call = CallParams(events, tools, model, system, max_tokens, cache, options, rules)
+    @from_args
+    def render_request(self, call: CallParams) -> AnthropicMessagesRequest:
+        """The request body as its typed model."""
+        events, tools, model, system = call.events, call.tools, call.model, call.system
+        cache, options = call.cache, call.options
         rules = self.rules_for(call)
         with self._walks.lock:
             plan = _plan(self._walks, events, tools, model, rules.strict_messages_tools)
@@ -430,7 +403,8 @@ class AnthropicMessagesRenderer(Renderer):
         return _envelope(model, system, rules, plan, messages, policy, options)
 
     def encode_parts(self, call: CallParams) -> list[bytes]:
-        """The body of ``call`` in parts (see `render_parts`), under the walk cache's lock."""
+        """The body of ``call`` in parts (`Renderer.render_parts`), under the walk cache's
+        lock."""
         events, tools, model, system = call.events, call.tools, call.model, call.system
         max_tokens, cache, options, rules = call.max_tokens, call.cache, call.options, call.rules
         assert rules is not None, "the route decides a call's rules before it is encoded"

@@ -7,7 +7,7 @@ field here, not one more argument in every signature that passes it on.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import KW_ONLY, dataclass, replace
 from typing import TYPE_CHECKING
 
 from nisse_llm.events.canonical import LogLike, ToolsLike
@@ -32,6 +32,7 @@ class CallParams:
     model: str
     #: The system prompt (None or blank: none).
     system: str | None = None
+    _: KW_ONLY
     #: The client's output ceiling (the options' ``max_output_tokens`` wins over it).
     max_tokens: int | None = None
     #: The prompt-cache policy (None: no breakpoints; its prefixes say which models are

@@ -60,19 +60,17 @@ import pydantic_core
 from nisse_llm.errors import RenderError
 from nisse_llm.events.canonical import (
     AssistantText,
-    LogLike,
     Reasoning,
     ToolCall,
     ToolResult,
-    ToolsLike,
     ToolSpec,
     UserImage,
     UserText,
     WireEvent,
     log_items,
 )
-from nisse_llm.render._base import CallParams, Renderer
-from nisse_llm.render._cache import PromptCache, active
+from nisse_llm.render._base import CallParams, Renderer, from_args
+from nisse_llm.render._cache import active
 from nisse_llm.render._images import (
     chat_image,
     chat_image_json,
@@ -623,30 +621,22 @@ class OpenAIChatRenderer(Renderer):
     reply_parser = staticmethod(parse_chat_completion)
     route = OPENAI_CHAT
 
-    def render_request(
-        self,
-        events: LogLike,
-        tools: ToolsLike,
-        model: str,
-        system: str | None = None,
-        *,
-        max_tokens: int | None = None,
-        cache: PromptCache | None = None,
-        options: RequestOptions | None = None,
-        rules: CallRules | None = None,
-    ) -> OpenAIChatRequest:
-        """The typed request body for ``events`` (see the module docstring for the rules);
-        ``rules`` as for `render_parts`."""
+    @from_args
+    def render_request(self, call: CallParams) -> OpenAIChatRequest:
+        """The typed request body of the call (see the module docstring for the rules)."""
+        return self._typed(call)
+
+    def _typed(self, call: CallParams) -> OpenAIChatRequest:
         from nisse_llm.wire.openai_chat import (
             OpenAIChatCacheControl,
             OpenAIChatRequest,
             OpenAIChatSystemMessage,
         )
 
+        events, tools, model, system = call.events, call.tools, call.model, call.system
         items = log_items(events)
         check_log_images(items)
-        call = CallParams(events, tools, model, system, max_tokens, cache, options, rules)
-        rules = self.rules_for(call)
+        cache, options, rules = call.cache, call.options, self.rules_for(call)
         replay = model if rules.replays_thinking else None
         walk = _ChatWalk(Shared(), _TYPED, replay)
         walk.consume(list(items))
@@ -682,23 +672,14 @@ class OpenAIChatRenderer(Renderer):
         return OpenAIChatRequest(model=model, messages=messages, tools=declared, **fields)
 
     def encode_parts(self, call: CallParams) -> list[bytes]:
-        """The body of ``call`` in parts (see `render_parts`), under the walk cache's lock."""
+        """The body of ``call`` in parts (`Renderer.render_parts`), under the walk cache's
+        lock."""
         events, tools, model, system = call.events, call.tools, call.model, call.system
         max_tokens, cache, options, rules = call.max_tokens, call.cache, call.options, call.rules
         assert rules is not None, "the route decides a call's rules before it is encoded"
         if rules.replays_thinking:
             # Thinking blocks ride on their turns: the typed path (the fragments hold none).
-            request = self.render_request(
-                events,
-                tools,
-                model,
-                system,
-                max_tokens=max_tokens,
-                cache=cache,
-                options=options,
-                rules=rules,
-            )
-            return [_encode(request)]
+            return [_encode(self._typed(call))]
         walks: ProgressCache[_ChatWalk] = self._walks
         progress = walks.walk(log_items(events), None, lambda shared: _ChatWalk(shared, _BYTES))
         check_images_once(progress)

@@ -46,27 +46,23 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
-import pydantic_core
 from pydantic import BaseModel
 
 from nisse_llm.errors import RenderError
 from nisse_llm.events.canonical import (
     AssistantText,
-    LogLike,
     Reasoning,
     ToolCall,
     ToolResult,
-    ToolsLike,
     ToolSpec,
     UserImage,
     UserText,
     WireEvent,
     log_items,
 )
-from nisse_llm.render._base import CallParams, Renderer
-from nisse_llm.render._cache import PromptCache
+from nisse_llm.render._base import CallParams, Renderer, from_args
 from nisse_llm.render._images import check_images_once
 from nisse_llm.render._memo import FragmentMemo
 from nisse_llm.render._options import encode_fields
@@ -347,27 +343,16 @@ class OpenAIResponsesRenderer(Renderer):
 
     reply_parser = staticmethod(parse_responses_reply)
     route = OPENAI_RESPONSES
+    takes_prompt_cache_key = True
 
-    def render_request(
-        self,
-        events: LogLike,
-        tools: ToolsLike,
-        model: str,
-        system: str | None = None,
-        *,
-        max_tokens: int | None = None,
-        cache: PromptCache | None = None,
-        options: RequestOptions | None = None,
-        prompt_cache_key: str | None = None,
-        rules: CallRules | None = None,
-    ) -> OpenAIResponsesRequest:
-        """The typed request body for ``events`` (see the module docstring for the rules).
+    @from_args
+    def render_request(self, call: CallParams) -> OpenAIResponsesRequest:
+        """The typed request body of the call (see the module docstring for the rules).
         ``cache`` is accepted for the clients' sake: OpenAI caches prompts by itself (its
-        passthrough prefixes still say which models are Anthropic's); ``rules`` as for
-        `render_parts`."""
+        passthrough prefixes still say which models are Anthropic's)."""
         from nisse_llm.wire.openai_responses import OpenAIResponsesRequest
 
-        call = CallParams(events, tools, model, system, max_tokens, cache, options, rules)
+        events, tools, model, system = call.events, call.tools, call.model, call.system
         rules = self.rules_for(call)
         items = log_items(events)
         walk = TurnWalk(Shared(), _TYPED, model)
@@ -376,7 +361,7 @@ class OpenAIResponsesRenderer(Renderer):
         plan, used = _input(walk)
         specs = unique_specs(tools)
         fields = _request_fields(
-            items, specs, used, model, system, rules, options, prompt_cache_key
+            items, specs, used, model, system, rules, call.options, call.prompt_cache_key
         )
         declared: list[OpenAIResponsesFunctionTool] | None = None
         if specs:
@@ -388,75 +373,12 @@ class OpenAIResponsesRenderer(Renderer):
             model=model, instructions=instructions, input=plan, tools=declared, **fields
         )
 
-    def render_bytes(
-        self,
-        events: LogLike,
-        tools: ToolsLike,
-        model: str,
-        system: str | None = None,
-        *,
-        max_tokens: int | None = None,
-        cache: PromptCache | None = None,
-        options: RequestOptions | None = None,
-        prompt_cache_key: str | None = None,
-    ) -> bytes:
-        """The encoded body, byte-identical to the typed request's dump (``exclude_none``)."""
-        call = CallParams(
-            events, tools, model, system, max_tokens, cache, options, None, prompt_cache_key
-        )
-        return b"".join(self.render_call(call))
-
-    def render_parts(
-        self,
-        events: LogLike,
-        tools: ToolsLike,
-        model: str,
-        system: str | None = None,
-        *,
-        max_tokens: int | None = None,
-        cache: PromptCache | None = None,
-        options: RequestOptions | None = None,
-        prompt_cache_key: str | None = None,
-        rules: CallRules | None = None,
-    ) -> list[bytes]:
-        """The body of `render_bytes` in parts that concatenate to it: the head, the cached
+    def encode_parts(self, call: CallParams) -> list[bytes]:
+        """The body of ``call`` in parts, under the walk cache's lock: the head, the cached
         blocks of the log's settled input items (`nisse_llm.render._rope`), and the rest
         with the tail. Input items are encoded once per event (`_MEMO`) and the walk
         resumes from the log this one extends: a log re-sent grown by a turn costs its new
-        events and one join of what is not yet in a block. ``rules``: the call's, decided
-        by the route for these arguments."""
-        call = CallParams(
-            events, tools, model, system, max_tokens, cache, options, rules, prompt_cache_key
-        )
-        return self.render_call(call)
-
-    def render(
-        self,
-        events: LogLike,
-        tools: ToolsLike,
-        model: str,
-        system: str | None = None,
-        *,
-        max_tokens: int | None = None,
-        cache: PromptCache | None = None,
-        options: RequestOptions | None = None,
-        prompt_cache_key: str | None = None,
-    ) -> dict[str, Any]:
-        """The body as a fresh dict (decoded from `render_bytes`, so it is the same body)."""
-        body = self.render_bytes(
-            events,
-            tools,
-            model,
-            system,
-            max_tokens=max_tokens,
-            cache=cache,
-            options=options,
-            prompt_cache_key=prompt_cache_key,
-        )
-        return cast(dict[str, Any], pydantic_core.from_json(body))
-
-    def encode_parts(self, call: CallParams) -> list[bytes]:
-        """The body of ``call`` in parts (see `render_parts`), under the walk cache's lock."""
+        events and one join of what is not yet in a block."""
         events, tools, model, system = call.events, call.tools, call.model, call.system
         max_tokens, cache, options, rules = call.max_tokens, call.cache, call.options, call.rules
         prompt_cache_key = call.prompt_cache_key

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from opentelemetry.metrics import Histogram, Meter, MeterProvider
     from opentelemetry.trace import Span, TracerProvider
 
-    from nisse_llm.config.options import RequestOptions
+    from nisse_llm.render.call import CallParams
     from nisse_llm.transport.core import Call
 
 __all__ = ["DURATION_BUCKETS", "TOKEN_BUCKETS", "OpenTelemetryTracer"]
@@ -110,15 +110,8 @@ class OpenTelemetryTracer:
             "Time per output chunk after the first, of a streamed reply.",
         )
 
-    def call(
-        self,
-        call: Call,
-        events: LogLike,
-        tools: ToolsLike,
-        system: str | None,
-        options: RequestOptions | None,
-    ) -> _CallSpan:
-        return _CallSpan(self, call, events, tools, system, options)
+    def call(self, call: Call, params: CallParams) -> _CallSpan:
+        return _CallSpan(self, call, params)
 
     def context_headers(self) -> dict[str, str]:
         headers: dict[str, str] = {}
@@ -224,16 +217,9 @@ class _CallSpan:
         "headers",
     )
 
-    def __init__(
-        self,
-        tracer: OpenTelemetryTracer,
-        call: Call,
-        events: LogLike,
-        tools: ToolsLike,
-        system: str | None,
-        options: RequestOptions | None,
-    ) -> None:
+    def __init__(self, tracer: OpenTelemetryTracer, call: Call, params: CallParams) -> None:
         self._t = tracer
+        options = params.options
         core = call.core
         endpoint = core.endpoint
         # What samplers may read: set when the span starts.
@@ -264,7 +250,7 @@ class _CallSpan:
         if call.role is not None:
             attributes["nisse_llm.role"] = call.role
         if tracer.capture_content:
-            attributes.update(_captured_request(events, tools, system))
+            attributes.update(_captured_request(params.events, params.tools, params.system))
         self._started = time.perf_counter()
         self._span = tracer.tracer.start_span(
             f"{_OPERATION} {call.model}", kind=SpanKind.CLIENT, attributes=attributes

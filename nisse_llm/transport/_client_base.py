@@ -6,7 +6,8 @@ its generated sync twin.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar, Unpack
 
 import httpx
 from pydantic import SecretStr
@@ -19,9 +20,11 @@ from nisse_llm.events.canonical import (
     ToolsLike,
     Usage,
 )
+from nisse_llm.render.call import CallParams
 from nisse_llm.transport._classify import RateLimitPolicy
 from nisse_llm.transport.core import (
     Call,
+    CallOptions,
     ClientState,
     RouteSpec,
     UsageCallback,
@@ -31,10 +34,8 @@ from nisse_llm.transport.core import (
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from nisse_llm.config.options import RequestOptions
     from nisse_llm.config.settings import Pin, Settings
     from nisse_llm.render._cache import PromptCache
-    from nisse_llm.render.call import CallParams
     from nisse_llm.render.typed import TypedExchange
     from nisse_llm.stream.deltas import StreamAccumulator, StreamDelta
 
@@ -88,30 +89,36 @@ def stream_timeout(read_s: float, connect_s: float | None, idle_s: float) -> htt
 
 
 def typed_exchange(
-    route: str,
-    output_type: type[M],
-    events: LogLike,
-    tools: ToolsLike,
-    model: str,
-    system: str | None,
-    options: RequestOptions | None,
-    repair_attempts: int,
+    route: str, output_type: type[M], call: CallParams, repair_attempts: int
 ) -> TypedExchange[M]:
-    """The asks of one ``complete_as`` on ``route``: how ``model`` is asked for an answer
-    of ``output_type`` (see `nisse_llm.render.typed`), and its repairs. The model's rules
-    are decided here, the renderers' own (`request_rules`), and handed to the exchange."""
+    """The asks of one ``complete_as`` of ``call`` on ``route``: how its model is asked for
+    an answer of ``output_type`` (see `nisse_llm.render.typed`), and its repairs. The
+    model's rules are decided here, the renderers' own (`request_rules`), and handed to
+    the exchange."""
     from nisse_llm.config.option_rules import request_rules
     from nisse_llm.render.typed import TypedExchange
 
+    options = call.options
     return TypedExchange.begin(
         output_type,
-        events,
-        tools,
-        system,
+        call.events,
+        call.tools,
+        call.system,
         options=options,
         repair_attempts=repair_attempts,
-        rules=request_rules(model, options.like if options else None, route=route),
+        rules=request_rules(call.model, options.like if options else None, route=route),
         route=route,
+    )
+
+
+def next_ask(exchange: TypedExchange[Any], call: CallParams) -> CallParams:
+    """``call`` as ``exchange`` asks it next (its log, tools, system and options)."""
+    return replace(
+        call,
+        events=exchange.log,
+        tools=exchange.tools,
+        system=exchange.system,
+        options=exchange.options,
     )
 
 
@@ -276,14 +283,13 @@ class ClientBase:
         tools: ToolsLike,
         model: str,
         system: str | None = None,
-        *,
-        cache: bool | None = None,
-        options: RequestOptions | None = None,
+        **how: Unpack[CallOptions],
     ) -> CallParams:
         """One call's parameters on this client, built once (the arguments of ``complete``
         and ``stream``, with the client's ceiling and prompt-cache policy): what
         ``complete_call`` and ``stream_call`` take, and what a router passes on."""
-        return self._core.params(events, tools, model, system, cache=cache, options=options)
+        call = CallParams(events, tools, model, system, options=how.get("options"))
+        return self._core.params(call, cache=how.get("cache"))
 
     def __repr__(self) -> str:
         return self._core.describe(type(self))

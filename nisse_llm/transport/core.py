@@ -3,7 +3,7 @@
 A `Call` holds one request's state and does everything but the I/O; sync and async
 clients drive it the same way and differ only in how they send and how they sleep::
 
-    call = core.begin(core.params(events, tools, model, system))
+    call = core.begin(core.params(CallParams(events, tools, model, system)))
     while True:
         with call.sending():
             response = http.post(core.url, content=call.parts, headers=call.headers)
@@ -36,7 +36,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeAlias, TypedDict
 
 import httpx
 from pydantic import SecretStr
@@ -55,8 +55,6 @@ from nisse_llm.events.canonical import (
     CallInfo,
     CanonicalEvent,
     Completion,
-    LogLike,
-    ToolsLike,
     Usage,
 )
 from nisse_llm.render import CallParams, Renderer
@@ -66,6 +64,17 @@ from nisse_llm.transport._callinfo import call_info, priced, usage_keywords
 from nisse_llm.transport._classify import RateLimitPolicy, Retry, classify_failure, redact
 from nisse_llm.transport._limits import ACCEPT_ENCODING, DeadlineExceeded, ReplyTooLarge
 from nisse_llm.transport._tls import shared_ssl_context
+
+
+class CallOptions(TypedDict, total=False):
+    """How one call on a client is made, the keywords its call methods share."""
+
+    #: Turns the client's prompt-cache setting on or off for this call.
+    cache: bool | None
+    #: How the call is made, already layered over the role's profile (their
+    #: ``max_output_tokens`` wins over the client's ``max_tokens``).
+    options: RequestOptions | None
+
 
 # Streaming and the model-info readers load with the first stream or side request.
 if TYPE_CHECKING:
@@ -80,6 +89,7 @@ __all__ = [
     "AsyncStartHook",
     "Call",
     "CallObserver",
+    "CallOptions",
     "ClientState",
     "Core",
     "PartsRenderer",
@@ -273,24 +283,14 @@ class ClientState:
             role=role,
         )
 
-    def params(
-        self,
-        events: LogLike,
-        tools: ToolsLike,
-        model: str,
-        system: str | None = None,
-        *,
-        cache: bool | None = None,
-        options: RequestOptions | None = None,
-    ) -> CallParams:
-        """One call's parameters on this client: ``cache`` turns the client's prompt-cache
-        policy on or off for the call, ``options`` (already layered over the role's
-        profile) set how it is made, and the client's ``max_tokens`` is the ceiling their
-        ``max_output_tokens`` wins over."""
+    def params(self, call: CallParams, *, cache: bool | None = None) -> CallParams:
+        """``call`` on this client: the client's ``max_tokens`` is the ceiling its options'
+        ``max_output_tokens`` wins over, and ``cache`` turns the client's prompt-cache
+        policy on or off for the call."""
         policy = self.prompt_cache
         if cache is not None:
             policy = _cache_policy(cache) if policy is None else replace(policy, enabled=cache)
-        return CallParams(events, tools, model, system, self.max_tokens, policy, options)
+        return replace(call, max_tokens=self.max_tokens, cache=policy)
 
     def begin(self, params: CallParams, *, stream: bool = False) -> Call:
         """Render the request of ``params`` (made by `params`) and start its call (a render failure
@@ -304,7 +304,7 @@ class ClientState:
         # Telemetry off (the default) costs this one check per call: see `_telemetry`.
         tracer = _telemetry.tracer
         if tracer is not None:
-            call.trace = tracer.call(call, params.events, params.tools, params.system, options)
+            call.trace = tracer.call(call, params)
         try:
             rules = self.route.decide(
                 model, options, max_tokens=params.max_tokens, prefixes=params.prefixes

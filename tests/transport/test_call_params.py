@@ -8,6 +8,7 @@ import asyncio
 import dataclasses
 
 import pytest
+from pydantic import BaseModel
 
 from nisse_llm import (
     AnthropicPassthroughClient,
@@ -19,8 +20,9 @@ from nisse_llm import (
 )
 from nisse_llm.render import CallParams
 from nisse_llm.stream.deltas import TextDelta
-from nisse_llm.testing import Script, ScriptedClient, ScriptedTransport, reply
+from nisse_llm.testing import Script, ScriptedClient, ScriptedTransport, ToolUse, reply
 from nisse_llm.transport.clients import SyncRouteClient
+from tests.transport.loopback import LoopbackServer, Reply
 
 LOG = [UserText(text="Say it twice.")]
 SYSTEM = "Be brief."
@@ -34,7 +36,7 @@ CASES = [
 
 def test_call_params_are_frozen_and_take_their_rules_as_a_copy() -> None:
     """A call's parameters cannot be changed in place; deciding its rules makes a new value."""
-    params = CallParams(LOG, None, "gpt-5.4-mini", SYSTEM, 64)
+    params = CallParams(LOG, None, "gpt-5.4-mini", SYSTEM, max_tokens=64)
     with pytest.raises(dataclasses.FrozenInstanceError):
         params.model = "other"  # type: ignore[misc]
     rules = LiteLLMClient.ROUTE.decide("gpt-5.4-mini", None, max_tokens=64)
@@ -101,3 +103,48 @@ def test_the_scripted_client_takes_a_call_params() -> None:
     completion = client.complete_call(client.call_params(LOG, None, "m", SYSTEM))
     assert completion.events[0].text == "second"  # type: ignore[union-attr]
     assert [(c.model, c.system, c.events) for c in client.calls] == [("m", SYSTEM, LOG)] * 2
+
+
+class Plan(BaseModel):
+    """A plan of work."""
+
+    steps: list[str]
+
+
+def test_complete_call_as_sends_what_complete_as_sends() -> None:
+    """A typed answer asked from one `CallParams` sends the body the keyword method sends
+    for the same arguments, and validates the same answer."""
+    answer = reply(ToolUse("Plan", {"steps": ["read"]}))
+    script = Script().chat(answer, answer)
+    with LiteLLMClient("http://proxy.test", "sk-test", transport=ScriptedTransport(script)) as c:
+        first = c.complete_as(Plan, LOG, None, "claude-sonnet-4-6", SYSTEM, options=OPTIONS)
+        params = c.call_params(LOG, None, "claude-sonnet-4-6", SYSTEM, options=OPTIONS)
+        second = c.complete_call_as(Plan, params)
+    assert first.value == second.value == Plan(steps=["read"])
+    sent = script.requests_to("openai_chat")
+    assert sent[0].body == sent[1].body
+
+
+def test_headroom_call_and_count_tokens_call_ask_about_the_same_request(
+    server: LoopbackServer,
+) -> None:
+    """``headroom_call`` and ``count_tokens_call`` of a client's `CallParams` send the
+    counter the request the keyword methods send, and read the same answer."""
+    counted = Reply(200, b'{"total_tokens": 321}')
+    models = Reply(200, b'{"data": []}')
+    server.plan(counted, counted, models, counted, counted)  # the model list is read once
+    with LiteLLMClient(server.base_url, "sk-test") as client:
+        params = client.call_params(LOG, None, "gpt-5.4-mini", SYSTEM, options=OPTIONS)
+        counts = [
+            client.count_tokens("gpt-5.4-mini", LOG, None, SYSTEM, OPTIONS),
+            client.count_tokens_call(params),
+        ]
+        rooms = [
+            client.headroom("gpt-5.4-mini", LOG, None, SYSTEM, OPTIONS),
+            client.headroom_call(params),
+        ]
+    assert counts == [321, 321]
+    assert rooms[0] == rooms[1]
+    bodies = [r.body for r in server.requests if r.path == "/utils/token_counter"]
+    assert len(bodies) == 4
+    assert len(set(bodies)) == 1

@@ -6,18 +6,18 @@ turn becomes a reply are `nisse_llm.testing._scripted`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Self, TypeVar
+from typing import Self, TypeVar, Unpack
 
 from pydantic import BaseModel
 
 from nisse_llm._closing import AsyncClosing
-from nisse_llm.config.options import RequestOptions
 from nisse_llm.events.canonical import CanonicalEvent, Completion, LogLike, ToolsLike, Usage
 from nisse_llm.render.call import CallParams
 from nisse_llm.render.typed import TypedReply
 from nisse_llm.routes.openai_chat import OPENAI_CHAT
 from nisse_llm.testing._scripted import ClientTurn, ScriptedCall, ScriptedCore
-from nisse_llm.transport._client_base import typed_exchange
+from nisse_llm.transport._client_base import next_ask, typed_exchange
+from nisse_llm.transport.core import CallOptions
 
 __all__ = ["AsyncScriptedClient"]
 
@@ -59,9 +59,12 @@ class AsyncScriptedClient(AsyncClosing):
         tools: ToolsLike,
         model: str,
         system: str | None = None,
+        **how: Unpack[CallOptions],
     ) -> list[CanonicalEvent]:
         """Record the call and answer with the next turn."""
-        return (await self.completion(events, tools, model, system)).events
+        return (
+            await self.complete_call(self.call_params(events, tools, model, system, **how))
+        ).events
 
     async def completion(
         self,
@@ -69,9 +72,10 @@ class AsyncScriptedClient(AsyncClosing):
         tools: ToolsLike,
         model: str,
         system: str | None = None,
+        **how: Unpack[CallOptions],
     ) -> Completion:
         """``complete()``, returning this call's whole `Completion` (its events and usage)."""
-        return await self.complete_call(self.call_params(events, tools, model, system))
+        return await self.complete_call(self.call_params(events, tools, model, system, **how))
 
     def call_params(
         self,
@@ -79,11 +83,11 @@ class AsyncScriptedClient(AsyncClosing):
         tools: ToolsLike,
         model: str,
         system: str | None = None,
-        *,
-        options: RequestOptions | None = None,
+        **how: Unpack[CallOptions],
     ) -> CallParams:
-        """One call's parameters, as a real client's ``call_params`` builds them."""
-        return CallParams(events, tools, model, system, options=options)
+        """One call's parameters, as a real client's ``call_params`` builds them (a
+        scripted client has no prompt cache: ``cache`` is accepted and left out)."""
+        return CallParams(events, tools, model, system, options=how.get("options"))
 
     async def complete_call(self, params: CallParams) -> Completion:
         """``completion()`` of a call's parameters built once: recorded, and answered with
@@ -98,17 +102,15 @@ class AsyncScriptedClient(AsyncClosing):
         model: str,
         system: str | None = None,
         *,
-        options: RequestOptions | None = None,
         repair_attempts: int = 0,
+        **how: Unpack[CallOptions],
     ) -> TypedReply[M]:
         """A typed answer from the scripted turns, as the real clients make it: script the
         answer as ``reply(ToolUse("<Model's class name>", {...}))``."""
-        exchange = typed_exchange(
-            OPENAI_CHAT.name, output_type, events, tools, model, system, options, repair_attempts
-        )
+        params = self.call_params(events, tools, model, system, **how)
+        exchange = typed_exchange(OPENAI_CHAT.name, output_type, params, repair_attempts)
         while True:
-            completion = await self.completion(exchange.log, exchange.tools, model, exchange.system)
-            typed = exchange.settle(completion)
+            typed = exchange.settle(await self.complete_call(next_ask(exchange, params)))
             if typed is not None:
                 return typed
 

@@ -7,18 +7,18 @@ turn becomes a reply are `nisse_llm.testing._scripted`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Self, TypeVar
+from typing import Self, TypeVar, Unpack
 
 from pydantic import BaseModel
 
 from nisse_llm._closing import Closing
-from nisse_llm.config.options import RequestOptions
 from nisse_llm.events.canonical import CanonicalEvent, Completion, LogLike, ToolsLike, Usage
 from nisse_llm.render.call import CallParams
 from nisse_llm.render.typed import TypedReply
 from nisse_llm.routes.openai_chat import OPENAI_CHAT
 from nisse_llm.testing._scripted import ClientTurn, ScriptedCall, ScriptedCore
-from nisse_llm.transport._client_base import typed_exchange
+from nisse_llm.transport._client_base import next_ask, typed_exchange
+from nisse_llm.transport.core import CallOptions
 
 __all__ = ["ScriptedClient"]
 
@@ -60,9 +60,10 @@ class ScriptedClient(Closing):
         tools: ToolsLike,
         model: str,
         system: str | None = None,
+        **how: Unpack[CallOptions],
     ) -> list[CanonicalEvent]:
         """Record the call and answer with the next turn."""
-        return (self.completion(events, tools, model, system)).events
+        return (self.complete_call(self.call_params(events, tools, model, system, **how))).events
 
     def completion(
         self,
@@ -70,9 +71,10 @@ class ScriptedClient(Closing):
         tools: ToolsLike,
         model: str,
         system: str | None = None,
+        **how: Unpack[CallOptions],
     ) -> Completion:
         """``complete()``, returning this call's whole `Completion` (its events and usage)."""
-        return self.complete_call(self.call_params(events, tools, model, system))
+        return self.complete_call(self.call_params(events, tools, model, system, **how))
 
     def call_params(
         self,
@@ -80,11 +82,11 @@ class ScriptedClient(Closing):
         tools: ToolsLike,
         model: str,
         system: str | None = None,
-        *,
-        options: RequestOptions | None = None,
+        **how: Unpack[CallOptions],
     ) -> CallParams:
-        """One call's parameters, as a real client's ``call_params`` builds them."""
-        return CallParams(events, tools, model, system, options=options)
+        """One call's parameters, as a real client's ``call_params`` builds them (a
+        scripted client has no prompt cache: ``cache`` is accepted and left out)."""
+        return CallParams(events, tools, model, system, options=how.get("options"))
 
     def complete_call(self, params: CallParams) -> Completion:
         """``completion()`` of a call's parameters built once: recorded, and answered with
@@ -99,17 +101,15 @@ class ScriptedClient(Closing):
         model: str,
         system: str | None = None,
         *,
-        options: RequestOptions | None = None,
         repair_attempts: int = 0,
+        **how: Unpack[CallOptions],
     ) -> TypedReply[M]:
         """A typed answer from the scripted turns, as the real clients make it: script the
         answer as ``reply(ToolUse("<Model's class name>", {...}))``."""
-        exchange = typed_exchange(
-            OPENAI_CHAT.name, output_type, events, tools, model, system, options, repair_attempts
-        )
+        params = self.call_params(events, tools, model, system, **how)
+        exchange = typed_exchange(OPENAI_CHAT.name, output_type, params, repair_attempts)
         while True:
-            completion = self.completion(exchange.log, exchange.tools, model, exchange.system)
-            typed = exchange.settle(completion)
+            typed = exchange.settle(self.complete_call(next_ask(exchange, params)))
             if typed is not None:
                 return typed
 

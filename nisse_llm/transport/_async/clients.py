@@ -15,7 +15,7 @@ failure, a stream finished, broken or left early), before its outcome reaches th
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Self, TypeVar
+from typing import TYPE_CHECKING, Self, TypeVar, Unpack
 
 import httpx
 from pydantic import SecretStr
@@ -30,6 +30,7 @@ from nisse_llm.transport._async.headroom import AsyncClientLimits
 from nisse_llm.transport._client_base import (
     ClientBase,
     ReplyStreamBase,
+    next_ask,
     stream_timeout,
     timeout,
     typed_exchange,
@@ -43,6 +44,7 @@ from nisse_llm.transport.core import (
     AsyncCallObserver,
     AsyncStartHook,
     Call,
+    CallOptions,
     UsageCallback,
 )
 
@@ -50,7 +52,6 @@ from nisse_llm.transport.core import (
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from nisse_llm.config.options import RequestOptions
     from nisse_llm.render._cache import PromptCache
     from nisse_llm.render.call import CallParams
     from nisse_llm.render.typed import TypedReply
@@ -247,15 +248,13 @@ class AsyncRouteClient(AsyncClientLimits, ClientBase, AsyncClosing):
         tools: ToolsLike,
         model: str,
         system: str | None = None,
-        *,
-        cache: bool | None = None,
-        options: RequestOptions | None = None,
+        **how: Unpack[CallOptions],
     ) -> list[CanonicalEvent]:
         """Send the log to ``model`` and return the reply's canonical events; ``cache``
         overrides the client's prompt-cache setting for this call, ``options`` set how it is
         made (their ``max_output_tokens`` wins over the client's ``max_tokens``)."""
         return (
-            await self.completion(events, tools, model, system, cache=cache, options=options)
+            await self.complete_call(self.call_params(events, tools, model, system, **how))
         ).events
 
     async def completion(
@@ -264,14 +263,11 @@ class AsyncRouteClient(AsyncClientLimits, ClientBase, AsyncClosing):
         tools: ToolsLike,
         model: str,
         system: str | None = None,
-        *,
-        cache: bool | None = None,
-        options: RequestOptions | None = None,
+        **how: Unpack[CallOptions],
     ) -> Completion:
         """``complete()``, returning this call's whole `Completion`: its events, usage and
         call info, which concurrent calls never share (unlike ``last_usage``)."""
-        params = self.call_params(events, tools, model, system, cache=cache, options=options)
-        return await self.complete_call(params)
+        return await self.complete_call(self.call_params(events, tools, model, system, **how))
 
     async def complete_call(self, params: CallParams) -> Completion:
         """``completion()`` of a call's parameters built once (`call_params`)."""
@@ -358,25 +354,21 @@ class AsyncRouteClient(AsyncClientLimits, ClientBase, AsyncClosing):
         model: str,
         system: str | None = None,
         *,
-        options: RequestOptions | None = None,
         repair_attempts: int = 0,
-        cache: bool | None = None,
+        **how: Unpack[CallOptions],
     ) -> TypedReply[M]:
         """An answer validated into ``output_type`` (see `nisse_llm.render.typed`): a `TypedReply`,
         or `OutputValidationError` once ``repair_attempts`` more asks have failed too."""
-        exchange = typed_exchange(
-            self.route, output_type, events, tools, model, system, options, repair_attempts
-        )
+        params = self.call_params(events, tools, model, system, **how)
+        return await self.complete_call_as(output_type, params, repair_attempts)
+
+    async def complete_call_as(
+        self, output_type: type[M], params: CallParams, repair_attempts: int = 0
+    ) -> TypedReply[M]:
+        """``complete_as()`` of a call's parameters built once (`call_params`)."""
+        exchange = typed_exchange(self.route, output_type, params, repair_attempts)
         while True:
-            completion = await self.completion(
-                exchange.log,
-                exchange.tools,
-                model,
-                exchange.system,
-                cache=cache,
-                options=exchange.options,
-            )
-            reply = exchange.settle(completion)
+            reply = exchange.settle(await self.complete_call(next_ask(exchange, params)))
             if reply is not None:
                 return reply
 
@@ -386,9 +378,7 @@ class AsyncRouteClient(AsyncClientLimits, ClientBase, AsyncClosing):
         tools: ToolsLike,
         model: str,
         system: str | None = None,
-        *,
-        cache: bool | None = None,
-        options: RequestOptions | None = None,
+        **how: Unpack[CallOptions],
     ) -> AsyncReplyStream:
         """``complete()`` as a stream: ``async with client.stream(...) as s: async for d in s``.
 
@@ -396,8 +386,7 @@ class AsyncRouteClient(AsyncClientLimits, ClientBase, AsyncClosing):
         hook `observe` set, on entering, once the hook is told); the request goes out when
         the ``async with`` is entered.
         """
-        params = self.call_params(events, tools, model, system, cache=cache, options=options)
-        return self.stream_call(params)
+        return self.stream_call(self.call_params(events, tools, model, system, **how))
 
     def stream_call(self, params: CallParams) -> AsyncReplyStream:
         """``stream()`` of a call's parameters built once (`call_params`)."""

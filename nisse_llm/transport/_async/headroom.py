@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from nisse_llm.errors import LLMError
 from nisse_llm.events.canonical import LogLike, ToolsLike
+from nisse_llm.render.call import CallParams
 from nisse_llm.transport._async import io
 from nisse_llm.transport._headroom import (
     ABSENT,
@@ -109,10 +110,12 @@ class AsyncClientLimits:
     ) -> int:
         """The input tokens the request would send to ``model``: the proxy's count, or the
         local estimate where the proxy has no counter."""
-        rendered = render_request(
-            self._core, self._core.params(events, tools, model, system, options=options)
-        )[0]
-        return (await self._count(model, rendered))[0]
+        return await self.count_tokens_call(self._asked(events, tools, model, system, options))
+
+    async def count_tokens_call(self, params: CallParams) -> int:
+        """``count_tokens()`` of a call's parameters built once (``call_params``)."""
+        rendered = render_request(self._core, params)[0]
+        return (await self._count(params.model, rendered))[0]
 
     async def headroom(
         self,
@@ -123,14 +126,27 @@ class AsyncClientLimits:
         options: RequestOptions | None = None,
     ) -> Headroom:
         """How much of ``model``'s window the request would leave (see `Headroom`)."""
+        return await self.headroom_call(self._asked(events, tools, model, system, options))
+
+    async def headroom_call(self, params: CallParams) -> Headroom:
+        """``headroom()`` of a call's parameters built once (``call_params``)."""
         from nisse_llm.wire.models_info import headroom_of
 
-        rendered, ceiling = render_request(
-            self._core, self._core.params(events, tools, model, system, options=options)
-        )
-        info = await self.model_info(model)
-        tokens, source = await self._count(model, rendered)
+        rendered, ceiling = render_request(self._core, params)
+        info = await self.model_info(params.model)
+        tokens, source = await self._count(params.model, rendered)
         return headroom_of(tokens, ceiling, info, source=source)
+
+    def _asked(
+        self,
+        events: LogLike,
+        tools: ToolsLike,
+        model: str,
+        system: str | None,
+        options: RequestOptions | None,
+    ) -> CallParams:
+        """The call ``count_tokens`` and ``headroom`` are asked about, on this client."""
+        return self._core.params(CallParams(events, tools, model, system, options=options))
 
     async def _preflight(self, call: Call) -> None:
         from nisse_llm.wire.models_info import body_output_ceiling, headroom_of

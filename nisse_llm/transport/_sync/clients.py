@@ -16,7 +16,7 @@ failure, a stream finished, broken or left early), before its outcome reaches th
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Self, TypeVar
+from typing import TYPE_CHECKING, Self, TypeVar, Unpack
 
 import httpx
 from pydantic import SecretStr
@@ -29,6 +29,7 @@ from nisse_llm.transport import _client_base
 from nisse_llm.transport._client_base import (
     ClientBase,
     ReplyStreamBase,
+    next_ask,
     stream_timeout,
     timeout,
     typed_exchange,
@@ -43,6 +44,7 @@ from nisse_llm.transport.core import (
     HTTPX_ERRORS,
     Call,
     CallObserver,
+    CallOptions,
     StartHook,
     UsageCallback,
 )
@@ -51,7 +53,6 @@ from nisse_llm.transport.core import (
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from nisse_llm.config.options import RequestOptions
     from nisse_llm.render._cache import PromptCache
     from nisse_llm.render.call import CallParams
     from nisse_llm.render.typed import TypedReply
@@ -248,14 +249,12 @@ class SyncRouteClient(ClientLimits, ClientBase, Closing):
         tools: ToolsLike,
         model: str,
         system: str | None = None,
-        *,
-        cache: bool | None = None,
-        options: RequestOptions | None = None,
+        **how: Unpack[CallOptions],
     ) -> list[CanonicalEvent]:
         """Send the log to ``model`` and return the reply's canonical events; ``cache``
         overrides the client's prompt-cache setting for this call, ``options`` set how it is
         made (their ``max_output_tokens`` wins over the client's ``max_tokens``)."""
-        return (self.completion(events, tools, model, system, cache=cache, options=options)).events
+        return (self.complete_call(self.call_params(events, tools, model, system, **how))).events
 
     def completion(
         self,
@@ -263,14 +262,11 @@ class SyncRouteClient(ClientLimits, ClientBase, Closing):
         tools: ToolsLike,
         model: str,
         system: str | None = None,
-        *,
-        cache: bool | None = None,
-        options: RequestOptions | None = None,
+        **how: Unpack[CallOptions],
     ) -> Completion:
         """``complete()``, returning this call's whole `Completion`: its events, usage and
         call info, which concurrent calls never share (unlike ``last_usage``)."""
-        params = self.call_params(events, tools, model, system, cache=cache, options=options)
-        return self.complete_call(params)
+        return self.complete_call(self.call_params(events, tools, model, system, **how))
 
     def complete_call(self, params: CallParams) -> Completion:
         """``completion()`` of a call's parameters built once (`call_params`)."""
@@ -357,25 +353,21 @@ class SyncRouteClient(ClientLimits, ClientBase, Closing):
         model: str,
         system: str | None = None,
         *,
-        options: RequestOptions | None = None,
         repair_attempts: int = 0,
-        cache: bool | None = None,
+        **how: Unpack[CallOptions],
     ) -> TypedReply[M]:
         """An answer validated into ``output_type`` (see `nisse_llm.render.typed`): a `TypedReply`,
         or `OutputValidationError` once ``repair_attempts`` more asks have failed too."""
-        exchange = typed_exchange(
-            self.route, output_type, events, tools, model, system, options, repair_attempts
-        )
+        params = self.call_params(events, tools, model, system, **how)
+        return self.complete_call_as(output_type, params, repair_attempts)
+
+    def complete_call_as(
+        self, output_type: type[M], params: CallParams, repair_attempts: int = 0
+    ) -> TypedReply[M]:
+        """``complete_as()`` of a call's parameters built once (`call_params`)."""
+        exchange = typed_exchange(self.route, output_type, params, repair_attempts)
         while True:
-            completion = self.completion(
-                exchange.log,
-                exchange.tools,
-                model,
-                exchange.system,
-                cache=cache,
-                options=exchange.options,
-            )
-            reply = exchange.settle(completion)
+            reply = exchange.settle(self.complete_call(next_ask(exchange, params)))
             if reply is not None:
                 return reply
 
@@ -385,9 +377,7 @@ class SyncRouteClient(ClientLimits, ClientBase, Closing):
         tools: ToolsLike,
         model: str,
         system: str | None = None,
-        *,
-        cache: bool | None = None,
-        options: RequestOptions | None = None,
+        **how: Unpack[CallOptions],
     ) -> ReplyStream:
         """``complete()`` as a stream: ``with client.stream(...) as s: for d in s``.
 
@@ -395,8 +385,7 @@ class SyncRouteClient(ClientLimits, ClientBase, Closing):
         hook `observe` set, on entering, once the hook is told); the request goes out when
         the ``with`` is entered.
         """
-        params = self.call_params(events, tools, model, system, cache=cache, options=options)
-        return self.stream_call(params)
+        return self.stream_call(self.call_params(events, tools, model, system, **how))
 
     def stream_call(self, params: CallParams) -> ReplyStream:
         """``stream()`` of a call's parameters built once (`call_params`)."""

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from nisse_llm.errors import LLMError
 from nisse_llm.events.canonical import LogLike, ToolsLike
+from nisse_llm.render.call import CallParams
 from nisse_llm.transport._headroom import (
     ABSENT,
     MODEL_INFO_PATH,
@@ -110,10 +111,12 @@ class ClientLimits:
     ) -> int:
         """The input tokens the request would send to ``model``: the proxy's count, or the
         local estimate where the proxy has no counter."""
-        rendered = render_request(
-            self._core, self._core.params(events, tools, model, system, options=options)
-        )[0]
-        return (self._count(model, rendered))[0]
+        return self.count_tokens_call(self._asked(events, tools, model, system, options))
+
+    def count_tokens_call(self, params: CallParams) -> int:
+        """``count_tokens()`` of a call's parameters built once (``call_params``)."""
+        rendered = render_request(self._core, params)[0]
+        return (self._count(params.model, rendered))[0]
 
     def headroom(
         self,
@@ -124,14 +127,27 @@ class ClientLimits:
         options: RequestOptions | None = None,
     ) -> Headroom:
         """How much of ``model``'s window the request would leave (see `Headroom`)."""
+        return self.headroom_call(self._asked(events, tools, model, system, options))
+
+    def headroom_call(self, params: CallParams) -> Headroom:
+        """``headroom()`` of a call's parameters built once (``call_params``)."""
         from nisse_llm.wire.models_info import headroom_of
 
-        rendered, ceiling = render_request(
-            self._core, self._core.params(events, tools, model, system, options=options)
-        )
-        info = self.model_info(model)
-        tokens, source = self._count(model, rendered)
+        rendered, ceiling = render_request(self._core, params)
+        info = self.model_info(params.model)
+        tokens, source = self._count(params.model, rendered)
         return headroom_of(tokens, ceiling, info, source=source)
+
+    def _asked(
+        self,
+        events: LogLike,
+        tools: ToolsLike,
+        model: str,
+        system: str | None,
+        options: RequestOptions | None,
+    ) -> CallParams:
+        """The call ``count_tokens`` and ``headroom`` are asked about, on this client."""
+        return self._core.params(CallParams(events, tools, model, system, options=options))
 
     def _preflight(self, call: Call) -> None:
         from nisse_llm.wire.models_info import body_output_ceiling, headroom_of

@@ -13,17 +13,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar, Unpack
 
 from nisse_llm._closing import Closing
-from nisse_llm.config.options import RequestOptions
 from nisse_llm.errors import ContextWindowExceeded
 from nisse_llm.events.canonical import (
     CanonicalEvent,
     Completion,
     LogLike,
     ToolsLike,
-    ToolSpec,
     as_events,
     as_tool_specs,
 )
@@ -38,13 +36,14 @@ from nisse_llm.transport._router_base import (
 from nisse_llm.transport._sync import io
 from nisse_llm.transport._sync.headroom import RouterLimits
 from nisse_llm.transport.clients import ReplyStream, SyncRouteClient
-from nisse_llm.transport.core import Call
+from nisse_llm.transport.core import Call, CallOptions
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from nisse_llm.config.settings import Pin, Settings
     from nisse_llm.events.canonical import Usage
+    from nisse_llm.render.call import CallParams
     from nisse_llm.render.typed import TypedReply
     from nisse_llm.task.logstore import TaskStore  # noqa: F401 (the base's type argument)
     from nisse_llm.task.stores import StoreArg
@@ -169,9 +168,7 @@ class RoleRouter(RouterLimits, RouterBase[SyncRouteClient, "TaskStore"], Closing
         events: LogLike,
         tools: ToolsLike,
         system: str | None = None,
-        *,
-        options: RequestOptions | None = None,
-        cache: bool | None = None,
+        **how: Unpack[CallOptions],
     ) -> list[CanonicalEvent]:
         """Send the log to ``role``'s pinned model down that model's route; ``options``
         override the role's profile field by field, ``cache`` the prompt-cache setting.
@@ -179,8 +176,7 @@ class RoleRouter(RouterLimits, RouterBase[SyncRouteClient, "TaskStore"], Closing
         With a `CompactionPolicy`, the log (with an earlier compaction applied) is
         compacted first when it is near the window, or once after `ContextWindowExceeded`.
         """
-        completion = self.completion(role, events, tools, system, options=options, cache=cache)
-        return completion.events
+        return (self.completion(role, events, tools, system, **how)).events
 
     def completion(
         self,
@@ -188,41 +184,47 @@ class RoleRouter(RouterLimits, RouterBase[SyncRouteClient, "TaskStore"], Closing
         events: LogLike,
         tools: ToolsLike,
         system: str | None = None,
-        *,
-        options: RequestOptions | None = None,
-        cache: bool | None = None,
+        **how: Unpack[CallOptions],
     ) -> Completion:
         """``complete()``, returning this call's whole `Completion`: its events, usage and
         call info, which concurrent calls never share (unlike ``last_usage``)."""
         if not self._begun:
             self.begin_task()
-        model, client, merged = self._call(role, options)
-        params = client.call_params(events, tools, model, system, cache=cache, options=merged)
+        client, params = self._asked(role, events, tools, system, how)
         policy = self._compaction
         if policy is None:
             with acting(role):
                 return client.complete_call(params)
-        specs = as_tool_specs(tools)
         given = as_events(events)
         log = self._substituted(given)
-        room = client.headroom(model, log, specs, system, merged)
+        params = replace(params, events=log, tools=as_tool_specs(tools))
+        room = client.headroom_call(params)
         window = room.max_input_tokens
-        how: str | None = None
+        compacted: str | None = None
         if window is not None and room.input_tokens > policy.threshold * window:
-            log = self._compact(model, client, log, specs, system, merged, window)
+            log = self._compact(client, params, log, window)
             self._keep(given, log)
-            how = "threshold"
+            compacted = "threshold"
         try:
-            with acting(role), compacting(how):
-                return client.complete_call(replace(params, events=log, tools=specs))
+            with acting(role), compacting(compacted):
+                return client.complete_call(replace(params, events=log))
         except ContextWindowExceeded as exc:
-            if how is not None:
+            if compacted is not None:
                 raise
             limit = window or exc.limit_tokens
-            log = self._compact(model, client, log, specs, system, merged, limit, refused=True)
+            log = self._compact(client, params, log, limit, refused=True)
             self._keep(given, log)
         with acting(role), compacting("overflow"):
-            return client.complete_call(replace(params, events=log, tools=specs))
+            return client.complete_call(replace(params, events=log))
+
+    def _asked(
+        self, role: str, events: LogLike, tools: ToolsLike, system: str | None, how: CallOptions
+    ) -> tuple[SyncRouteClient, CallParams]:
+        """The client of ``role``'s model and the call's parameters on it, its options over
+        the role's profile."""
+        model, client, merged = self._call(role, how.get("options"))
+        cache = how.get("cache")
+        return client, client.call_params(events, tools, model, system, cache=cache, options=merged)
 
     def _keep(self, before: list[CanonicalEvent], after: list[CanonicalEvent]) -> None:
         """Remember a compaction for later calls and record it in the task's store."""
@@ -236,16 +238,15 @@ class RoleRouter(RouterLimits, RouterBase[SyncRouteClient, "TaskStore"], Closing
 
     def _compact(
         self,
-        model: str,
         client: SyncRouteClient,
+        params: CallParams,
         log: list[CanonicalEvent],
-        tools: list[ToolSpec],
-        system: str | None,
-        options: RequestOptions | None,
         window: int | None,
         *,
         refused: bool = False,
     ) -> list[CanonicalEvent]:
+        """``log`` compacted to fit ``window`` when sent as ``params`` (``refused``: the
+        proxy refused it as too long)."""
         from nisse_llm.task.compaction import plan_compaction
         from nisse_llm.task.summaries import policy_budget, summarize
 
@@ -253,7 +254,7 @@ class RoleRouter(RouterLimits, RouterBase[SyncRouteClient, "TaskStore"], Closing
         assert policy is not None
 
         def count(events: Sequence[CanonicalEvent]) -> int:
-            return client.count_tokens(model, events, tools, system, options)
+            return client.count_tokens_call(replace(params, events=events))
 
         budget = policy_budget(policy, window, count(log), refused=refused)
         if policy.summarize_role is None:
@@ -279,26 +280,16 @@ class RoleRouter(RouterLimits, RouterBase[SyncRouteClient, "TaskStore"], Closing
         tools: ToolsLike,
         system: str | None = None,
         *,
-        options: RequestOptions | None = None,
         repair_attempts: int = 0,
-        cache: bool | None = None,
+        **how: Unpack[CallOptions],
     ) -> TypedReply[M]:
         """An answer from ``role``'s pinned model validated into ``output_type``; ``options``
         override the role's profile (whose ``reasoning`` decides how the answer is asked)."""
         if not self._begun:
             self.begin_task()
-        model, client, merged = self._call(role, options)
+        client, params = self._asked(role, events, tools, system, how)
         with acting(role):
-            return client.complete_as(
-                output_type,
-                events,
-                tools,
-                model,
-                system,
-                options=merged,
-                repair_attempts=repair_attempts,
-                cache=cache,
-            )
+            return client.complete_call_as(output_type, params, repair_attempts)
 
     def stream(
         self,
@@ -306,13 +297,10 @@ class RoleRouter(RouterLimits, RouterBase[SyncRouteClient, "TaskStore"], Closing
         events: LogLike,
         tools: ToolsLike,
         system: str | None = None,
-        *,
-        options: RequestOptions | None = None,
-        cache: bool | None = None,
+        **how: Unpack[CallOptions],
     ) -> ReplyStream:
         """Stream the reply of ``role``'s pinned model (see `LiteLLMClient.stream`)."""
-        model, client, merged = self._call(role, options)
-        params = client.call_params(events, tools, model, system, cache=cache, options=merged)
+        client, params = self._asked(role, events, tools, system, how)
         with acting(role):
             return client.stream_call(params)
 
