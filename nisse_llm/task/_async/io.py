@@ -91,19 +91,27 @@ def shared() -> dict[Any, Any]:
 class Heartbeat:
     """``await beat()`` every ``every_s`` seconds, in an asyncio task, from `start` until
     `stop` (or `cancel`, which does not wait); a beat that raises is logged and the next
-    one comes on time."""
+    one comes on time.
+
+    Stopping sets a flag as well as cancelling: a cancellation can be lost inside a beat
+    (Python 3.11's ``asyncio.wait_for``, which the connection pool waits with, returns the
+    result it got instead of raising when both arrive together), and a loop that missed it
+    would beat on, and `stop` wait for it, forever."""
 
     def __init__(self, beat: Callable[[], Awaitable[object]], every_s: float) -> None:
         self._beat = beat
         self._every_s = every_s
         self._task: asyncio.Task[None] | None = None
+        self._stopping = False
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def _run(self) -> None:
-        while True:
+        while not self._stopping:
             await asyncio.sleep(self._every_s)
+            if self._stopping:
+                return
             try:
                 await self._beat()
             except Exception:
@@ -112,10 +120,12 @@ class Heartbeat:
                 )
 
     def cancel(self) -> None:
+        self._stopping = True
         if self._task is not None:
             self._task.cancel()
 
     async def stop(self) -> None:
+        self._stopping = True
         task, self._task = self._task, None
         if task is None or task.done():
             return
