@@ -44,7 +44,7 @@ from bench.fleet import SMOKE as LOAD_SMOKE
 from bench.fleet import fleet_for
 from bench.fleet_worker import LEDGER, QUEUE, STALLED_WORKER_S, TASK, TOOL_S, make_app
 from nisse_llm.events.canonical import AssistantText
-from nisse_llm.task.postgres import PostgresTaskStore
+from nisse_llm.task.postgres import PostgresTaskStore, close_pools
 from nisse_llm.testing.fleet import LiteLLMFleet
 from nisse_llm.testing.postgres import LocalPostgres
 
@@ -142,6 +142,11 @@ def run(plan: Plan, workdir: Path) -> Result:
                 except subprocess.TimeoutExpired:
                     process.kill()
                     result.exit_codes[name] = process.wait()
+        if plan.down_s > 0:
+            # This process's pooled connections died with the server; the first statement
+            # on each would be TaskStoreUnavailable (a worker retries its job on that, a
+            # tally would not): the tally reads on fresh ones.
+            close_pools()
         _tally(url, plan, workdir, result)
     return result
 

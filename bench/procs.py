@@ -71,7 +71,9 @@ def first_use_times(base_url: str, *, rounds: int) -> dict[str, float | None]:
     from nisse_llm import LiteLLMClient, UserText
 
     with LiteLLMClient(base_url, "sk-bench") as client:
-        body = client._core.begin([UserText(text="hi")], None, "bench-model", None).body
+        body = client._core.begin(
+            client.call_params([UserText(text="hi")], None, "bench-model")
+        ).body
         headers = dict(client._core.headers)
     programs = {
         label: _CPU_TIMER.format(stmt=stmt.format(base=base_url, body=body, headers=headers))

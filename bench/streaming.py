@@ -120,7 +120,7 @@ def _route(
     from nisse_llm.events.canonical import UserText
 
     events = [UserText(text="Write at length.")]
-    sent = client._core.begin(events, None, "m", None, stream=True).body
+    sent = client._core.begin(client.call_params(events, None, "m"), stream=True).body
     seen = [0]
     route = next(name for name, path in ROUTES if url.endswith(path))
 

@@ -95,7 +95,9 @@ def _request_body(case: Case, base_url: str, token: str) -> bytes:
     with cls(base_url, token, max_tokens=4096) as client:
         events = [UserText(text="Write the plan to notes/plan.txt.")]
         tools = [WRITE_FILE] if "tool" in case.kind else None
-        return client._core.begin(events, tools, f"{case.family}-rec", None, stream=True).body
+        return client._core.begin(
+            client.call_params(events, tools, f"{case.family}-rec"), stream=True
+        ).body
 
 
 def record(case: Case, proxy: LiteLLMProxy, server: ScriptedServer) -> dict[str, Any]:

@@ -100,7 +100,7 @@ def _route_rows(base: str, route: Route) -> tuple[int, list[tuple[str, float]]]:
     cls = LiteLLMClient if route == "openai_chat" else AnthropicPassthroughClient
     counted = [0]
     with cls(base, "sk-bench") as client:
-        sent = client._core.begin(events, None, "m", None, stream=True).body
+        sent = client._core.begin(client.call_params(events, None, "m"), stream=True).body
         http = httpx.Client(headers=client._core.headers)
 
         def raw_bytes() -> None:
@@ -115,7 +115,7 @@ def _route_rows(base: str, route: Route) -> tuple[int, list[tuple[str, float]]]:
                         json.loads(line[6:])
 
         def raw_accumulator() -> None:
-            acc = client._core.begin(events, None, "m", None).accumulator()
+            acc = client._core.begin(client.call_params(events, None, "m")).accumulator()
             with http.stream("POST", base + path, content=sent) as response:
                 for chunk in response.iter_bytes():
                     acc.feed(chunk)
